@@ -1,0 +1,1 @@
+"""Verifiable credentials: store, status lists, and the pure verification engine."""

@@ -1,0 +1,141 @@
+"""Interfaces shared by every Data Integrity cryptosuite: the failure type, keys, context, registry.
+
+Pure module (no Flask). A suite module defines an object satisfying `Cryptosuite` and calls
+`register_suite(...)` at import time; `app.credentials.cryptosuites.get_suite(name)` finds it.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
+
+if TYPE_CHECKING:
+    from app.credentials.jsonld.canon import CanonicalizationLimits, CanonicalResult
+    from app.credentials.jsonld.loader import DocumentLoader
+
+KEY_TYPES = frozenset({"Ed25519", "P-256", "P-384", "Bls12381G2"})
+
+
+class ProofCheckFailed(Exception):
+    """A proof (or the credential around it) did not verify; `code` is a stable snake_case reason.
+
+    Codes used across the engine include `invalid_signature`, `unknown_cryptosuite`,
+    `malformed_proof_value`, `malformed_proof`, `verification_method_not_authorized`,
+    `context_not_allowed`, `undefined_term`, `canonicalization_limit`, `did_resolution_failed`,
+    `unsupported_key_type`, `invalid_proof_configuration`.
+    """
+
+    code: str = "proof_check_failed"
+
+    def __init__(self, code: str | None = None, detail: str | None = None) -> None:
+        if code is not None:
+            self.code = code
+        self.detail = detail or self.code.replace("_", " ")
+        super().__init__(f"{self.code}: {self.detail}")
+
+    def as_dict(self) -> dict[str, str]:
+        """The `{code, detail}` pair reported in verification results."""
+        return {"code": self.code, "detail": self.detail}
+
+
+@dataclass(frozen=True)
+class VerificationKey:
+    """A resolved public key: `key_type` is one of Ed25519, P-256, P-384, Bls12381G2.
+
+    `public_key` is the raw encoding: 32 bytes for Ed25519, the SEC1 compressed point for
+    P-256/P-384, the 96-byte compressed G2 point for BLS12-381.
+    """
+
+    id: str
+    controller: str
+    key_type: str
+    public_key: bytes
+
+    def __post_init__(self) -> None:
+        if self.key_type not in KEY_TYPES:
+            raise ValueError(f"unknown key type {self.key_type!r}")
+
+
+@dataclass(frozen=True)
+class SuiteContext:
+    """What a suite needs besides the document and the key: JSON-LD processing bound to a loader.
+
+    `canonicalize` and friends apply the limits (time, size, safe mode) and raise
+    `ProofCheckFailed` (`context_not_allowed`, `undefined_term`, `canonicalization_limit`, ...).
+    `options` carries suite-specific extras (e.g. a BBS presentation header policy).
+    """
+
+    loader: DocumentLoader
+    limits: CanonicalizationLimits = field(default_factory=lambda: _default_limits())
+    options: Mapping[str, Any] = field(default_factory=dict)
+
+    def canonicalize(self, document: dict, *, hash_name: str = "sha256") -> str:
+        """RDFC-1.0 canonical N-Quads of a JSON-LD document (one string, each quad ending in newline)."""
+        from app.credentials.jsonld.canon import canonicalize
+
+        return canonicalize(document, self.loader, hash_name=hash_name, limits=self.limits)
+
+    def canonicalize_with_labels(self, document: dict, *, hash_name: str = "sha256") -> CanonicalResult:
+        """Canonical quads plus the map from the document's blank-node ids to canonical labels."""
+        from app.credentials.jsonld.canon import canonicalize_with_labels
+
+        return canonicalize_with_labels(document, self.loader, hash_name=hash_name, limits=self.limits)
+
+    def to_nquads(self, document: dict) -> list[str]:
+        """The document's quads in N-Quads form (not canonicalized; blank nodes `_:b0`, ...)."""
+        from app.credentials.jsonld.canon import to_nquads
+
+        return to_nquads(document, self.loader, limits=self.limits)
+
+    def canonicalize_nquads(self, nquads: list[str] | str, *, hash_name: str = "sha256") -> CanonicalResult:
+        """Canonicalize already serialized N-Quads (used by the selective-disclosure suites)."""
+        from app.credentials.jsonld.canon import canonicalize_nquads
+
+        return canonicalize_nquads(nquads, hash_name=hash_name, limits=self.limits)
+
+    def expand(self, document: dict) -> list:
+        """The JSON-LD expansion of a document, in safe mode and under the limits."""
+        from app.credentials.jsonld.canon import expand
+
+        return expand(document, self.loader, limits=self.limits)
+
+
+def _default_limits() -> CanonicalizationLimits:
+    from app.credentials.jsonld.canon import CanonicalizationLimits
+
+    return CanonicalizationLimits()
+
+
+@runtime_checkable
+class Cryptosuite(Protocol):
+    """A Data Integrity cryptosuite verifier, identified by its `cryptosuite` name."""
+
+    name: str
+
+    def verify_proof(
+        self, document_without_proof: dict, proof: dict, key: VerificationKey, ctx: SuiteContext
+    ) -> None:
+        """Return if the proof is valid for the document and key, else raise `ProofCheckFailed`."""
+
+
+_registry: dict[str, Cryptosuite] = {}
+_registry_lock = threading.Lock()
+
+
+def register_suite(suite: Cryptosuite) -> Cryptosuite:
+    """Make `suite` findable by `get_suite(suite.name)`; registering a name twice replaces it."""
+    with _registry_lock:
+        _registry[suite.name] = suite
+    return suite
+
+
+def lookup_registered(name: str) -> Cryptosuite | None:
+    """The suite registered under `name` so far, without importing suite modules."""
+    return _registry.get(name)
+
+
+def registered_names() -> list[str]:
+    """Names of the suites registered so far."""
+    return sorted(_registry)

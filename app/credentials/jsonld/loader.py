@@ -1,0 +1,118 @@
+"""Offline, allow-listed JSON-LD document loader for pyld: contexts come from local files only.
+
+A loader never touches the network. Each document is parsed once and kept; processed contexts
+are cached per loader (not in pyld's process-wide cache, which would let one loader's contexts
+leak into another's allow-list).
+"""
+
+from __future__ import annotations
+
+import copy
+import json
+import threading
+from pathlib import Path
+from typing import Any
+
+from app.credentials.cryptosuites.base import ProofCheckFailed
+
+URLMAP_FILE = "urlmap.json"
+_PROCESSED_CONTEXT_CACHE_SIZE = 512
+
+
+class ContextNotAllowed(ProofCheckFailed):
+    """A JSON-LD document referenced a context URL that is not on the allow-list."""
+
+    code = "context_not_allowed"
+
+    def __init__(self, url: str) -> None:
+        self.url = url
+        super().__init__(detail=f"context {url!r} is not on the allow-list")
+
+
+class BoundedCache(dict):
+    """A dict that forgets its oldest entry once it holds `max_size` entries."""
+
+    def __init__(self, max_size: int) -> None:
+        super().__init__()
+        self.max_size = max_size
+
+    def __setitem__(self, key: Any, value: Any) -> None:
+        if key not in self and len(self) >= self.max_size:
+            del self[next(iter(self))]
+        super().__setitem__(key, value)
+
+
+class DocumentLoader:
+    """A pyld `documentLoader(url, options)` serving allow-listed documents from memory.
+
+    Use `make_document_loader` to build one from a directory. `urls` lists what is allowed.
+    `resolved_context_cache` is the cache pyld's ContextResolver keeps for this loader.
+    `lock` serialises pyld processing with this loader, whose caches are not thread-safe.
+    """
+
+    def __init__(self, documents: dict[str, Any]) -> None:
+        self._documents = documents
+        self.resolved_context_cache = BoundedCache(_PROCESSED_CONTEXT_CACHE_SIZE)
+        self.lock = threading.RLock()
+
+    @property
+    def urls(self) -> frozenset[str]:
+        """The allow-listed URLs."""
+        return frozenset(self._documents)
+
+    def get_document(self, url: str) -> Any:
+        """A deep copy of the parsed document at `url`; raises `ContextNotAllowed`."""
+        try:
+            return copy.deepcopy(self._documents[url])
+        except (KeyError, TypeError):
+            raise ContextNotAllowed(str(url)) from None
+
+    def __call__(self, url: str, options: dict | None = None) -> dict[str, Any]:
+        try:
+            document = self._documents[url]
+        except (KeyError, TypeError):
+            raise ContextNotAllowed(str(url)) from None
+        # "static" lets pyld keep the resolved (and processed) context in this loader's cache, so
+        # a context is loaded and processed once per loader rather than once per document.
+        return {
+            "contextUrl": None,
+            "documentUrl": url,
+            "document": copy.deepcopy(document),
+            "contentType": "application/ld+json",
+            "tag": "static",
+        }
+
+
+def read_contexts_dir(contexts_dir: Path) -> dict[str, Path]:
+    """The URL → file map of a contexts directory, read from its `urlmap.json`.
+
+    Raises `FileNotFoundError` when the directory has no `urlmap.json`, `ValueError` when it is
+    not a JSON object of URL → relative file name.
+    """
+    contexts_dir = Path(contexts_dir)
+    mapping = json.loads((contexts_dir / URLMAP_FILE).read_text(encoding="utf-8"))
+    if not isinstance(mapping, dict) or not all(isinstance(v, str) for v in mapping.values()):
+        raise ValueError(f"{contexts_dir / URLMAP_FILE} must map URLs to file names")
+    return {str(url): contexts_dir / name for url, name in mapping.items()}
+
+
+def make_document_loader(
+    contexts_dir: Path | None, *, extra: dict[str, Path] | None = None
+) -> DocumentLoader:
+    """Build an offline loader for the contexts in `contexts_dir` (plus `extra` URL → file).
+
+    Files are read and parsed now, once. Any other URL raises `ContextNotAllowed`.
+    `extra` may also map a URL directly to an already parsed document (a dict).
+    """
+    files: dict[str, Any] = {}
+    if contexts_dir is not None:
+        files.update(read_contexts_dir(Path(contexts_dir)))
+    if extra:
+        files.update(extra)
+    documents: dict[str, Any] = {}
+    for url, source in files.items():
+        if isinstance(source, dict):
+            documents[url] = copy.deepcopy(source)
+        else:
+            documents[url] = json.loads(Path(source).read_text(encoding="utf-8"))
+    return DocumentLoader(documents)
