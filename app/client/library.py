@@ -1,0 +1,467 @@
+"""Python client of the Tessera agent network: the operations behind the ``tessera`` CLI.
+
+``TesseraClient`` talks HTTP (httpx) to ``{network_url}/api/...``. Signing operations need the
+agent key (``api_key``: a secp256k1 private key as 0x-prefixed hex); the client signs the
+network's EIP-4361 challenge with it on first use and keeps the session token. Failures raise
+the typed errors below; every error carries a message fit for a person.
+
+Operations that start a job on the network (host, publish, set-card, deregister, consent
+approval) wait for it by default and return the finished job; pass ``wait=False`` to get the
+queued job at once, and ``progress=callable`` to be told of each poll.
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+from urllib.parse import quote, urlparse
+
+import httpx
+
+from app.agents import ethereum
+from app.client.cards import MAX_CARD_BYTES, find_placeholders_in_bytes
+
+REGISTRY_CONTRACT = "agent-registry"
+MINIMUM_DEREGISTER_VERSION = (1, 7, 0)
+FINAL_JOB_STATES = frozenset({"succeeded", "failed"})
+
+ProgressCallback = Callable[[dict[str, Any]], None]
+
+
+class TesseraError(Exception):
+    """Base of every error the client raises."""
+
+
+class ApiError(TesseraError):
+    """The network answered with an error status; ``problem`` is its RFC 9457 body (or ``{}``)."""
+
+    def __init__(self, status: int, problem: dict[str, Any] | None = None, message: str | None = None):
+        self.status = status
+        self.problem = problem or {}
+        self.code = self.problem.get("code")
+        detail = self.problem.get("detail") or self.problem.get("title")
+        super().__init__(message or (f"HTTP {status}: {detail}" if detail else f"HTTP {status}"))
+
+
+class AuthenticationFailed(TesseraError):
+    """No agent key, a malformed key, or the network refused the signature or session (401)."""
+
+
+class InsufficientCredits(ApiError):
+    """The paying account has fewer credits than the operation costs (402); nothing was written."""
+
+    def __init__(self, required: int, available: int, problem: dict[str, Any] | None = None):
+        self.required = required
+        self.available = available
+        super().__init__(
+            402,
+            problem,
+            f"insufficient credits: this operation costs {required} credits, {available} available",
+        )
+
+
+class OwnerNamedDeregistration(ApiError):
+    """The registry record names an owner organisation, so self-service deregistration is refused."""
+
+    def __init__(self, owner: str | None, problem: dict[str, Any] | None = None):
+        self.owner = owner
+        super().__init__(
+            409,
+            problem,
+            f"the registry record names the owner {owner}; an organisation-owned agent cannot be "
+            "deregistered through self-service",
+        )
+
+
+class RegistryTooOld(TesseraError):
+    """The network's agent-registry contract is older than 1.7.0, which deregistration needs."""
+
+    def __init__(self, version: str):
+        self.version = version
+        super().__init__(
+            f"the network's agent-registry contract is version {version}; "
+            "deregistration needs 1.7.0 or higher"
+        )
+
+
+class CardHasPlaceholders(TesseraError):
+    """The card still holds scaffold placeholders; ``pointers`` are their JSON pointers."""
+
+    def __init__(self, pointers: list[str]):
+        self.pointers = pointers
+        where = ", ".join(p or "(body)" for p in pointers)
+        super().__init__(f"the card still contains scaffold placeholders at {where}; replace or remove them")
+
+
+class JobFailed(TesseraError):
+    """A job finished in state ``failed``; ``job`` is its final JSON."""
+
+    def __init__(self, job: dict[str, Any]):
+        self.job = job
+        error = job.get("error") or {}
+        self.code = error.get("code")
+        super().__init__(
+            f"job {job.get('id')} failed: {error.get('detail') or error.get('code') or 'unknown'}"
+        )
+
+
+class JobTimeout(TesseraError):
+    """A job did not finish within the wait time; it may still complete later."""
+
+    def __init__(self, job: dict[str, Any]):
+        self.job = job
+        super().__init__(f"job {job.get('id')} is still {job.get('state')}; check it later")
+
+
+def parse_version(text: str) -> tuple[int, ...]:
+    """Return a comparable tuple for a dotted version (``"1.7.0"`` -> ``(1, 7, 0)``); ValueError if not."""
+    core = text.strip().lstrip("v").split("-", 1)[0].split("+", 1)[0]
+    parts = tuple(int(part) for part in core.split("."))
+    if not parts:
+        raise ValueError(f"not a version: {text!r}")
+    return parts
+
+
+def consent_id_from_link(link_or_id: str) -> str:
+    """Return the consent id from a consent link (its last path segment) or from a bare id."""
+    parsed = urlparse(link_or_id)
+    if parsed.scheme and parsed.netloc:
+        return parsed.path.rstrip("/").rsplit("/", 1)[-1]
+    return link_or_id.strip()
+
+
+def _problem_of(response: httpx.Response) -> dict[str, Any]:
+    try:
+        body = response.json()
+    except ValueError:
+        return {}
+    return body if isinstance(body, dict) else {}
+
+
+def _raise_for_problem(status: int, problem: dict[str, Any]) -> None:
+    code = problem.get("code")
+    if status == 401 or code in ("authentication_failed", "unauthorized"):
+        raise AuthenticationFailed(problem.get("detail") or problem.get("title") or "authentication failed")
+    if status == 402 or code == "insufficient_credits":
+        raise InsufficientCredits(int(problem.get("required", 0)), int(problem.get("available", 0)), problem)
+    if code == "owner_named_record":
+        raise OwnerNamedDeregistration(problem.get("owner"), problem)
+    raise ApiError(status, problem)
+
+
+class TesseraClient:
+    """A session with one Tessera network as one agent (or organisation) key.
+
+    ``base_url`` is the network URL (``{network_url}``); ``api_key`` the agent key or ``None`` for
+    public reads only. ``transport`` lets tests plug an httpx transport. Not thread-safe.
+    """
+
+    def __init__(
+        self,
+        base_url: str,
+        api_key: str | None = None,
+        timeout: float = 10.0,
+        *,
+        poll_interval: float = 0.25,
+        job_timeout: float = 120.0,
+        transport: httpx.BaseTransport | None = None,
+    ):
+        self.base_url = base_url.rstrip("/")
+        self._api_key = api_key
+        self.poll_interval = poll_interval
+        self.job_timeout = job_timeout
+        self._http = httpx.Client(
+            base_url=self.base_url,
+            timeout=timeout,
+            transport=transport,
+            headers={"Accept": "application/json", "User-Agent": "tessera-cli"},
+        )
+        self._session_token: str | None = None
+        self.did: str | None = None
+        self.address: str | None = ethereum.address_from_private_key(api_key) if api_key else None
+
+    def close(self) -> None:
+        """Close the HTTP connection pool."""
+        self._http.close()
+
+    def __enter__(self) -> TesseraClient:
+        return self
+
+    def __exit__(self, *exc_info: object) -> None:
+        self.close()
+
+    # -- plumbing -------------------------------------------------------------------------
+
+    def _request(
+        self,
+        method: str,
+        path: str,
+        *,
+        authenticated: bool = False,
+        json_body: Any = None,
+        content: bytes | None = None,
+        params: dict[str, Any] | None = None,
+        headers: dict[str, str] | None = None,
+    ) -> httpx.Response:
+        request_headers = dict(headers or {})
+        if authenticated:
+            if self._session_token is None:
+                self.authenticate()
+            request_headers["Authorization"] = f"Bearer {self._session_token}"
+        if content is not None:
+            request_headers.setdefault("Content-Type", "application/json")
+        try:
+            response = self._http.request(
+                method, path, json=json_body, content=content, params=params, headers=request_headers
+            )
+        except httpx.HTTPError as exc:
+            raise TesseraError(f"cannot reach the network at {self.base_url}: {exc}") from exc
+        if response.status_code >= 400:
+            _raise_for_problem(response.status_code, _problem_of(response))
+        return response
+
+    def _json(self, method: str, path: str, **kwargs: Any) -> Any:
+        response = self._request(method, path, **kwargs)
+        try:
+            return response.json()
+        except ValueError as exc:
+            raise ApiError(response.status_code, {}, f"the network answered {path} with non-JSON") from exc
+
+    def _job(
+        self, method: str, path: str, *, wait: bool, progress: ProgressCallback | None, **kwargs: Any
+    ) -> dict[str, Any]:
+        job = self._json(method, path, authenticated=True, **kwargs)
+        if progress is not None:
+            progress(job)
+        return self.wait_for_job(job["id"], progress=progress) if wait else job
+
+    def _target(self, agent: str | None) -> str:
+        if agent:
+            return agent
+        if self.did is None:
+            self.authenticate()
+        assert self.did is not None
+        return self.did
+
+    # -- authentication -------------------------------------------------------------------
+
+    def authenticate(self) -> dict[str, Any]:
+        """Sign the network's EIP-4361 challenge with the key; return ``{did, address, token, ...}``.
+
+        The network binds a DID to the key on its first authentication; ``self.did`` holds it.
+        Raises ``AuthenticationFailed`` without a usable key or when the network refuses.
+        """
+        if not self._api_key:
+            raise AuthenticationFailed("no agent key: pass --api-key or set TESSERA_API_KEY")
+        try:
+            secret = ethereum.parse_private_key(self._api_key)
+        except ethereum.InvalidKey as exc:
+            raise AuthenticationFailed(str(exc)) from exc
+        challenge = self._json("POST", "/api/auth/challenge", json_body={"address": self.address})
+        signature = ethereum.sign_personal_message(challenge["message"], secret)
+        session = self._json(
+            "POST", "/api/auth/verify", json_body={"message": challenge["message"], "signature": signature}
+        )
+        self._session_token = session["token"]
+        self.did = session["did"]
+        return session
+
+    def whoami(self) -> dict[str, Any]:
+        """Return the authenticated account: ``{did, address, kind, balance, created_at}``."""
+        return self._json("GET", "/api/account", authenticated=True)
+
+    def credits(self) -> dict[str, Any]:
+        """Return the balance and ledger entries of the authenticated account."""
+        return self._json("GET", "/api/credits", authenticated=True)
+
+    def pricing(self) -> dict[str, Any]:
+        """Return the network's price list (public)."""
+        return self._json("GET", "/api/pricing")
+
+    # -- cards ----------------------------------------------------------------------------
+
+    def host_card(
+        self,
+        path_or_bytes: str | Path | bytes,
+        owner: str | None = None,
+        agent: str | None = None,
+        *,
+        wait: bool = True,
+        progress: ProgressCallback | None = None,
+    ) -> dict[str, Any]:
+        """Store the card privately under the DID and publish its public copy (exact bytes).
+
+        Without ``agent`` the card is the caller's own. An organisation hosting for an agent it
+        owns passes ``owner`` (its own DID) and ``agent``. Refuses cards with scaffold
+        placeholders (``CardHasPlaceholders``) before contacting the network.
+        """
+        if (owner is None) != (agent is None):
+            raise TesseraError("--owner and --agent go together")
+        body = path_or_bytes if isinstance(path_or_bytes, bytes) else Path(path_or_bytes).read_bytes()
+        pointers = find_placeholders_in_bytes(body)
+        if pointers:
+            raise CardHasPlaceholders(pointers)
+        if len(body) > MAX_CARD_BYTES:
+            raise TesseraError(f"the card is {len(body)} bytes; the network accepts at most {MAX_CARD_BYTES}")
+        target = self._target(agent)
+        if owner is not None and owner != self.did:
+            raise TesseraError(f"--owner {owner} is not the authenticated account {self.did}")
+        return self._job(
+            "PUT", f"/api/agents/{quote(target)}/card", content=body, wait=wait, progress=progress
+        )
+
+    def get_card(self, agent: str | None = None) -> dict[str, Any]:
+        """Return the private view of a hosted card: ``{did, published, card, etag, ...}``."""
+        return self._json("GET", f"/api/agents/{quote(self._target(agent))}/card", authenticated=True)
+
+    def card_unpublish(
+        self, agent: str | None = None, *, wait: bool = True, progress: ProgressCallback | None = None
+    ) -> dict[str, Any]:
+        """Stop serving the public copy; the private card stays (``published: false``)."""
+        return self._job(
+            "DELETE", f"/api/agents/{quote(self._target(agent))}/card/public", wait=wait, progress=progress
+        )
+
+    def set_card(
+        self,
+        uri: str,
+        agent: str | None = None,
+        *,
+        wait: bool = True,
+        progress: ProgressCallback | None = None,
+    ) -> dict[str, Any]:
+        """Register a card URI in the registry; it then appears as the DID document's AgentService."""
+        return self._job(
+            "PUT",
+            f"/api/agents/{quote(self._target(agent))}/registry/card-uri",
+            json_body={"uri": uri},
+            wait=wait,
+            progress=progress,
+        )
+
+    # -- public reads ---------------------------------------------------------------------
+
+    def get_agent_card(self, did: str) -> bytes:
+        """Return the public card's exact bytes (public, no key needed)."""
+        return self._request("GET", f"/api/agent-card/{quote(did)}").content
+
+    def get_did(self, did: str, full: bool = False) -> dict[str, Any]:
+        """Resolve a DID: its document, or with ``full`` the DID resolution result with metadata.
+
+        A deactivated DID answers 410; with ``full`` that result (``deactivated: true``) is
+        returned rather than raised.
+        """
+        accept = "application/did-resolution" if full else "application/did+json"
+        try:
+            response = self._http.get(f"/api/did/{quote(did)}", headers={"Accept": accept})
+        except httpx.HTTPError as exc:
+            raise TesseraError(f"cannot reach the network at {self.base_url}: {exc}") from exc
+        body = _problem_of(response)
+        if response.status_code == 410 and full and body:
+            return body
+        if response.status_code >= 400:
+            error = (body.get("didResolutionMetadata") or {}).get("error") or {}
+            problem = error if isinstance(error, dict) else {"title": str(error)}
+            raise ApiError(response.status_code, problem)
+        return body
+
+    def registry(self, did: str, full: bool = False) -> dict[str, Any]:
+        """Read a registry record (authenticated); ``full`` adds cards, history and contract data."""
+        params = {"full": "true"} if full else None
+        return self._json("GET", f"/api/agents/{quote(did)}/registry", authenticated=True, params=params)
+
+    def contract_version(self, name: str = REGISTRY_CONTRACT) -> str:
+        """Return the version of a network contract (``GET /api/contracts/current``)."""
+        return str(self._json("GET", "/api/contracts/current", params={"name": name})["version"])
+
+    # -- deregistration -------------------------------------------------------------------
+
+    def deregister_agent(
+        self,
+        agent_did: str | None = None,
+        *,
+        wait: bool = True,
+        progress: ProgressCallback | None = None,
+    ) -> dict[str, Any]:
+        """Remove the agent's registry record and both cards (self-service; ``agent_did`` defaults to self).
+
+        Checks the registry contract is 1.7.0 or newer first (``RegistryTooOld``). A record naming
+        an owner raises ``OwnerNamedDeregistration``.
+        """
+        version = self.contract_version(REGISTRY_CONTRACT)
+        try:
+            too_old = parse_version(version) < MINIMUM_DEREGISTER_VERSION
+        except ValueError:
+            too_old = True
+        if too_old:
+            raise RegistryTooOld(version)
+        return self._job(
+            "DELETE", f"/api/agents/{quote(self._target(agent_did))}", wait=wait, progress=progress
+        )
+
+    # -- organisation consent -------------------------------------------------------------
+
+    def consent_request(self, owner: str, agent: str) -> dict[str, Any]:
+        """As organisation ``owner``, ask ``agent`` for consent; return ``{id, consent_url, ...}``."""
+        if self.did is None:
+            self.authenticate()
+        if owner != self.did:
+            raise TesseraError(f"--owner {owner} is not the authenticated account {self.did}")
+        return self._json(
+            "POST", "/api/consents", authenticated=True, json_body={"owner": owner, "agent": agent}
+        )
+
+    def consent_approve(
+        self, link_or_id: str, *, wait: bool = True, progress: ProgressCallback | None = None
+    ) -> dict[str, Any]:
+        """As the agent, sign the consent message behind a consent link; the record then names the owner."""
+        consent_id = consent_id_from_link(link_or_id)
+        consent = self._json("GET", f"/api/consents/{quote(consent_id)}", authenticated=True)
+        assert self._api_key is not None
+        signature = ethereum.sign_personal_message(consent["message"], self._api_key)
+        return self._job(
+            "POST",
+            f"/api/consents/{quote(consent_id)}/approve",
+            json_body={"signature": signature},
+            wait=wait,
+            progress=progress,
+        )
+
+    # -- jobs -----------------------------------------------------------------------------
+
+    def get_job(self, job_id: str) -> dict[str, Any]:
+        """Return a job started by this account."""
+        return self._json("GET", f"/api/jobs/{quote(job_id)}", authenticated=True)
+
+    def wait_for_job(
+        self, job_id: str, progress: ProgressCallback | None = None, timeout: float | None = None
+    ) -> dict[str, Any]:
+        """Poll a job until it is final and return it; ``progress(job)`` is called after each poll.
+
+        A failed job raises ``JobFailed`` (or the matching typed error, e.g. ``InsufficientCredits``
+        when credits ran out before the job ran); ``JobTimeout`` after ``timeout`` seconds.
+        """
+        deadline = time.monotonic() + (self.job_timeout if timeout is None else timeout)
+        while True:
+            job = self.get_job(job_id)
+            if progress is not None:
+                progress(job)
+            if job.get("state") in FINAL_JOB_STATES:
+                break
+            if time.monotonic() >= deadline:
+                raise JobTimeout(job)
+            time.sleep(self.poll_interval)
+        if job["state"] == "failed":
+            error = job.get("error") or {}
+            if error.get("code") in ("insufficient_credits", "owner_named_record"):
+                _raise_for_problem(int(error.get("status", 409)), error)
+            raise JobFailed(job)
+        return job
+
+
+def dumps(document: Any) -> str:
+    """Serialise a result for ``--json`` output (one JSON document)."""
+    return json.dumps(document, indent=2, sort_keys=True, ensure_ascii=False)
