@@ -1,0 +1,208 @@
+"""The ecdsa-sd-2023 cryptosuite (W3C vc-di-ecdsa section 3.4): base and derived proofs, P-256.
+
+A base proof (header 0xd9 0x5d 0x00) is what an issuer hands to a holder; it is verified here as
+the holder would: the HMAC key it carries relabels the canonical statements, the mandatory
+pointers split them, and the base signature plus one proof-scoped signature per non-mandatory
+statement are checked. A derived proof (header 0xd9 0x5d 0x01) is what a verifier receives.
+Pure module (no Flask); failures raise `ProofCheckFailed`.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+from cryptography.exceptions import InvalidSignature
+from cryptography.hazmat.primitives import hashes
+from cryptography.hazmat.primitives.asymmetric import ec
+from cryptography.hazmat.primitives.asymmetric.utils import encode_dss_signature
+
+from app.credentials.cryptosuites import sd_primitives as sd
+from app.credentials.cryptosuites.base import ProofCheckFailed, SuiteContext, VerificationKey, register_suite
+
+NAME = "ecdsa-sd-2023"
+BASE_PROOF_HEADER = b"\xd9\x5d\x00"
+DERIVED_PROOF_HEADER = b"\xd9\x5d\x01"
+_HEADERS = {BASE_PROOF_HEADER: "base", DERIVED_PROOF_HEADER: "derived"}
+P256_MULTIKEY_PREFIX = b"\x80\x24"
+_SIGNATURE_LENGTH = 64
+_ECDSA_SHA256 = ec.ECDSA(hashes.SHA256())
+
+
+@dataclass(frozen=True)
+class BaseProofValue:
+    """The five components of a base proof value."""
+
+    base_signature: bytes
+    public_key: bytes
+    hmac_key: bytes
+    signatures: list[bytes]
+    mandatory_pointers: list[str]
+
+
+@dataclass(frozen=True)
+class DerivedProofValue:
+    """The five components of a derived proof value; `label_map` is decompressed (`c14n<i>` -> `u...`)."""
+
+    base_signature: bytes
+    public_key: bytes
+    signatures: list[bytes]
+    label_map: dict[str, str]
+    mandatory_indexes: list[int]
+
+
+@dataclass(frozen=True)
+class VerifyData:
+    """What the signature checks need: the statements, hashes and signatures to match them."""
+
+    base_signature: bytes
+    proof_hash: bytes
+    public_key: bytes
+    signatures: list[bytes]
+    non_mandatory: list[str]
+    mandatory_hash: bytes
+
+
+def _signature_list(value: Any) -> list[bytes]:
+    if not isinstance(value, list):
+        raise sd.malformed("signatures must be an array of byte strings")
+    return [sd.require_bytes(item, "each signature", _SIGNATURE_LENGTH) for item in value]
+
+
+def _proof_scoped_key(value: Any) -> bytes:
+    key = sd.require_bytes(value, "publicKey", len(P256_MULTIKEY_PREFIX) + 33)
+    if not key.startswith(P256_MULTIKEY_PREFIX):
+        raise sd.malformed("publicKey must be a P-256 Multikey (0x8024 prefix)")
+    return key
+
+
+def parse_proof_value(proof_value: Any) -> BaseProofValue | DerivedProofValue:
+    """parseBaseProofValue / parseDerivedProofValue, chosen by the header; `malformed_proof_value`."""
+    kind, components = sd.parse_proof_value(proof_value, _HEADERS)
+    if len(components) != 5:
+        raise sd.malformed(f"an {NAME} {kind} proof value has 5 components, not {len(components)}")
+    if kind == "base":
+        return BaseProofValue(
+            base_signature=sd.require_bytes(components[0], "baseSignature", _SIGNATURE_LENGTH),
+            public_key=_proof_scoped_key(components[1]),
+            hmac_key=sd.require_bytes(components[2], "hmacKey", 32),
+            signatures=_signature_list(components[3]),
+            mandatory_pointers=sd.require_pointer_list(components[4]),
+        )
+    return DerivedProofValue(
+        base_signature=sd.require_bytes(components[0], "baseSignature", _SIGNATURE_LENGTH),
+        public_key=_proof_scoped_key(components[1]),
+        signatures=_signature_list(components[2]),
+        label_map=sd.decompress_label_map(components[3], "u", bytes),
+        mandatory_indexes=sd.require_index_list(components[4], "mandatoryIndexes"),
+    )
+
+
+def create_derived_verify_data(
+    document: dict, proof: dict, parsed: DerivedProofValue, ctx: SuiteContext
+) -> VerifyData:
+    """createVerifyData: the revealed statements relabelled with the holder's label map."""
+    proof_hash = sd.proof_hash(proof, document, ctx)
+    canonical = ctx.canonicalize_with_labels(document)
+    nquads = sorted(sd.relabel_nquads(canonical.nquads, parsed.label_map))
+    mandatory, non_mandatory = sd.split_by_indexes(nquads, parsed.mandatory_indexes)
+    return VerifyData(
+        base_signature=parsed.base_signature,
+        proof_hash=proof_hash,
+        public_key=parsed.public_key,
+        signatures=parsed.signatures,
+        non_mandatory=non_mandatory,
+        mandatory_hash=sd.hash_nquads(mandatory),
+    )
+
+
+def create_base_verify_data(
+    document: dict, proof: dict, parsed: BaseProofValue, ctx: SuiteContext
+) -> VerifyData:
+    """The holder's view of a base proof: the issuer's transformation redone with its HMAC key."""
+    groups = sd.canonicalize_and_group(
+        document,
+        sd.hmac_id_label_map_factory(parsed.hmac_key),
+        {"mandatory": parsed.mandatory_pointers},
+        ctx,
+    ).groups["mandatory"]
+    return VerifyData(
+        base_signature=parsed.base_signature,
+        proof_hash=sd.proof_hash(proof, document, ctx),
+        public_key=parsed.public_key,
+        signatures=parsed.signatures,
+        non_mandatory=list(groups.non_matching.values()),
+        mandatory_hash=sd.hash_nquads(groups.matching.values()),
+    )
+
+
+def _p256_public_key(encoded: bytes, what: str, failure_code: str) -> ec.EllipticCurvePublicKey:
+    try:
+        return ec.EllipticCurvePublicKey.from_encoded_point(ec.SECP256R1(), encoded)
+    except ValueError:
+        raise ProofCheckFailed(failure_code, f"{what} is not a valid P-256 point") from None
+
+
+def _ecdsa_valid(public_key: ec.EllipticCurvePublicKey, signature: bytes, data: bytes) -> bool:
+    r = int.from_bytes(signature[:32], "big")
+    s = int.from_bytes(signature[32:], "big")
+    try:
+        public_key.verify(encode_dss_signature(r, s), data, _ECDSA_SHA256)
+    except InvalidSignature:
+        return False
+    return True
+
+
+def verify_signatures(data: VerifyData, key: VerificationKey) -> None:
+    """Check the base signature (issuer key) and every statement signature (proof-scoped key).
+
+    Raises `invalid_signature` when a signature fails or their count differs from the statements.
+    """
+    if len(data.signatures) != len(data.non_mandatory):
+        raise ProofCheckFailed(
+            "invalid_signature",
+            f"{len(data.signatures)} signatures for {len(data.non_mandatory)} non-mandatory statements",
+        )
+    issuer_key = _p256_public_key(key.public_key, "the verification method key", "unsupported_key_type")
+    if not _ecdsa_valid(
+        issuer_key, data.base_signature, data.proof_hash + data.public_key + data.mandatory_hash
+    ):
+        raise ProofCheckFailed("invalid_signature", "the base signature does not verify")
+    scoped_key = _p256_public_key(
+        data.public_key[len(P256_MULTIKEY_PREFIX) :], "publicKey", "malformed_proof_value"
+    )
+    for index, (signature, statement) in enumerate(zip(data.signatures, data.non_mandatory, strict=True)):
+        if not _ecdsa_valid(scoped_key, signature, statement.encode("utf-8")):
+            raise ProofCheckFailed(
+                "invalid_signature", f"the signature of non-mandatory statement {index} does not verify"
+            )
+
+
+def _check_proof_options(proof: dict) -> None:
+    if proof.get("type") != "DataIntegrityProof" or proof.get("cryptosuite") != NAME:
+        raise ProofCheckFailed(
+            "invalid_proof_configuration", f"not a DataIntegrityProof with cryptosuite {NAME}"
+        )
+
+
+class EcdsaSd2023:
+    """Verifier of ecdsa-sd-2023 base proofs (as a holder checks them) and derived proofs."""
+
+    name = NAME
+
+    def verify_proof(
+        self, document_without_proof: dict, proof: dict, key: VerificationKey, ctx: SuiteContext
+    ) -> None:
+        """Return when the proof verifies with `key` (P-256), else raise `ProofCheckFailed`."""
+        _check_proof_options(proof)
+        if key.key_type != "P-256":
+            raise ProofCheckFailed("unsupported_key_type", f"{NAME} needs a P-256 key, not {key.key_type}")
+        parsed = parse_proof_value(proof.get("proofValue"))
+        if isinstance(parsed, BaseProofValue):
+            data = create_base_verify_data(document_without_proof, proof, parsed, ctx)
+        else:
+            data = create_derived_verify_data(document_without_proof, proof, parsed, ctx)
+        verify_signatures(data, key)
+
+
+SUITE = register_suite(EcdsaSd2023())

@@ -1,0 +1,573 @@
+"""Selective-disclosure building blocks shared by ecdsa-sd-2023 and bbs-2023 (pure, no Flask).
+
+These follow the "Selective Disclosure Functions" of W3C vc-di-ecdsa (section 3.3) and vc-di-bbs:
+proof-value decoding (multibase base64url + CBOR behind a 3-byte header), blank-node label maps
+(HMAC ids, HMAC-shuffled ids, decompressed maps sent by a holder), JSON-pointer selection,
+skolemization, `canonicalize_and_group`, and the hashing that both suites share.
+
+Every failure is a `ProofCheckFailed`: `malformed_proof_value` for undecodable proof values,
+`invalid_signature` when the proof does not fit the document, and the JSON-LD codes of
+`app.credentials.jsonld.canon` for documents that cannot be processed.
+"""
+
+from __future__ import annotations
+
+import base64
+import copy
+import hashlib
+import hmac
+import re
+import secrets
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from pyld.context_resolver import ContextResolver
+from pyld.jsonld import JsonLdError, JsonLdProcessor
+
+from app.credentials.cryptosuites.base import ProofCheckFailed, SuiteContext
+
+MAX_PROOF_VALUE_BYTES = 4 * 1024 * 1024
+_MAX_CBOR_DEPTH = 8
+_BASE64URL = re.compile(r"[A-Za-z0-9_-]*")
+# One token of an N-Quad: an IRI, a literal (quotes escaped inside), or a blank-node label. IRIs and
+# literals are matched whole so that "_:" inside them is never taken for a blank node.
+_NQUAD_TOKEN = re.compile(r'<[^>]*>|"(?:[^"\\]|\\.)*"|_:([A-Za-z0-9_.\-]+)')
+_SKOLEM_PREFIX = "urn:custom-scheme:"
+_SKOLEM_IRI = re.compile(r"<urn:custom-scheme:([^>]+)>")
+
+LabelMapFactory = Callable[[Mapping[str, str]], dict[str, str]]
+
+
+def malformed(detail: str) -> ProofCheckFailed:
+    """A `malformed_proof_value` failure with `detail`."""
+    return ProofCheckFailed("malformed_proof_value", detail)
+
+
+# --- proof values --------------------------------------------------------------------------------
+
+
+def decode_base64url_multibase(value: Any) -> bytes:
+    """The bytes of a multibase base64url-no-pad string (`u...`); raises `malformed_proof_value`."""
+    if not isinstance(value, str) or not value.startswith("u"):
+        raise malformed("proofValue must be a multibase base64url string starting with 'u'")
+    body = value[1:]
+    if len(body) > MAX_PROOF_VALUE_BYTES * 4 // 3 + 4:
+        raise malformed("proofValue is too large")
+    if not _BASE64URL.fullmatch(body) or len(body) % 4 == 1:
+        raise malformed("proofValue is not base64url without padding")
+    decoded = base64.urlsafe_b64decode(body + "=" * (-len(body) % 4))
+    if base64.urlsafe_b64encode(decoded).rstrip(b"=").decode("ascii") != body:
+        raise malformed("proofValue has non-canonical base64url padding bits")
+    return decoded
+
+
+def encode_base64url_multibase(data: bytes) -> str:
+    """`data` as a multibase base64url-no-pad string (`u...`)."""
+    return "u" + base64.urlsafe_b64encode(data).rstrip(b"=").decode("ascii")
+
+
+class _CborReader:
+    """A strict decoder for the CBOR subset proof values use: integers, byte and text strings,
+    arrays and maps, definite or indefinite length. Tags, floats and simple values are refused
+    (the specifications forbid tagging inside the components)."""
+
+    def __init__(self, data: bytes) -> None:
+        self.data = data
+        self.position = 0
+
+    def _take(self, count: int) -> bytes:
+        end = self.position + count
+        if count < 0 or end > len(self.data):
+            raise malformed("CBOR data ends early")
+        chunk = self.data[self.position : end]
+        self.position = end
+        return chunk
+
+    def _argument(self, info: int) -> int | None:
+        if info < 24:
+            return info
+        if info in (24, 25, 26, 27):
+            return int.from_bytes(self._take(1 << (info - 24)), "big")
+        if info == 31:
+            return None
+        raise malformed("CBOR item has a reserved length encoding")
+
+    def _is_break(self) -> bool:
+        if self.position < len(self.data) and self.data[self.position] == 0xFF:
+            self.position += 1
+            return True
+        return False
+
+    def read(self, depth: int = 0) -> Any:
+        if depth > _MAX_CBOR_DEPTH:
+            raise malformed("CBOR data is nested too deeply")
+        initial = self._take(1)[0]
+        major, info = initial >> 5, initial & 0x1F
+        argument = self._argument(info)
+        if major == 0 and argument is not None:
+            return argument
+        if major == 1 and argument is not None:
+            return -1 - argument
+        if major in (2, 3):
+            if argument is None:
+                chunks = []
+                while not self._is_break():
+                    chunk = self.read(depth + 1)
+                    if type(chunk) is not (bytes if major == 2 else str):
+                        raise malformed("CBOR indefinite string has a chunk of another type")
+                    chunks.append(chunk)
+                return b"".join(chunks) if major == 2 else "".join(chunks)
+            raw = self._take(argument)
+            if major == 2:
+                return raw
+            try:
+                return raw.decode("utf-8")
+            except UnicodeDecodeError:
+                raise malformed("CBOR text string is not UTF-8") from None
+        if major == 4:
+            items = []
+            while (len(items) < argument) if argument is not None else not self._is_break():
+                items.append(self.read(depth + 1))
+            return items
+        if major == 5:
+            mapping: dict[Any, Any] = {}
+            while (len(mapping) < argument) if argument is not None else not self._is_break():
+                key = self.read(depth + 1)
+                if isinstance(key, (list, dict)) or key in mapping:
+                    raise malformed("CBOR map has a duplicate or non-scalar key")
+                mapping[key] = self.read(depth + 1)
+            return mapping
+        if major == 6:
+            raise malformed("CBOR tags must not be used inside a proof value")
+        raise malformed("CBOR proof value contains an unsupported item (float, simple value or break)")
+
+
+def decode_cbor(data: bytes) -> Any:
+    """Decode one CBOR item that must span `data` exactly; raises `malformed_proof_value`."""
+    reader = _CborReader(data)
+    item = reader.read()
+    if reader.position != len(data):
+        raise malformed("trailing bytes after the CBOR proof value")
+    return item
+
+
+def parse_proof_value(proof_value: Any, headers: Mapping[bytes, str]) -> tuple[str, list]:
+    """Split a proof value into its kind (looked up by the 3-byte header) and its CBOR array.
+
+    `headers` maps each accepted header (e.g. `b"\\xd9\\x5d\\x00"`) to a name. An unknown header
+    raises `malformed_proof_value`; so does anything that is not a CBOR array after it.
+    """
+    data = decode_base64url_multibase(proof_value)
+    kind = headers.get(data[:3])
+    if kind is None:
+        raise malformed(f"unexpected proof value header {data[:3].hex() or '(empty)'}")
+    components = decode_cbor(data[3:])
+    if not isinstance(components, list):
+        raise malformed("proof value components must be a CBOR array")
+    return kind, components
+
+
+def require_bytes(value: Any, name: str, length: int | None = None) -> bytes:
+    """`value` if it is a byte string (of `length`, when given); else `malformed_proof_value`."""
+    if type(value) is not bytes or (length is not None and len(value) != length):
+        size = f" of {length} bytes" if length is not None else ""
+        raise malformed(f"{name} must be a byte string{size}")
+    return value
+
+
+def require_index_list(value: Any, name: str) -> list[int]:
+    """`value` as a list of distinct non-negative integers; else `malformed_proof_value`."""
+    if not isinstance(value, list) or not all(type(i) is int and i >= 0 for i in value):
+        raise malformed(f"{name} must be an array of non-negative integers")
+    if len(set(value)) != len(value):
+        raise malformed(f"{name} has repeated entries")
+    return value
+
+
+def require_pointer_list(value: Any, name: str = "mandatoryPointers") -> list[str]:
+    """`value` as a list of JSON pointers (strings starting with '/'); else `malformed_proof_value`."""
+    if not isinstance(value, list) or not all(isinstance(p, str) and p.startswith("/") for p in value):
+        raise malformed(f"{name} must be an array of JSON pointers")
+    return value
+
+
+# --- label maps ----------------------------------------------------------------------------------
+
+
+def _hmac_labels(hmac_key: bytes, canonical_id_map: Mapping[str, str], digest: str) -> dict[str, str]:
+    return {
+        input_label: encode_base64url_multibase(
+            hmac.new(hmac_key, canonical.encode("utf-8"), digest).digest()
+        )
+        for input_label, canonical in canonical_id_map.items()
+    }
+
+
+def hmac_id_label_map_factory(hmac_key: bytes, digest: str = "sha256") -> LabelMapFactory:
+    """createHmacIdLabelMapFunction: each canonical label becomes `u` + base64url(HMAC(label))."""
+
+    def factory(canonical_id_map: Mapping[str, str]) -> dict[str, str]:
+        return _hmac_labels(hmac_key, canonical_id_map, digest)
+
+    return factory
+
+
+def shuffled_id_label_map_factory(hmac_key: bytes) -> LabelMapFactory:
+    """createShuffledIdLabelMapFunction (bbs-2023): labels `b<i>`, i the rank of the HMAC label."""
+
+    def factory(canonical_id_map: Mapping[str, str]) -> dict[str, str]:
+        hmac_ids = _hmac_labels(hmac_key, canonical_id_map, "sha256")
+        rank = {hmac_id: index for index, hmac_id in enumerate(sorted(hmac_ids.values()))}
+        return {input_label: f"b{rank[hmac_id]}" for input_label, hmac_id in hmac_ids.items()}
+
+    return factory
+
+
+def verifier_label_map_factory(label_map: Mapping[str, str]) -> LabelMapFactory:
+    """createLabelMapFunction: canonical labels (`c14n<i>`) are replaced using the holder's map.
+
+    A canonical label the map does not cover means the document is not the one the proof was
+    derived for: `invalid_signature`.
+    """
+
+    def factory(canonical_id_map: Mapping[str, str]) -> dict[str, str]:
+        relabelled = {}
+        for input_label, canonical in canonical_id_map.items():
+            new_label = label_map.get(canonical)
+            if new_label is None:
+                raise ProofCheckFailed(
+                    "invalid_signature", f"the proof's label map has no entry for blank node {canonical}"
+                )
+            relabelled[input_label] = new_label
+        return relabelled
+
+    return factory
+
+
+def decompress_label_map(compressed: Any, value_prefix: str, value_type: type) -> dict[str, str]:
+    """decompressLabelMap: `{int: value}` becomes `{"c14n<int>": prefix + value}`.
+
+    ecdsa-sd-2023 sends 32-byte HMAC digests (`value_type=bytes`, prefix `u`, base64url);
+    bbs-2023 sends integers (`value_type=int`, prefix `b`). Raises `malformed_proof_value`.
+    """
+    if not isinstance(compressed, dict):
+        raise malformed("the label map must be a CBOR map")
+    label_map = {}
+    for key, value in compressed.items():
+        if type(key) is not int or key < 0 or type(value) is not value_type:
+            raise malformed("the label map must map integers to " + value_type.__name__)
+        if value_type is bytes:
+            if len(value) != 32:
+                raise malformed("label map values must be 32-byte HMAC digests")
+            label_map[f"c14n{key}"] = encode_base64url_multibase(value)
+        else:
+            if value < 0:
+                raise malformed("label map values must be non-negative")
+            label_map[f"c14n{key}"] = f"{value_prefix}{value}"
+    if len(set(label_map.values())) != len(label_map):
+        raise malformed("the label map assigns one label twice")
+    return label_map
+
+
+def relabel_nquads(nquads: Iterable[str], label_map: Mapping[str, str], *, strict: bool = True) -> list[str]:
+    """relabelBlankNodes: every blank node `_:x` becomes `_:label_map[x]` (literals untouched).
+
+    With `strict`, a label missing from the map raises `invalid_signature` (the proof does not
+    cover that node); otherwise it is kept as it is.
+    """
+
+    def replace(match: re.Match) -> str:
+        label = match.group(1)
+        if label is None:
+            return match.group(0)
+        new_label = label_map.get(label)
+        if new_label is None:
+            if strict:
+                raise ProofCheckFailed("invalid_signature", f"no label for blank node _:{label}")
+            return match.group(0)
+        return "_:" + new_label
+
+    return [_NQUAD_TOKEN.sub(replace, line) for line in nquads]
+
+
+def label_replaced_canonical_nquads(
+    canonical_nquads: Sequence[str], canonical_id_map: Mapping[str, str], factory: LabelMapFactory
+) -> tuple[list[str], dict[str, str]]:
+    """labelReplacementCanonicalizeNQuads from a canonicalization result.
+
+    Returns the canonical quads relabelled by `factory(canonical_id_map)`, sorted again, and that
+    label map (input label -> new label).
+    """
+    label_map = factory(canonical_id_map)
+    by_canonical = {canonical_id_map[label]: new for label, new in label_map.items()}
+    return sorted(relabel_nquads(canonical_nquads, by_canonical)), label_map
+
+
+def canonical_nquads_with_labels(document: dict, ctx: SuiteContext, factory: LabelMapFactory) -> list[str]:
+    """labelReplacementCanonicalizeJsonLd: canonicalize `document` and relabel its blank nodes."""
+    result = ctx.canonicalize_with_labels(document)
+    nquads, _ = label_replaced_canonical_nquads(result.nquads, result.label_map, factory)
+    return nquads
+
+
+# --- JSON pointers and selection -----------------------------------------------------------------
+
+
+def json_pointer_to_paths(pointer: str) -> list[str | int]:
+    """jsonPointerToPaths: RFC 6901 pointer to path segments (decimal segments become ints)."""
+    if not isinstance(pointer, str) or not pointer.startswith("/"):
+        raise malformed(f"{pointer!r} is not a JSON pointer")
+    paths: list[str | int] = []
+    for segment in pointer.split("/")[1:]:
+        if "~" in segment:
+            if re.search(r"~(?![01])", segment):
+                raise malformed(f"{pointer!r} has an invalid escape")
+            paths.append(segment.replace("~1", "/").replace("~0", "~"))
+        elif segment.isdigit() and segment.isascii():
+            paths.append(int(segment))
+        else:
+            paths.append(segment)
+    return paths
+
+
+class _SparseArray(dict):
+    """A selected array under construction: index -> value, made dense at the end."""
+
+
+_MISSING = object()
+
+
+def _child(container: Any, path: str | int) -> Any:
+    if isinstance(container, list):
+        if isinstance(path, int) and path < len(container):
+            return container[path]
+        return _MISSING
+    if isinstance(container, _SparseArray):
+        return container.get(path, _MISSING) if isinstance(path, int) else _MISSING
+    if isinstance(container, dict):
+        return container.get(str(path), _MISSING)
+    return _MISSING
+
+
+def _set_child(container: Any, path: str | int, value: Any) -> None:
+    if isinstance(container, _SparseArray):
+        if not isinstance(path, int):
+            raise malformed(f"JSON pointer segment {path!r} indexes an array")
+        container[path] = value
+    elif isinstance(container, dict):
+        container[str(path)] = value
+    else:
+        raise malformed(f"JSON pointer segment {path!r} goes below a literal")
+
+
+def _initial_selection(source: Any) -> dict:
+    selection: dict[str, Any] = {}
+    if isinstance(source, dict):
+        node_id = source.get("id")
+        if node_id is not None and not (isinstance(node_id, str) and node_id.startswith("_:")):
+            selection["id"] = node_id
+        if "type" in source:
+            selection["type"] = source["type"]
+    return selection
+
+
+def _select_paths(paths: list[str | int], document: Any, selection: dict, pointer: str) -> None:
+    value: Any = document
+    selected_parent: Any = selection
+    selected_value: Any = selection
+    for path in paths:
+        selected_parent = selected_value
+        value = _child(value, path)
+        if value is _MISSING:
+            raise ProofCheckFailed(
+                "invalid_signature", f"JSON pointer {pointer!r} does not match the document"
+            )
+        selected_value = _child(selected_parent, path)
+        if selected_value is _MISSING:
+            selected_value = _SparseArray() if isinstance(value, list) else _initial_selection(value)
+            _set_child(selected_parent, path, selected_value)
+    if isinstance(value, list):
+        selected_value = copy.deepcopy(value)
+    elif isinstance(value, dict):
+        selected_value = {**selected_value, **copy.deepcopy(value)}
+    else:
+        selected_value = value
+    _set_child(selected_parent, paths[-1], selected_value)
+
+
+def _densify(value: Any) -> Any:
+    if isinstance(value, _SparseArray):
+        return [_densify(value[index]) for index in sorted(value)]
+    if isinstance(value, dict):
+        return {key: _densify(item) for key, item in value.items()}
+    if isinstance(value, list):
+        return [_densify(item) for item in value]
+    return value
+
+
+def select_json_ld(pointers: Sequence[str], document: dict) -> dict | None:
+    """selectJsonLd: the fragment of a compact document that `pointers` select (None if none).
+
+    The selection keeps the document's `@context` and the `id`/`type` of every object on the way.
+    A pointer that does not resolve raises `invalid_signature` (the proof names data that is not
+    in the document).
+    """
+    if not pointers:
+        return None
+    selection = _initial_selection(document)
+    selection["@context"] = copy.deepcopy(document.get("@context"))
+    for pointer in pointers:
+        paths = json_pointer_to_paths(pointer)
+        if not paths:
+            raise malformed("a JSON pointer must not select the whole document")
+        _select_paths(paths, document, selection, pointer)
+    return _densify(selection)
+
+
+# --- skolemization and grouping ------------------------------------------------------------------
+
+
+def skolemize_expanded(expanded: list, random_string: str) -> list:
+    """skolemizeExpandedJsonLd: give every node an IRI (`urn:custom-scheme:...`), keeping labels.
+
+    Unlabelled nodes get `urn:custom-scheme:_<random>_<n>`; `_:x` becomes `urn:custom-scheme:x`.
+    """
+    counter = [0]
+
+    def skolemize(elements: list) -> list:
+        result = []
+        for element in elements:
+            if not isinstance(element, dict) or "@value" in element:
+                result.append(copy.deepcopy(element))
+                continue
+            node: dict[str, Any] = {}
+            for key, value in element.items():
+                node[key] = skolemize(value) if isinstance(value, list) else skolemize([value])[0]
+            if "@list" in element or "@set" in element:
+                result.append(node)
+                continue
+            node_id = node.get("@id")
+            if node_id is None:
+                node["@id"] = f"{_SKOLEM_PREFIX}_{random_string}_{counter[0]}"
+                counter[0] += 1
+            elif isinstance(node_id, str) and node_id.startswith("_:"):
+                node["@id"] = _SKOLEM_PREFIX + node_id[2:]
+            result.append(node)
+        return result
+
+    return skolemize(expanded)
+
+
+def deskolemize_nquads(nquads: Iterable[str]) -> list[str]:
+    """deskolemizeNQuads: `<urn:custom-scheme:x>` becomes the blank node `_:x`."""
+    return [_SKOLEM_IRI.sub(lambda match: "_:" + match.group(1), line) for line in nquads]
+
+
+def _compact(expanded: list, context: Any, ctx: SuiteContext) -> dict:
+    """JSON-LD compaction with the suite's loader (its processed-context cache and its lock)."""
+    loader = ctx.loader
+    options = {
+        "documentLoader": loader,
+        "contextResolver": ContextResolver(loader.resolved_context_cache, loader),
+        "base": "",
+        "processingMode": "json-ld-1.1",
+        "compactArrays": True,
+        "graph": False,
+        "skipExpansion": True,
+    }
+    try:
+        with loader.lock:
+            return JsonLdProcessor().compact(expanded, {"@context": context}, options)
+    except ProofCheckFailed:
+        raise
+    except (JsonLdError, RecursionError, ValueError, TypeError, KeyError) as error:
+        raise ProofCheckFailed("invalid_jsonld", f"compaction failed: {str(error)[:200]}") from error
+
+
+@dataclass(frozen=True)
+class GroupedNQuads:
+    """One group of canonicalizeAndGroup: quads (by index into all quads) inside and outside it."""
+
+    matching: dict[int, str]
+    non_matching: dict[int, str]
+
+
+@dataclass(frozen=True)
+class CanonicalGroups:
+    """The result of `canonicalize_and_group`: all relabelled quads, the label map, the groups."""
+
+    nquads: list[str]
+    label_map: dict[str, str]
+    groups: dict[str, GroupedNQuads]
+
+
+def canonicalize_and_group(
+    document: dict,
+    factory: LabelMapFactory,
+    group_definitions: Mapping[str, Sequence[str]],
+    ctx: SuiteContext,
+) -> CanonicalGroups:
+    """canonicalizeAndGroup: relabelled canonical quads, split by JSON-pointer selections.
+
+    The document is skolemized (expand, name every node, compact) so that quads produced from a
+    selection can be matched against the whole document's quads by string equality.
+    """
+    if not isinstance(document.get("@context"), (str, list, dict)):
+        raise ProofCheckFailed("invalid_jsonld", "the document has no @context")
+    expanded = ctx.expand(document)
+    skolemized_expanded = skolemize_expanded(expanded, secrets.token_hex(8))
+    skolemized_compact = _compact(skolemized_expanded, document["@context"], ctx)
+    # The whole document's quads come from the expanded form; wrapping it in "@graph" lets the
+    # context-free expanded nodes go through the same guarded conversion as any document.
+    deskolemized = deskolemize_nquads(ctx.to_nquads({"@graph": skolemized_expanded}))
+    canonical = ctx.canonicalize_nquads(deskolemized)
+    nquads, label_map = label_replaced_canonical_nquads(canonical.nquads, canonical.label_map, factory)
+
+    groups = {}
+    for name, pointers in group_definitions.items():
+        selection = select_json_ld(pointers, skolemized_compact)
+        selected: set[str] = set()
+        if selection is not None:
+            selection_quads = deskolemize_nquads(ctx.to_nquads(selection))
+            selected = set(relabel_nquads(selection_quads, label_map, strict=False))
+        matching = {index: quad for index, quad in enumerate(nquads) if quad in selected}
+        non_matching = {index: quad for index, quad in enumerate(nquads) if quad not in selected}
+        groups[name] = GroupedNQuads(matching=matching, non_matching=non_matching)
+    return CanonicalGroups(nquads=nquads, label_map=label_map, groups=groups)
+
+
+def split_by_indexes(nquads: Sequence[str], mandatory_indexes: Sequence[int]) -> tuple[list[str], list[str]]:
+    """The quads at `mandatory_indexes` and the others, both in order.
+
+    An index past the end means the document has fewer statements than the proof was made for:
+    `invalid_signature`.
+    """
+    wanted = set(mandatory_indexes)
+    if wanted and max(wanted) >= len(nquads):
+        raise ProofCheckFailed(
+            "invalid_signature", "the proof's mandatory indexes exceed the document's statements"
+        )
+    mandatory = [quad for index, quad in enumerate(nquads) if index in wanted]
+    non_mandatory = [quad for index, quad in enumerate(nquads) if index not in wanted]
+    return mandatory, non_mandatory
+
+
+def hash_nquads(nquads: Iterable[str], digest: str = "sha256") -> bytes:
+    """hashMandatoryNQuads: the hash of the UTF-8 bytes of the joined quads."""
+    return hashlib.new(digest, "".join(nquads).encode("utf-8")).digest()
+
+
+def proof_configuration(proof: Mapping[str, Any], document: Mapping[str, Any]) -> dict:
+    """The proof options a proof hash covers: the proof without `proofValue`, in the document's context."""
+    config = {key: value for key, value in proof.items() if key != "proofValue"}
+    config["@context"] = document.get("@context")
+    return config
+
+
+def proof_hash(
+    proof: Mapping[str, Any], document: Mapping[str, Any], ctx: SuiteContext, digest: str = "sha256"
+) -> bytes:
+    """The hash of the canonical proof configuration (RDFC-1.0 with SHA-256)."""
+    canonical = ctx.canonicalize(proof_configuration(proof, document))
+    return hashlib.new(digest, canonical.encode("utf-8")).digest()
