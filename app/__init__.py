@@ -1,0 +1,147 @@
+"""Tessera: the application factory, the one place extensions are bound."""
+
+from __future__ import annotations
+
+import importlib
+import pkgutil
+import re
+from pathlib import Path
+
+from flask import Flask, Response, g, request
+from sqlalchemy import event
+from sqlalchemy.exc import IntegrityError, OperationalError
+
+from app.config import INSTANCE_DIR, Config
+from app.ops.logging import configure_logging, new_request_id, request_id_var
+
+_REQUEST_ID = re.compile(r"^[A-Za-z0-9._-]{1,64}$")
+MIGRATIONS_DIR = Path(__file__).resolve().parent.parent / "migrations"
+
+
+def create_app(config: dict | None = None) -> Flask:
+    """Build the Flask application; `config` overrides settings read from the environment."""
+    app = Flask(__name__, instance_path=str(INSTANCE_DIR))
+    app.config.update(Config().as_dict())
+    if config:
+        app.config.update(config)
+    configure_logging(app.config["LOG_LEVEL"])
+    INSTANCE_DIR.mkdir(parents=True, exist_ok=True)
+
+    _import_models()
+    _init_extensions(app)
+    _register_request_hooks(app)
+    _register_blueprints(app)
+    _register_tasks(app)
+    _register_commands(app)
+    return app
+
+
+def _import_models() -> None:
+    """Import every feature's models so the metadata (and Alembic) see all tables."""
+    package_dir = Path(__file__).resolve().parent
+    for feature in pkgutil.iter_modules([str(package_dir)]):
+        if feature.ispkg and (package_dir / feature.name / "models.py").exists():
+            importlib.import_module(f"app.{feature.name}.models")
+
+
+def _init_extensions(app: Flask) -> None:
+    from app.errors import register_error_handlers
+    from app.extensions import api, celery, db, limiter, migrate
+    from app.ops.metrics import init_metrics
+
+    db.init_app(app)
+    migrate.init_app(app, db, directory=str(MIGRATIONS_DIR), render_as_batch=True, compare_type=True)
+    api.init_app(app)
+    limiter.init_app(app)
+    register_error_handlers(app)
+    init_metrics(app)
+
+    celery.conf.update(app.config["CELERY"])
+    celery.flask_app = app
+    app.extensions["celery"] = celery
+
+    if app.config["SQLALCHEMY_DATABASE_URI"].startswith("sqlite"):
+        with app.app_context():
+            _configure_sqlite(db.engine)
+
+
+def _configure_sqlite(engine) -> None:
+    """Give SQLite real transactions: BEGIN at the first statement, WAL, foreign keys.
+
+    pysqlite only opens a transaction before data-changing statements, so a read followed by a
+    write would not be atomic; emitting BEGIN ourselves makes every unit of work serialisable.
+    """
+
+    @event.listens_for(engine, "connect")
+    def _on_connect(dbapi_connection, _record) -> None:
+        dbapi_connection.isolation_level = None
+        cursor = dbapi_connection.cursor()
+        cursor.execute("PRAGMA journal_mode=WAL")
+        cursor.execute("PRAGMA foreign_keys=ON")
+        cursor.execute("PRAGMA busy_timeout=30000")
+        cursor.close()
+
+    @event.listens_for(engine, "begin")
+    def _on_begin(connection) -> None:
+        connection.exec_driver_sql("BEGIN")
+
+
+def _register_request_hooks(app: Flask) -> None:
+    from app.db import commit, rollback
+    from app.errors import Conflict, ServiceUnavailable, handle_domain_error
+    from app.http import enforce_content_type
+
+    @app.before_request
+    def _request_id() -> None:
+        supplied = request.headers.get("X-Request-Id", "")
+        g.request_id = supplied if _REQUEST_ID.match(supplied) else new_request_id()
+        request_id_var.set(g.request_id)
+
+    @app.before_request
+    def _content_type() -> None:
+        enforce_content_type(app.view_functions)
+
+    @app.after_request
+    def _finish_unit_of_work(response: Response) -> Response:
+        if response.status_code >= 400:
+            rollback()
+        else:
+            try:
+                commit()
+            except IntegrityError:
+                response = handle_domain_error(Conflict("The request conflicts with existing data."))
+            except OperationalError:
+                response = handle_domain_error(
+                    ServiceUnavailable("The database is unreachable; try again shortly.")
+                )
+        response.headers["X-Request-Id"] = g.get("request_id", "")
+        return response
+
+
+def _register_blueprints(app: Flask) -> None:
+    from app.extensions import api
+    from app.jobs.routes import blp as jobs_blp
+    from app.ops.routes import blp as ops_blp
+
+    app.register_blueprint(ops_blp)
+    api.register_blueprint(jobs_blp)
+
+
+def _register_tasks(app: Flask) -> None:
+    """Import every task module of `worker/` and collect their beat schedules."""
+    import worker
+    from app.extensions import celery
+
+    schedule: dict = {}
+    for module_info in pkgutil.iter_modules(worker.__path__):
+        module = importlib.import_module(f"worker.{module_info.name}")
+        schedule.update(getattr(module, "beat_schedule", lambda _app: {})(app))
+    celery.conf.beat_schedule = schedule
+
+
+def _register_commands(app: Flask) -> None:
+    from app.jobs.cli import outbox_cli
+    from app.tenancy.cli import clients_cli
+
+    app.cli.add_command(clients_cli)
+    app.cli.add_command(outbox_cli)

@@ -1,0 +1,162 @@
+"""Settings, read from the environment; one class per profile."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+INSTANCE_DIR = Path(os.environ.get("TESSERA_INSTANCE_DIR", Path.cwd() / "instance")).resolve()
+
+
+def _env_int(name: str, default: int) -> int:
+    return int(os.environ.get(name, default))
+
+
+def _env_float(name: str, default: float) -> float:
+    return float(os.environ.get(name, default))
+
+
+def _env_bool(name: str, default: bool = False) -> bool:
+    value = os.environ.get(name)
+    if value is None:
+        return default
+    return value.strip().lower() in {"1", "true", "yes", "on"}
+
+
+def _sqlite_url(name: str) -> str:
+    return f"sqlite:///{INSTANCE_DIR / name}"
+
+
+def database_url() -> str:
+    """The database URL: `DATABASE_URL` (postgres:// normalised to psycopg 3) or embedded SQLite."""
+    url = os.environ.get("DATABASE_URL") or _sqlite_url("tessera.sqlite")
+    if url.startswith("postgres://"):
+        url = "postgresql+psycopg://" + url[len("postgres://"):]
+    elif url.startswith("postgresql://"):
+        url = "postgresql+psycopg://" + url[len("postgresql://"):]
+    return url
+
+
+def broker_url() -> str:
+    """Celery broker: `REDIS_URL` in production, kombu's SQLAlchemy transport on SQLite otherwise."""
+    if os.environ.get("CELERY_BROKER_URL"):
+        return os.environ["CELERY_BROKER_URL"]
+    if os.environ.get("REDIS_URL"):
+        return os.environ["REDIS_URL"]
+    from app.ops.broker import TRANSPORT_NAME
+
+    return f"{TRANSPORT_NAME}+" + _sqlite_url("broker.sqlite")
+
+
+class Config:
+    """Production-shaped defaults; every value can be overridden by `create_app(config=...)`."""
+
+    def __init__(self) -> None:
+        self.SECRET_KEY = os.environ.get("SECRET_KEY") or _development_secret("secret_key")
+        # Key material for hashing secrets and encrypting data at rest. Comma-separated list:
+        # the first key encrypts, every key decrypts, so keys can be rotated.
+        self.ENCRYPTION_KEYS = os.environ.get("ENCRYPTION_KEYS") or _development_secret("encryption_key")
+        self.SECRET_HASH_KEY = os.environ.get("SECRET_HASH_KEY") or _development_secret("secret_hash_key")
+
+        self.SQLALCHEMY_DATABASE_URI = database_url()
+        self.SQLALCHEMY_ENGINE_OPTIONS = _engine_options(self.SQLALCHEMY_DATABASE_URI)
+        self.REDIS_URL = os.environ.get("REDIS_URL", "")
+        self.CELERY = {
+            "broker_url": broker_url(),
+            "task_ignore_result": True,
+            "task_acks_late": True,
+            "task_reject_on_worker_lost": True,
+            "worker_prefetch_multiplier": 1,
+            "task_always_eager": _env_bool("CELERY_ALWAYS_EAGER"),
+            "broker_connection_retry_on_startup": True,
+            "broker_connection_timeout": 2,
+            "task_publish_retry": False,
+            "broker_transport_options": _broker_transport_options(broker_url()),
+            "worker_hijack_root_logger": False,
+            "timezone": "UTC",
+        }
+        self.RATELIMIT_STORAGE_URI = self.REDIS_URL or "memory://"
+        self.RATELIMIT_HEADERS_ENABLED = True
+        self.RATELIMIT_ENABLED = _env_bool("RATELIMIT_ENABLED", True)
+
+        self.MAX_CONTENT_LENGTH = 1024 * 1024
+        self.BASE_URL = os.environ.get("BASE_URL", "http://127.0.0.1:5000").rstrip("/")
+        self.LOG_LEVEL = os.environ.get("LOG_LEVEL", "INFO")
+
+        # Jobs: how long a queued job waits before the sweep re-publishes it, and how long a
+        # running job may hold its lease before it is considered abandoned by a dead worker.
+        self.OUTBOX_GRACE_SECONDS = _env_float("OUTBOX_GRACE_SECONDS", 10)
+        self.OUTBOX_SWEEP_INTERVAL = _env_float("OUTBOX_SWEEP_INTERVAL", 5)
+        self.JOB_LEASE_SECONDS = _env_float("JOB_LEASE_SECONDS", 60)
+        self.JOB_MAX_RETRIES = _env_int("JOB_MAX_RETRIES", 5)
+        self.RETRY_AFTER_SECONDS = _env_int("RETRY_AFTER_SECONDS", 5)
+        self.IDEMPOTENCY_TTL_SECONDS = _env_int("IDEMPOTENCY_TTL_SECONDS", 24 * 3600)
+
+        self.API_TITLE = "Tessera"
+        self.API_VERSION = "1.0.0"
+        self.OPENAPI_VERSION = "3.0.3"
+        self.OPENAPI_URL_PREFIX = "/"
+        self.OPENAPI_JSON_PATH = "openapi.json"
+        self.OPENAPI_SWAGGER_UI_PATH = "/docs"
+        self.OPENAPI_SWAGGER_UI_URL = "https://cdn.jsdelivr.net/npm/swagger-ui-dist/"
+        self.API_SPEC_OPTIONS = {
+            "info": {
+                "description": "Tessera identity platform API. Errors are RFC 9457 "
+                "application/problem+json documents.",
+            },
+            "components": {
+                "securitySchemes": {
+                    "ApiToken": {"type": "apiKey", "in": "header", "name": "x-api-token"},
+                    "BearerToken": {"type": "http", "scheme": "bearer", "bearerFormat": "JWT"},
+                }
+            },
+        }
+
+    def as_dict(self) -> dict:
+        return dict(vars(self))
+
+
+def _engine_options(url: str) -> dict:
+    if url.startswith("sqlite"):
+        return {"connect_args": {"timeout": 30, "check_same_thread": False}}
+    return {
+        "pool_pre_ping": True,
+        "pool_size": _env_int("DB_POOL_SIZE", 5),
+        "max_overflow": _env_int("DB_MAX_OVERFLOW", 10),
+        "pool_timeout": _env_float("DB_POOL_TIMEOUT", 5),
+        "connect_args": {"connect_timeout": _env_int("DB_CONNECT_TIMEOUT", 3)},
+    }
+
+
+def _broker_transport_options(url: str) -> dict:
+    if not url.startswith(("redis://", "rediss://")):
+        return {}
+    return {
+        "visibility_timeout": _env_int("BROKER_VISIBILITY_TIMEOUT", 3600),
+        "socket_connect_timeout": 2,
+        "socket_timeout": 5,
+        "max_retries": 0,
+    }
+
+
+def _development_secret(name: str) -> str:
+    """A per-instance random secret for the embedded default, persisted under `instance/`.
+
+    Production deployments set the environment variable instead; this keeps a fresh machine
+    working with no configuration without ever shipping a fixed secret.
+    """
+    import secrets
+
+    INSTANCE_DIR.mkdir(parents=True, exist_ok=True)
+    path = INSTANCE_DIR / f".{name}"
+    try:
+        return path.read_text().strip()
+    except FileNotFoundError:
+        value = secrets.token_urlsafe(32)
+        try:
+            with open(path, "x") as handle:
+                handle.write(value)
+            path.chmod(0o600)
+        except FileExistsError:
+            return path.read_text().strip()
+        return value

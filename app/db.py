@@ -1,0 +1,103 @@
+"""Declarative base, time helpers, and the transaction edge with its outbox.
+
+The edge (a request, a task, a CLI command) owns the transaction: it commits exactly once.
+Messages for the broker are queued on the session with `after_commit_publish` and sent only
+once that commit has succeeded; a failed commit discards them.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from datetime import UTC, datetime
+
+from sqlalchemy import JSON, MetaData
+from sqlalchemy.dialects import postgresql
+from sqlalchemy.orm import DeclarativeBase
+
+log = logging.getLogger(__name__)
+
+NAMING_CONVENTION = {
+    "ix": "ix_%(column_0_label)s",
+    "uq": "uq_%(table_name)s_%(column_0_N_name)s",
+    "ck": "ck_%(table_name)s_%(constraint_name)s",
+    "fk": "fk_%(table_name)s_%(column_0_name)s_%(referred_table_name)s",
+    "pk": "pk_%(table_name)s",
+}
+
+# JSON on every database, JSONB where PostgreSQL offers it.
+JSONType = JSON().with_variant(postgresql.JSONB(), "postgresql")
+
+
+class Base(DeclarativeBase):
+    metadata = MetaData(naming_convention=NAMING_CONVENTION)
+
+
+def utcnow() -> datetime:
+    """The current time, timezone-aware UTC."""
+    return datetime.now(UTC)
+
+
+def as_utc(value: datetime | None) -> datetime | None:
+    """Treat a naive datetime read back from SQLite as UTC."""
+    if value is None or value.tzinfo is not None:
+        return value
+    return value.replace(tzinfo=UTC)
+
+
+def isoformat(value: datetime | None) -> str | None:
+    """ISO 8601 UTC with `Z`, as every API response writes times."""
+    value = as_utc(value)
+    if value is None:
+        return None
+    return value.astimezone(UTC).isoformat().replace("+00:00", "Z")
+
+
+def after_commit_publish(callback: Callable[[], None]) -> None:
+    """Run `callback` once the current transaction has committed (never if it rolls back)."""
+    from app.extensions import db
+
+    db.session.info.setdefault("after_commit", []).append(callback)
+
+
+def _take_after_commit() -> list[Callable[[], None]]:
+    from app.extensions import db
+
+    return db.session.info.pop("after_commit", [])
+
+
+def commit() -> None:
+    """Commit the session, then run what was waiting for the commit. For edges only."""
+    from app.extensions import db
+
+    try:
+        db.session.commit()
+    except Exception:
+        db.session.rollback()
+        _take_after_commit()
+        raise
+    for callback in _take_after_commit():
+        try:
+            callback()
+        except Exception:  # the outbox sweep recovers anything not published
+            log.exception("after-commit callback failed")
+
+
+def rollback() -> None:
+    """Roll back the session and forget what was waiting for a commit."""
+    from app.extensions import db
+
+    db.session.rollback()
+    _take_after_commit()
+
+
+@contextmanager
+def transaction() -> Iterator[None]:
+    """One unit of work for tasks and CLI commands: commit on success, roll back on error."""
+    try:
+        yield
+    except BaseException:
+        rollback()
+        raise
+    commit()

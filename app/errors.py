@@ -1,0 +1,222 @@
+"""Domain errors and the one place they become RFC 9457 problem+json responses."""
+
+from __future__ import annotations
+
+import logging
+from http import HTTPStatus
+from typing import Any
+
+import marshmallow as _ma
+from flask import Flask, Response, current_app, json, request
+from sqlalchemy.exc import DBAPIError, OperationalError
+from werkzeug.exceptions import HTTPException
+
+log = logging.getLogger(__name__)
+
+PROBLEM_MIMETYPE = "application/problem+json"
+PROBLEM_BASE = "https://tessera.dev/problems/"
+
+
+class DomainError(Exception):
+    """Base of every error the service raises on purpose; each subclass is one response shape."""
+
+    status: int = 400
+    code: str = "bad_request"
+    title: str = "Bad request"
+
+    def __init__(
+        self,
+        detail: str | None = None,
+        *,
+        errors: dict | None = None,
+        headers: dict | None = None,
+        **extra: Any,
+    ) -> None:
+        super().__init__(detail or self.title)
+        self.detail = detail or self.title
+        self.errors = errors
+        self.headers = headers or {}
+        self.extra = extra
+
+    def to_problem(self) -> dict:
+        body = {
+            "type": PROBLEM_BASE + self.code,
+            "title": self.title,
+            "status": self.status,
+            "detail": self.detail,
+            "code": self.code,
+        }
+        if self.errors is not None:
+            body["errors"] = self.errors
+        body.update(self.extra)
+        return body
+
+
+class BadRequest(DomainError):
+    status, code, title = 400, "bad_request", "Bad request"
+
+
+class Unauthorized(DomainError):
+    status, code, title = 401, "unauthorized", "Authentication required"
+
+    def __init__(self, detail: str | None = None, *, scheme: str = "ApiToken", **kwargs: Any) -> None:
+        headers = {"WWW-Authenticate": f'{scheme} realm="tessera"'}
+        headers.update(kwargs.pop("headers", {}) or {})
+        super().__init__(detail, headers=headers, **kwargs)
+
+
+class Forbidden(DomainError):
+    status, code, title = 403, "forbidden", "Not allowed"
+
+
+class NotFound(DomainError):
+    status, code, title = 404, "not_found", "Not found"
+
+
+class Conflict(DomainError):
+    status, code, title = 409, "conflict", "Conflict"
+
+
+class ValidationFailed(DomainError):
+    status, code, title = 422, "validation_failed", "Validation failed"
+
+
+class ServiceUnavailable(DomainError):
+    status, code, title = 503, "service_unavailable", "Service unavailable"
+
+    def __init__(self, detail: str | None = None, **kwargs: Any) -> None:
+        retry_after = str(current_app.config.get("RETRY_AFTER_SECONDS", 5))
+        headers = {"Retry-After": retry_after}
+        headers.update(kwargs.pop("headers", {}) or {})
+        super().__init__(detail, headers=headers, **kwargs)
+
+
+def problem_response(body: dict, status: int, headers: dict | None = None) -> Response:
+    response = current_app.response_class(
+        json.dumps(body), status=status, mimetype=PROBLEM_MIMETYPE
+    )
+    for name, value in (headers or {}).items():
+        response.headers[name] = value
+    return response
+
+
+def _flatten_webargs_messages(messages: Any) -> dict[str, list[str]]:
+    """webargs nests errors by location and field; callers want `{field: [messages]}`."""
+    flat: dict[str, list[str]] = {}
+
+    def walk(prefix: str, node: Any) -> None:
+        if isinstance(node, dict):
+            for key, value in node.items():
+                walk(f"{prefix}.{key}" if prefix else str(key), value)
+        elif isinstance(node, list) and all(isinstance(item, str) for item in node):
+            flat.setdefault(prefix or "_schema", []).extend(node)
+        else:
+            flat.setdefault(prefix or "_schema", []).append(str(node))
+
+    if isinstance(messages, dict):
+        for location_errors in messages.values():
+            walk("", location_errors)
+    else:
+        walk("", messages)
+    return flat
+
+
+def handle_http_exception(error: HTTPException) -> Response:
+    status = error.code or 500
+    if status == 500:
+        return handle_unexpected(error)
+    data = getattr(error, "data", None) or {}
+    body: dict[str, Any] = {
+        "type": PROBLEM_BASE + _http_code(status),
+        "title": HTTPStatus(status).phrase,
+        "status": status,
+        "detail": error.description or HTTPStatus(status).description,
+        "code": _http_code(status),
+    }
+    headers: dict[str, str] = {}
+    if status == 422 and "messages" in data:
+        body["code"] = "validation_failed"
+        body["type"] = PROBLEM_BASE + "validation_failed"
+        body["title"] = "Validation failed"
+        body["detail"] = "The request has invalid fields."
+        body["errors"] = _flatten_webargs_messages(data["messages"])
+    elif status == 400 and "messages" in data:
+        body["detail"] = "The request body is not valid JSON."
+        body["code"] = "malformed_json"
+        body["type"] = PROBLEM_BASE + "malformed_json"
+    if status == 405 and error.valid_methods:  # type: ignore[attr-defined]
+        headers["Allow"] = ", ".join(error.valid_methods)  # type: ignore[attr-defined]
+    if status == 429:
+        body["detail"] = "Too many requests; retry after the time in Retry-After."
+        response = error.get_response()
+        retry_after = response.headers.get("Retry-After")
+        headers["Retry-After"] = retry_after or str(current_app.config.get("RETRY_AFTER_SECONDS", 5))
+    for name, value in (data.get("headers") or {}).items():
+        headers[name] = value
+    return problem_response(body, status, headers)
+
+
+def handle_domain_error(error: DomainError) -> Response:
+    return problem_response(error.to_problem(), error.status, error.headers)
+
+
+def handle_database_unavailable(error: DBAPIError) -> Response:
+    log.warning("database unavailable: %s", error.__class__.__name__)
+    from app.db import rollback
+
+    try:
+        rollback()
+    except Exception:  # the connection is already gone; nothing to roll back
+        log.debug("rollback after database failure also failed", exc_info=True)
+    return handle_domain_error(ServiceUnavailable("The database is unreachable; try again shortly."))
+
+
+def handle_unexpected(error: Exception) -> Response:
+    original = getattr(error, "original_exception", None) or error
+    if isinstance(original, DomainError):
+        return handle_domain_error(original)
+    if isinstance(original, OperationalError | DBAPIError) and _is_disconnect(original):
+        return handle_database_unavailable(original)
+    log.error("unhandled error on %s %s", request.method, request.path, exc_info=original)
+    body = {
+        "type": PROBLEM_BASE + "internal_error",
+        "title": "Internal server error",
+        "status": 500,
+        "detail": "An unexpected error occurred. It has been logged.",
+        "code": "internal_error",
+    }
+    return problem_response(body, 500)
+
+
+def _is_disconnect(error: DBAPIError) -> bool:
+    return bool(getattr(error, "connection_invalidated", False)) or isinstance(error, OperationalError)
+
+
+def _http_code(status: int) -> str:
+    return HTTPStatus(status).phrase.lower().replace(" ", "_").replace("-", "_")
+
+
+def register_error_handlers(app: Flask) -> None:
+    """Bind every error type to its one response shape."""
+    app.register_error_handler(DomainError, handle_domain_error)
+    app.register_error_handler(HTTPException, handle_http_exception)
+    app.register_error_handler(OperationalError, handle_database_unavailable)
+    app.register_error_handler(Exception, handle_unexpected)
+
+
+class ProblemSchema(_ma.Schema):
+    """RFC 9457 problem details, as every error response carries them."""
+
+    type = _ma.fields.String(required=True)
+    title = _ma.fields.String(required=True)
+    status = _ma.fields.Integer(required=True)
+    detail = _ma.fields.String()
+    code = _ma.fields.String(required=True)
+    errors = _ma.fields.Dict(
+        keys=_ma.fields.String(),
+        values=_ma.fields.List(_ma.fields.String()),
+        metadata={"description": "Field name → messages, on validation failures (422)."},
+    )
+
+    class Meta:
+        unknown = _ma.INCLUDE

@@ -1,0 +1,81 @@
+"""Reusable HTTP pieces: documented problem responses, content-type enforcement."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from functools import wraps
+from http import HTTPStatus
+from typing import Any
+
+from flask import request
+from flask_smorest import Blueprint
+
+from app.errors import DomainError
+
+JSON_MIMETYPES = frozenset({"application/json"})
+
+
+class UnsupportedMediaType(DomainError):
+    status, code, title = 415, "unsupported_media_type", "Unsupported media type"
+
+
+def problem_doc(*statuses: int) -> Callable:
+    """Document problem+json responses for `statuses` on a view."""
+    responses = {
+        str(status): {
+            "description": HTTPStatus(status).phrase,
+            "content": {"application/problem+json": {"schema": {"$ref": "#/components/schemas/Problem"}}},
+        }
+        for status in statuses
+    }
+    return Blueprint.doc(responses=responses)
+
+
+def accepts(*mimetypes: str) -> Callable:
+    """Allow request bodies of these media types on a view (JSON only by default)."""
+
+    def decorator(view: Callable) -> Callable:
+        view.accepted_mimetypes = frozenset(mimetypes)  # type: ignore[attr-defined]
+        return view
+
+    return decorator
+
+
+def enforce_content_type(view_functions: dict[str, Callable]) -> None:
+    """Refuse a body whose media type the endpoint does not take (415), before parsing it."""
+    if request.method not in {"POST", "PUT", "PATCH"} or not request.content_length:
+        return
+    view = view_functions.get(request.endpoint or "")
+    if view is None:
+        return
+    accepted = _accepted(view)
+    mimetype = request.mimetype or ""
+    if mimetype in accepted or (mimetype.endswith("+json") and "application/json" in accepted):
+        return
+    raise UnsupportedMediaType(
+        f"Send the body as {' or '.join(sorted(accepted))}.", accepted=sorted(accepted)
+    )
+
+
+def _accepted(view: Any) -> frozenset[str]:
+    while view is not None:
+        found = getattr(view, "accepted_mimetypes", None)
+        if found is not None:
+            return found
+        view = getattr(view, "__wrapped__", None)
+    return JSON_MIMETYPES
+
+
+def no_store(view: Callable) -> Callable:
+    """Mark a response as never cacheable (tokens, secrets shown once)."""
+
+    @wraps(view)
+    def wrapper(*args: Any, **kwargs: Any) -> Any:
+        from flask import make_response
+
+        response = make_response(view(*args, **kwargs))
+        response.headers["Cache-Control"] = "no-store"
+        response.headers["Pragma"] = "no-cache"
+        return response
+
+    return wrapper

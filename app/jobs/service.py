@@ -1,0 +1,214 @@
+"""Jobs: enqueue with the write that needs them, publish after commit, run exactly once.
+
+A job row is written in the same transaction as the change that asked for it (transactional
+outbox) and handed to the broker only after that transaction commits. Running a job is
+idempotent: the row is locked, a final job is left alone, and the handler's writes commit
+together with the job's final state, so a redelivered or re-published task never repeats an
+effect.
+"""
+
+from __future__ import annotations
+
+import logging
+import socket
+import time
+import uuid
+from collections.abc import Callable
+from datetime import timedelta
+from typing import Any
+
+from flask import current_app
+from sqlalchemy import func, or_, select
+
+from app.db import after_commit_publish, as_utc, transaction, utcnow
+from app.errors import DomainError, NotFound
+from app.extensions import celery, db
+from app.jobs.models import FAILED, QUEUED, RUNNING, SUCCEEDED, CanaryRun, Job
+from app.ops.logging import current_request_id
+from app.ops.metrics import JOB_DURATION
+
+log = logging.getLogger(__name__)
+
+# After a failed publish the broker is presumed down for a moment: writes keep answering at
+# full speed and the outbox sweep publishes what accumulated once the broker is back.
+_BROKER_BACKOFF_SECONDS = 5.0
+_broker_down_until = 0.0
+
+JobHandler = Callable[[Job], dict | None]
+
+
+def enqueue_job(
+    kind: str,
+    payload: dict,
+    *,
+    client_id: int | None = None,
+    agent_did: str | None = None,
+) -> Job:
+    """Add a queued job to the current transaction; it is published once that transaction commits."""
+    job = Job(
+        id=str(uuid.uuid4()),
+        kind=kind,
+        state=QUEUED,
+        payload=payload,
+        client_id=client_id,
+        agent_did=agent_did,
+        request_id=current_request_id(),
+        attempts=0,
+        created_at=utcnow(),
+    )
+    db.session.add(job)
+    db.session.flush()
+    job_id, request_id = job.id, job.request_id
+    after_commit_publish(lambda: publish_job(job_id, kind, request_id))
+    return job
+
+
+def publish_job(job_id: str, kind: str, request_id: str | None = None) -> bool:
+    """Hand a committed job to the broker; False (and the sweep retries later) if it is down."""
+    global _broker_down_until
+    if time.monotonic() < _broker_down_until:
+        return False
+    try:
+        task = celery.tasks.get(kind)
+        options: dict[str, Any] = {"args": [job_id], "kwargs": {"request_id": request_id}}
+        if task is not None:
+            task.apply_async(**options)
+        else:
+            celery.send_task(kind, **options)
+        return True
+    except Exception as exc:
+        _broker_down_until = time.monotonic() + _BROKER_BACKOFF_SECONDS
+        log.warning("broker unavailable, job %s stays in the outbox: %s", job_id, exc.__class__.__name__)
+        return False
+
+
+def get_job(job_id: str) -> Job | None:
+    return db.session.get(Job, job_id)
+
+
+def require_job_for_client(job_id: str, client_ids: Callable[[], Any]) -> Job:
+    """The job if it belongs to one of the caller's clients; NotFound otherwise."""
+    job = get_job(job_id)
+    if job is None or job.client_id is None or job.client_id not in client_ids():
+        raise NotFound("No such job.")
+    return job
+
+
+def require_job_for_agent(job_id: str, agent_did: str) -> Job:
+    job = get_job(job_id)
+    if job is None or job.agent_did != agent_did:
+        raise NotFound("No such job.")
+    return job
+
+
+def _lock_job(job_id: str) -> Job | None:
+    statement = select(Job).where(Job.id == job_id).with_for_update()
+    return db.session.execute(statement).scalar_one_or_none()
+
+
+def claim_job(job_id: str) -> Job | None:
+    """Mark a job running and lease it to this worker; None when it is unknown or already final.
+
+    Commits on its own so the job shows as running while the work happens.
+    """
+    with transaction():
+        job = _lock_job(job_id)
+        if job is None or job.is_final:
+            return None
+        now = utcnow()
+        job.state = RUNNING
+        job.attempts += 1
+        job.started_at = job.started_at or now
+        job.lease_expires_at = now + timedelta(seconds=current_app.config["JOB_LEASE_SECONDS"])
+        return job
+
+
+def run_job(job_id: str, handler: JobHandler) -> None:
+    """Run `handler` for a job exactly once; its writes commit with the job's final state.
+
+    A `DomainError` from the handler discards its writes and records the job as failed.
+    Other exceptions propagate (the task decides whether to retry) and leave the job running.
+    """
+    if claim_job(job_id) is None:
+        return
+    try:
+        with transaction():
+            job = _lock_job(job_id)
+            if job is None or job.is_final:
+                return
+            result = handler(job)
+            _finish(job, SUCCEEDED, result=result or {})
+    except DomainError as error:
+        fail_job(job_id, {"code": error.code, "detail": error.detail})
+
+
+def fail_job(job_id: str, error: dict) -> None:
+    """Record a job as failed with `error` unless it is already final. Commits."""
+    with transaction():
+        job = _lock_job(job_id)
+        if job is not None and not job.is_final:
+            _finish(job, FAILED, error=error)
+
+
+def _finish(job: Job, state: str, *, result: dict | None = None, error: dict | None = None) -> None:
+    now = utcnow()
+    job.state = state
+    job.result = result
+    job.error = error
+    job.finished_at = now
+    job.lease_expires_at = None
+    JOB_DURATION.labels(job.kind, state).observe((now - as_utc(job.created_at)).total_seconds())
+
+
+def sweep_outbox() -> int:
+    """Re-publish jobs stuck in the outbox or abandoned by a dead worker. Commits; returns the count."""
+    now = utcnow()
+    grace = timedelta(seconds=current_app.config["OUTBOX_GRACE_SECONDS"])
+    stuck = (
+        select(Job)
+        .where(
+            or_(
+                (Job.state == QUEUED) & (func.coalesce(Job.published_at, Job.created_at) < now - grace),
+                (Job.state == RUNNING) & (Job.lease_expires_at < now),
+            )
+        )
+        .order_by(Job.created_at)
+        .limit(1000)
+    )
+    with transaction():
+        jobs = db.session.execute(stuck).scalars().all()
+        for job in jobs:
+            job.published_at = now
+            if job.state == RUNNING:
+                job.lease_expires_at = now + timedelta(seconds=current_app.config["JOB_LEASE_SECONDS"])
+        pending = [(job.id, job.kind, job.request_id) for job in jobs]
+    published = sum(publish_job(*item) for item in pending)
+    if pending:
+        log.info("outbox sweep re-published %d of %d jobs", published, len(pending))
+    return published
+
+
+def count_jobs_by_state() -> dict[str, int]:
+    rows = db.session.execute(select(Job.state, func.count()).group_by(Job.state)).all()
+    db.session.rollback()
+    counts = {QUEUED: 0, RUNNING: 0, SUCCEEDED: 0, FAILED: 0}
+    counts.update({state: count for state, count in rows})
+    return counts
+
+
+def start_canary(client_id: int, delay_ms: int) -> Job:
+    """Queue a canary job that proves the pipeline end to end (outbox, broker, worker, database)."""
+    return enqueue_job("jobs.canary", {"delay_ms": delay_ms}, client_id=client_id)
+
+
+def run_canary(job: Job) -> dict:
+    """The canary's effect: one row per execution; the delay lets tests interrupt a running job."""
+    delay_ms = int(job.payload.get("delay_ms", 0))
+    if delay_ms:
+        time.sleep(delay_ms / 1000)
+    db.session.add(CanaryRun(job_id=job.id, worker=socket.gethostname()))
+    return {"delay_ms": delay_ms}
+
+
+def count_canary_runs(job_id: str) -> int:
+    return db.session.scalar(select(func.count()).select_from(CanaryRun).where(CanaryRun.job_id == job_id))

@@ -1,0 +1,22 @@
+"""The embedded broker: kombu's SQLAlchemy transport on SQLite, polled often enough for snappy jobs.
+
+kombu hands every transport option of this transport to `create_engine`, so the polling interval
+cannot be passed as an option; it is a class attribute of this subclass instead, registered as
+the `tessera-sqla` transport.
+"""
+
+from __future__ import annotations
+
+import os
+
+from kombu.transport import TRANSPORT_ALIASES
+from kombu.transport import sqlalchemy as kombu_sqlalchemy
+
+TRANSPORT_NAME = "tessera-sqla"
+
+
+class Transport(kombu_sqlalchemy.Transport):
+    polling_interval = float(os.environ.get("BROKER_POLLING_INTERVAL", "0.05"))
+
+
+TRANSPORT_ALIASES[TRANSPORT_NAME] = f"{__name__}:Transport"

@@ -1,0 +1,68 @@
+"""Liveness and readiness probes."""
+
+from __future__ import annotations
+
+import logging
+
+from flask import Blueprint, current_app, jsonify
+from sqlalchemy import text
+
+from app.extensions import db
+
+log = logging.getLogger(__name__)
+
+blp = Blueprint("ops", __name__)
+
+
+@blp.get("/healthz")
+def healthz():
+    """The process is up."""
+    return jsonify(status="ok")
+
+
+@blp.get("/readyz")
+def readyz():
+    """The database and the broker are reachable; 503 with `Retry-After` otherwise."""
+    checks = {"database": _check_database(), "broker": _check_broker()}
+    ready = all(value == "ok" for value in checks.values())
+    response = jsonify(status="ok" if ready else "unavailable", checks=checks)
+    if not ready:
+        response.status_code = 503
+        response.headers["Retry-After"] = str(current_app.config["RETRY_AFTER_SECONDS"])
+    return response
+
+
+def _check_database() -> str:
+    try:
+        db.session.execute(text("SELECT 1"))
+        db.session.rollback()
+        return "ok"
+    except Exception as exc:
+        log.warning("readiness: database unreachable: %s", exc.__class__.__name__)
+        try:
+            db.session.rollback()
+        except Exception:  # the connection is already gone
+            log.debug("rollback failed", exc_info=True)
+        return "unreachable"
+
+
+def _check_broker() -> str:
+    url = current_app.config["CELERY"]["broker_url"]
+    try:
+        if url.startswith(("redis://", "rediss://")):
+            import redis
+
+            client = redis.Redis.from_url(url, socket_connect_timeout=1, socket_timeout=1)
+            try:
+                client.ping()
+            finally:
+                client.close()
+        else:
+            from kombu import Connection
+
+            with Connection(url, connect_timeout=1) as connection:
+                connection.ensure_connection(max_retries=1)
+        return "ok"
+    except Exception as exc:
+        log.warning("readiness: broker unreachable: %s", exc.__class__.__name__)
+        return "unreachable"

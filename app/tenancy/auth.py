@@ -1,0 +1,105 @@
+"""`x-api-token` authentication and the `x-api-subclient-id` acting node."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+from datetime import timedelta
+from functools import wraps
+from typing import Any
+
+from flask import g, request
+from flask_smorest import Blueprint
+
+from app.errors import NotFound, Unauthorized, ValidationFailed
+from app.http import problem_doc
+
+TOKEN_HEADER = "x-api-token"
+SUBCLIENT_HEADER = "x-api-subclient-id"
+_LAST_USED_RESOLUTION = timedelta(minutes=1)
+
+
+@dataclass(frozen=True)
+class Caller:
+    """Who is calling (the token's client) and where in its tree the request acts."""
+
+    client_id: int
+    token_id: int
+    is_master: bool
+    root_id: int
+    path: str
+    acting_client_id: int
+    acting_path: str
+
+
+def current_caller() -> Caller:
+    """The authenticated caller of this request (set by `api_token_required`)."""
+    return g.caller
+
+
+_SUBCLIENT_PARAMETER = {
+    "name": SUBCLIENT_HEADER,
+    "in": "header",
+    "required": False,
+    "description": "Act in this node of the caller's client tree (default: the caller's own client). "
+    "A node outside the caller's subtree answers 404.",
+    "schema": {"type": "string", "pattern": "^[1-9][0-9]{0,17}$"},
+}
+
+
+def api_token_required(view: Callable | None = None, *, subclient: bool = False) -> Callable:
+    """Require a valid x-api-token; with `subclient=True` also honour x-api-subclient-id."""
+
+    def decorator(func: Callable) -> Callable:
+        @wraps(func)
+        def wrapper(*args: Any, **kwargs: Any) -> Any:
+            g.caller = authenticate_request(honour_subclient=subclient)
+            return func(*args, **kwargs)
+
+        doc: dict[str, Any] = {"security": [{"ApiToken": []}]}
+        if subclient:
+            doc["parameters"] = [_SUBCLIENT_PARAMETER]
+        return problem_doc(401)(Blueprint.doc(**doc)(wrapper))
+
+    return decorator(view) if view is not None else decorator
+
+
+def authenticate_request(*, honour_subclient: bool) -> Caller:
+    from app.db import utcnow
+    from app.tenancy import service
+
+    raw = request.headers.get(TOKEN_HEADER, "")
+    if not raw:
+        raise Unauthorized("Send your API token in the x-api-token header.")
+    token, client = service.find_active_token(raw)
+    if token is None or client is None:
+        raise Unauthorized("The API token is unknown, revoked or expired.")
+    now = utcnow()
+    from app.db import as_utc
+
+    if token.last_used_at is None or now - as_utc(token.last_used_at) > _LAST_USED_RESOLUTION:
+        token.last_used_at = now
+    acting = client
+    if honour_subclient and request.headers.get(SUBCLIENT_HEADER):
+        acting = _acting_node(client, request.headers[SUBCLIENT_HEADER])
+    return Caller(
+        client_id=client.id,
+        token_id=token.id,
+        is_master=client.parent_id is None,
+        root_id=client.root_id or client.id,
+        path=client.path,
+        acting_client_id=acting.id,
+        acting_path=acting.path,
+    )
+
+
+def _acting_node(client: Any, raw_id: str) -> Any:
+    from app.tenancy import service
+
+    value = raw_id.strip()
+    if not value.isdigit() or int(value) <= 0 or len(value) > 18:
+        raise ValidationFailed(errors={SUBCLIENT_HEADER: ["Must be a positive integer client id."]})
+    node = service.get_client_in_subtree(int(value), client.path)
+    if node is None:
+        raise NotFound("No such sub-client.")
+    return node

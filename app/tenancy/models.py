@@ -1,0 +1,68 @@
+"""Clients (a tree of organisations) and their API tokens."""
+
+from __future__ import annotations
+
+from datetime import datetime
+
+from sqlalchemy import Boolean, DateTime, Float, ForeignKey, Integer, String, UniqueConstraint
+from sqlalchemy.orm import Mapped, mapped_column
+
+from app.db import Base, JSONType, utcnow
+
+
+class Client(Base):
+    """An organisation using the service: a master client (root) or a sub-client (node)."""
+
+    __tablename__ = "clients"
+    __table_args__ = (UniqueConstraint("subdomain", "domain", name="uq_clients_subdomain_domain"),)
+
+    id: Mapped[int] = mapped_column(Integer, primary_key=True)
+    parent_id: Mapped[int | None] = mapped_column(ForeignKey("clients.id"), nullable=True, index=True)
+    root_id: Mapped[int | None] = mapped_column(Integer, nullable=True, index=True)
+    # Materialised path "/1/5/9/" of ids from the root: subtree queries are a prefix match.
+    path: Mapped[str] = mapped_column(String(1024), default="/", index=True)
+    name: Mapped[str] = mapped_column(String(70))
+    address_1: Mapped[str | None] = mapped_column(String(100), nullable=True)
+    address_2: Mapped[str | None] = mapped_column(String(100), nullable=True)
+    country: Mapped[str | None] = mapped_column(String(255), nullable=True)
+    province: Mapped[str | None] = mapped_column(String(255), nullable=True)
+    city: Mapped[str | None] = mapped_column(String(255), nullable=True)
+    timezone: Mapped[str] = mapped_column(String(64), default="UTC")
+    domain: Mapped[str | None] = mapped_column(String(253), nullable=True)
+    subdomain: Mapped[str | None] = mapped_column(String(63), nullable=True)
+    esp_token: Mapped[str] = mapped_column(String(64))
+    recaptcha_key: Mapped[str] = mapped_column(String(255), default="")
+    recaptcha_secret_encrypted: Mapped[str | None] = mapped_column(String(512), nullable=True)
+    recaptcha_threshold: Mapped[float] = mapped_column(Float, default=0.5)
+    recaptcha_enabled: Mapped[bool] = mapped_column(Boolean, default=False)
+    privacy_link: Mapped[str | None] = mapped_column(String(2048), nullable=True)
+    redirect_uris: Mapped[list] = mapped_column(JSONType, default=list)
+    id_token_claims: Mapped[dict] = mapped_column(JSONType, default=dict)
+    signing_alg: Mapped[str] = mapped_column(String(8), default="RS256")
+    secret_hash: Mapped[str | None] = mapped_column(String(128), nullable=True)
+    previous_secret_hash: Mapped[str | None] = mapped_column(String(128), nullable=True)
+    previous_secret_expires_at: Mapped[datetime | None] = mapped_column(
+        DateTime(timezone=True), nullable=True
+    )
+    disabled_at: Mapped[datetime | None] = mapped_column(DateTime(timezone=True), nullable=True)
+    created_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), default=utcnow)
+
+    @property
+    def is_master(self) -> bool:
+        return self.parent_id is None
+
+
+class ApiToken(Base):
+    """An x-api-token: only its keyed hash is stored."""
+
+    __tablename__ = "api_tokens"
+
+    id: Mapped[int] = mapped_column(Integer, primary_key=True)
+    client_id: Mapped[int] = mapped_column(ForeignKey("clients.id"), index=True)
+    name: Mapped[str] = mapped_column(String(100), default="")
+    token_hash: Mapped[str] = mapped_column(String(128), unique=True)
+    prefix: Mapped[str] = mapped_column(String(16))
+    created_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), default=utcnow)
+    expires_at: Mapped[datetime | None] = mapped_column(DateTime(timezone=True), nullable=True)
+    revoked_at: Mapped[datetime | None] = mapped_column(DateTime(timezone=True), nullable=True)
+    last_used_at: Mapped[datetime | None] = mapped_column(DateTime(timezone=True), nullable=True)

@@ -1,0 +1,68 @@
+"""`job_task`: an idempotent, late-acknowledged Celery task running one job handler."""
+
+from __future__ import annotations
+
+import logging
+import random
+from collections.abc import Callable
+
+from celery.exceptions import Retry
+from sqlalchemy.exc import DBAPIError
+
+from app.extensions import celery
+from app.jobs.models import Job
+from app.jobs.service import fail_job, run_job
+from app.ops.logging import request_id_var
+
+log = logging.getLogger(__name__)
+
+MAX_RETRIES = 5
+MAX_BACKOFF_SECONDS = 300
+
+
+class TransientError(Exception):
+    """A fault worth retrying with backoff (network hiccup, dependency briefly down)."""
+
+
+class RetryLater(Exception):
+    """Re-schedule the task after `seconds` (a rate limit's reset hint) without counting a failure."""
+
+    def __init__(self, seconds: float, reason: str = "") -> None:
+        super().__init__(reason or f"retry in {seconds:.1f}s")
+        self.seconds = max(0.0, seconds)
+
+
+def backoff_seconds(retries: int) -> float:
+    """Exponential backoff with full jitter: up to 2^retries seconds, capped."""
+    return random.uniform(0, min(MAX_BACKOFF_SECONDS, 2**retries))
+
+
+def job_task(name: str, *, max_retries: int = MAX_RETRIES) -> Callable:
+    """Turn `handler(job) -> result` into the Celery task `name` that takes a job id."""
+
+    def decorator(handler: Callable[[Job], dict | None]):
+        @celery.task(name=name, bind=True, acks_late=True, max_retries=None, ignore_result=True)
+        def task(self, job_id: str, request_id: str | None = None) -> None:
+            token = request_id_var.set(request_id)
+            try:
+                run_job(job_id, handler)
+            except RetryLater as delay:
+                log.info("job %s rescheduled in %.1fs: %s", job_id, delay.seconds, delay)
+                raise self.retry(countdown=delay.seconds) from None
+            except (TransientError, DBAPIError) as exc:
+                if self.request.retries >= max_retries:
+                    log.error("job %s gave up after %d retries: %s", job_id, self.request.retries, exc)
+                    fail_job(job_id, {"code": "retries_exhausted", "detail": str(exc)[:500]})
+                    return
+                countdown = backoff_seconds(self.request.retries + 1)
+                log.warning("job %s transient failure, retry in %.1fs: %s", job_id, countdown, exc)
+                raise self.retry(countdown=countdown) from None
+            except Retry:
+                raise
+            finally:
+                request_id_var.reset(token)
+
+        task.handler = handler
+        return task
+
+    return decorator
