@@ -74,6 +74,7 @@ class Config:
             "broker_transport_options": _broker_transport_options(broker_url()),
             "worker_hijack_root_logger": False,
             "timezone": "UTC",
+            "task_default_queue": os.environ.get("CELERY_QUEUE", "tessera"),
         }
         self.RATELIMIT_STORAGE_URI = self.REDIS_URL or "memory://"
         self.RATELIMIT_HEADERS_ENABLED = True

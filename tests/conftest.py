@@ -1,0 +1,184 @@
+"""Shared fixtures: one application per test session, on SQLite or on PostgreSQL + Redis.
+
+Without `DATABASE_URL` the suite runs on a fresh SQLite file and jobs run eagerly in process.
+With `DATABASE_URL` (PostgreSQL) and `REDIS_URL`, a fresh database is created for the session,
+migrated with Alembic, and a real Celery worker process runs the jobs from a queue of its own.
+Each test makes its own tenant, so tests stay isolated without a global clean-up.
+"""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+import tempfile
+import time
+import uuid
+from dataclasses import dataclass
+from pathlib import Path
+
+import pytest
+
+RUN_ID = uuid.uuid4().hex[:10]
+TMP_DIR = Path(tempfile.mkdtemp(prefix=f"tessera-test-{RUN_ID}-"))
+REPO_ROOT = Path(__file__).resolve().parents[1]
+VECTORS_DIR = Path(os.environ.get("TESSERA_VECTORS_DIR", REPO_ROOT.parent / "shared" / "vectors")).resolve()
+USING_POSTGRES = os.environ.get("DATABASE_URL", "").startswith(("postgres", "postgresql"))
+
+
+def _create_postgres_database(server_url: str) -> str:
+    """Create a fresh database next to the one in `server_url`; returns its URL."""
+    import sqlalchemy as sa
+
+    name = f"tessera_test_{RUN_ID}"
+    url = sa.engine.make_url(server_url.replace("postgres://", "postgresql://", 1))
+    if url.drivername in {"postgresql", "postgres"}:
+        url = url.set(drivername="postgresql+psycopg")
+    admin = sa.create_engine(url, isolation_level="AUTOCOMMIT")
+    with admin.connect() as connection:
+        connection.execute(sa.text(f'CREATE DATABASE "{name}"'))
+    admin.dispose()
+    return url.set(database=name).render_as_string(hide_password=False)
+
+
+def _drop_postgres_database(test_url: str) -> None:
+    import sqlalchemy as sa
+
+    url = sa.engine.make_url(test_url)
+    admin = sa.create_engine(url.set(database="postgres"), isolation_level="AUTOCOMMIT")
+    with admin.connect() as connection:
+        connection.execute(sa.text(f'DROP DATABASE IF EXISTS "{url.database}" WITH (FORCE)'))
+    admin.dispose()
+
+
+os.environ["TESSERA_INSTANCE_DIR"] = str(TMP_DIR / "instance")
+os.environ.setdefault("TESSERA_VECTORS_DIR", str(VECTORS_DIR))
+os.environ.setdefault("JSONLD_CONTEXTS_DIR", str(VECTORS_DIR / "contexts"))
+os.environ.setdefault("DEV_OUTBOX", "1")
+os.environ.setdefault("LOG_LEVEL", "WARNING")
+os.environ["CELERY_QUEUE"] = f"tessera-test-{RUN_ID}"
+if USING_POSTGRES:
+    os.environ["SERVER_DATABASE_URL"] = os.environ["DATABASE_URL"]
+    os.environ["DATABASE_URL"] = _create_postgres_database(os.environ["DATABASE_URL"])
+    os.environ.setdefault("REDIS_URL", "redis://127.0.0.1:6379/0")
+else:
+    os.environ["DATABASE_URL"] = f"sqlite:///{TMP_DIR / 'tessera.sqlite'}"
+    os.environ["CELERY_ALWAYS_EAGER"] = "1"
+    os.environ.pop("REDIS_URL", None)
+
+
+def pytest_sessionfinish(session, exitstatus) -> None:
+    if USING_POSTGRES:
+        try:
+            _drop_postgres_database(os.environ["DATABASE_URL"])
+        except Exception as exc:  # a leftover test database is not worth failing the run
+            print(f"could not drop test database: {exc}", file=sys.stderr)
+
+
+def start_worker(*, concurrency: int = 2, extra_env: dict | None = None, log_path: Path | None = None):
+    """Start a real Celery worker process on this session's queue; returns the Popen."""
+    env = {**os.environ, **(extra_env or {})}
+    env.pop("CELERY_ALWAYS_EAGER", None)
+    log = open(log_path or TMP_DIR / f"worker-{uuid.uuid4().hex[:6]}.log", "ab")
+    return subprocess.Popen(
+        [
+            sys.executable, "-m", "celery", "-A", "worker", "worker",
+            "--concurrency", str(concurrency), "--pool", "prefork",
+            "--queues", os.environ["CELERY_QUEUE"], "--loglevel", "WARNING",
+            "--without-gossip", "--without-mingle", "--without-heartbeat",
+        ],
+        cwd=REPO_ROOT, env=env, stdout=log, stderr=subprocess.STDOUT, start_new_session=True,
+    )
+
+
+def stop_process(process: subprocess.Popen, sig: int | None = None) -> None:
+    import signal
+
+    if process.poll() is None:
+        os.killpg(process.pid, sig or signal.SIGTERM)
+        try:
+            process.wait(timeout=15)
+        except subprocess.TimeoutExpired:
+            os.killpg(process.pid, signal.SIGKILL)
+            process.wait(timeout=5)
+
+
+@pytest.fixture(scope="session")
+def app():
+    from flask_migrate import upgrade
+
+    from app import create_app
+
+    application = create_app({"TESTING": True})
+    with application.app_context():
+        upgrade()
+    return application
+
+
+@pytest.fixture(scope="session")
+def real_worker(app):
+    """A Celery worker process for the whole session (PostgreSQL + Redis runs only)."""
+    if not USING_POSTGRES:
+        yield None
+        return
+    process = start_worker(log_path=TMP_DIR / "worker-session.log")
+    yield process
+    stop_process(process)
+
+
+@pytest.fixture
+def client(app, real_worker):
+    return app.test_client()
+
+
+@dataclass
+class MasterClient:
+    client_id: int
+    client_secret: str
+    api_token: str
+
+    @property
+    def headers(self) -> dict[str, str]:
+        return {"x-api-token": self.api_token}
+
+
+def make_master(app, name: str = "Test organisation", **kwargs) -> MasterClient:
+    from app.db import transaction
+    from app.tenancy import service
+
+    with app.app_context(), transaction():
+        created, secret = service.create_master_client(name, **kwargs)
+        issued = service.issue_api_token(created.id, name="test")
+        return MasterClient(created.id, secret, issued.plaintext)
+
+
+@pytest.fixture
+def master(app) -> MasterClient:
+    return make_master(app)
+
+
+def fetch_job(app, job_id: str) -> dict:
+    from app.extensions import db
+    from app.jobs.schemas import JobOut
+    from app.jobs.service import get_job
+
+    with app.app_context():
+        job = get_job(job_id)
+        data = JobOut().dump(job) if job is not None else None
+        db.session.rollback()
+        return data
+
+
+@pytest.fixture
+def wait_for_job(app):
+    def wait(job_id: str, timeout: float = 20.0, states: tuple[str, ...] = ("succeeded", "failed")) -> dict:
+        deadline = time.monotonic() + timeout
+        while True:
+            job = fetch_job(app, job_id)
+            if job is not None and job["state"] in states:
+                return job
+            if time.monotonic() > deadline:
+                raise AssertionError(f"job {job_id} not in {states} after {timeout}s: {job}")
+            time.sleep(0.02)
+
+    return wait
