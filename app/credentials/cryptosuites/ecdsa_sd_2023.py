@@ -78,9 +78,8 @@ def _proof_scoped_key(value: Any) -> bytes:
 
 def parse_proof_value(proof_value: Any) -> BaseProofValue | DerivedProofValue:
     """parseBaseProofValue / parseDerivedProofValue, chosen by the header; `malformed_proof_value`."""
-    kind, components = sd.parse_proof_value(proof_value, _HEADERS)
-    if len(components) != 5:
-        raise sd.malformed(f"an {NAME} {kind} proof value has 5 components, not {len(components)}")
+    kind, payload = sd.split_proof_value(proof_value, _HEADERS)
+    components = sd.decode_components(payload, 5)
     if kind == "base":
         return BaseProofValue(
             base_signature=sd.require_bytes(components[0], "baseSignature", _SIGNATURE_LENGTH),

@@ -12,7 +12,6 @@ Every failure is a `ProofCheckFailed`: `malformed_proof_value` for undecodable p
 
 from __future__ import annotations
 
-import base64
 import copy
 import hashlib
 import hmac
@@ -26,10 +25,10 @@ from pyld.context_resolver import ContextResolver
 from pyld.jsonld import JsonLdError, JsonLdProcessor
 
 from app.credentials.cryptosuites.base import ProofCheckFailed, SuiteContext
+from app.credentials.multiformats import MultiformatError, multibase_decode, multibase_encode
 
 MAX_PROOF_VALUE_BYTES = 4 * 1024 * 1024
 _MAX_CBOR_DEPTH = 8
-_BASE64URL = re.compile(r"[A-Za-z0-9_-]*")
 # One token of an N-Quad: an IRI, a literal (quotes escaped inside), or a blank-node label. IRIs and
 # literals are matched whole so that "_:" inside them is never taken for a blank node.
 _NQUAD_TOKEN = re.compile(r'<[^>]*>|"(?:[^"\\]|\\.)*"|_:([A-Za-z0-9_.\-]+)')
@@ -51,20 +50,16 @@ def decode_base64url_multibase(value: Any) -> bytes:
     """The bytes of a multibase base64url-no-pad string (`u...`); raises `malformed_proof_value`."""
     if not isinstance(value, str) or not value.startswith("u"):
         raise malformed("proofValue must be a multibase base64url string starting with 'u'")
-    body = value[1:]
-    if len(body) > MAX_PROOF_VALUE_BYTES * 4 // 3 + 4:
+    if len(value) > MAX_PROOF_VALUE_BYTES * 4 // 3 + 4:
         raise malformed("proofValue is too large")
-    if not _BASE64URL.fullmatch(body) or len(body) % 4 == 1:
-        raise malformed("proofValue is not base64url without padding")
-    decoded = base64.urlsafe_b64decode(body + "=" * (-len(body) % 4))
-    if base64.urlsafe_b64encode(decoded).rstrip(b"=").decode("ascii") != body:
+    try:
+        decoded = multibase_decode(value, allowed="u")
+    except MultiformatError as error:
+        raise malformed(f"proofValue is not base64url without padding ({error})") from None
+    # A second spelling of the same bytes (non-zero padding bits) would make proofs malleable.
+    if multibase_encode(decoded, "u") != value:
         raise malformed("proofValue has non-canonical base64url padding bits")
     return decoded
-
-
-def encode_base64url_multibase(data: bytes) -> str:
-    """`data` as a multibase base64url-no-pad string (`u...`)."""
-    return "u" + base64.urlsafe_b64encode(data).rstrip(b"=").decode("ascii")
 
 
 class _CborReader:
@@ -152,20 +147,25 @@ def decode_cbor(data: bytes) -> Any:
     return item
 
 
-def parse_proof_value(proof_value: Any, headers: Mapping[bytes, str]) -> tuple[str, list]:
-    """Split a proof value into its kind (looked up by the 3-byte header) and its CBOR array.
+def split_proof_value(proof_value: Any, headers: Mapping[bytes, str]) -> tuple[str, bytes]:
+    """The kind of a proof value (looked up by its 3-byte header) and the bytes after the header.
 
-    `headers` maps each accepted header (e.g. `b"\\xd9\\x5d\\x00"`) to a name. An unknown header
-    raises `malformed_proof_value`; so does anything that is not a CBOR array after it.
+    `headers` maps each accepted header (e.g. `b"\\xd9\\x5d\\x00"`) to a name; any other header
+    raises `malformed_proof_value`.
     """
     data = decode_base64url_multibase(proof_value)
     kind = headers.get(data[:3])
     if kind is None:
         raise malformed(f"unexpected proof value header {data[:3].hex() or '(empty)'}")
-    components = decode_cbor(data[3:])
-    if not isinstance(components, list):
-        raise malformed("proof value components must be a CBOR array")
-    return kind, components
+    return kind, data[3:]
+
+
+def decode_components(payload: bytes, count: int) -> list:
+    """The CBOR array of `count` proof-value components; else `malformed_proof_value`."""
+    components = decode_cbor(payload)
+    if not isinstance(components, list) or len(components) != count:
+        raise malformed(f"the proof value must be a CBOR array of {count} components")
+    return components
 
 
 def require_bytes(value: Any, name: str, length: int | None = None) -> bytes:
@@ -197,9 +197,7 @@ def require_pointer_list(value: Any, name: str = "mandatoryPointers") -> list[st
 
 def _hmac_labels(hmac_key: bytes, canonical_id_map: Mapping[str, str], digest: str) -> dict[str, str]:
     return {
-        input_label: encode_base64url_multibase(
-            hmac.new(hmac_key, canonical.encode("utf-8"), digest).digest()
-        )
+        input_label: multibase_encode(hmac.new(hmac_key, canonical.encode("utf-8"), digest).digest(), "u")
         for input_label, canonical in canonical_id_map.items()
     }
 
@@ -260,7 +258,7 @@ def decompress_label_map(compressed: Any, value_prefix: str, value_type: type) -
         if value_type is bytes:
             if len(value) != 32:
                 raise malformed("label map values must be 32-byte HMAC digests")
-            label_map[f"c14n{key}"] = encode_base64url_multibase(value)
+            label_map[f"c14n{key}"] = multibase_encode(value, "u")
         else:
             if value < 0:
                 raise malformed("label map values must be non-negative")

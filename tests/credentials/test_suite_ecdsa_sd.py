@@ -1,0 +1,409 @@
+"""ecdsa-sd-2023 against the W3C vc-di-ecdsa test vectors: every intermediate step, then tampering."""
+
+from __future__ import annotations
+
+import json
+import os
+from pathlib import Path
+
+import pytest
+
+from app.credentials.cryptosuites import get_suite
+from app.credentials.cryptosuites import sd_primitives as sd
+from app.credentials.cryptosuites.base import ProofCheckFailed, SuiteContext, VerificationKey
+from app.credentials.cryptosuites.ecdsa_sd_2023 import (
+    BaseProofValue,
+    DerivedProofValue,
+    create_derived_verify_data,
+    parse_proof_value,
+)
+from app.credentials.jsonld.loader import make_document_loader
+from app.credentials.multiformats import decode_multikey, multibase_decode, multibase_encode
+
+VECTORS = Path(
+    os.environ.get("TESSERA_VECTORS_DIR") or Path(__file__).resolve().parents[2] / ".." / "shared" / "vectors"
+)
+SUITE_DIR = VECTORS / "ecdsa" / "ecdsa-sd-2023"
+SETS = {"employ": "employ", "prc": "prCred"}
+SUITE = get_suite("ecdsa-sd-2023")
+
+
+def _json(path: Path):
+    return json.loads(path.read_text(encoding="utf-8"))
+
+
+def _map_entries(value: dict) -> dict[int, str]:
+    assert value["dataType"] == "Map"
+    return {index: quad for index, quad in value["value"]}
+
+
+@pytest.fixture(scope="module")
+def ctx() -> SuiteContext:
+    return SuiteContext(loader=make_document_loader(VECTORS / "contexts"))
+
+
+@pytest.fixture(scope="module")
+def issuer_key() -> VerificationKey:
+    multikey = _json(SUITE_DIR / "SDKeyMaterial.json")["baseKeyPair"]["publicKeyMultibase"]
+    key_type, public_key = decode_multikey(multikey)
+    return VerificationKey(
+        id=f"did:key:{multikey}#{multikey}", controller=f"did:key:{multikey}", key_type=key_type, public_key=public_key
+    )
+
+
+def _secured(name: str, file: str) -> tuple[dict, dict]:
+    document = _json(SUITE_DIR / name / file)
+    return document, document.pop("proof")
+
+
+def _pointers(name: str) -> tuple[list[str], list[str]]:
+    prefix = VECTORS / "ecdsa" / SETS[name]
+    return _json(Path(f"{prefix}Mandatory.json")), _json(Path(f"{prefix}Selective.json"))
+
+
+def _failure(document: dict, proof: dict, key: VerificationKey, ctx: SuiteContext) -> ProofCheckFailed:
+    with pytest.raises(ProofCheckFailed) as caught:
+        SUITE.verify_proof(document, proof, key, ctx)
+    return caught.value
+
+
+# --- base proof, step by step ------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("name", SETS)
+def test_base_document_canonical_nquads(name, ctx):
+    document, _ = _secured(name, "addSignedSDBase.json")
+    assert ctx.canonicalize_with_labels(document).nquads == _json(SUITE_DIR / name / "addBaseDocCanon.json")
+
+
+@pytest.mark.parametrize("name", SETS)
+def test_hmac_relabelled_nquads(name, ctx):
+    document, proof = _secured(name, "addSignedSDBase.json")
+    parsed = parse_proof_value(proof["proofValue"])
+    canonical = ctx.canonicalize_with_labels(document)
+    nquads, label_map = sd.label_replaced_canonical_nquads(
+        canonical.nquads, canonical.label_map, sd.hmac_id_label_map_factory(parsed.hmac_key)
+    )
+    assert nquads == _json(SUITE_DIR / name / "addBaseDocHMACCanon.json")
+    assert all(label.startswith("u") and len(label) == 44 for label in label_map.values())
+
+
+@pytest.mark.parametrize("name", SETS)
+def test_mandatory_grouping(name, ctx):
+    document, proof = _secured(name, "addSignedSDBase.json")
+    parsed = parse_proof_value(proof["proofValue"])
+    expected = _json(SUITE_DIR / name / "addBaseTransform.json")
+    assert parsed.mandatory_pointers == expected["mandatoryPointers"]
+    grouped = sd.canonicalize_and_group(
+        document, sd.hmac_id_label_map_factory(parsed.hmac_key), {"mandatory": parsed.mandatory_pointers}, ctx
+    )
+    assert grouped.nquads == _json(SUITE_DIR / name / "addBaseDocHMACCanon.json")
+    assert grouped.groups["mandatory"].matching == _map_entries(expected["mandatory"])
+    assert grouped.groups["mandatory"].non_matching == _map_entries(expected["nonMandatory"])
+
+
+@pytest.mark.parametrize("name", SETS)
+def test_selective_and_combined_groups_and_holder_indexes(name, ctx):
+    document, proof = _secured(name, "addSignedSDBase.json")
+    parsed = parse_proof_value(proof["proofValue"])
+    mandatory, selective = _pointers(name)
+    grouped = sd.canonicalize_and_group(
+        document,
+        sd.hmac_id_label_map_factory(parsed.hmac_key),
+        {"mandatory": mandatory, "selective": selective, "combined": mandatory + selective},
+        ctx,
+    )
+    expected = _json(SUITE_DIR / name / "derivedAllGroupData.json")["groups"]
+    for group in ("mandatory", "selective", "combined"):
+        assert grouped.groups[group].matching == _map_entries(expected[group]["matching"]), group
+        assert grouped.groups[group].non_matching == _map_entries(expected[group]["nonMatching"]), group
+    indexes = _json(SUITE_DIR / name / "derivedGroupIndexes.json")
+    combined = list(grouped.groups["combined"].matching)
+    assert combined == indexes["combinedIndexes"]
+    assert list(grouped.groups["mandatory"].non_matching) == indexes["nonMandatoryIndexes"]
+    adjusted = [combined.index(index) for index in grouped.groups["mandatory"].matching]
+    assert adjusted == _json(SUITE_DIR / name / "derivedAdjMandatoryIndexes.json")["adjMandatoryIndexes"]
+
+
+@pytest.mark.parametrize("name", SETS)
+def test_selection_gives_the_reveal_document(name):
+    document, _ = _secured(name, "addSignedSDBase.json")
+    mandatory, selective = _pointers(name)
+    assert sd.select_json_ld(mandatory + selective, document) == _json(SUITE_DIR / name / "derivedUnsignedReveal.json")
+    for entry in _json(SUITE_DIR / name / "addPointerValues.json"):
+        selection = sd.select_json_ld([entry["pointer"]], document)
+        paths = sd.json_pointer_to_paths(entry["pointer"])
+        value = selection
+        for path in paths:
+            value = value[path]
+        assert value == entry["value"]
+
+
+@pytest.mark.parametrize("name", SETS)
+def test_proof_configuration_and_hashes(name, ctx):
+    document, proof = _secured(name, "addSignedSDBase.json")
+    config = sd.proof_configuration(proof, document)
+    assert config == _json(SUITE_DIR / name / "addProofConfig.json")
+    assert ctx.canonicalize(config) == (SUITE_DIR / name / "addProofConfigCanon.txt").read_text().strip() + "\n"
+    parsed = parse_proof_value(proof["proofValue"])
+    grouped = sd.canonicalize_and_group(
+        document, sd.hmac_id_label_map_factory(parsed.hmac_key), {"mandatory": parsed.mandatory_pointers}, ctx
+    )
+    hashes = _json(SUITE_DIR / name / "addHashData.json")
+    assert sd.proof_hash(proof, document, ctx).hex() == hashes["proofHash"]
+    assert sd.hash_nquads(grouped.groups["mandatory"].matching.values()).hex() == hashes["mandatoryHash"]
+
+
+@pytest.mark.parametrize("name", SETS)
+def test_base_proof_value_components(name):
+    _, proof = _secured(name, "addSignedSDBase.json")
+    parsed = parse_proof_value(proof["proofValue"])
+    raw = _json(SUITE_DIR / name / "addRawBaseSignatureInfo.json")
+    recovered = _json(SUITE_DIR / name / "derivedRecoveredBaseData.json")
+    assert isinstance(parsed, BaseProofValue)
+    assert parsed.base_signature.hex() == raw["baseSignature"]
+    assert multibase_encode(parsed.public_key, "z") == raw["publicKey"]
+    assert [signature.hex() for signature in parsed.signatures] == raw["signatures"]
+    assert parsed.hmac_key.hex() == recovered["hmacKey"]
+
+
+@pytest.mark.parametrize("name", SETS)
+def test_base_proof_verifies_as_the_holder_checks_it(name, ctx, issuer_key):
+    document, proof = _secured(name, "addSignedSDBase.json")
+    SUITE.verify_proof(document, proof, issuer_key, ctx)
+
+
+# --- derived proof, step by step ---------------------------------------------------------------
+
+
+@pytest.mark.parametrize("name", SETS)
+def test_derived_proof_value_components(name):
+    _, proof = _secured(name, "derivedRevealDocument.json")
+    parsed = parse_proof_value(proof["proofValue"])
+    expected = _json(SUITE_DIR / name / "verifyDerivedProofValue.json")
+    assert isinstance(parsed, DerivedProofValue)
+    assert parsed.base_signature.hex() == expected["baseSignature"]
+    assert multibase_encode(parsed.public_key, "z") == expected["publicKey"]
+    assert [signature.hex() for signature in parsed.signatures] == expected["signatures"]
+    assert parsed.label_map == dict(expected["labelMap"])
+    assert parsed.mandatory_indexes == expected["mandatoryIndexes"]
+    adjusted = _json(SUITE_DIR / name / "derivedAdjSignatures.json")
+    assert [signature.hex() for signature in parsed.signatures] == adjusted["filteredSignatures"]
+
+
+@pytest.mark.parametrize("name", SETS)
+def test_derived_verify_data(name, ctx):
+    document, proof = _secured(name, "derivedRevealDocument.json")
+    parsed = parse_proof_value(proof["proofValue"])
+    canonical = ctx.canonicalize_with_labels(document)
+    assert sorted(sd.relabel_nquads(canonical.nquads, parsed.label_map)) == _json(
+        SUITE_DIR / name / "verifyNQuads.json"
+    )
+    data = create_derived_verify_data(document, proof, parsed, ctx)
+    expected = _json(SUITE_DIR / name / "verifyCreateVerifyData.json")
+    assert data.proof_hash.hex() == expected["proofHash"]
+    assert data.mandatory_hash.hex() == expected["mandatoryHash"]
+    assert data.non_mandatory == expected["nonMandatory"]
+    assert [signature.hex() for signature in data.signatures] == expected["signatures"]
+
+
+@pytest.mark.parametrize("name", SETS)
+def test_derived_proof_verifies(name, ctx, issuer_key):
+    document, proof = _secured(name, "derivedRevealDocument.json")
+    SUITE.verify_proof(document, proof, issuer_key, ctx)
+
+
+# --- tampering ---------------------------------------------------------------------------------
+
+PROOF_FILES = ["addSignedSDBase.json", "derivedRevealDocument.json"]
+
+
+@pytest.mark.parametrize("name", SETS)
+@pytest.mark.parametrize("file", PROOF_FILES)
+def test_changed_claim_fails_with_invalid_signature(name, file, ctx, issuer_key):
+    document, proof = _secured(name, file)
+    document["credentialSubject"]["birthCountry"] = "Atlantis"
+    assert _failure(document, proof, issuer_key, ctx).code == "invalid_signature"
+
+
+@pytest.mark.parametrize("name", SETS)
+@pytest.mark.parametrize("file", PROOF_FILES)
+def test_changed_mandatory_claim_fails_with_invalid_signature(name, file, ctx, issuer_key):
+    document, proof = _secured(name, file)
+    document["validUntil"] = "2039-12-03T00:00:00Z"
+    document["issuer"]["image"] = "data:image/png;base64,AAAA"
+    assert _failure(document, proof, issuer_key, ctx).code == "invalid_signature"
+
+
+@pytest.mark.parametrize("file", PROOF_FILES)
+def test_changed_proof_option_fails_with_invalid_signature(file, ctx, issuer_key):
+    document, proof = _secured("employ", file)
+    proof["created"] = "2024-01-01T00:00:00Z"
+    assert _failure(document, proof, issuer_key, ctx).code == "invalid_signature"
+
+
+def test_added_statement_fails(ctx, issuer_key):
+    document, proof = _secured("employ", "derivedRevealDocument.json")
+    document["credentialSubject"]["givenName"] = "JOHN"
+    assert _failure(document, proof, issuer_key, ctx).code == "invalid_signature"
+
+
+def test_removed_statement_fails(ctx, issuer_key):
+    document, proof = _secured("employ", "derivedRevealDocument.json")
+    del document["credentialSubject"]["birthCountry"]
+    assert _failure(document, proof, issuer_key, ctx).code == "invalid_signature"
+
+
+def _with_byte_changed(proof: dict, offset: int) -> dict:
+    data = bytearray(multibase_decode(proof["proofValue"]))
+    data[offset] ^= 0x01
+    return {**proof, "proofValue": multibase_encode(bytes(data), "u")}
+
+
+@pytest.mark.parametrize("name", SETS)
+@pytest.mark.parametrize("file", PROOF_FILES)
+def test_changed_signature_byte_fails_with_invalid_signature(name, file, ctx, issuer_key):
+    document, proof = _secured(name, file)
+    data = multibase_decode(proof["proofValue"])
+    parsed = parse_proof_value(proof["proofValue"])
+    for signature in (parsed.base_signature, parsed.signatures[0], parsed.signatures[-1]):
+        offset = data.index(signature) + 10
+        assert _failure(document, _with_byte_changed(proof, offset), issuer_key, ctx).code == "invalid_signature"
+
+
+@pytest.mark.parametrize("file", PROOF_FILES)
+def test_changed_proof_scoped_key_fails(file, ctx, issuer_key):
+    document, proof = _secured("employ", file)
+    data = multibase_decode(proof["proofValue"])
+    offset = data.index(parse_proof_value(proof["proofValue"]).public_key) + 20
+    assert _failure(document, _with_byte_changed(proof, offset), issuer_key, ctx).code in {
+        "invalid_signature",
+        "malformed_proof_value",
+    }
+
+
+def test_changed_hmac_key_fails_with_invalid_signature(ctx, issuer_key):
+    document, proof = _secured("employ", "addSignedSDBase.json")
+    data = multibase_decode(proof["proofValue"])
+    offset = data.index(parse_proof_value(proof["proofValue"]).hmac_key) + 3
+    assert _failure(document, _with_byte_changed(proof, offset), issuer_key, ctx).code == "invalid_signature"
+
+
+def test_changed_label_map_fails_with_invalid_signature(ctx, issuer_key):
+    document, proof = _secured("employ", "derivedRevealDocument.json")
+    data = multibase_decode(proof["proofValue"])
+    label = multibase_decode(parse_proof_value(proof["proofValue"]).label_map["c14n0"])
+    assert _failure(document, _with_byte_changed(proof, data.index(label)), issuer_key, ctx).code == (
+        "invalid_signature"
+    )
+
+
+@pytest.mark.parametrize("file", PROOF_FILES)
+@pytest.mark.parametrize("offset", [0, 1, 2, 3, 4])
+def test_changed_header_or_structure_byte_fails_as_malformed(file, offset, ctx, issuer_key):
+    document, proof = _secured("employ", file)
+    assert _failure(document, _with_byte_changed(proof, offset), issuer_key, ctx).code == "malformed_proof_value"
+
+
+@pytest.mark.parametrize("file", PROOF_FILES)
+@pytest.mark.parametrize("name", SETS)
+def test_another_key_fails_with_invalid_signature(file, name, ctx):
+    multikey = _json(SUITE_DIR / "SDKeyMaterial.json")["proofKeyPair"]["publicKeyMultibase"]
+    _, other = decode_multikey(multikey)
+    document, proof = _secured(name, file)
+    key = VerificationKey(id="did:key:x#x", controller="did:key:x", key_type="P-256", public_key=other)
+    assert _failure(document, proof, key, ctx).code == "invalid_signature"
+
+
+def test_key_of_another_type_is_refused(ctx):
+    document, proof = _secured("employ", "derivedRevealDocument.json")
+    key = VerificationKey(id="k", controller="c", key_type="Ed25519", public_key=bytes(32))
+    assert _failure(document, proof, key, ctx).code == "unsupported_key_type"
+
+
+def _encode(components: list, header: bytes = b"\xd9\x5d\x01") -> str:
+    import cbor2
+
+    return multibase_encode(header + cbor2.dumps(components), "u")
+
+
+@pytest.mark.parametrize(
+    "proof_value",
+    [
+        None,
+        "",
+        "u",
+        "z3vQB7B6MrGQZaxCuFg4oh",
+        "u2V0B!!!",
+        "u2V0BhVhAuNxVr-tkJ6mQ6dYMDTY7ZUMG2ScD5QNiEMopYZ2O0gQZS6PYbjHNvJn07p1fJfDMHB9E9fo5q-yaUM31GbRX4F",
+        "u2V0C",
+    ],
+)
+def test_undecodable_proof_values_are_malformed(proof_value, ctx, issuer_key):
+    document, proof = _secured("employ", "derivedRevealDocument.json")
+    assert _failure(document, {**proof, "proofValue": proof_value}, issuer_key, ctx).code == "malformed_proof_value"
+
+
+def test_wrong_component_shapes_are_malformed(ctx, issuer_key):
+    import cbor2
+
+    document, proof = _secured("employ", "derivedRevealDocument.json")
+    parsed = parse_proof_value(proof["proofValue"])
+    good = [
+        parsed.base_signature,
+        parsed.public_key,
+        parsed.signatures,
+        {int(k[4:]): multibase_decode(v) for k, v in parsed.label_map.items()},
+        parsed.mandatory_indexes,
+    ]
+    assert parse_proof_value(_encode(good)) == parsed
+    variants = [
+        good[:4],
+        good + [1],
+        [parsed.base_signature[:63], *good[1:]],
+        [good[0], parsed.public_key[1:], *good[2:]],
+        [good[0], b"\x00\x00" + parsed.public_key[2:], *good[2:]],
+        [*good[:2], [b"x"], *good[3:]],
+        [*good[:3], {"c14n0": bytes(32)}, good[4]],
+        [*good[:3], {0: bytes(31)}, good[4]],
+        [*good[:3], {0: bytes(32), 1: bytes(32)}, good[4]],
+        [*good[:4], [0, 0]],
+        [*good[:4], [-1]],
+        [*good[:4], ["0"]],
+        [*good[:4], [cbor2.CBORTag(2, b"\x01")]],
+        {"not": "an array"},
+    ]
+    for components in variants:
+        assert _failure(document, {**proof, "proofValue": _encode(components)}, issuer_key, ctx).code == (
+            "malformed_proof_value"
+        ), components
+    trailing = multibase_encode(multibase_decode(proof["proofValue"]) + b"\x00", "u")
+    assert _failure(document, {**proof, "proofValue": trailing}, issuer_key, ctx).code == "malformed_proof_value"
+
+
+def test_mandatory_index_beyond_the_document_fails(ctx, issuer_key):
+    document, proof = _secured("employ", "derivedRevealDocument.json")
+    parsed = parse_proof_value(proof["proofValue"])
+    components = [
+        parsed.base_signature,
+        parsed.public_key,
+        parsed.signatures,
+        {int(k[4:]): multibase_decode(v) for k, v in parsed.label_map.items()},
+        [*parsed.mandatory_indexes, 99],
+    ]
+    assert _failure(document, {**proof, "proofValue": _encode(components)}, issuer_key, ctx).code == (
+        "invalid_signature"
+    )
+
+
+def test_base_proof_pointer_missing_from_document_fails(ctx, issuer_key):
+    document, proof = _secured("employ", "addSignedSDBase.json")
+    del document["issuer"]
+    assert _failure(document, proof, issuer_key, ctx).code == "invalid_signature"
+
+
+def test_wrong_proof_type_is_refused(ctx, issuer_key):
+    document, proof = _secured("employ", "derivedRevealDocument.json")
+    assert _failure(document, {**proof, "cryptosuite": "bbs-2023"}, issuer_key, ctx).code == (
+        "invalid_proof_configuration"
+    )
