@@ -1,0 +1,1 @@
+"""Social data: links to game-store, chat and streaming accounts, their connectors and snapshots."""

@@ -1,0 +1,128 @@
+"""Platform B (chat, Discord): the user and their guilds, mapped to the spec 2.5 `platform_b` member.
+
+API calls take the link's access token; a 401 raises `TokenExpired` (see `oauth.call_with_refresh`).
+A 429 carries the platform's delay from the JSON body's `retry_after` (more precise than the
+`Retry-After` header, which is the fallback).
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+import httpx
+
+from app.social.connectors.errors import PlatformUnavailable
+from app.social.connectors.http import DEFAULT_TIMEOUT, CallBudgetLike, PlatformHttp, retry_after_header
+from app.social.connectors.oauth import OAuthApp
+
+PLATFORM = "platform_b"
+DEFAULT_API_BASE = "https://discord.com/api/v10"
+DEFAULT_OAUTH_BASE = "https://discord.com/api/oauth2"
+SCOPE = "identify email guilds"
+GUILD_PAGE_LIMIT = 200
+
+
+def read_retry_after(response: httpx.Response, body: bytes) -> float | None:
+    """The delay of a platform B 429: body `retry_after` (float seconds), else `Retry-After`."""
+    try:
+        payload = json.loads(body)
+    except ValueError:
+        payload = None
+    if isinstance(payload, dict) and isinstance(payload.get("retry_after"), int | float):
+        return max(0.0, float(payload["retry_after"]))
+    return retry_after_header(response, body)
+
+
+def oauth_app(
+    *,
+    client_id: str,
+    client_secret: str,
+    oauth_base: str = DEFAULT_OAUTH_BASE,
+    timeout: float = DEFAULT_TIMEOUT,
+    transport: httpx.BaseTransport | None = None,
+) -> OAuthApp:
+    """The service's OAuth client at platform B (scopes `identify email guilds`)."""
+    base = oauth_base.rstrip("/")
+    return OAuthApp(
+        platform=PLATFORM,
+        authorize_url=f"{base}/authorize",
+        token_url=f"{base}/token",
+        client_id=client_id,
+        client_secret=client_secret,
+        scope=SCOPE,
+        read_retry_after=read_retry_after,
+        timeout=timeout,
+        transport=transport,
+    )
+
+
+class ChatConnector:
+    """Reads the linked user's account and guilds with their access token."""
+
+    platform = PLATFORM
+
+    def __init__(
+        self,
+        *,
+        api_base: str = DEFAULT_API_BASE,
+        timeout: float = DEFAULT_TIMEOUT,
+        budget: CallBudgetLike | None = None,
+        guild_page_limit: int = GUILD_PAGE_LIMIT,
+        transport: httpx.BaseTransport | None = None,
+    ) -> None:
+        self._api_base = api_base.rstrip("/")
+        self._guild_page_limit = guild_page_limit
+        self._http = PlatformHttp(
+            PLATFORM, read_retry_after=read_retry_after, timeout=timeout, budget=budget, transport=transport
+        )
+
+    def close(self) -> None:
+        """Release the connection pool."""
+        self._http.close()
+
+    def __enter__(self) -> ChatConnector:
+        return self
+
+    def __exit__(self, *exc_info: object) -> None:
+        self.close()
+
+    def fetch_current_user(self, access_token: str) -> dict[str, Any]:
+        """The raw `users/@me` object (`id`, `username`, and with the email scope `verified`)."""
+        user = self._get("/users/@me", access_token)
+        if not isinstance(user, dict) or "id" not in user:
+            raise PlatformUnavailable(f"{PLATFORM}: unexpected user answer")
+        return user
+
+    def fetch_guilds(self, access_token: str) -> list[dict[str, Any]]:
+        """Every guild of the user, following `after` pagination to the last page."""
+        guilds: list[dict[str, Any]] = []
+        after: str | None = None
+        while True:
+            params: dict[str, Any] = {"limit": self._guild_page_limit}
+            if after is not None:
+                params["after"] = after
+            page = self._get("/users/@me/guilds", access_token, params)
+            if not isinstance(page, list):
+                raise PlatformUnavailable(f"{PLATFORM}: unexpected guild page")
+            guilds.extend(page)
+            if len(page) < self._guild_page_limit:
+                return guilds
+            after = str(page[-1]["id"])
+
+    def fetch_social_data(self, access_token: str) -> dict[str, Any]:
+        """Return `{"platform_b": {email_verified?, guilds}}`; `email_verified` only when disclosed."""
+        user = self.fetch_current_user(access_token)
+        member: dict[str, Any] = {}
+        if isinstance(user.get("verified"), bool):
+            member["email_verified"] = user["verified"]
+        member["guilds"] = [
+            {"id": str(guild["id"]), "name": guild["name"], "owner": bool(guild.get("owner", False))}
+            for guild in self.fetch_guilds(access_token)
+        ]
+        return {"platform_b": member}
+
+    def _get(self, path: str, access_token: str, params: dict[str, Any] | None = None) -> Any:
+        return self._http.get_json(
+            f"{self._api_base}{path}", params=params, headers={"Authorization": f"Bearer {access_token}"}
+        )

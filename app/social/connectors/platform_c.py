@@ -1,0 +1,163 @@
+"""Platform C (streaming, Twitch Helix): user, followed channels and follower count.
+
+Mapped to the spec 2.5 `platform_c` member. Every call sends `Client-Id` and the link's bearer
+token; a 401 raises `TokenExpired`. A 429's delay comes from `Ratelimit-Reset` (epoch seconds).
+Followed channels are read to the last page.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable
+from typing import Any
+
+import httpx
+
+from app.social.connectors.errors import PlatformUnavailable
+from app.social.connectors.http import (
+    DEFAULT_TIMEOUT,
+    CallBudgetLike,
+    PlatformHttp,
+    RetryAfterReader,
+    retry_after_header,
+)
+from app.social.connectors.oauth import OAuthApp
+
+PLATFORM = "platform_c"
+DEFAULT_API_BASE = "https://api.twitch.tv/helix"
+DEFAULT_OAUTH_BASE = "https://id.twitch.tv/oauth2"
+SCOPE = "user:read:follows"
+FOLLOWED_PAGE_SIZE = 100
+
+
+def retry_after_reader(clock: Callable[[], float] = time.time) -> RetryAfterReader:
+    """A reader of platform C 429 delays: `Ratelimit-Reset` epoch minus now, else `Retry-After`."""
+
+    def read(response: httpx.Response, body: bytes) -> float | None:
+        reset = response.headers.get("Ratelimit-Reset")
+        if reset is not None:
+            try:
+                return max(0.0, float(reset) - clock())
+            except ValueError:
+                pass
+        return retry_after_header(response, body)
+
+    return read
+
+
+def oauth_app(
+    *,
+    client_id: str,
+    client_secret: str,
+    oauth_base: str = DEFAULT_OAUTH_BASE,
+    timeout: float = DEFAULT_TIMEOUT,
+    transport: httpx.BaseTransport | None = None,
+) -> OAuthApp:
+    """The service's OAuth client at platform C (scope `user:read:follows`)."""
+    base = oauth_base.rstrip("/")
+    return OAuthApp(
+        platform=PLATFORM,
+        authorize_url=f"{base}/authorize",
+        token_url=f"{base}/token",
+        client_id=client_id,
+        client_secret=client_secret,
+        scope=SCOPE,
+        read_retry_after=retry_after_reader(),
+        timeout=timeout,
+        transport=transport,
+    )
+
+
+class StreamingConnector:
+    """Reads the linked user's channel data with their access token and the service's client id."""
+
+    platform = PLATFORM
+
+    def __init__(
+        self,
+        *,
+        client_id: str,
+        api_base: str = DEFAULT_API_BASE,
+        timeout: float = DEFAULT_TIMEOUT,
+        budget: CallBudgetLike | None = None,
+        followed_page_size: int = FOLLOWED_PAGE_SIZE,
+        clock: Callable[[], float] = time.time,
+        transport: httpx.BaseTransport | None = None,
+    ) -> None:
+        self._api_base = api_base.rstrip("/")
+        self._page_size = followed_page_size
+        self._http = PlatformHttp(
+            PLATFORM,
+            read_retry_after=retry_after_reader(clock),
+            timeout=timeout,
+            budget=budget,
+            headers={"Client-Id": client_id},
+            transport=transport,
+        )
+
+    def close(self) -> None:
+        """Release the connection pool."""
+        self._http.close()
+
+    def __enter__(self) -> StreamingConnector:
+        return self
+
+    def __exit__(self, *exc_info: object) -> None:
+        self.close()
+
+    def fetch_current_user(self, access_token: str) -> dict[str, Any]:
+        """The token owner's user object (`id`, `login`, `display_name`, `view_count`, ...)."""
+        body = self._get("/users", access_token)
+        users = body.get("data") if isinstance(body, dict) else None
+        if not users or not isinstance(users[0], dict) or "id" not in users[0]:
+            raise PlatformUnavailable(f"{PLATFORM}: unexpected user answer")
+        return users[0]
+
+    def fetch_followed_channels(self, access_token: str, user_id: str) -> dict[str, Any]:
+        """`{total, broadcasters: [...]}` over every page of the channels `user_id` follows."""
+        broadcasters: list[dict[str, Any]] = []
+        total = 0
+        cursor: str | None = None
+        while True:
+            params: dict[str, Any] = {"user_id": user_id, "first": self._page_size}
+            if cursor:
+                params["after"] = cursor
+            page = self._get("/channels/followed", access_token, params)
+            if not isinstance(page, dict) or not isinstance(page.get("data"), list):
+                raise PlatformUnavailable(f"{PLATFORM}: unexpected followed-channels page")
+            total = page.get("total", total)
+            broadcasters.extend(
+                {
+                    "broadcaster_login": item["broadcaster_login"],
+                    "broadcaster_name": item["broadcaster_name"],
+                    "followed_at": item["followed_at"],
+                }
+                for item in page["data"]
+            )
+            cursor = (page.get("pagination") or {}).get("cursor")
+            # The last page may still carry a cursor; an empty page ends the walk as well.
+            if not cursor or not page["data"]:
+                return {"total": total, "broadcasters": broadcasters}
+
+    def fetch_follower_count(self, access_token: str, user_id: str) -> int:
+        """The user's follower total (given even when `data` is withheld without moderator scope)."""
+        body = self._get("/channels/followers", access_token, {"broadcaster_id": user_id, "first": 1})
+        if not isinstance(body, dict) or not isinstance(body.get("total"), int):
+            raise PlatformUnavailable(f"{PLATFORM}: unexpected followers answer")
+        return body["total"]
+
+    def fetch_social_data(self, access_token: str) -> dict[str, Any]:
+        """Return `{"platform_c": {username, view_count?, follower_count, followed_channels}}`."""
+        user = self.fetch_current_user(access_token)
+        user_id = str(user["id"])
+        member: dict[str, Any] = {"username": user["login"]}
+        if isinstance(user.get("view_count"), int):
+            member["view_count"] = user["view_count"]
+        member["follower_count"] = self.fetch_follower_count(access_token, user_id)
+        member["followed_channels"] = self.fetch_followed_channels(access_token, user_id)
+        return {"platform_c": member}
+
+    def _get(self, path: str, access_token: str, params: dict[str, Any] | None = None) -> Any:
+        return self._http.get_json(
+            f"{self._api_base}{path}", params=params, headers={"Authorization": f"Bearer {access_token}"}
+        )
