@@ -90,16 +90,12 @@ class _Budget:
     def hash_step(self) -> None:
         self.hash_steps += 1
         if self.hash_steps > self.limits.max_hash_steps:
-            raise ProofCheckFailed(
-                "canonicalization_limit", "blank-node canonicalization exceeds the work limit"
-            )
+            raise ProofCheckFailed("canonicalization_limit", "blank-node canonicalization exceeds the work limit")
         self.check_clock()
 
     def check_clock(self) -> None:
         if time.monotonic() > self.deadline:
-            raise ProofCheckFailed(
-                "canonicalization_limit", f"JSON-LD processing exceeds {self.limits.time_limit:g} s"
-            )
+            raise ProofCheckFailed("canonicalization_limit", f"JSON-LD processing exceeds {self.limits.time_limit:g} s")
 
 
 def _drop_is_undefined_term(expanded_property: str | None) -> None:
@@ -149,7 +145,8 @@ class _BoundedRdfc(URDNA2015):
         return super().hash_related_blank_node(*args, **kwargs)
 
 
-def _check_input_shape(document: Any, limits: CanonicalizationLimits) -> None:
+def check_document_shape(document: Any, limits: CanonicalizationLimits) -> None:
+    """Raise `canonicalization_limit`/`invalid_jsonld` for a document too deep, too big or not JSON."""
     if not isinstance(document, dict):
         raise ProofCheckFailed("invalid_jsonld", "a JSON-LD document must be a JSON object")
     values = 0
@@ -158,13 +155,9 @@ def _check_input_shape(document: Any, limits: CanonicalizationLimits) -> None:
         value, depth = stack.pop()
         values += 1
         if values > limits.max_values:
-            raise ProofCheckFailed(
-                "canonicalization_limit", f"document has more than {limits.max_values} values"
-            )
+            raise ProofCheckFailed("canonicalization_limit", f"document has more than {limits.max_values} values")
         if depth > limits.max_depth:
-            raise ProofCheckFailed(
-                "canonicalization_limit", f"document is nested deeper than {limits.max_depth}"
-            )
+            raise ProofCheckFailed("canonicalization_limit", f"document is nested deeper than {limits.max_depth}")
         if isinstance(value, dict):
             for key, item in value.items():
                 if not isinstance(key, str):
@@ -292,9 +285,7 @@ def _canonicalize_dataset(dataset: dict[str, list], hash_name: str, budget: _Bud
     text = rdfc.main(dataset, {"format": "application/n-quads"})
     budget.check_clock()
     prefix_length = len("_:")
-    label_map = {
-        old[prefix_length:]: new[prefix_length:] for old, new in rdfc.canonical_issuer.existing.items()
-    }
+    label_map = {old[prefix_length:]: new[prefix_length:] for old, new in rdfc.canonical_issuer.existing.items()}
     return CanonicalResult(nquads=text.splitlines(keepends=True), label_map=label_map)
 
 
@@ -304,21 +295,19 @@ def expand(document: dict, loader: DocumentLoader, *, limits: CanonicalizationLi
     budget = _Budget(limits)
 
     def operation() -> list:
-        _check_input_shape(document, limits)
+        check_document_shape(document, limits)
         return _expand(_GuardedProcessor(budget), document, loader)
 
     return _run_guarded(operation, loader)
 
 
-def to_nquads(
-    document: dict, loader: DocumentLoader, *, limits: CanonicalizationLimits | None = None
-) -> list[str]:
+def to_nquads(document: dict, loader: DocumentLoader, *, limits: CanonicalizationLimits | None = None) -> list[str]:
     """The document's RDF quads serialized as N-Quads lines (blank nodes `_:b0`...), not sorted."""
     limits = limits or CanonicalizationLimits()
     budget = _Budget(limits)
 
     def operation() -> list[str]:
-        _check_input_shape(document, limits)
+        check_document_shape(document, limits)
         dataset = _dataset(document, loader, budget)
         lines = []
         for graph_name, triples in dataset.items():
@@ -342,7 +331,7 @@ def canonicalize_with_labels(
     budget = _Budget(limits)
 
     def operation() -> CanonicalResult:
-        _check_input_shape(document, limits)
+        check_document_shape(document, limits)
         return _canonicalize_dataset(_dataset(document, loader, budget), hash_name, budget)
 
     return _run_guarded(operation, loader)

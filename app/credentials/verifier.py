@@ -1,0 +1,240 @@
+"""Verify a verifiable credential: shape, every Data Integrity proof, validity window, status.
+
+`verify_credential` never raises for bad input: every failure is reported as `{code, detail}`
+in `errors`, the first one also as `reason`. Pure module (no Flask); DID resolution and the status
+check are whatever the caller passes in.
+"""
+
+from __future__ import annotations
+
+import copy
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from typing import Any, Protocol
+
+from app.credentials.cryptosuites import require_suite
+from app.credentials.cryptosuites.base import ProofCheckFailed, SuiteContext, VerificationKey
+from app.credentials.cryptosuites.data_integrity import PROOF_TYPE, parse_datetime
+from app.credentials.jsonld.canon import CanonicalizationLimits, check_document_shape
+from app.credentials.jsonld.loader import DocumentLoader
+
+CREDENTIALS_V2 = "https://www.w3.org/ns/credentials/v2"
+CREDENTIALS_V1 = "https://www.w3.org/2018/credentials/v1"
+STATUS_PROBLEMS = frozenset({"revoked", "suspended"})
+
+StatusChecker = Callable[[dict], "str | None"]
+
+
+class VerificationMethodResolver(Protocol):
+    """What `verify_credential` needs from a resolver (`app.credentials.dids.DidResolver` fits)."""
+
+    def resolve_verification_method(
+        self, vm_url: str, purpose: str, *, controller: str | None = None
+    ) -> VerificationKey:
+        """The authorised key of `vm_url` for `purpose`; raises `ProofCheckFailed`."""
+
+
+@dataclass
+class VerificationResult:
+    """Outcome of a verification, in the W3C VC API shape plus `reason` (the first error code)."""
+
+    verified: bool
+    checks: list[str] = field(default_factory=list)
+    warnings: list[dict[str, str]] = field(default_factory=list)
+    errors: list[dict[str, str]] = field(default_factory=list)
+    reason: str | None = None
+
+    def as_dict(self) -> dict[str, Any]:
+        """`{verified, checks, warnings, errors}` as the VC API answers it."""
+        return {
+            "verified": self.verified,
+            "checks": list(self.checks),
+            "warnings": list(self.warnings),
+            "errors": list(self.errors),
+        }
+
+
+class _Report:
+    def __init__(self) -> None:
+        self.checks: list[str] = []
+        self.warnings: list[dict[str, str]] = []
+        self.errors: list[dict[str, str]] = []
+
+    def fail(self, code: str, detail: str) -> None:
+        self.errors.append({"code": code, "detail": detail})
+
+    def result(self) -> VerificationResult:
+        return VerificationResult(
+            verified=not self.errors,
+            checks=self.checks,
+            warnings=self.warnings,
+            errors=self.errors,
+            reason=self.errors[0]["code"] if self.errors else None,
+        )
+
+
+def verify_credential(
+    vc: Any,
+    *,
+    resolver: VerificationMethodResolver,
+    loader: DocumentLoader,
+    status_checker: StatusChecker | None = None,
+    now: datetime | None = None,
+    limits: CanonicalizationLimits | None = None,
+    proof_purpose: str = "assertionMethod",
+    suite_options: Mapping[str, Any] | None = None,
+    issuer_must_control_keys: bool = True,
+) -> VerificationResult:
+    """Verify `vc` and report every failure; never raises for bad input.
+
+    `resolver.resolve_verification_method(vm_url, purpose, controller=controller)` supplies keys
+    (a `DidResolver`). `status_checker(vc)` returns "revoked", "suspended" or None, and may raise
+    `ProofCheckFailed` (reported as is); it runs only when every proof verified.
+    Error codes: `malformed_credential`, any `ProofCheckFailed` code of the suites, loader and
+    resolver, `proof_expired`, `not_yet_valid`, `expired`, `revoked`, `suspended`,
+    `status_check_failed`, `verification_error` (an unexpected failure, never a pass).
+    With `issuer_must_control_keys` off, a proof's key only has to be authorised for the purpose
+    by its own DID (multi-party proof sets, test vectors whose issuer is not a DID).
+    """
+    report = _Report()
+    now = now or datetime.now(UTC)
+    limits = limits or CanonicalizationLimits()
+    try:
+        check_document_shape(vc, limits)
+        issuer = _check_shape(vc)
+    except ProofCheckFailed as failure:
+        code = failure.code if failure.code == "canonicalization_limit" else "malformed_credential"
+        report.fail(code, failure.detail)
+        return report.result()
+    report.checks.append("shape")
+
+    ctx = SuiteContext(loader=loader, limits=limits, options=dict(suite_options or {}))
+    proofs = vc["proof"] if isinstance(vc["proof"], list) else [vc["proof"]]
+    report.checks.append("proof")
+    for index, proof in enumerate(proofs):
+        try:
+            controller = issuer if issuer_must_control_keys else None
+            _verify_one_proof(vc, proofs, proof, controller, resolver, ctx, proof_purpose, now)
+        except ProofCheckFailed as failure:
+            report.fail(failure.code, _prefixed(index, len(proofs), failure.detail))
+        except Exception as error:  # a bug or an unforeseen input must never read as verified
+            report.fail("verification_error", _prefixed(index, len(proofs), f"{type(error).__name__}: {error}"))
+
+    report.checks.append("validity_window")
+    _check_validity_window(vc, now, report)
+
+    if status_checker is not None and "credentialStatus" in vc:
+        report.checks.append("status")
+        if not report.errors:
+            _check_status(vc, status_checker, report)
+    return report.result()
+
+
+def _prefixed(index: int, count: int, detail: str) -> str:
+    return f"proof {index}: {detail}" if count > 1 else detail
+
+
+def _check_shape(vc: dict) -> str:
+    context = vc.get("@context")
+    if not isinstance(context, list) or not context or context[0] not in (CREDENTIALS_V2, CREDENTIALS_V1):
+        raise ProofCheckFailed("malformed_credential", f"@context must be an array starting with {CREDENTIALS_V2}")
+    types = vc.get("type")
+    types = types if isinstance(types, list) else [types]
+    if "VerifiableCredential" not in types:
+        raise ProofCheckFailed("malformed_credential", "type must include VerifiableCredential")
+    issuer = vc.get("issuer")
+    issuer_id = issuer.get("id") if isinstance(issuer, dict) else issuer
+    if not isinstance(issuer_id, str) or ":" not in issuer_id:
+        raise ProofCheckFailed("malformed_credential", "issuer must be a URL or an object with an id")
+    if not isinstance(vc.get("credentialSubject"), dict | list) or not vc["credentialSubject"]:
+        raise ProofCheckFailed("malformed_credential", "credentialSubject is missing")
+    proof = vc.get("proof")
+    if proof is None or proof == [] or not isinstance(proof, dict | list):
+        raise ProofCheckFailed("malformed_credential", "the credential has no proof")
+    return issuer_id
+
+
+def _verify_one_proof(
+    vc: dict,
+    all_proofs: list,
+    proof: Any,
+    controller: str | None,
+    resolver: VerificationMethodResolver,
+    ctx: SuiteContext,
+    expected_purpose: str,
+    now: datetime,
+) -> None:
+    if not isinstance(proof, dict):
+        raise ProofCheckFailed("malformed_proof", "proof must be an object")
+    if proof.get("type") != PROOF_TYPE:
+        raise ProofCheckFailed("unsupported_proof_type", f"proof type {str(proof.get('type'))[:80]!r} is not supported")
+    suite = require_suite(proof.get("cryptosuite"))
+    purpose = proof.get("proofPurpose")
+    if purpose != expected_purpose:
+        raise ProofCheckFailed("invalid_proof_purpose", f"proofPurpose must be {expected_purpose}")
+    vm_url = proof.get("verificationMethod")
+    if not isinstance(vm_url, str):
+        raise ProofCheckFailed("malformed_proof", "verificationMethod must be a string")
+    if "expires" in proof:
+        expires = parse_datetime(proof["expires"], require_offset=False)
+        if expires is None:
+            raise ProofCheckFailed("invalid_proof_configuration", "proof expires is not an XML Schema dateTime")
+        if expires < now:
+            raise ProofCheckFailed("proof_expired", f"the proof expired at {proof['expires']}")
+    if controller is not None and not controller.startswith("did:"):
+        raise ProofCheckFailed(
+            "verification_method_not_authorized", "the issuer is not a DID, so it cannot authorise a key"
+        )
+    key = resolver.resolve_verification_method(vm_url, purpose, controller=controller)
+    document = {name: value for name, value in vc.items() if name != "proof"}
+    if "previousProof" in proof:
+        document["proof"] = _previous_proofs(proof["previousProof"], all_proofs)
+    suite.verify_proof(document, proof, key, ctx)
+
+
+def _previous_proofs(previous: Any, all_proofs: list) -> list[dict]:
+    wanted = previous if isinstance(previous, list) else [previous]
+    if not wanted or not all(isinstance(proof_id, str) for proof_id in wanted):
+        raise ProofCheckFailed("malformed_proof", "previousProof must be a proof id or a list of them")
+    by_id = {proof.get("id"): proof for proof in all_proofs if isinstance(proof, dict)}
+    missing = [proof_id for proof_id in wanted if proof_id not in by_id]
+    if missing:
+        raise ProofCheckFailed("previous_proof_missing", f"previous proof {missing[0]!r} is not in the proof set")
+    return [copy.deepcopy(by_id[proof_id]) for proof_id in wanted]
+
+
+def _check_validity_window(vc: dict, now: datetime, report: _Report) -> None:
+    v2 = vc["@context"][0] == CREDENTIALS_V2
+    start_name, end_name = ("validFrom", "validUntil") if v2 else ("issuanceDate", "expirationDate")
+    bounds: dict[str, datetime | None] = {}
+    for name in (start_name, end_name):
+        value = vc.get(name)
+        if value is None or value == "":
+            bounds[name] = None
+            continue
+        parsed = parse_datetime(value, require_offset=False)
+        if parsed is None:
+            report.fail("malformed_credential", f"{name} is not an ISO 8601 date-time")
+            return
+        bounds[name] = parsed
+    start, end = bounds[start_name], bounds[end_name]
+    if start is not None and now < start:
+        report.fail("not_yet_valid", f"the credential is valid from {vc[start_name]}")
+    if end is not None and now > end:
+        report.fail("expired", f"the credential expired at {vc[end_name]}")
+
+
+def _check_status(vc: dict, status_checker: StatusChecker, report: _Report) -> None:
+    try:
+        status = status_checker(vc)
+    except ProofCheckFailed as failure:
+        report.fail(failure.code, failure.detail)
+        return
+    except Exception as error:
+        report.fail("status_check_failed", f"{type(error).__name__}: {error}")
+        return
+    if status in STATUS_PROBLEMS:
+        report.fail(status, f"the credential is {status}")
+    elif status is not None:
+        report.fail("status_check_failed", f"unexpected status {str(status)[:40]!r}")
