@@ -131,11 +131,10 @@ def test_selection_gives_the_reveal_document(name):
     mandatory, selective = _pointers(name)
     assert sd.select_json_ld(mandatory + selective, document) == _json(SUITE_DIR / name / "derivedUnsignedReveal.json")
     for entry in _json(SUITE_DIR / name / "addPointerValues.json"):
-        selection = sd.select_json_ld([entry["pointer"]], document)
-        paths = sd.json_pointer_to_paths(entry["pointer"])
-        value = selection
-        for path in paths:
-            value = value[path]
+        value = sd.select_json_ld([entry["pointer"]], document)
+        # One pointer selects one element of each array on its way, so every array is [element].
+        for path in sd.json_pointer_to_paths(entry["pointer"]):
+            value = value[0 if isinstance(path, int) else path]
         assert value == entry["value"]
 
 

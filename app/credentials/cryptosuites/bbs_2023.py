@@ -1,0 +1,221 @@
+"""The bbs-2023 cryptosuite (W3C vc-di-bbs): base proofs as a holder verifies them, derived proofs.
+
+Baseline proofs only: base header 0xd9 0x5d 0x02, derived header 0xd9 0x5d 0x03. The optional
+features (anonymous holder binding, pseudonyms: headers 0x04 to 0x09) fail with
+`unsupported_feature`. BBS itself is the `BBS_BLS12381G1_XMD:SHA-256_SSWU_RO_` ciphersuite of
+`app.credentials.bbs`. Pure module (no Flask); failures raise `ProofCheckFailed`.
+
+`SuiteContext.options["bbs_presentation_header"]` (bytes), when set, is the presentation header a
+verifier requires in a derived proof (e.g. its challenge); another one fails with
+`presentation_header_mismatch`.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+from app.credentials import bbs
+from app.credentials.cryptosuites import sd_primitives as sd
+from app.credentials.cryptosuites.base import ProofCheckFailed, SuiteContext, VerificationKey, register_suite
+
+NAME = "bbs-2023"
+BASE_PROOF_HEADER = b"\xd9\x5d\x02"
+DERIVED_PROOF_HEADER = b"\xd9\x5d\x03"
+_FEATURE_HEADERS = {
+    b"\xd9\x5d\x04": "anonymous_holder_binding",
+    b"\xd9\x5d\x05": "anonymous_holder_binding",
+    b"\xd9\x5d\x06": "pseudonym",
+    b"\xd9\x5d\x07": "pseudonym",
+    b"\xd9\x5d\x08": "holder_binding_pseudonym",
+    b"\xd9\x5d\x09": "holder_binding_pseudonym",
+}
+_HEADERS = {BASE_PROOF_HEADER: "base", DERIVED_PROOF_HEADER: "derived", **_FEATURE_HEADERS}
+PUBLIC_KEY_LENGTH = 96
+SIGNATURE_LENGTH = 80
+PRESENTATION_HEADER_OPTION = "bbs_presentation_header"
+
+
+@dataclass(frozen=True)
+class BaseProofValue:
+    """The components of a baseline base proof value."""
+
+    bbs_signature: bytes
+    bbs_header: bytes
+    public_key: bytes
+    hmac_key: bytes
+    mandatory_pointers: list[str]
+
+
+@dataclass(frozen=True)
+class DerivedProofValue:
+    """The components of a baseline derived proof value; `label_map` is decompressed (`c14n<i>` -> `b<j>`)."""
+
+    bbs_proof: bytes
+    label_map: dict[str, str]
+    mandatory_indexes: list[int]
+    selective_indexes: list[int]
+    presentation_header: bytes
+
+
+@dataclass(frozen=True)
+class DerivedVerifyData:
+    """createVerifyData: what ProofVerify needs."""
+
+    bbs_proof: bytes
+    proof_hash: bytes
+    mandatory_hash: bytes
+    selective_indexes: list[int]
+    presentation_header: bytes
+    non_mandatory: list[str]
+
+    @property
+    def bbs_header(self) -> bytes:
+        """The BBS header: proofHash followed by mandatoryHash."""
+        return self.proof_hash + self.mandatory_hash
+
+
+def parse_proof_value(proof_value: Any) -> BaseProofValue | DerivedProofValue:
+    """parseBaseProofValue / parseDerivedProofValue for baseline proofs, chosen by the header.
+
+    Raises `unsupported_feature` for the optional-feature headers, `malformed_proof_value` otherwise.
+    """
+    kind, payload = sd.split_proof_value(proof_value, _HEADERS)
+    if kind not in ("base", "derived"):
+        header = sd.decode_base64url_multibase(proof_value)[:3].hex()
+        raise ProofCheckFailed(
+            "unsupported_feature",
+            f"{NAME} optional feature {kind!r} (proof header {header}) is not supported; baseline proofs only",
+        )
+    components = sd.decode_components(payload, 5)
+    if kind == "base":
+        return BaseProofValue(
+            bbs_signature=sd.require_bytes(components[0], "bbsSignature", SIGNATURE_LENGTH),
+            bbs_header=sd.require_bytes(components[1], "bbsHeader", 64),
+            public_key=sd.require_bytes(components[2], "publicKey", PUBLIC_KEY_LENGTH),
+            hmac_key=sd.require_bytes(components[3], "hmacKey", 32),
+            mandatory_pointers=sd.require_pointer_list(components[4]),
+        )
+    return DerivedProofValue(
+        bbs_proof=sd.require_bytes(components[0], "bbsProof"),
+        label_map=sd.decompress_label_map(components[1], "b", int),
+        mandatory_indexes=sd.require_index_list(components[2], "mandatoryIndexes"),
+        selective_indexes=sd.require_index_list(components[3], "selectiveIndexes"),
+        presentation_header=sd.require_bytes(components[4], "presentationHeader"),
+    )
+
+
+def create_derived_verify_data(
+    document: dict, proof: dict, parsed: DerivedProofValue, ctx: SuiteContext
+) -> DerivedVerifyData:
+    """createVerifyData: the revealed statements relabelled with the holder's label map and split."""
+    proof_hash = sd.proof_hash(proof, document, ctx)
+    canonical = ctx.canonicalize_with_labels(document)
+    nquads = sorted(sd.relabel_nquads(canonical.nquads, parsed.label_map))
+    mandatory, non_mandatory = sd.split_by_indexes(nquads, parsed.mandatory_indexes)
+    return DerivedVerifyData(
+        bbs_proof=parsed.bbs_proof,
+        proof_hash=proof_hash,
+        mandatory_hash=sd.hash_nquads(mandatory),
+        selective_indexes=parsed.selective_indexes,
+        presentation_header=parsed.presentation_header,
+        non_mandatory=non_mandatory,
+    )
+
+
+def _check_proof_options(proof: dict) -> None:
+    if proof.get("type") != "DataIntegrityProof" or proof.get("cryptosuite") != NAME:
+        raise ProofCheckFailed("invalid_proof_configuration", f"not a DataIntegrityProof with cryptosuite {NAME}")
+
+
+class Bbs2023:
+    """Verifier of bbs-2023 baseline proofs; `backend` picks the curve backend of `app.credentials.bbs`."""
+
+    name = NAME
+
+    def __init__(self, backend: Any = None) -> None:
+        self.backend = backend
+
+    def verify_proof(self, document_without_proof: dict, proof: dict, key: VerificationKey, ctx: SuiteContext) -> None:
+        """Return when the proof verifies with `key` (BLS12-381 G2), else raise `ProofCheckFailed`."""
+        _check_proof_options(proof)
+        if key.key_type != "Bls12381G2":
+            raise ProofCheckFailed("unsupported_key_type", f"{NAME} needs a BLS12-381 G2 key, not {key.key_type}")
+        parsed = parse_proof_value(proof.get("proofValue"))
+        if isinstance(parsed, BaseProofValue):
+            self.verify_base_proof(document_without_proof, proof, parsed, key, ctx)
+        else:
+            self.verify_derived_proof(document_without_proof, proof, parsed, key, ctx)
+
+    def verify_base_proof(
+        self,
+        document: dict,
+        proof: dict,
+        parsed: BaseProofValue,
+        key: VerificationKey,
+        ctx: SuiteContext,
+    ) -> None:
+        """Check a base proof as its holder does: recompute the header and statements, then Verify.
+
+        The issuer's transformation is redone with the HMAC key from the proof; the signature
+        must verify over (proofHash || mandatoryHash, every non-mandatory statement).
+        """
+        if parsed.public_key != key.public_key:
+            raise ProofCheckFailed("invalid_signature", "the base proof names another issuer key")
+        groups = sd.canonicalize_and_group(
+            document,
+            sd.shuffled_id_label_map_factory(parsed.hmac_key),
+            {"mandatory": parsed.mandatory_pointers},
+            ctx,
+        ).groups["mandatory"]
+        header = sd.proof_hash(proof, document, ctx) + sd.hash_nquads(groups.matching.values())
+        if header != parsed.bbs_header:
+            raise ProofCheckFailed(
+                "invalid_signature", "the proof's BBS header does not match the document and proof options"
+            )
+        messages = [quad.encode("utf-8") for quad in groups.non_matching.values()]
+        try:
+            valid = bbs.verify(key.public_key, parsed.bbs_signature, header, messages, backend=self.backend)
+        except bbs.BbsInputError as error:
+            raise sd.malformed(f"BBS signature rejected: {error}") from None
+        if not valid:
+            raise ProofCheckFailed("invalid_signature", "the BBS signature does not verify")
+
+    def verify_derived_proof(
+        self,
+        document: dict,
+        proof: dict,
+        parsed: DerivedProofValue,
+        key: VerificationKey,
+        ctx: SuiteContext,
+    ) -> None:
+        """Verify a derived proof: ProofVerify over the revealed non-mandatory statements."""
+        expected_header = ctx.options.get(PRESENTATION_HEADER_OPTION)
+        if expected_header is not None and bytes(expected_header) != parsed.presentation_header:
+            raise ProofCheckFailed(
+                "presentation_header_mismatch", "the derived proof was made for another presentation header"
+            )
+        data = create_derived_verify_data(document, proof, parsed, ctx)
+        if len(data.selective_indexes) != len(data.non_mandatory):
+            raise ProofCheckFailed(
+                "invalid_signature",
+                f"{len(data.non_mandatory)} non-mandatory statements for "
+                f"{len(data.selective_indexes)} disclosed indexes",
+            )
+        try:
+            valid = bbs.proof_verify(
+                key.public_key,
+                data.bbs_proof,
+                data.bbs_header,
+                data.presentation_header,
+                [quad.encode("utf-8") for quad in data.non_mandatory],
+                data.selective_indexes,
+                backend=self.backend,
+            )
+        except bbs.BbsInputError as error:
+            raise sd.malformed(f"BBS proof rejected: {error}") from None
+        if not valid:
+            raise ProofCheckFailed("invalid_signature", "the BBS proof does not verify")
+
+
+SUITE = register_suite(Bbs2023())
