@@ -45,9 +45,7 @@ def to_checksum_address(address: str | bytes) -> str:
             raise InvalidAddress("an address is 0x followed by 40 hex digits")
         lower = address[2:].lower()
     digest = keccak256(lower.encode("ascii")).hex()
-    return "0x" + "".join(
-        ch.upper() if ch.isalpha() and int(digest[i], 16) >= 8 else ch for i, ch in enumerate(lower)
-    )
+    return "0x" + "".join(ch.upper() if ch.isalpha() and int(digest[i], 16) >= 8 else ch for i, ch in enumerate(lower))
 
 
 def is_checksum_address(address: str) -> bool:

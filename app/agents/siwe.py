@@ -206,9 +206,7 @@ def parse_message(text: str) -> SiweMessage:
         chain_id=int(chain_id_text),
         nonce=nonce,
         issued_at=issued_at,
-        expiration_time=(
-            parse_date_time(optional["expiration_time"]) if "expiration_time" in optional else None
-        ),
+        expiration_time=(parse_date_time(optional["expiration_time"]) if "expiration_time" in optional else None),
         not_before=parse_date_time(optional["not_before"]) if "not_before" in optional else None,
         request_id=optional.get("request_id"),
         resources=tuple(resources),

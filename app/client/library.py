@@ -230,10 +230,16 @@ class TesseraClient:
         except ValueError as exc:
             raise ApiError(response.status_code, {}, f"the network answered {path} with non-JSON") from exc
 
+    def _data(self, method: str, path: str, **kwargs: Any) -> Any:
+        body = self._json(method, path, **kwargs)
+        if not isinstance(body, dict) or "data" not in body:
+            raise ApiError(200, {}, f"the network answered {path} without a data member")
+        return body["data"]
+
     def _job(
         self, method: str, path: str, *, wait: bool, progress: ProgressCallback | None, **kwargs: Any
     ) -> dict[str, Any]:
-        job = self._json(method, path, authenticated=True, **kwargs)
+        job = self._data(method, path, authenticated=True, **kwargs)
         if progress is not None:
             progress(job)
         return self.wait_for_job(job["id"], progress=progress) if wait else job
@@ -260,9 +266,9 @@ class TesseraClient:
             secret = ethereum.parse_private_key(self._api_key)
         except ethereum.InvalidKey as exc:
             raise AuthenticationFailed(str(exc)) from exc
-        challenge = self._json("POST", "/api/auth/challenge", json_body={"address": self.address})
+        challenge = self._data("POST", "/api/auth/challenge", json_body={"address": self.address})
         signature = ethereum.sign_personal_message(challenge["message"], secret)
-        session = self._json(
+        session = self._data(
             "POST", "/api/auth/verify", json_body={"message": challenge["message"], "signature": signature}
         )
         self._session_token = session["token"]
@@ -271,15 +277,15 @@ class TesseraClient:
 
     def whoami(self) -> dict[str, Any]:
         """Return the authenticated account: ``{did, address, kind, balance, created_at}``."""
-        return self._json("GET", "/api/account", authenticated=True)
+        return self._data("GET", "/api/account", authenticated=True)
 
     def credits(self) -> dict[str, Any]:
         """Return the balance and ledger entries of the authenticated account."""
-        return self._json("GET", "/api/credits", authenticated=True)
+        return self._data("GET", "/api/credits", authenticated=True)
 
     def pricing(self) -> dict[str, Any]:
         """Return the network's price list (public)."""
-        return self._json("GET", "/api/pricing")
+        return self._data("GET", "/api/pricing")
 
     # -- cards ----------------------------------------------------------------------------
 
@@ -315,7 +321,7 @@ class TesseraClient:
 
     def get_card(self, agent: str | None = None) -> dict[str, Any]:
         """Return the private view of a hosted card: ``{did, published, card, etag, ...}``."""
-        return self._json("GET", f"/api/agents/{quote(self._target(agent))}/card", authenticated=True)
+        return self._data("GET", f"/api/agents/{quote(self._target(agent))}/card", authenticated=True)
 
     def card_unpublish(
         self, agent: str | None = None, *, wait: bool = True, progress: ProgressCallback | None = None
@@ -371,11 +377,11 @@ class TesseraClient:
     def registry(self, did: str, full: bool = False) -> dict[str, Any]:
         """Read a registry record (authenticated); ``full`` adds cards, history and contract data."""
         params = {"full": "true"} if full else None
-        return self._json("GET", f"/api/agents/{quote(did)}/registry", authenticated=True, params=params)
+        return self._data("GET", f"/api/agents/{quote(did)}/registry", authenticated=True, params=params)
 
     def contract_version(self, name: str = REGISTRY_CONTRACT) -> str:
         """Return the version of a network contract (``GET /api/contracts/current``)."""
-        return str(self._json("GET", "/api/contracts/current", params={"name": name})["version"])
+        return str(self._data("GET", "/api/contracts/current", params={"name": name})["version"])
 
     # -- deregistration -------------------------------------------------------------------
 
@@ -410,7 +416,7 @@ class TesseraClient:
             self.authenticate()
         if owner != self.did:
             raise TesseraError(f"--owner {owner} is not the authenticated account {self.did}")
-        return self._json(
+        return self._data(
             "POST", "/api/consents", authenticated=True, json_body={"owner": owner, "agent": agent}
         )
 
@@ -419,7 +425,7 @@ class TesseraClient:
     ) -> dict[str, Any]:
         """As the agent, sign the consent message behind a consent link; the record then names the owner."""
         consent_id = consent_id_from_link(link_or_id)
-        consent = self._json("GET", f"/api/consents/{quote(consent_id)}", authenticated=True)
+        consent = self._data("GET", f"/api/consents/{quote(consent_id)}", authenticated=True)
         assert self._api_key is not None
         signature = ethereum.sign_personal_message(consent["message"], self._api_key)
         return self._job(
@@ -434,7 +440,7 @@ class TesseraClient:
 
     def get_job(self, job_id: str) -> dict[str, Any]:
         """Return a job started by this account."""
-        return self._json("GET", f"/api/jobs/{quote(job_id)}", authenticated=True)
+        return self._data("GET", f"/api/jobs/{quote(job_id)}", authenticated=True)
 
     def wait_for_job(
         self, job_id: str, progress: ProgressCallback | None = None, timeout: float | None = None
@@ -456,8 +462,10 @@ class TesseraClient:
             time.sleep(self.poll_interval)
         if job["state"] == "failed":
             error = job.get("error") or {}
-            if error.get("code") in ("insufficient_credits", "owner_named_record"):
-                _raise_for_problem(int(error.get("status", 409)), error)
+            if error.get("code") == "insufficient_credits" and "required" in error:
+                raise InsufficientCredits(int(error["required"]), int(error.get("available", 0)), error)
+            if error.get("code") == "owner_named_record" and "owner" in error:
+                raise OwnerNamedDeregistration(error["owner"], error)
             raise JobFailed(job)
         return job
 

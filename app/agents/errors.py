@@ -1,0 +1,76 @@
+"""Problems of the agent network; each class is one response shape."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from app.errors import Conflict, DomainError, Forbidden, NotFound, Unauthorized, ValidationFailed
+
+
+class AuthenticationFailed(Unauthorized):
+    code, title = "authentication_failed", "Authentication failed"
+
+    def __init__(self, detail: str | None = None, **kwargs: Any) -> None:
+        super().__init__(detail, scheme="Bearer", **kwargs)
+
+
+class InsufficientCredits(DomainError):
+    status, code, title = 402, "insufficient_credits", "Insufficient credits"
+
+    def __init__(self, required: int, available: int) -> None:
+        super().__init__(
+            f"This operation costs {required} credits; {available} are available.",
+            required=required,
+            available=available,
+        )
+
+
+class CardTooLarge(DomainError):
+    status, code, title = 413, "card_too_large", "Card too large"
+
+
+class InvalidCard(ValidationFailed):
+    code, title = "invalid_card", "Invalid agent card"
+
+
+class NotAllowedForDid(Forbidden):
+    code, title = "not_allowed_for_did", "Not allowed for this DID"
+
+
+class UnknownDid(NotFound):
+    code = "not_found"
+
+
+class CardNotFound(NotFound):
+    code = "not_found"
+
+
+class DidDeactivated(DomainError):
+    status, code, title = 410, "did_deactivated", "DID deactivated"
+
+
+class OwnerNamedRecord(Conflict):
+    code, title = "owner_named_record", "Registry record names an owner"
+
+    def __init__(self, owner: str) -> None:
+        super().__init__(
+            f"The registry record names the owner {owner}; an organisation-owned agent cannot be "
+            "deregistered through self-service.",
+            owner=owner,
+        )
+
+
+class AlreadyOwned(Conflict):
+    code, title = "already_owned", "Agent already owned"
+
+
+class NotAnOrganisation(Forbidden):
+    code, title = "not_an_organisation", "Not an organisation account"
+
+
+class ConsentNotPending(Conflict):
+    code, title = "consent_not_pending", "Consent not pending"
+
+
+class ClaimUnavailable(NotFound):
+    """The claim page exists only on a testnet."""

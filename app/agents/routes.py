@@ -1,0 +1,375 @@
+"""HTTP surface of the agent network: ``/api/...`` JSON, public card and DID reads, HTML pages."""
+
+from __future__ import annotations
+
+import hmac
+import json
+
+from flask import Response, current_app, render_template, request, session, url_for
+from flask_smorest import Blueprint
+
+from app.agents import service
+from app.agents.auth import agent_session_required, current_account
+from app.agents.errors import ClaimUnavailable
+from app.agents.schemas import (
+    AccountEnvelope,
+    AgentJobEnvelope,
+    ApproveIn,
+    CardUriIn,
+    CardViewEnvelope,
+    ChallengeEnvelope,
+    ChallengeIn,
+    ConsentEnvelope,
+    ConsentIn,
+    ContractArgs,
+    ContractEnvelope,
+    LedgerEnvelope,
+    PricingEnvelope,
+    RegistryArgs,
+    RegistryEnvelope,
+    SessionEnvelope,
+    VerifyIn,
+)
+from app.db import isoformat
+from app.errors import NotFound
+from app.extensions import limiter
+from app.http import accepts, problem_doc
+from app.idempotency.service import idempotent
+from app.jobs.models import Job
+from app.jobs.service import require_job_for_agent
+from app.security import random_token
+
+blp = Blueprint(
+    "agents",
+    __name__,
+    description="Agent network: identities, credits, cards, registry",
+    template_folder="templates",
+)
+
+DID_JSON = "application/did+json"
+DID_RESOLUTION = "application/did-resolution"
+_PAGE_HEADERS = {
+    "Content-Security-Policy": "default-src 'none'; style-src 'self'; form-action 'self'; "
+    "frame-ancestors 'none'; base-uri 'none'",
+    "X-Frame-Options": "DENY",
+    "X-Content-Type-Options": "nosniff",
+    "Referrer-Policy": "no-referrer",
+}
+
+
+def _accepted(job: Job) -> tuple[dict, int, dict]:
+    return {"data": job}, 202, {"Location": url_for("agents.get_agent_job", job_id=job.id)}
+
+
+def _claim_rate_limit() -> str:
+    return current_app.config.get("AGENT_CLAIM_RATE_LIMIT", "10 per hour")
+
+
+def _challenge_rate_limit() -> str:
+    return current_app.config.get("AGENT_CHALLENGE_RATE_LIMIT", "60 per minute")
+
+
+def _page(html: str, status: int = 200, *, no_store: bool = False) -> Response:
+    response = Response(html, status=status, mimetype="text/html")
+    response.headers.update(_PAGE_HEADERS)
+    if no_store:
+        response.headers["Cache-Control"] = "no-store"
+    return response
+
+
+# -- authentication ----------------------------------------------------------------------------
+
+
+@blp.route("/api/auth/challenge", methods=["POST"])
+@limiter.limit(_challenge_rate_limit)
+@blp.arguments(ChallengeIn)
+@blp.response(200, ChallengeEnvelope)
+@problem_doc(422, 429)
+def auth_challenge(args: dict):
+    """Get an EIP-4361 message to sign with the agent key."""
+    challenge = service.issue_challenge(args["address"])
+    return {
+        "data": {
+            "message": challenge.message,
+            "nonce": challenge.nonce,
+            "expires_at": isoformat(challenge.expires_at),
+        }
+    }
+
+
+@blp.route("/api/auth/verify", methods=["POST"])
+@blp.arguments(VerifyIn)
+@blp.response(200, SessionEnvelope)
+@problem_doc(401, 422)
+def auth_verify(args: dict):
+    """Exchange the signed message for a session token; the key's DID is bound on first use."""
+    issued = service.verify_challenge(args["message"], args["signature"])
+    response = {
+        "data": {
+            "token": issued.token,
+            "token_type": "Bearer",
+            "expires_at": isoformat(issued.expires_at),
+            "did": issued.account.did,
+            "address": issued.account.address,
+            "kind": issued.account.kind,
+        }
+    }
+    return response, 200, {"Cache-Control": "no-store"}
+
+
+@blp.route("/api/account", methods=["GET"])
+@agent_session_required
+@blp.response(200, AccountEnvelope)
+def get_account():
+    """The authenticated account: DID, address, kind and credit balance."""
+    return {"data": service.account_view(current_account())}
+
+
+# -- credits -----------------------------------------------------------------------------------
+
+
+@blp.route("/api/pricing", methods=["GET"])
+@blp.response(200, PricingEnvelope)
+def get_pricing():
+    """The price list of registry writes, in credits."""
+    return {"data": {"unit": "credits", "prices": service.prices()}}
+
+
+@blp.route("/api/credits", methods=["GET"])
+@agent_session_required
+@blp.response(200, LedgerEnvelope)
+def get_credits():
+    """The balance and the newest ledger entries of the authenticated account."""
+    return {"data": service.ledger_view(current_account())}
+
+
+@blp.route("/claim", methods=["GET"])
+@blp.doc(responses={"200": {"description": "HTML claim form", "content": {"text/html": {}}}})
+def claim_page():
+    """Testnet only: a form that issues a fresh agent key with test credits."""
+    if not service.is_testnet():
+        raise ClaimUnavailable("The claim page exists only on a testnet.")
+    token = session.get("claim_csrf") or random_token(24)
+    session["claim_csrf"] = token
+    return _page(
+        render_template(
+            "agents/claim.html",
+            csrf_token=token,
+            credits=current_app.config.get("AGENT_CLAIM_CREDITS", 1000),
+        ),
+        no_store=True,
+    )
+
+
+@blp.route("/claim", methods=["POST"])
+@limiter.limit(_claim_rate_limit, methods=["POST"])
+@accepts("application/x-www-form-urlencoded", "multipart/form-data")
+@blp.doc(responses={"200": {"description": "HTML page showing the new key once", "content": {"text/html": {}}}})
+def claim_submit():
+    """Testnet only: issue a fresh key with test credits and show it once (rate limited)."""
+    if not service.is_testnet():
+        raise ClaimUnavailable("The claim page exists only on a testnet.")
+    expected = session.pop("claim_csrf", None)
+    supplied = request.form.get("csrf_token", "")
+    if not expected or not hmac.compare_digest(expected, supplied):
+        return _page(render_template("agents/claim_error.html"), 400, no_store=True)
+    private_key, account = service.claim_key(request.form.get("kind", "agent"))
+    return _page(
+        render_template(
+            "agents/claimed.html",
+            private_key=private_key,
+            address=account.address,
+            kind=account.kind,
+            credits=account.balance,
+            network_url=service.network_url(),
+        ),
+        no_store=True,
+    )
+
+
+# -- cards -------------------------------------------------------------------------------------
+
+
+@blp.route("/api/agents/<string:did>/card", methods=["PUT"])
+@agent_session_required
+@idempotent
+@blp.doc(
+    requestBody={
+        "required": True,
+        "description": "The card: one JSON object, at most 16384 bytes as sent; stored and served byte for byte.",
+        "content": {"application/json": {"schema": {"type": "object"}}},
+    }
+)
+@blp.response(202, AgentJobEnvelope, headers={"Location": {"schema": {"type": "string"}}})
+@problem_doc(402, 403, 404, 410, 413, 415, 422)
+def put_card(did: str):
+    """Host a card: a job stores it privately and publishes the identical public copy (charged)."""
+    return _accepted(service.request_host_card(current_account(), did, request.get_data(cache=True)))
+
+
+@blp.route("/api/agents/<string:did>/card", methods=["GET"])
+@agent_session_required
+@blp.response(200, CardViewEnvelope)
+@problem_doc(403, 404, 410)
+def get_card(did: str):
+    """The hosted card as its agent or owner sees it; ``published`` says whether it is public."""
+    return {"data": service.card_view(current_account(), did)}
+
+
+@blp.route("/api/agents/<string:did>/card/public", methods=["DELETE"])
+@agent_session_required
+@blp.response(202, AgentJobEnvelope, headers={"Location": {"schema": {"type": "string"}}})
+@problem_doc(402, 403, 404, 410)
+def delete_public_card(did: str):
+    """Unpublish the card: a job removes the public copy; the private card stays."""
+    return _accepted(service.request_card_unpublish(current_account(), did))
+
+
+@blp.route("/api/agents/<string:did>/registry/card-uri", methods=["PUT"])
+@agent_session_required
+@idempotent
+@blp.arguments(CardUriIn)
+@blp.response(202, AgentJobEnvelope, headers={"Location": {"schema": {"type": "string"}}})
+@problem_doc(402, 403, 404, 410, 422)
+def put_card_uri(args: dict, did: str):
+    """set-card: a job registers the card URI; it then appears as the DID document's AgentService."""
+    return _accepted(service.request_set_card(current_account(), did, args["uri"]))
+
+
+@blp.route("/api/agents/<string:did>/registry", methods=["GET"])
+@agent_session_required
+@blp.arguments(RegistryArgs, location="query")
+@blp.response(200, RegistryEnvelope)
+@problem_doc(404, 410)
+def get_registry(args: dict, did: str):
+    """Read a registry record; ``full=true`` adds cards, account and contract details."""
+    return {"data": service.registry_view(did, full=args["full"])}
+
+
+@blp.route("/api/agents/<string:did>", methods=["DELETE"])
+@agent_session_required
+@blp.response(202, AgentJobEnvelope, headers={"Location": {"schema": {"type": "string"}}})
+@problem_doc(402, 403, 404, 409, 410)
+def deregister(did: str):
+    """Deregister (self only): a job removes the record and both cards; 409 if an owner is named."""
+    return _accepted(service.request_deregister(current_account(), did))
+
+
+@blp.route("/api/contracts/current", methods=["GET"])
+@blp.arguments(ContractArgs, location="query")
+@blp.response(200, ContractEnvelope)
+@problem_doc(404, 422)
+def current_contract(args: dict):
+    """The version of a registry contract (``name=agent-registry``)."""
+    if args["name"] != service.REGISTRY_CONTRACT:
+        raise NotFound(f"No contract is named {args['name']!r}.")
+    return {"data": {"name": service.REGISTRY_CONTRACT, "version": service.registry_contract_version()}}
+
+
+# -- consent -----------------------------------------------------------------------------------
+
+
+@blp.route("/api/consents", methods=["POST"])
+@agent_session_required
+@idempotent
+@blp.arguments(ConsentIn)
+@blp.response(201, ConsentEnvelope)
+@problem_doc(403, 404, 409, 410, 422)
+def create_consent(args: dict):
+    """As an organisation, ask an agent to accept it as owner; answers with the consent link."""
+    consent = service.request_consent(current_account(), args["owner"], args["agent"])
+    return {"data": service.consent_view(consent)}
+
+
+@blp.route("/api/consents/<string:consent_id>", methods=["GET"])
+@agent_session_required
+@blp.response(200, ConsentEnvelope)
+@problem_doc(404)
+def get_consent(consent_id: str):
+    """A consent the caller is party to, with the message the agent signs."""
+    return {"data": service.consent_view(service.get_consent_for(current_account(), consent_id))}
+
+
+@blp.route("/api/consents/<string:consent_id>/approve", methods=["POST"])
+@agent_session_required
+@idempotent
+@blp.arguments(ApproveIn)
+@blp.response(202, AgentJobEnvelope, headers={"Location": {"schema": {"type": "string"}}})
+@problem_doc(403, 404, 409, 422)
+def approve_consent(args: dict, consent_id: str):
+    """As the agent, approve with a signature of the message; a job names the owner in the record."""
+    return _accepted(service.request_consent_approval(current_account(), consent_id, args["signature"]))
+
+
+@blp.route("/consent/<string:consent_id>", methods=["GET"])
+@blp.doc(responses={"200": {"description": "HTML consent page", "content": {"text/html": {}}}})
+def consent_page(consent_id: str):
+    """The consent link: tells the agent how to approve with its key."""
+    consent = service.get_consent(consent_id)
+    if consent is None:
+        raise NotFound("No such consent.")
+    return _page(render_template("agents/consent.html", consent=service.consent_view(consent)))
+
+
+# -- jobs --------------------------------------------------------------------------------------
+
+
+@blp.route("/api/jobs/<string:job_id>", methods=["GET"])
+@agent_session_required
+@blp.response(200, AgentJobEnvelope)
+@problem_doc(404)
+def get_agent_job(job_id: str):
+    """A job started by the authenticated account."""
+    return {"data": require_job_for_agent(job_id, current_account().did)}
+
+
+# -- public reads ------------------------------------------------------------------------------
+
+
+@blp.route("/api/agent-card/<string:did>", methods=["GET"])
+@blp.doc(
+    responses={
+        "200": {"description": "The card, byte for byte as hosted", "content": {"application/json": {}}},
+        "304": {"description": "Not modified (If-None-Match)"},
+    }
+)
+@problem_doc(404)
+def public_agent_card(did: str):
+    """The published card of a DID, exactly the bytes that were hosted (public)."""
+    card = service.get_public_card(did)
+    cache_seconds = int(current_app.config.get("AGENT_CARD_CACHE_SECONDS", 60))
+    headers = {"ETag": card.etag, "Cache-Control": f"public, max-age={cache_seconds}"}
+    if card.etag.strip('"') in request.if_none_match:
+        return Response(status=304, headers=headers)
+    return Response(card.body, status=200, mimetype="application/json", headers=headers)
+
+
+def _wants_resolution_result() -> bool:
+    accept = request.accept_mimetypes
+    return any(mimetype == DID_RESOLUTION or "did-resolution" in mimetype for mimetype, _quality in accept)
+
+
+@blp.route("/api/did/<string:did>", methods=["GET"])
+@blp.doc(
+    responses={
+        "200": {
+            "description": "The DID document, or with Accept: application/did-resolution the full result",
+            "content": {DID_JSON: {}, DID_RESOLUTION: {}},
+        },
+        "400": {"description": "INVALID_DID", "content": {DID_RESOLUTION: {}}},
+        "404": {"description": "NOT_FOUND", "content": {DID_RESOLUTION: {}}},
+        "410": {"description": "Deactivated (didDocumentMetadata.deactivated)", "content": {DID_RESOLUTION: {}}},
+    }
+)
+def resolve_did(did: str):
+    """Resolve a DID of this network (public)."""
+    resolution = service.resolve_did(did)
+    if resolution.status == 200 and not _wants_resolution_result():
+        body, mimetype = resolution.result["didDocument"], DID_JSON
+    else:
+        body, mimetype = resolution.result, DID_RESOLUTION
+    cache_seconds = int(current_app.config.get("AGENT_CARD_CACHE_SECONDS", 60))
+    response = Response(json.dumps(body), status=resolution.status, mimetype=mimetype)
+    response.headers["Cache-Control"] = f"public, max-age={cache_seconds}"
+    response.vary.add("Accept")
+    return response

@@ -1,0 +1,813 @@
+"""Use cases of the agent network: authentication, credits, cards, registry, consents, DIDs.
+
+Services flush but never commit: a request or a job owns the transaction. Every registry or
+card write happens in a job (``*_from_job``), so the card's private copy, its public copy and
+the charge commit together, and deregistration removes the record and both cards together.
+Request-time functions (``request_*``) check everything that can be checked up front — size,
+shape, permission, credits — so a refused request writes nothing, then enqueue the job.
+"""
+
+from __future__ import annotations
+
+import base64
+import hashlib
+import json
+import re
+import secrets
+from dataclasses import dataclass
+from datetime import datetime, timedelta
+from typing import Any
+from urllib.parse import urlparse
+
+from flask import current_app
+from sqlalchemy import delete, select
+
+from app.agents import ethereum
+from app.agents.errors import (
+    AlreadyOwned,
+    AuthenticationFailed,
+    CardNotFound,
+    CardTooLarge,
+    ConsentNotPending,
+    DidDeactivated,
+    InsufficientCredits,
+    InvalidCard,
+    NotAllowedForDid,
+    NotAnOrganisation,
+    OwnerNamedRecord,
+    UnknownDid,
+)
+from app.agents.models import (
+    AGENT,
+    APPROVED,
+    ORGANISATION,
+    PENDING,
+    AgentAccount,
+    AgentSession,
+    AuthChallenge,
+    Consent,
+    CreditEntry,
+    PrivateCard,
+    PublicCard,
+    RegistryRecord,
+)
+from app.agents.siwe import InvalidSiweMessage, SiweMessage, format_date_time, parse_message
+from app.db import as_utc, isoformat, utcnow
+from app.errors import NotFound, ValidationFailed
+from app.extensions import db
+from app.jobs.models import Job
+from app.jobs.service import enqueue_job
+from app.security import hash_secret, random_token
+
+MAX_CARD_BYTES = 16384
+MAX_CARD_URI_BYTES = 2048
+REGISTRY_CONTRACT = "agent-registry"
+DEFAULT_PRICES = {"host-card": 10, "set-card": 5, "card-unpublish": 1, "deregister": 0}
+DID_CONTEXTS = ["https://www.w3.org/ns/did/v1", "https://w3id.org/security/suites/secp256k1recovery-2020/v2"]
+DID_RESOLUTION_CONTEXT = "https://w3id.org/did-resolution/v1"
+_DID_SYNTAX = re.compile(r"^did:[a-z0-9]+:[A-Za-z0-9._:%-]+$")
+_ABSOLUTE_URI = re.compile(r"^[A-Za-z][A-Za-z0-9+.\-]*:[^\s\x00-\x1f\x7f]+$")
+_STATEMENT = "Sign in to the Tessera agent network."
+
+
+# -- configuration -----------------------------------------------------------------------------
+
+
+def did_method() -> str:
+    """The DID method name of this network (config ``DID_METHOD``, default ``tessera``)."""
+    return current_app.config.get("DID_METHOD", "tessera")
+
+
+def chain_id() -> int:
+    """The EIP-155 chain id used in challenges and ``blockchainAccountId`` (``AGENT_CHAIN_ID``)."""
+    return int(current_app.config.get("AGENT_CHAIN_ID", 1))
+
+
+def network_url() -> str:
+    """The public URL of the network (``AGENT_NETWORK_URL``, default ``BASE_URL``)."""
+    return (current_app.config.get("AGENT_NETWORK_URL") or current_app.config["BASE_URL"]).rstrip("/")
+
+
+def is_testnet() -> bool:
+    """Whether this deployment is a testnet (``AGENT_NETWORK``: ``testnet`` or ``production``)."""
+    return current_app.config.get("AGENT_NETWORK", "testnet") == "testnet"
+
+
+def prices() -> dict[str, int]:
+    """The price list in credits (``AGENT_PRICES`` overrides single entries of the defaults)."""
+    return {**DEFAULT_PRICES, **current_app.config.get("AGENT_PRICES", {})}
+
+
+def registry_contract_version() -> str:
+    """The version of the agent-registry contract this implementation provides."""
+    return current_app.config.get("AGENT_REGISTRY_VERSION", "1.7.0")
+
+
+def _seconds(name: str, default: int) -> timedelta:
+    return timedelta(seconds=int(current_app.config.get(name, default)))
+
+
+def _is_network_did(did: str) -> bool:
+    return re.fullmatch(rf"did:{re.escape(did_method())}:[0-9a-f]{{40}}", did) is not None
+
+
+# -- accounts and authentication ---------------------------------------------------------------
+
+
+def get_account_by_did(did: str) -> AgentAccount | None:
+    """The account bound to ``did``, or None."""
+    return db.session.execute(select(AgentAccount).where(AgentAccount.did == did)).scalar_one_or_none()
+
+
+def _account_for_address(address: str, *, create: bool) -> AgentAccount | None:
+    account = db.session.execute(select(AgentAccount).where(AgentAccount.address == address)).scalar_one_or_none()
+    if account is None and create:
+        account = AgentAccount(address=address, kind=AGENT, balance=0, created_at=utcnow())
+        db.session.add(account)
+        db.session.flush()
+    return account
+
+
+def issue_challenge(address: str) -> AuthChallenge:
+    """Store and return an EIP-4361 challenge for ``address`` (any case; normalised to EIP-55)."""
+    try:
+        checksummed = ethereum.parse_address(address)
+    except ethereum.InvalidAddress as exc:
+        raise ValidationFailed(errors={"address": [str(exc)]}) from exc
+    now = utcnow().replace(microsecond=0)
+    parsed = urlparse(network_url())
+    message = SiweMessage(
+        domain=parsed.netloc,
+        address=checksummed,
+        statement=_STATEMENT,
+        uri=f"{network_url()}/api/auth/verify",
+        chain_id=chain_id(),
+        nonce=secrets.token_hex(16),
+        issued_at=now,
+        expiration_time=now + _seconds("AGENT_CHALLENGE_SECONDS", 300),
+    )
+    challenge = AuthChallenge(
+        nonce=message.nonce,
+        address=checksummed,
+        message=message.to_text(),
+        created_at=now,
+        expires_at=message.expiration_time,
+    )
+    db.session.add(challenge)
+    db.session.flush()
+    return challenge
+
+
+@dataclass(frozen=True)
+class IssuedSession:
+    """A session just created: the bearer token is only available here."""
+
+    token: str
+    expires_at: datetime
+    account: AgentAccount
+
+
+def verify_challenge(message_text: str, signature: str) -> IssuedSession:
+    """Check a signed challenge, spend its nonce, bind the DID on first use and open a session.
+
+    Raises ``AuthenticationFailed`` for a malformed, foreign, expired, reused or wrongly signed
+    message; the nonce is spent only by a verified signature.
+    """
+    try:
+        message = parse_message(message_text)
+        message.check(domain=urlparse(network_url()).netloc, chain_id=chain_id(), now=utcnow(), uri=None)
+    except InvalidSiweMessage as exc:
+        raise AuthenticationFailed(f"The sign-in message is not acceptable: {exc}") from exc
+    challenge = db.session.execute(
+        select(AuthChallenge).where(AuthChallenge.nonce == message.nonce).with_for_update()
+    ).scalar_one_or_none()
+    if (
+        challenge is None
+        or challenge.used_at is not None
+        or challenge.message != message_text
+        or as_utc(challenge.expires_at) <= utcnow()
+    ):
+        raise AuthenticationFailed("The challenge is unknown, expired or already used; request a new one.")
+    try:
+        signer = ethereum.recover_personal_signer(message_text, signature)
+    except ethereum.InvalidSignature as exc:
+        raise AuthenticationFailed(f"The signature is not acceptable: {exc}") from exc
+    if signer != challenge.address:
+        raise AuthenticationFailed("The signature was not made by the challenged address.")
+    now = utcnow()
+    spent = db.session.execute(
+        AuthChallenge.__table__.update()
+        .where(AuthChallenge.nonce == challenge.nonce, AuthChallenge.used_at.is_(None))
+        .values(used_at=now)
+    )
+    if spent.rowcount != 1:
+        raise AuthenticationFailed("The challenge was already used; request a new one.")
+    account = _account_for_address(signer, create=True)
+    assert account is not None
+    if account.did is None:
+        account.did = f"did:{did_method()}:{secrets.token_bytes(20).hex()}"
+        account.did_bound_at = now
+    token = random_token(32)
+    expires_at = now + _seconds("AGENT_SESSION_SECONDS", 3600)
+    db.session.add(
+        AgentSession(token_hash=hash_secret(token), account_id=account.id, created_at=now, expires_at=expires_at)
+    )
+    db.session.flush()
+    return IssuedSession(token=token, expires_at=expires_at, account=account)
+
+
+def authenticate_session(token: str) -> AgentAccount:
+    """The account of a live session token; ``AuthenticationFailed`` otherwise."""
+    row = db.session.execute(
+        select(AgentSession, AgentAccount)
+        .join(AgentAccount, AgentAccount.id == AgentSession.account_id)
+        .where(AgentSession.token_hash == hash_secret(token))
+    ).first()
+    if row is None or as_utc(row[0].expires_at) <= utcnow():
+        raise AuthenticationFailed("The session token is unknown or expired; authenticate again.")
+    return row[1]
+
+
+def account_view(account: AgentAccount) -> dict[str, Any]:
+    """The account as ``GET /api/account`` shows it."""
+    return {
+        "did": account.did,
+        "address": account.address,
+        "kind": account.kind,
+        "balance": account.balance,
+        "created_at": isoformat(account.created_at),
+        "deactivated": account.deactivated_at is not None,
+    }
+
+
+# -- credits and the claim page ----------------------------------------------------------------
+
+
+def claim_key(kind: str = AGENT) -> tuple[str, AgentAccount]:
+    """Issue a fresh key with the testnet grant of credits; return (private key hex, account).
+
+    The key is returned once and never stored. Raises ``NotFound`` outside a testnet.
+    """
+    if not is_testnet():
+        raise NotFound("The claim page exists only on a testnet.")
+    if kind not in (AGENT, ORGANISATION):
+        raise ValidationFailed(errors={"kind": ["Must be agent or organisation."]})
+    private_key = ethereum.generate_private_key()
+    account = AgentAccount(
+        address=ethereum.address_from_private_key(private_key), kind=kind, balance=0, created_at=utcnow()
+    )
+    db.session.add(account)
+    db.session.flush()
+    _add_entry(account, int(current_app.config.get("AGENT_CLAIM_CREDITS", 1000)), "testnet-claim")
+    return private_key, account
+
+
+def _add_entry(
+    account: AgentAccount, amount: int, reason: str, *, subject_did: str | None = None, job_id: str | None = None
+) -> CreditEntry:
+    account.balance += amount
+    entry = CreditEntry(
+        account_id=account.id,
+        amount=amount,
+        reason=reason,
+        subject_did=subject_did,
+        job_id=job_id,
+        balance_after=account.balance,
+        created_at=utcnow(),
+    )
+    db.session.add(entry)
+    db.session.flush()
+    return entry
+
+
+def require_credits(account: AgentAccount, operation: str) -> int:
+    """Return the price of ``operation``; ``InsufficientCredits`` (402) if the account cannot pay."""
+    price = prices()[operation]
+    if account.balance < price:
+        raise InsufficientCredits(price, account.balance)
+    return price
+
+
+def _charge(payer: AgentAccount, operation: str, subject_did: str, job_id: str) -> int:
+    """Debit ``payer`` (already locked) inside a job; raises ``InsufficientCredits``."""
+    price = require_credits(payer, operation)
+    _add_entry(payer, -price, operation, subject_did=subject_did, job_id=job_id)
+    return price
+
+
+def ledger_view(account: AgentAccount, limit: int = 100) -> dict[str, Any]:
+    """The balance and the newest ledger entries of an account."""
+    entries = db.session.execute(
+        select(CreditEntry).where(CreditEntry.account_id == account.id).order_by(CreditEntry.id.desc()).limit(limit)
+    ).scalars()
+    return {
+        "did": account.did,
+        "balance": account.balance,
+        "entries": [
+            {
+                "amount": entry.amount,
+                "reason": entry.reason,
+                "subject_did": entry.subject_did,
+                "job_id": entry.job_id,
+                "balance_after": entry.balance_after,
+                "created_at": isoformat(entry.created_at),
+            }
+            for entry in entries
+        ],
+    }
+
+
+# -- authorisation for a DID -------------------------------------------------------------------
+
+
+def _lock_account(account_id: int) -> AgentAccount:
+    return db.session.execute(select(AgentAccount).where(AgentAccount.id == account_id).with_for_update()).scalar_one()
+
+
+def _require_target(did: str) -> AgentAccount:
+    target = get_account_by_did(did) if _is_network_did(did) else None
+    if target is None:
+        raise UnknownDid(f"No agent has the DID {did}.")
+    if target.deactivated_at is not None:
+        raise DidDeactivated(f"The DID {did} was deregistered.")
+    return target
+
+
+def get_record(did: str) -> RegistryRecord | None:
+    """The registry record of ``did``, or None."""
+    return db.session.get(RegistryRecord, did)
+
+
+def authorize_for_did(caller: AgentAccount, did: str) -> AgentAccount:
+    """Return the target account if ``caller`` is that agent or its consented owner organisation.
+
+    Raises ``UnknownDid`` (404), ``DidDeactivated`` (410) or ``NotAllowedForDid`` (403).
+    """
+    target = _require_target(did)
+    if target.id == caller.id:
+        return target
+    record = get_record(did)
+    if caller.kind == ORGANISATION and record is not None and record.owner_did == caller.did:
+        return target
+    raise NotAllowedForDid("You may act only for your own DID or for agents you own with their consent.")
+
+
+def _ensure_record(target: AgentAccount) -> RegistryRecord:
+    record = get_record(target.did)
+    if record is None:
+        now = utcnow()
+        record = RegistryRecord(did=target.did, address=target.address, created_at=now, updated_at=now)
+        db.session.add(record)
+        db.session.flush()
+    return record
+
+
+def _job_accounts(job: Job) -> tuple[AgentAccount, AgentAccount]:
+    """Lock the job's target then its payer (a fixed order, so concurrent jobs cannot deadlock)."""
+    target = _lock_account(int(job.payload["target_id"]))
+    payer = target if job.payload["payer_id"] == target.id else _lock_account(int(job.payload["payer_id"]))
+    if target.deactivated_at is not None:
+        raise DidDeactivated(f"The DID {target.did} was deregistered.")
+    return target, payer
+
+
+def _start(kind: str, caller: AgentAccount, target: AgentAccount, **payload: Any) -> Job:
+    return enqueue_job(
+        kind, {"target_id": target.id, "payer_id": caller.id, "did": target.did, **payload}, agent_did=caller.did
+    )
+
+
+# -- cards -------------------------------------------------------------------------------------
+
+
+def etag_of(body: bytes) -> str:
+    """The strong ETag of a card body."""
+    return '"' + hashlib.sha256(body).hexdigest() + '"'
+
+
+def public_card_url(did: str) -> str:
+    """Where the public copy of a card is served."""
+    return f"{network_url()}/api/agent-card/{did}"
+
+
+def _reject_constant(name: str) -> None:
+    raise ValueError(f"{name} is not JSON")
+
+
+def validate_card(body: bytes) -> None:
+    """Refuse a card over 16384 bytes (``CardTooLarge``) or that is not one JSON object (``InvalidCard``)."""
+    if len(body) > MAX_CARD_BYTES:
+        raise CardTooLarge(f"The card is {len(body)} bytes; at most {MAX_CARD_BYTES} are accepted.")
+    try:
+        text = body.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        raise InvalidCard("The card is not valid UTF-8.", errors={"card": ["Not valid UTF-8."]}) from exc
+    try:
+        card = json.loads(text, parse_constant=_reject_constant)
+    except ValueError as exc:
+        raise InvalidCard("The card is not JSON.", errors={"card": [f"Not JSON: {exc}"]}) from exc
+    if not isinstance(card, dict):
+        raise InvalidCard("The card must be one JSON object.", errors={"card": ["Not a JSON object."]})
+
+
+def request_host_card(caller: AgentAccount, did: str, body: bytes) -> Job:
+    """Check a host-card request and start its job (card private + public copy + charge)."""
+    validate_card(body)
+    target = authorize_for_did(caller, did)
+    require_credits(caller, "host-card")
+    return _start("agents.host_card", caller, target, body=base64.b64encode(body).decode("ascii"), etag=etag_of(body))
+
+
+def host_card_from_job(job: Job) -> dict[str, Any]:
+    """Store the private card, publish the identical public copy and charge the payer, together."""
+    target, payer = _job_accounts(job)
+    body = base64.b64decode(job.payload["body"])
+    etag = etag_of(body)
+    now = utcnow()
+    charged = _charge(payer, "host-card", target.did, job.id)
+    _ensure_record(target).updated_at = now
+    private = db.session.get(PrivateCard, target.did) or PrivateCard(did=target.did)
+    private.body, private.etag, private.hosted_by_did, private.job_id, private.updated_at = (
+        body,
+        etag,
+        payer.did,
+        job.id,
+        now,
+    )
+    public = db.session.get(PublicCard, target.did) or PublicCard(did=target.did)
+    public.body, public.etag, public.job_id, public.published_at = body, etag, job.id, now
+    db.session.add_all([private, public])
+    db.session.flush()
+    return {
+        "did": target.did,
+        "size": len(body),
+        "etag": etag,
+        "public_url": public_card_url(target.did),
+        "charged": charged,
+        "balance": payer.balance,
+    }
+
+
+def card_view(caller: AgentAccount, did: str) -> dict[str, Any]:
+    """The private view of a card for the agent or its owner: ``published`` tells the copies apart."""
+    target = authorize_for_did(caller, did)
+    private = db.session.get(PrivateCard, target.did)
+    if private is None:
+        raise CardNotFound(f"No card is hosted for {did}.")
+    public = db.session.get(PublicCard, target.did)
+    return {
+        "did": target.did,
+        "published": public is not None,
+        "card": json.loads(private.body.decode("utf-8")),
+        "size": len(private.body),
+        "etag": private.etag,
+        "public_url": public_card_url(target.did) if public is not None else None,
+        "updated_at": isoformat(private.updated_at),
+    }
+
+
+def request_card_unpublish(caller: AgentAccount, did: str) -> Job:
+    """Check and start the job that removes the public copy (the private card stays)."""
+    target = authorize_for_did(caller, did)
+    if db.session.get(PublicCard, target.did) is None:
+        raise CardNotFound(f"No public card is published for {did}.")
+    require_credits(caller, "card-unpublish")
+    return _start("agents.card_unpublish", caller, target)
+
+
+def card_unpublish_from_job(job: Job) -> dict[str, Any]:
+    """Remove the public copy and charge the payer, together."""
+    target, payer = _job_accounts(job)
+    public = db.session.get(PublicCard, target.did)
+    if public is None:
+        raise CardNotFound(f"No public card is published for {target.did}.")
+    charged = _charge(payer, "card-unpublish", target.did, job.id)
+    db.session.delete(public)
+    db.session.flush()
+    return {"did": target.did, "published": False, "charged": charged, "balance": payer.balance}
+
+
+def get_public_card(did: str) -> PublicCard:
+    """The published card of ``did``; ``CardNotFound`` when none is published."""
+    card = db.session.get(PublicCard, did)
+    if card is None:
+        raise CardNotFound(f"No card is published for {did}.")
+    return card
+
+
+def validate_card_uri(uri: Any) -> str:
+    """Return ``uri`` if it is an absolute URI of at most 2048 bytes; ``ValidationFailed`` otherwise."""
+    if not isinstance(uri, str) or not _ABSOLUTE_URI.match(uri):
+        raise ValidationFailed(errors={"uri": ["Must be an absolute URI."]})
+    if len(uri.encode("utf-8")) > MAX_CARD_URI_BYTES:
+        raise ValidationFailed(errors={"uri": [f"Must be at most {MAX_CARD_URI_BYTES} bytes."]})
+    return uri
+
+
+def request_set_card(caller: AgentAccount, did: str, uri: str) -> Job:
+    """Check and start the job that registers a card URI in the registry record."""
+    validate_card_uri(uri)
+    target = authorize_for_did(caller, did)
+    require_credits(caller, "set-card")
+    return _start("agents.set_card", caller, target, uri=uri)
+
+
+def set_card_from_job(job: Job) -> dict[str, Any]:
+    """Write the card URI into the registry record and charge the payer, together."""
+    target, payer = _job_accounts(job)
+    charged = _charge(payer, "set-card", target.did, job.id)
+    record = _ensure_record(target)
+    record.card_uri = job.payload["uri"]
+    record.updated_at = utcnow()
+    db.session.flush()
+    return {"did": target.did, "card_uri": record.card_uri, "charged": charged, "balance": payer.balance}
+
+
+# -- registry and deregistration ---------------------------------------------------------------
+
+
+def registry_view(did: str, *, full: bool = False) -> dict[str, Any]:
+    """A registry record (``full`` adds the cards, the account and the contract)."""
+    target = _require_target(did)
+    record = get_record(did)
+    if record is None:
+        raise NotFound(f"{did} has no registry record yet.")
+    view: dict[str, Any] = {
+        "did": record.did,
+        "owner": record.owner_did,
+        "card_uri": record.card_uri,
+        "updated_at": isoformat(record.updated_at),
+    }
+    if full:
+        private = db.session.get(PrivateCard, did)
+        public = db.session.get(PublicCard, did)
+        view.update(
+            {
+                "address": record.address,
+                "blockchain_account_id": f"eip155:{chain_id()}:{record.address}",
+                "kind": target.kind,
+                "created_at": isoformat(record.created_at),
+                "did_bound_at": isoformat(target.did_bound_at),
+                "card": {
+                    "hosted": private is not None,
+                    "published": public is not None,
+                    "size": len(private.body) if private is not None else None,
+                    "etag": private.etag if private is not None else None,
+                    "hosted_by": private.hosted_by_did if private is not None else None,
+                    "public_url": public_card_url(did) if public is not None else None,
+                },
+                "contract": {"name": REGISTRY_CONTRACT, "version": registry_contract_version()},
+            }
+        )
+    return view
+
+
+def request_deregister(caller: AgentAccount, did: str) -> Job:
+    """Check and start self-service deregistration; ``OwnerNamedRecord`` (409) for owned agents."""
+    target = _require_target(did)
+    if target.id != caller.id:
+        raise NotAllowedForDid("Only the agent itself can deregister its DID.")
+    record = get_record(did)
+    if record is not None and record.owner_did:
+        raise OwnerNamedRecord(record.owner_did)
+    require_credits(caller, "deregister")
+    return _start("agents.deregister", caller, target)
+
+
+def deregister_from_job(job: Job) -> dict[str, Any]:
+    """Remove the registry record and both cards and deactivate the DID, in one transaction."""
+    target, payer = _job_accounts(job)
+    record = get_record(target.did)
+    if record is not None and record.owner_did:
+        raise OwnerNamedRecord(record.owner_did)
+    charged = _charge(payer, "deregister", target.did, job.id)
+    for model in (PublicCard, PrivateCard, RegistryRecord):
+        db.session.execute(delete(model).where(model.did == target.did))
+    db.session.execute(delete(Consent).where(Consent.agent_did == target.did, Consent.state == PENDING))
+    target.deactivated_at = utcnow()
+    db.session.flush()
+    return {"did": target.did, "deactivated": True, "charged": charged}
+
+
+# -- organisation consent ----------------------------------------------------------------------
+
+
+def consent_url(consent_id: str) -> str:
+    """The consent link an organisation hands to the agent."""
+    return f"{network_url()}/consent/{consent_id}"
+
+
+def consent_view(consent: Consent) -> dict[str, Any]:
+    """A consent as the API shows it."""
+    return {
+        "id": consent.id,
+        "owner": consent.owner_did,
+        "agent": consent.agent_did,
+        "state": consent.state,
+        "message": consent.message,
+        "consent_url": consent_url(consent.id),
+        "created_at": isoformat(consent.created_at),
+        "expires_at": isoformat(consent.expires_at),
+        "approved_at": isoformat(consent.approved_at),
+    }
+
+
+def request_consent(caller: AgentAccount, owner: str, agent: str) -> Consent:
+    """As organisation ``owner`` (the caller), ask ``agent`` to accept it as owner."""
+    if caller.kind != ORGANISATION:
+        raise NotAnOrganisation("Only an organisation account can request ownership of an agent.")
+    if owner != caller.did:
+        raise NotAllowedForDid("The owner must be the authenticated organisation.")
+    target = _require_target(agent)
+    if target.id == caller.id:
+        raise ValidationFailed(errors={"agent": ["An organisation cannot own itself."]})
+    record = get_record(agent)
+    if record is not None and record.owner_did:
+        raise AlreadyOwned(f"{agent} is already owned by {record.owner_did}.")
+    now = utcnow().replace(microsecond=0)
+    consent_id = secrets.token_hex(16)
+    expires_at = now + _seconds("AGENT_CONSENT_SECONDS", 7 * 24 * 3600)
+    message = "\n".join(
+        [
+            f"{urlparse(network_url()).netloc} asks you to accept an owner for your agent:",
+            agent,
+            "",
+            f"Owner: {owner}",
+            f"Consent: {consent_id}",
+            f"Issued At: {format_date_time(now)}",
+            f"Expiration Time: {format_date_time(expires_at)}",
+        ]
+    )
+    consent = Consent(
+        id=consent_id,
+        owner_did=owner,
+        agent_did=agent,
+        message=message,
+        state=PENDING,
+        created_at=now,
+        expires_at=expires_at,
+    )
+    db.session.add(consent)
+    db.session.flush()
+    return consent
+
+
+def get_consent(consent_id: str) -> Consent | None:
+    """A consent by id, or None (the consent page is reachable by its unguessable link)."""
+    return db.session.get(Consent, consent_id)
+
+
+def get_consent_for(caller: AgentAccount, consent_id: str) -> Consent:
+    """A consent the caller is party to (owner or agent); ``NotFound`` otherwise."""
+    consent = db.session.get(Consent, consent_id)
+    if consent is None or caller.did not in (consent.owner_did, consent.agent_did):
+        raise NotFound("No such consent.")
+    return consent
+
+
+def request_consent_approval(caller: AgentAccount, consent_id: str, signature: str) -> Job:
+    """As the agent, approve a consent with a personal_sign signature of its message; starts a job."""
+    consent = get_consent_for(caller, consent_id)
+    if caller.did != consent.agent_did:
+        raise NotAllowedForDid("Only the agent named in the consent can approve it.")
+    if consent.state != PENDING or as_utc(consent.expires_at) <= utcnow():
+        raise ConsentNotPending("The consent is no longer pending.")
+    try:
+        signer = ethereum.recover_personal_signer(consent.message, signature)
+    except ethereum.InvalidSignature as exc:
+        raise ValidationFailed(errors={"signature": [str(exc)]}) from exc
+    if signer != caller.address:
+        raise ValidationFailed(errors={"signature": ["Not signed by the agent's key."]})
+    return _start("agents.approve_consent", caller, caller, consent_id=consent.id, signature=signature)
+
+
+def approve_consent_from_job(job: Job) -> dict[str, Any]:
+    """Name the owner in the agent's registry record and mark the consent approved, together."""
+    target, _payer = _job_accounts(job)
+    consent = db.session.get(Consent, job.payload["consent_id"])
+    if consent is None or consent.state != PENDING:
+        raise ConsentNotPending("The consent is no longer pending.")
+    record = _ensure_record(target)
+    if record.owner_did and record.owner_did != consent.owner_did:
+        raise AlreadyOwned(f"{target.did} is already owned by {record.owner_did}.")
+    now = utcnow()
+    record.owner_did = consent.owner_did
+    record.updated_at = now
+    consent.state, consent.signature, consent.approved_at = APPROVED, job.payload["signature"], now
+    db.session.flush()
+    return {"agent": target.did, "owner": consent.owner_did, "consent": consent.id}
+
+
+# -- DID resolution ----------------------------------------------------------------------------
+
+
+def did_document(account: AgentAccount, record: RegistryRecord | None) -> dict[str, Any]:
+    """The DID document of an agent account (with its AgentService once a card URI is set)."""
+    did = account.did
+    method_id = f"{did}#owner"
+    document: dict[str, Any] = {
+        "@context": list(DID_CONTEXTS),
+        "id": did,
+        "verificationMethod": [
+            {
+                "id": method_id,
+                "type": "EcdsaSecp256k1RecoveryMethod2020",
+                "controller": did,
+                "blockchainAccountId": f"eip155:{chain_id()}:{account.address}",
+            }
+        ],
+        "authentication": [method_id],
+        "assertionMethod": [method_id],
+    }
+    if record is not None and record.owner_did:
+        document["controller"] = [did, record.owner_did]
+    if record is not None and record.card_uri:
+        document["service"] = [{"id": f"{did}#agent", "type": "AgentService", "serviceEndpoint": record.card_uri}]
+    return document
+
+
+@dataclass(frozen=True)
+class Resolution:
+    """The outcome of resolving a DID: HTTP status and the DID resolution result."""
+
+    status: int
+    result: dict[str, Any]
+
+    @property
+    def document(self) -> dict[str, Any] | None:
+        return self.result.get("didDocument")
+
+
+def _resolution_error(status: int, error: str, title: str, detail: str) -> Resolution:
+    return Resolution(
+        status,
+        {
+            "@context": DID_RESOLUTION_CONTEXT,
+            "didDocument": None,
+            "didResolutionMetadata": {
+                "error": {"type": f"https://www.w3.org/ns/did#{error}", "title": title, "detail": detail}
+            },
+            "didDocumentMetadata": {},
+        },
+    )
+
+
+def resolve_did(did: str) -> Resolution:
+    """Resolve a DID of this network: 200, 400 INVALID_DID, 404 NOT_FOUND or 410 deactivated."""
+    if not _DID_SYNTAX.match(did) or not _is_network_did(did):
+        return _resolution_error(
+            400, "INVALID_DID", "Invalid DID", f"Not a DID of this network (did:{did_method()}:<40 hex>)."
+        )
+    account = get_account_by_did(did)
+    if account is None:
+        return _user_resolution(did) or _resolution_error(404, "NOT_FOUND", "DID not found", f"{did} is unknown.")
+    record = get_record(did)
+    metadata: dict[str, Any] = {"created": isoformat(account.did_bound_at)}
+    if account.deactivated_at is not None:
+        metadata.update({"deactivated": True, "updated": isoformat(account.deactivated_at)})
+        document = {"@context": list(DID_CONTEXTS), "id": did}
+        status = 410
+    else:
+        if record is not None:
+            metadata["updated"] = isoformat(record.updated_at)
+        document = did_document(account, record)
+        status = 200
+    return Resolution(
+        status,
+        {
+            "@context": DID_RESOLUTION_CONTEXT,
+            "didDocument": document,
+            "didResolutionMetadata": {"contentType": "application/did+json", "retrieved": isoformat(utcnow())},
+            "didDocumentMetadata": metadata,
+        },
+    )
+
+
+def _user_resolution(did: str) -> Resolution | None:
+    """Users of the identity platform hold DIDs in this network's method too."""
+    try:
+        from app.users.service import user_did_document  # type: ignore[attr-defined]
+    except ImportError:
+        return None
+    document = user_did_document(did)
+    if document is None:
+        return None
+    return Resolution(
+        200,
+        {
+            "@context": DID_RESOLUTION_CONTEXT,
+            "didDocument": document,
+            "didResolutionMetadata": {"contentType": "application/did+json", "retrieved": isoformat(utcnow())},
+            "didDocumentMetadata": {},
+        },
+    )
+
+
+def resolve_network_did(did: str) -> dict[str, Any] | None:
+    """The DID document of an active DID of this network (agents and users), or None.
+
+    For the credentials verifier and other features: deactivated, unknown and malformed DIDs
+    all give None.
+    """
+    resolution = resolve_did(did)
+    return resolution.document if resolution.status == 200 else None

@@ -1,0 +1,65 @@
+"""Fixtures of the agent network tests: a live HTTP server and keys claimed from it."""
+
+from __future__ import annotations
+
+import re
+import threading
+from dataclasses import dataclass
+
+import httpx
+import pytest
+from werkzeug.serving import make_server
+
+from app.client.library import TesseraClient
+
+
+@dataclass
+class LiveServer:
+    url: str
+
+    def http(self) -> httpx.Client:
+        return httpx.Client(base_url=self.url, timeout=20)
+
+
+@pytest.fixture(scope="session")
+def live_server(app, real_worker):
+    """The session's application served over real HTTP on a loopback port, in a thread.
+
+    Jobs run as the session runs them: eagerly after commit on SQLite, in the real worker
+    process on PostgreSQL + Redis.
+    """
+    server = make_server("127.0.0.1", 0, app, threaded=True)
+    url = f"http://127.0.0.1:{server.server_port}"
+    app.config.update(AGENT_NETWORK_URL=url, AGENT_CLAIM_RATE_LIMIT="10000 per hour")
+    thread = threading.Thread(target=server.serve_forever, name="live-server", daemon=True)
+    thread.start()
+    yield LiveServer(url)
+    server.shutdown()
+    thread.join(timeout=10)
+
+
+_KEY_RE = re.compile(r'<code id="agent-key">(0x[0-9a-f]{64})</code>')
+_CSRF_RE = re.compile(r'name="csrf_token" value="([^"]+)"')
+
+
+def claim_key_over_http(live_server: LiveServer, kind: str = "agent") -> str:
+    """Claim a fresh key with test credits through the HTML claim form (as a browser would)."""
+    with live_server.http() as http:
+        page = http.get("/claim")
+        assert page.status_code == 200, page.text
+        token = _CSRF_RE.search(page.text).group(1)
+        answer = http.post("/claim", data={"csrf_token": token, "kind": kind})
+        assert answer.status_code == 200, answer.text
+        return _KEY_RE.search(answer.text).group(1)
+
+
+@pytest.fixture
+def claimed_key(live_server) -> str:
+    return claim_key_over_http(live_server)
+
+
+@pytest.fixture
+def agent_client(live_server, claimed_key):
+    with TesseraClient(live_server.url, api_key=claimed_key, poll_interval=0.05, job_timeout=30) as client:
+        client.authenticate()
+        yield client

@@ -1,0 +1,31 @@
+"""Agent network jobs: each one registry or card write, committed with the job's final state."""
+
+from __future__ import annotations
+
+from app.agents import service
+from worker.base import job_task
+
+
+@job_task("agents.host_card")
+def host_card(job):
+    return service.host_card_from_job(job)
+
+
+@job_task("agents.card_unpublish")
+def card_unpublish(job):
+    return service.card_unpublish_from_job(job)
+
+
+@job_task("agents.set_card")
+def set_card(job):
+    return service.set_card_from_job(job)
+
+
+@job_task("agents.deregister")
+def deregister(job):
+    return service.deregister_from_job(job)
+
+
+@job_task("agents.approve_consent")
+def approve_consent(job):
+    return service.approve_consent_from_job(job)
