@@ -57,20 +57,47 @@ os.environ.setdefault("JSONLD_CONTEXTS_DIR", str(VECTORS_DIR / "contexts"))
 os.environ.setdefault("DEV_OUTBOX", "1")
 os.environ.setdefault("LOG_LEVEL", "WARNING")
 os.environ["CELERY_QUEUE"] = f"tessera-test-{RUN_ID}"
+DB_PROXY = REDIS_PROXY = None
 if USING_POSTGRES:
-    os.environ["SERVER_DATABASE_URL"] = os.environ["DATABASE_URL"]
-    os.environ["DATABASE_URL"] = _create_postgres_database(os.environ["DATABASE_URL"])
-    os.environ.setdefault("REDIS_URL", "redis://127.0.0.1:6379/0")
+    from sqlalchemy.engine import make_url
+
+    from tests.support.netproxy import TcpProxy
+
+    # Workers talk to PostgreSQL and Redis directly; this process goes through proxies that the
+    # failure tests cut to make a dependency unreachable for the web side.
+    os.environ["DIRECT_DATABASE_URL"] = _create_postgres_database(os.environ["DATABASE_URL"])
+    os.environ["DIRECT_REDIS_URL"] = os.environ.get("REDIS_URL", "redis://127.0.0.1:6379/0")
+    _db_url = make_url(os.environ["DIRECT_DATABASE_URL"])
+    DB_PROXY = TcpProxy(_db_url.host or "127.0.0.1", _db_url.port or 5432)
+    os.environ["DATABASE_URL"] = _db_url.set(host="127.0.0.1", port=DB_PROXY.port).render_as_string(
+        hide_password=False
+    )
+    _redis_url = make_url(os.environ["DIRECT_REDIS_URL"])
+    REDIS_PROXY = TcpProxy(_redis_url.host or "127.0.0.1", _redis_url.port or 6379)
+    os.environ["REDIS_URL"] = _redis_url.set(host="127.0.0.1", port=REDIS_PROXY.port).render_as_string(
+        hide_password=False
+    )
 else:
     os.environ["DATABASE_URL"] = f"sqlite:///{TMP_DIR / 'tessera.sqlite'}"
     os.environ["CELERY_ALWAYS_EAGER"] = "1"
     os.environ.pop("REDIS_URL", None)
 
 
+def pytest_collection_modifyitems(config, items) -> None:
+    """Tests marked `realworker` need PostgreSQL + Redis; the SQLite run leaves them out."""
+    if USING_POSTGRES:
+        return
+    kept = [item for item in items if item.get_closest_marker("realworker") is None]
+    left_out = [item for item in items if item.get_closest_marker("realworker") is not None]
+    if left_out:
+        config.hook.pytest_deselected(items=left_out)
+        items[:] = kept
+
+
 def pytest_sessionfinish(session, exitstatus) -> None:
     if USING_POSTGRES:
         try:
-            _drop_postgres_database(os.environ["DATABASE_URL"])
+            _drop_postgres_database(os.environ["DIRECT_DATABASE_URL"])
         except Exception as exc:  # a leftover test database is not worth failing the run
             print(f"could not drop test database: {exc}", file=sys.stderr)
 
@@ -79,7 +106,10 @@ def start_worker(*, concurrency: int = 2, extra_env: dict | None = None, log_pat
     """Start a real Celery worker process on this session's queue; returns the Popen."""
     env = {**os.environ, **(extra_env or {})}
     env.pop("CELERY_ALWAYS_EAGER", None)
-    log = open(log_path or TMP_DIR / f"worker-{uuid.uuid4().hex[:6]}.log", "ab")
+    if USING_POSTGRES:
+        env["DATABASE_URL"] = os.environ["DIRECT_DATABASE_URL"]
+        env["REDIS_URL"] = os.environ["DIRECT_REDIS_URL"]
+    log = open(log_path or TMP_DIR / f"worker-{uuid.uuid4().hex[:6]}.log", "ab")  # noqa: SIM115 (lives with the process)
     return subprocess.Popen(
         [
             sys.executable, "-m", "celery", "-A", "worker", "worker",
@@ -115,15 +145,29 @@ def app():
     return application
 
 
+class WorkerControl:
+    """The session's worker process, which a test may stop, kill and start again."""
+
+    def __init__(self) -> None:
+        self.process: subprocess.Popen | None = None
+
+    def start(self, extra_env: dict | None = None) -> None:
+        if self.process is None or self.process.poll() is not None:
+            self.process = start_worker(extra_env=extra_env, log_path=TMP_DIR / "worker-session.log")
+
+    def stop(self, sig: int | None = None) -> None:
+        if self.process is not None:
+            stop_process(self.process, sig)
+
+
 @pytest.fixture(scope="session")
 def real_worker(app):
     """A Celery worker process for the whole session (PostgreSQL + Redis runs only)."""
-    if not USING_POSTGRES:
-        yield None
-        return
-    process = start_worker(log_path=TMP_DIR / "worker-session.log")
-    yield process
-    stop_process(process)
+    control = WorkerControl()
+    if USING_POSTGRES:
+        control.start()
+    yield control
+    control.stop()
 
 
 @pytest.fixture
@@ -170,7 +214,7 @@ def fetch_job(app, job_id: str) -> dict:
 
 
 @pytest.fixture
-def wait_for_job(app):
+def wait_for_job(app, real_worker):
     def wait(job_id: str, timeout: float = 20.0, states: tuple[str, ...] = ("succeeded", "failed")) -> dict:
         deadline = time.monotonic() + timeout
         while True:

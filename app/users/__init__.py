@@ -1,0 +1,1 @@
+"""Users: profiles created by clients, each with a DID of the network's method."""

@@ -1,0 +1,27 @@
+"""HTTP surface of users."""
+
+from __future__ import annotations
+
+from flask_smorest import Blueprint
+
+from app.http import problem_doc
+from app.idempotency.service import idempotent
+from app.tenancy.auth import api_token_required, current_caller
+from app.users import service
+from app.users.schemas import UserCreateIn, UserEnvelope
+
+blp = Blueprint("users", __name__, url_prefix="/v1/user", description="Users and their profiles")
+
+
+@blp.route("/create", methods=["POST"])
+@api_token_required(subclient=True)
+@idempotent
+@blp.arguments(UserCreateIn)
+@blp.response(201, UserEnvelope)
+@problem_doc(400, 404, 409, 413, 415, 422)
+def create_user(args: dict):
+    """Create a user from a profile, with a new DID, in the acting node of the caller's tree.
+
+    `email_address` is required and unique within the client tree (409 otherwise).
+    """
+    return {"data": service.create_user(current_caller(), args["profile"])}

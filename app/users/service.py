@@ -1,0 +1,100 @@
+"""Users: creation within a client tree, lookups, and the DID document of a user."""
+
+from __future__ import annotations
+
+import secrets
+
+from flask import current_app
+from sqlalchemy import select
+from sqlalchemy.exc import IntegrityError
+
+from app.db import utcnow
+from app.errors import NotFound
+from app.extensions import db
+from app.tenancy.auth import Caller
+from app.tenancy.models import Client
+from app.users.errors import EmailAddressTaken
+from app.users.models import User
+
+DID_CORE_CONTEXT = "https://www.w3.org/ns/did/v1"
+
+
+def did_method() -> str:
+    """The DID method of this network (`DID_METHOD`, default `tessera`)."""
+    return current_app.config.get("DID_METHOD") or "tessera"
+
+
+def new_user_did() -> str:
+    """A fresh user DID: `did:<method>:` and 20 random bytes as lower-case hex."""
+    return f"did:{did_method()}:{secrets.token_hex(20)}"
+
+
+def normalise_email(email: str) -> str:
+    return email.strip().lower()
+
+
+def create_user(caller: Caller, profile: dict) -> User:
+    """Create a user in the caller's acting node from a validated profile (see `ProfileSchema`).
+
+    Flushes, never commits. Raises `EmailAddressTaken` (409) when the e-mail address is already
+    registered anywhere in the caller's client tree.
+    """
+    profile = {**profile, "email_address": normalise_email(profile["email_address"])}
+    email = profile["email_address"]
+    if find_user_by_email(caller.root_id, email) is not None:
+        raise EmailAddressTaken("A user with this e-mail address already exists in this client tree.")
+    user = User(
+        client_id=caller.acting_client_id,
+        root_client_id=caller.root_id,
+        email_address=email,
+        did=new_user_did(),
+        profile=profile,
+        created_at=utcnow(),
+    )
+    try:
+        with db.session.begin_nested():
+            db.session.add(user)
+    except IntegrityError as exc:  # a concurrent request registered the same address first
+        raise EmailAddressTaken("A user with this e-mail address already exists in this client tree.") from exc
+    return user
+
+
+def get_user_in_tree(user_id: int, root_client_id: int) -> User | None:
+    """The user with this id if it was created anywhere in the tree rooted at `root_client_id`."""
+    user = db.session.get(User, user_id)
+    if user is None or user.root_client_id != root_client_id:
+        return None
+    return user
+
+
+def require_user_visible(user_id: int, subtree_path: str) -> User:
+    """The user with this id if it belongs to a client within `subtree_path`; else `NotFound` (404)."""
+    statement = (
+        select(User)
+        .join(Client, Client.id == User.client_id)
+        .where(User.id == user_id, Client.path.startswith(subtree_path, autoescape=True))
+    )
+    user = db.session.execute(statement).scalar_one_or_none()
+    if user is None:
+        raise NotFound("No such user.")
+    return user
+
+
+def find_user_by_email(root_client_id: int, email: str) -> User | None:
+    """The user of the tree rooted at `root_client_id` with this e-mail address (case-insensitive)."""
+    statement = select(User).where(
+        User.root_client_id == root_client_id, User.email_address == normalise_email(email)
+    )
+    return db.session.execute(statement).scalar_one_or_none()
+
+
+def find_user_by_did(did: str) -> User | None:
+    """The user whose DID is `did`, in any tree."""
+    return db.session.execute(select(User).where(User.did == did)).scalar_one_or_none()
+
+
+def user_did_document(did: str) -> dict | None:
+    """A minimal DID document for a user DID (no verification methods), or None if unknown."""
+    if find_user_by_did(did) is None:
+        return None
+    return {"@context": [DID_CORE_CONTEXT], "id": did}
