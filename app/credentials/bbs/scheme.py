@@ -141,34 +141,39 @@ def _h2s_dst(suite: Ciphersuite) -> bytes:
 
 @dataclass
 class _GeneratorSeries:
-    """create_generators output for one set of DSTs, extended on demand and kept for reuse."""
+    """create_generators output for one set of DSTs, extended on demand and kept for reuse.
+
+    `prepared` holds the points in the backend's fixed-base form (operands of g1_multi_mul only);
+    `encoded` their compressed bytes.
+    """
 
     suite: Ciphersuite
     backend: CurveBackend
     seed_dst: bytes
     generator_dst: bytes
     generator_seed: bytes
-    points: list[Point] = field(default_factory=list)
+    prepared: list[Point] = field(default_factory=list)
     encoded: list[bytes] = field(default_factory=list)
     _v: bytes | None = None
     _lock: threading.Lock = field(default_factory=threading.Lock)
 
     def take(self, count: int) -> tuple[list[Point], list[bytes]]:
-        if count > len(self.points):
+        if count > len(self.prepared):
             with self._lock:
                 self._extend(count)
-        return self.points[:count], self.encoded[:count]
+        return self.prepared[:count], self.encoded[:count]
 
     def _extend(self, count: int) -> None:
         expand = self.suite.expand_message
         if self._v is None:
             self._v = expand(self.generator_seed, self.seed_dst, self.suite.expand_len)
         v = self._v
-        for i in range(len(self.points) + 1, count + 1):
+        for i in range(len(self.prepared) + 1, count + 1):
             v = expand(v + _i2osp8(i), self.seed_dst, self.suite.expand_len)
             point = self.backend.g1_hash_to_curve(v, self.generator_dst, self.suite.expander)
+            # encoded grows first: lock-free readers in take() go by len(prepared).
             self.encoded.append(self.backend.g1_to_bytes(point))
-            self.points.append(point)
+            self.prepared.append(self.backend.g1_prepare_fixed_base(point))
         self._v = v
 
 
@@ -223,8 +228,8 @@ def create_generators(
 
 def base_point_p1(suite: Ciphersuite = SHA256_SUITE, backend: CurveBackend | None = None) -> bytes:
     """The ciphersuite's fixed G1 point P1, compressed."""
-    backend = _resolve_backend(backend)
-    return backend.g1_to_bytes(_p1(suite, backend))
+    _, encoded = _series_for(suite, _resolve_backend(backend), "P1").take(1)
+    return encoded[0]
 
 
 def _calculate_domain(pk: bytes, encoded_generators: Sequence[bytes], header: bytes, suite: Ciphersuite) -> int:
@@ -280,7 +285,7 @@ def _message_commitment(
     backend: CurveBackend, suite: Ciphersuite, points: Sequence[Point], domain: int, scalars: Sequence[int]
 ) -> Point:
     """B = P1 + Q_1 * domain + H_1 * msg_1 + ... + H_L * msg_L."""
-    return backend.g1_add(_p1(suite, backend), backend.g1_multi_mul(points, [domain, *scalars]))
+    return backend.g1_multi_mul([_p1(suite, backend), *points], [1, domain, *scalars])
 
 
 def sign(
@@ -333,9 +338,11 @@ def verify(
     scalars = messages_to_scalars(messages, suite)
     points, encoded = _generators(len(scalars) + 1, suite, backend)
     domain = _calculate_domain(pk, encoded, header, suite)
-    b_point = _message_commitment(backend, suite, points, domain, scalars)
-    # h(A, W) * h(A * e - B, BP2) == 1  <=>  e(A, W + BP2 * e) == e(B, BP2), with no G2 multiplication.
-    a_e_minus_b = backend.g1_add(backend.g1_mul(a_point, e), backend.g1_neg(b_point))
+    # h(A, W) * h(A * e - B, BP2) == 1  <=>  e(A, W + BP2 * e) == e(B, BP2), with no G2 multiplication;
+    # A * e - B = A * e - P1 - Q_1 * domain - sum H_i * msg_i in one multi-scalar multiplication.
+    a_e_minus_b = backend.g1_multi_mul(
+        [a_point, _p1(suite, backend), *points], [e, R - 1, -domain % R, *(-s % R for s in scalars)]
+    )
     return backend.pairing_product_is_one([(a_point, w_point), (a_e_minus_b, backend.g2_generator())])
 
 
