@@ -58,16 +58,69 @@ HOUSEHOLD_INCOMES = (
 _GRANDFATHERED = {
     tag.lower(): tag
     for tag in (
-        "en-GB-oed", "i-ami", "i-bnn", "i-default", "i-enochian", "i-hak", "i-klingon", "i-lux",
-        "i-mingo", "i-navajo", "i-pwn", "i-tao", "i-tay", "i-tsu", "sgn-BE-FR", "sgn-BE-NL",
-        "sgn-CH-DE", "art-lojban", "cel-gaulish", "no-bok", "no-nyn", "zh-guoyu", "zh-hakka",
-        "zh-min", "zh-min-nan", "zh-xiang",
+        "en-GB-oed",
+        "i-ami",
+        "i-bnn",
+        "i-default",
+        "i-enochian",
+        "i-hak",
+        "i-klingon",
+        "i-lux",
+        "i-mingo",
+        "i-navajo",
+        "i-pwn",
+        "i-tao",
+        "i-tay",
+        "i-tsu",
+        "sgn-BE-FR",
+        "sgn-BE-NL",
+        "sgn-CH-DE",
+        "art-lojban",
+        "cel-gaulish",
+        "no-bok",
+        "no-nyn",
+        "zh-guoyu",
+        "zh-hakka",
+        "zh-min",
+        "zh-min-nan",
+        "zh-xiang",
     )
 }
 # UN M.49 area codes that the IANA language subtag registry lists as regions.
 _M49_REGIONS = frozenset(
-    "001 002 003 005 009 011 013 014 015 017 018 019 021 029 030 034 035 039 053 054 057 061 "
-    "142 143 145 150 151 154 155 202 419".split()
+    {
+        "001",
+        "002",
+        "003",
+        "005",
+        "009",
+        "011",
+        "013",
+        "014",
+        "015",
+        "017",
+        "018",
+        "019",
+        "021",
+        "029",
+        "030",
+        "034",
+        "035",
+        "039",
+        "053",
+        "054",
+        "057",
+        "061",
+        "142",
+        "143",
+        "145",
+        "150",
+        "151",
+        "154",
+        "155",
+        "202",
+        "419",
+    }
 )
 _ALPHA = re.compile(r"^[a-z]+$")
 _ALNUM = re.compile(r"^[a-z0-9]+$")
@@ -203,7 +256,7 @@ def _parse_langtag(subtags: list[str]) -> str | None:
         if index == start:
             return None
     if index < len(subtags) and subtags[index] == "x":
-        if not _private_use_ok(subtags[index + 1:]):
+        if not _private_use_ok(subtags[index + 1 :]):
             return None
         out.extend(subtags[index:])
         index = len(subtags)

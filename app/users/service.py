@@ -82,9 +82,7 @@ def require_user_visible(user_id: int, subtree_path: str) -> User:
 
 def find_user_by_email(root_client_id: int, email: str) -> User | None:
     """The user of the tree rooted at `root_client_id` with this e-mail address (case-insensitive)."""
-    statement = select(User).where(
-        User.root_client_id == root_client_id, User.email_address == normalise_email(email)
-    )
+    statement = select(User).where(User.root_client_id == root_client_id, User.email_address == normalise_email(email))
     return db.session.execute(statement).scalar_one_or_none()
 
 
