@@ -44,12 +44,12 @@ class CanonicalizationLimits:
     the n-degree blank-node hashing of RDFC-1.0, which is exponential on poison graphs.
     """
 
-    time_limit: float = 2.0
+    time_limit: float = 1.0
     max_depth: int = 40
     max_values: int = 20_000
     max_steps: int = 100_000
     max_quads: int = 20_000
-    max_hash_steps: int = 200_000
+    max_hash_steps: int = 10_000
 
 
 @dataclass(frozen=True)
@@ -218,7 +218,7 @@ def _options(loader: DocumentLoader) -> dict[str, Any]:
     return {
         "documentLoader": loader,
         "contextResolver": ContextResolver(loader.resolved_context_cache, loader),
-        "base": "",
+        "base": None,
         "processingMode": "json-ld-1.1",
         "isFrame": False,
         "keepFreeFloatingNodes": False,
