@@ -109,16 +109,17 @@ def start_worker(*, concurrency: int = 2, extra_env: dict | None = None, log_pat
     if USING_POSTGRES:
         env["DATABASE_URL"] = os.environ["DIRECT_DATABASE_URL"]
         env["REDIS_URL"] = os.environ["DIRECT_REDIS_URL"]
-    log = open(log_path or TMP_DIR / f"worker-{uuid.uuid4().hex[:6]}.log", "ab")  # noqa: SIM115 (lives with the process)
-    return subprocess.Popen(
-        [
-            sys.executable, "-m", "celery", "-A", "worker", "worker",
-            "--concurrency", str(concurrency), "--pool", "prefork",
-            "--queues", os.environ["CELERY_QUEUE"], "--loglevel", "WARNING",
-            "--without-gossip", "--without-mingle", "--without-heartbeat",
-        ],
-        cwd=REPO_ROOT, env=env, stdout=log, stderr=subprocess.STDOUT, start_new_session=True,
-    )
+    command = [
+        sys.executable, "-m", "celery", "-A", "worker", "worker",
+        "--concurrency", str(concurrency), "--pool", "prefork",
+        "--queues", os.environ["CELERY_QUEUE"], "--loglevel", "WARNING",
+        "--without-gossip", "--without-mingle", "--without-heartbeat",
+    ]
+    # The child keeps its own copy of the log file descriptor once ours is closed.
+    with open(log_path or TMP_DIR / f"worker-{uuid.uuid4().hex[:6]}.log", "ab") as log:
+        return subprocess.Popen(
+            command, cwd=REPO_ROOT, env=env, stdout=log, stderr=subprocess.STDOUT, start_new_session=True
+        )
 
 
 def stop_process(process: subprocess.Popen, sig: int | None = None) -> None:
