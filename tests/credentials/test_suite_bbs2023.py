@@ -15,6 +15,7 @@ from app.credentials.cryptosuites import get_suite
 from app.credentials.cryptosuites import sd_primitives as sd
 from app.credentials.cryptosuites.base import ProofCheckFailed, SuiteContext, VerificationKey
 from app.credentials.cryptosuites.bbs_2023 import (
+    MAX_BBS_MESSAGES,
     PRESENTATION_HEADER_OPTION,
     BaseProofValue,
     Bbs2023,
@@ -236,8 +237,7 @@ def test_derived_proof_value_components(name):
 def test_prc_derived_verify_data_matches_vectors(ctx):
     document, proof = _secured("prc", "derivedRevealDocument.json")
     parsed = parse_proof_value(proof["proofValue"])
-    canonical = ctx.canonicalize_with_labels(document)
-    relabelled = sorted(sd.relabel_nquads(canonical.nquads, parsed.label_map))
+    relabelled = sd.relabelled_canonical_nquads(document, parsed.label_map, ctx)
     assert relabelled == _json(_dir("prc") / "verifyNQuads.json")
     expected = _json(_dir("prc") / "verifyDerivedProofValue.json")
     assert parsed.bbs_proof.hex() == expected["bbsProof"]
@@ -481,3 +481,19 @@ def test_undecodable_proof_values_are_malformed(proof_value, ctx, issuer_key):
     document, proof = _secured("windsurf", "derivedRevealDocument.json")
     changed = {**proof, "proofValue": proof_value}
     assert _failure(get_suite("bbs-2023"), document, changed, issuer_key, ctx).code == "malformed_proof_value"
+
+
+def test_derived_proof_over_too_many_messages_is_refused_before_curve_work(ctx, issuer_key):
+    document, proof = _secured("windsurf", "derivedRevealDocument.json")
+    good = _derived_components(parse_proof_value(proof["proofValue"]))
+    assert len(good[0]) == 272 + 32 * (14 - len(good[3]))
+    padded = [good[0] + bytes(32 * MAX_BBS_MESSAGES), *good[1:]]
+    changed = {**proof, "proofValue": _encode(padded)}
+    assert _failure(get_suite("bbs-2023"), document, changed, issuer_key, ctx).code == "proof_too_large"
+
+
+def test_base_proof_over_too_many_statements_is_refused(ctx, issuer_key, monkeypatch):
+    # The windsurf base signature covers 14 statements; lowering the bound keeps the test fast.
+    monkeypatch.setattr("app.credentials.cryptosuites.bbs_2023.MAX_BBS_MESSAGES", 13)
+    document, proof = _secured("windsurf", "addSignedSDBase.json")
+    assert _failure(get_suite("bbs-2023"), document, proof, issuer_key, ctx).code == "proof_too_large"

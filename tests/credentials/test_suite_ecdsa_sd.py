@@ -194,8 +194,7 @@ def test_derived_proof_value_components(name):
 def test_derived_verify_data(name, ctx):
     document, proof = _secured(name, "derivedRevealDocument.json")
     parsed = parse_proof_value(proof["proofValue"])
-    canonical = ctx.canonicalize_with_labels(document)
-    assert sorted(sd.relabel_nquads(canonical.nquads, parsed.label_map)) == _json(
+    assert sd.relabelled_canonical_nquads(document, parsed.label_map, ctx) == _json(
         SUITE_DIR / name / "verifyNQuads.json"
     )
     data = create_derived_verify_data(document, proof, parsed, ctx)
@@ -406,3 +405,100 @@ def test_wrong_proof_type_is_refused(ctx, issuer_key):
     assert _failure(document, {**proof, "cryptosuite": "bbs-2023"}, issuer_key, ctx).code == (
         "invalid_proof_configuration"
     )
+
+
+# --- shared selective-disclosure primitives ----------------------------------------------------
+
+
+def test_cbor_decoder_reads_what_cbor2_writes():
+    import cbor2
+
+    value = [b"\x00" * 64, b"", "text ü", [0, 23, 24, 255, 256, 65536, 2**32, 2**64 - 1, -1, -500], {0: b"a", 7: [1]}]
+    assert sd.decode_cbor(cbor2.dumps(value)) == value
+
+
+def test_cbor_decoder_reads_indefinite_lengths():
+    assert sd.decode_cbor(bytes.fromhex("9f0102ff")) == [1, 2]
+    assert sd.decode_cbor(bytes.fromhex("5f41614162ff")) == b"ab"
+    assert sd.decode_cbor(bytes.fromhex("bf0041aaff")) == {0: b"\xaa"}
+
+
+@pytest.mark.parametrize(
+    "hex_data",
+    [
+        "c24101",  # tag 2 (bignum)
+        "d818420102",  # tag 24
+        "f5",  # true
+        "f93c00",  # half float
+        "fb3ff0000000000000",  # double
+        "0100",  # trailing byte
+        "5820aa",  # truncated byte string
+        "9f01",  # unterminated indefinite array
+        "5f01ff",  # indefinite byte string with an integer chunk
+        "1c",  # reserved additional information
+        "a2000100 02".replace(" ", ""),  # duplicate map key
+        "a1800100",  # array as map key
+        "62ff00",  # invalid UTF-8 text
+        "81" * 12 + "00",  # nested too deeply
+        "",
+    ],
+)
+def test_cbor_decoder_refuses_what_proof_values_must_not_hold(hex_data):
+    with pytest.raises(ProofCheckFailed) as caught:
+        sd.decode_cbor(bytes.fromhex(hex_data))
+    assert caught.value.code == "malformed_proof_value"
+
+
+def test_relabelling_never_touches_literals_or_iris():
+    quad = '_:c14n0 <http://e/_:c14n0> "say \\"_:c14n0\\" _:c14n1"^^<http://e/_:c14n1> _:c14n1 .\n'
+    relabelled = sd.relabel_nquads([quad], {"c14n0": "b1", "c14n1": "b0"})
+    assert relabelled == ['_:b1 <http://e/_:c14n0> "say \\"_:c14n0\\" _:c14n1"^^<http://e/_:c14n1> _:b0 .\n']
+    with pytest.raises(ProofCheckFailed) as caught:
+        sd.relabel_nquads(["_:c14n2 <http://e/p> _:c14n0 .\n"], {"c14n0": "b0"})
+    assert caught.value.code == "invalid_signature"
+    assert sd.relabel_nquads(["_:x <http://e/p> _:c14n0 .\n"], {"c14n0": "b0"}, strict=False) == [
+        "_:x <http://e/p> _:b0 .\n"
+    ]
+
+
+def test_json_pointer_paths():
+    assert sd.json_pointer_to_paths("/a~1b/~0c/0/12/01/x") == ["a/b", "~c", 0, 12, "01", "x"]
+    for pointer in ("", "a/b", "/a~2"):
+        with pytest.raises(ProofCheckFailed):
+            sd.json_pointer_to_paths(pointer)
+
+
+def test_selection_keeps_ids_and_types_and_makes_arrays_dense():
+    document = {
+        "@context": ["https://www.w3.org/ns/credentials/v2"],
+        "id": "urn:uuid:1",
+        "type": ["VerifiableCredential"],
+        "credentialSubject": {
+            "id": "_:b0",
+            "type": "Person",
+            "items": [{"id": "urn:x:0", "v": 0}, {"v": 1, "type": "T"}, {"v": 2}, "literal"],
+            "name": "n",
+        },
+    }
+    selection = sd.select_json_ld(["/credentialSubject/items/3", "/credentialSubject/items/1/v"], document)
+    assert selection == {
+        "@context": ["https://www.w3.org/ns/credentials/v2"],
+        "id": "urn:uuid:1",
+        "type": ["VerifiableCredential"],
+        "credentialSubject": {"type": "Person", "items": [{"type": "T", "v": 1}, "literal"]},
+    }
+    assert sd.select_json_ld([], document) is None
+    for pointer in ("/credentialSubject/missing", "/credentialSubject/items/9", "/credentialSubject/name/x"):
+        with pytest.raises(ProofCheckFailed) as caught:
+            sd.select_json_ld([pointer], document)
+        assert caught.value.code == "invalid_signature"
+
+
+def test_label_map_factories():
+    key = bytes(range(32))
+    canonical = {"x": "c14n0", "y": "c14n1", "z": "c14n2"}
+    hmac_labels = sd.hmac_id_label_map_factory(key)(canonical)
+    shuffled = sd.shuffled_id_label_map_factory(key)(canonical)
+    assert sorted(shuffled.values()) == ["b0", "b1", "b2"]
+    ranked = sorted(hmac_labels, key=hmac_labels.get)
+    assert [shuffled[label] for label in ranked] == ["b0", "b1", "b2"]

@@ -7,7 +7,8 @@ features (anonymous holder binding, pseudonyms: headers 0x04 to 0x09) fail with
 
 `SuiteContext.options["bbs_presentation_header"]` (bytes), when set, is the presentation header a
 verifier requires in a derived proof (e.g. its challenge); another one fails with
-`presentation_header_mismatch`.
+`presentation_header_mismatch`. A signature over more than `MAX_BBS_MESSAGES` statements fails
+with `proof_too_large` before any curve work (each new message generator costs a hash to the curve).
 """
 
 from __future__ import annotations
@@ -34,6 +35,10 @@ _HEADERS = {BASE_PROOF_HEADER: "base", DERIVED_PROOF_HEADER: "derived", **_FEATU
 PUBLIC_KEY_LENGTH = 96
 SIGNATURE_LENGTH = 80
 PRESENTATION_HEADER_OPTION = "bbs_presentation_header"
+MAX_BBS_MESSAGES = 2048
+# A BBS proof is 3 G1 points, 4 scalars and one scalar per undisclosed message.
+_PROOF_FIXED_LENGTH = 3 * 48 + 4 * 32
+_SCALAR_LENGTH = 32
 
 
 @dataclass(frozen=True)
@@ -110,8 +115,7 @@ def create_derived_verify_data(
 ) -> DerivedVerifyData:
     """createVerifyData: the revealed statements relabelled with the holder's label map and split."""
     proof_hash = sd.proof_hash(proof, document, ctx)
-    canonical = ctx.canonicalize_with_labels(document)
-    nquads = sorted(sd.relabel_nquads(canonical.nquads, parsed.label_map))
+    nquads = sd.relabelled_canonical_nquads(document, parsed.label_map, ctx)
     mandatory, non_mandatory = sd.split_by_indexes(nquads, parsed.mandatory_indexes)
     return DerivedVerifyData(
         bbs_proof=parsed.bbs_proof,
@@ -121,6 +125,13 @@ def create_derived_verify_data(
         presentation_header=parsed.presentation_header,
         non_mandatory=non_mandatory,
     )
+
+
+def _check_message_count(count: int) -> None:
+    if count > MAX_BBS_MESSAGES:
+        raise ProofCheckFailed(
+            "proof_too_large", f"the BBS signature covers {count} statements; at most {MAX_BBS_MESSAGES} are accepted"
+        )
 
 
 def _check_proof_options(proof: dict) -> None:
@@ -168,6 +179,7 @@ class Bbs2023:
             {"mandatory": parsed.mandatory_pointers},
             ctx,
         ).groups["mandatory"]
+        _check_message_count(len(groups.non_matching))
         header = sd.proof_hash(proof, document, ctx) + sd.hash_nquads(groups.matching.values())
         if header != parsed.bbs_header:
             raise ProofCheckFailed(
@@ -195,6 +207,8 @@ class Bbs2023:
             raise ProofCheckFailed(
                 "presentation_header_mismatch", "the derived proof was made for another presentation header"
             )
+        undisclosed = max(0, len(parsed.bbs_proof) - _PROOF_FIXED_LENGTH) // _SCALAR_LENGTH
+        _check_message_count(undisclosed + len(parsed.selective_indexes))
         data = create_derived_verify_data(document, proof, parsed, ctx)
         if len(data.selective_indexes) != len(data.non_mandatory):
             raise ProofCheckFailed(

@@ -97,13 +97,10 @@ def parse_proof_value(proof_value: Any) -> BaseProofValue | DerivedProofValue:
     )
 
 
-def create_derived_verify_data(
-    document: dict, proof: dict, parsed: DerivedProofValue, ctx: SuiteContext
-) -> VerifyData:
+def create_derived_verify_data(document: dict, proof: dict, parsed: DerivedProofValue, ctx: SuiteContext) -> VerifyData:
     """createVerifyData: the revealed statements relabelled with the holder's label map."""
     proof_hash = sd.proof_hash(proof, document, ctx)
-    canonical = ctx.canonicalize_with_labels(document)
-    nquads = sorted(sd.relabel_nquads(canonical.nquads, parsed.label_map))
+    nquads = sd.relabelled_canonical_nquads(document, parsed.label_map, ctx)
     mandatory, non_mandatory = sd.split_by_indexes(nquads, parsed.mandatory_indexes)
     return VerifyData(
         base_signature=parsed.base_signature,
@@ -115,9 +112,7 @@ def create_derived_verify_data(
     )
 
 
-def create_base_verify_data(
-    document: dict, proof: dict, parsed: BaseProofValue, ctx: SuiteContext
-) -> VerifyData:
+def create_base_verify_data(document: dict, proof: dict, parsed: BaseProofValue, ctx: SuiteContext) -> VerifyData:
     """The holder's view of a base proof: the issuer's transformation redone with its HMAC key."""
     groups = sd.canonicalize_and_group(
         document,
@@ -163,13 +158,9 @@ def verify_signatures(data: VerifyData, key: VerificationKey) -> None:
             f"{len(data.signatures)} signatures for {len(data.non_mandatory)} non-mandatory statements",
         )
     issuer_key = _p256_public_key(key.public_key, "the verification method key", "unsupported_key_type")
-    if not _ecdsa_valid(
-        issuer_key, data.base_signature, data.proof_hash + data.public_key + data.mandatory_hash
-    ):
+    if not _ecdsa_valid(issuer_key, data.base_signature, data.proof_hash + data.public_key + data.mandatory_hash):
         raise ProofCheckFailed("invalid_signature", "the base signature does not verify")
-    scoped_key = _p256_public_key(
-        data.public_key[len(P256_MULTIKEY_PREFIX) :], "publicKey", "malformed_proof_value"
-    )
+    scoped_key = _p256_public_key(data.public_key[len(P256_MULTIKEY_PREFIX) :], "publicKey", "malformed_proof_value")
     for index, (signature, statement) in enumerate(zip(data.signatures, data.non_mandatory, strict=True)):
         if not _ecdsa_valid(scoped_key, signature, statement.encode("utf-8")):
             raise ProofCheckFailed(
@@ -179,9 +170,7 @@ def verify_signatures(data: VerifyData, key: VerificationKey) -> None:
 
 def _check_proof_options(proof: dict) -> None:
     if proof.get("type") != "DataIntegrityProof" or proof.get("cryptosuite") != NAME:
-        raise ProofCheckFailed(
-            "invalid_proof_configuration", f"not a DataIntegrityProof with cryptosuite {NAME}"
-        )
+        raise ProofCheckFailed("invalid_proof_configuration", f"not a DataIntegrityProof with cryptosuite {NAME}")
 
 
 class EcdsaSd2023:
@@ -189,9 +178,7 @@ class EcdsaSd2023:
 
     name = NAME
 
-    def verify_proof(
-        self, document_without_proof: dict, proof: dict, key: VerificationKey, ctx: SuiteContext
-    ) -> None:
+    def verify_proof(self, document_without_proof: dict, proof: dict, key: VerificationKey, ctx: SuiteContext) -> None:
         """Return when the proof verifies with `key` (P-256), else raise `ProofCheckFailed`."""
         _check_proof_options(proof)
         if key.key_type != "P-256":

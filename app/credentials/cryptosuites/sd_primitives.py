@@ -222,27 +222,6 @@ def shuffled_id_label_map_factory(hmac_key: bytes) -> LabelMapFactory:
     return factory
 
 
-def verifier_label_map_factory(label_map: Mapping[str, str]) -> LabelMapFactory:
-    """createLabelMapFunction: canonical labels (`c14n<i>`) are replaced using the holder's map.
-
-    A canonical label the map does not cover means the document is not the one the proof was
-    derived for: `invalid_signature`.
-    """
-
-    def factory(canonical_id_map: Mapping[str, str]) -> dict[str, str]:
-        relabelled = {}
-        for input_label, canonical in canonical_id_map.items():
-            new_label = label_map.get(canonical)
-            if new_label is None:
-                raise ProofCheckFailed(
-                    "invalid_signature", f"the proof's label map has no entry for blank node {canonical}"
-                )
-            relabelled[input_label] = new_label
-        return relabelled
-
-    return factory
-
-
 def decompress_label_map(compressed: Any, value_prefix: str, value_type: type) -> dict[str, str]:
     """decompressLabelMap: `{int: value}` becomes `{"c14n<int>": prefix + value}`.
 
@@ -302,11 +281,13 @@ def label_replaced_canonical_nquads(
     return sorted(relabel_nquads(canonical_nquads, by_canonical)), label_map
 
 
-def canonical_nquads_with_labels(document: dict, ctx: SuiteContext, factory: LabelMapFactory) -> list[str]:
-    """labelReplacementCanonicalizeJsonLd: canonicalize `document` and relabel its blank nodes."""
-    result = ctx.canonicalize_with_labels(document)
-    nquads, _ = label_replaced_canonical_nquads(result.nquads, result.label_map, factory)
-    return nquads
+def relabelled_canonical_nquads(document: dict, label_map: Mapping[str, str], ctx: SuiteContext) -> list[str]:
+    """The verifier's labelReplacementCanonicalizeJsonLd: canonicalize `document`, then replace
+    each canonical label (`c14n<i>`) with the holder's label from `label_map` and sort again.
+
+    A canonical blank node the map does not cover raises `invalid_signature`.
+    """
+    return sorted(relabel_nquads(ctx.canonicalize_with_labels(document).nquads, label_map))
 
 
 # --- JSON pointers and selection -----------------------------------------------------------------
@@ -322,7 +303,7 @@ def json_pointer_to_paths(pointer: str) -> list[str | int]:
             if re.search(r"~(?![01])", segment):
                 raise malformed(f"{pointer!r} has an invalid escape")
             paths.append(segment.replace("~1", "/").replace("~0", "~"))
-        elif segment.isdigit() and segment.isascii():
+        elif segment.isascii() and segment.isdigit() and (segment == "0" or not segment.startswith("0")):
             paths.append(int(segment))
         else:
             paths.append(segment)
@@ -378,9 +359,7 @@ def _select_paths(paths: list[str | int], document: Any, selection: dict, pointe
         selected_parent = selected_value
         value = _child(value, path)
         if value is _MISSING:
-            raise ProofCheckFailed(
-                "invalid_signature", f"JSON pointer {pointer!r} does not match the document"
-            )
+            raise ProofCheckFailed("invalid_signature", f"JSON pointer {pointer!r} does not match the document")
         selected_value = _child(selected_parent, path)
         if selected_value is _MISSING:
             selected_value = _SparseArray() if isinstance(value, list) else _initial_selection(value)
@@ -543,9 +522,7 @@ def split_by_indexes(nquads: Sequence[str], mandatory_indexes: Sequence[int]) ->
     """
     wanted = set(mandatory_indexes)
     if wanted and max(wanted) >= len(nquads):
-        raise ProofCheckFailed(
-            "invalid_signature", "the proof's mandatory indexes exceed the document's statements"
-        )
+        raise ProofCheckFailed("invalid_signature", "the proof's mandatory indexes exceed the document's statements")
     mandatory = [quad for index, quad in enumerate(nquads) if index in wanted]
     non_mandatory = [quad for index, quad in enumerate(nquads) if index not in wanted]
     return mandatory, non_mandatory
