@@ -564,3 +564,13 @@ def test_proof_from_an_invalid_signature_does_not_verify(signature_case: dict, b
         )
         is False
     )
+
+
+def test_message_count_is_bounded(proof_case: dict, signature_case: dict, backend: bbs.CurveBackend) -> None:
+    too_many = bbs.MAX_MESSAGES + 1
+    with pytest.raises(bbs.BbsInputError, match="supported maximum"):
+        check_proof(proof_case, backend, indexes=list(range(too_many)), messages=[b"m"] * too_many)
+    case = signature_case
+    with pytest.raises(bbs.BbsInputError, match="supported maximum"):
+        bbs.sign(case["sk"], case["pk"], case["header"], [b"m"] * too_many, case["suite"], backend)
+    assert bbs.create_generators(0, case["suite"], backend) == []

@@ -7,7 +7,7 @@
     proof_verify(pk, proof, header, ph, disclosed_messages, disclosed_indexes, suite=...,
                  backend=None) -> bool
 
-Keys, signatures and proofs are bytes; messages are lists of bytes. Invalid signatures and proofs
+Keys, signatures and proofs are bytes; messages are lists of bytes (at most MAX_MESSAGES). Invalid signatures and proofs
 give False; malformed input raises `BbsInputError` (a ValueError). `backend` selects the curve
 library (`get_backend("pyblst")`, the default, or `get_backend("arkworks")`).
 """
@@ -15,6 +15,7 @@ library (`get_backend("pyblst")`, the default, or `get_backend("arkworks")`).
 from app.credentials.bbs.curve import ArkworksBackend, CurveBackend, PyblstBackend, get_backend
 from app.credentials.bbs.errors import BbsInputError
 from app.credentials.bbs.scheme import (
+    MAX_MESSAGES,
     RandomScalars,
     base_point_p1,
     create_generators,
@@ -31,6 +32,7 @@ from app.credentials.bbs.scheme import (
 from app.credentials.bbs.suites import SHA256_SUITE, SHAKE256_SUITE, Ciphersuite, get_suite
 
 __all__ = [
+    "MAX_MESSAGES",
     "SHA256_SUITE",
     "SHAKE256_SUITE",
     "ArkworksBackend",

@@ -79,7 +79,8 @@ class CurveBackend(Protocol):
     def g1_prepare_fixed_base(self, point: Point) -> Point:
         """A form of a long-lived point (a generator) that speeds up `g1_multi_mul`.
 
-        The result is only valid as a `g1_multi_mul` operand; it may be the point itself.
+        The result is only valid as a `g1_multi_mul` operand; it may be the point itself. The
+        faster path need not be constant time: pair prepared points with public scalars only.
         """
         ...
 

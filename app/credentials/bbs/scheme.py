@@ -6,6 +6,10 @@ API as big-endian bytes (32-byte scalars, 48-byte G1, 96-byte G2 compressed poin
 
 Failure model: `verify` and `proof_verify` return False for a well-formed signature or proof that
 does not verify; anything malformed raises `BbsInputError` (a ValueError).
+
+Verification, where every scalar is public, uses the backends' fastest (variable-time) paths. Sign
+and ProofGen keep secret scalars on the curve library's constant-time multiplication, but the
+scalar arithmetic around it is plain Python integers, which is not constant time.
 """
 
 from __future__ import annotations
@@ -29,6 +33,11 @@ G1_LENGTH = 48
 G2_LENGTH = 96
 SIGNATURE_LENGTH = G1_LENGTH + SCALAR_LENGTH
 _PROOF_FLOOR_LENGTH = 3 * G1_LENGTH + 4 * SCALAR_LENGTH
+
+MAX_MESSAGES = 4096
+"""Most messages one signature or proof may cover; more raises BbsInputError (bounds generator work)."""
+PREPARED_GENERATORS = 128
+"""Generators kept with a fixed-base table (about 45 KB each on pyblst)."""
 
 
 # --- small encoders and input checks -------------------------------------------------------------
@@ -54,6 +63,12 @@ def _as_message_list(messages: Sequence[bytes], what: str) -> list[bytes]:
     if isinstance(messages, bytes | bytearray | str):
         raise BbsInputError(f"{what} must be a list of byte strings, not a single value")
     return [_as_bytes(message, f"{what}[{i}]") for i, message in enumerate(messages)]
+
+
+def _checked_messages(messages: Sequence[bytes], what: str) -> list[bytes]:
+    checked = _as_message_list(messages, what)
+    _check_message_count(len(checked))
+    return checked
 
 
 def _parse_scalar(data: bytes, what: str) -> int:
@@ -139,12 +154,22 @@ def _h2s_dst(suite: Ciphersuite) -> bytes:
 # --- generators ----------------------------------------------------------------------------------
 
 
+@dataclass(frozen=True)
+class _Generators:
+    """A prefix of a generator series: plain points, their fixed-base forms, compressed bytes."""
+
+    points: list[Point]
+    prepared: list[Point]
+    encoded: list[bytes]
+
+
 @dataclass
 class _GeneratorSeries:
     """create_generators output for one set of DSTs, extended on demand and kept for reuse.
 
-    `prepared` holds the points in the backend's fixed-base form (operands of g1_multi_mul only);
-    `encoded` their compressed bytes.
+    The first `PREPARED_GENERATORS` points also get the backend's fixed-base form (operands of
+    g1_multi_mul only, used when verifying); later ones are used as plain points, which bounds the
+    memory an unusually long message list can pin.
     """
 
     suite: Ciphersuite
@@ -152,28 +177,31 @@ class _GeneratorSeries:
     seed_dst: bytes
     generator_dst: bytes
     generator_seed: bytes
+    points: list[Point] = field(default_factory=list)
     prepared: list[Point] = field(default_factory=list)
     encoded: list[bytes] = field(default_factory=list)
     _v: bytes | None = None
     _lock: threading.Lock = field(default_factory=threading.Lock)
 
-    def take(self, count: int) -> tuple[list[Point], list[bytes]]:
-        if count > len(self.prepared):
+    def take(self, count: int) -> _Generators:
+        if count > len(self.points):
             with self._lock:
                 self._extend(count)
-        return self.prepared[:count], self.encoded[:count]
+        return _Generators(self.points[:count], self.prepared[:count], self.encoded[:count])
 
     def _extend(self, count: int) -> None:
         expand = self.suite.expand_message
         if self._v is None:
             self._v = expand(self.generator_seed, self.seed_dst, self.suite.expand_len)
         v = self._v
-        for i in range(len(self.prepared) + 1, count + 1):
+        for i in range(len(self.points) + 1, count + 1):
             v = expand(v + _i2osp8(i), self.seed_dst, self.suite.expand_len)
             point = self.backend.g1_hash_to_curve(v, self.generator_dst, self.suite.expander)
-            # encoded grows first: lock-free readers in take() go by len(prepared).
+            prepared = self.backend.g1_prepare_fixed_base(point) if i <= PREPARED_GENERATORS else point
+            # `points` grows last: lock-free readers in take() go by its length.
             self.encoded.append(self.backend.g1_to_bytes(point))
-            self.prepared.append(self.backend.g1_prepare_fixed_base(point))
+            self.prepared.append(prepared)
+            self.points.append(point)
         self._v = v
 
 
@@ -208,13 +236,19 @@ def _series_for(suite: Ciphersuite, backend: CurveBackend, kind: str) -> _Genera
         return series
 
 
-def _generators(count: int, suite: Ciphersuite, backend: CurveBackend) -> tuple[list[Point], list[bytes]]:
-    return _series_for(suite, backend, "messages").take(count)
+def _check_message_count(count: int) -> None:
+    if count > MAX_MESSAGES:
+        raise BbsInputError(f"{count} messages exceed the supported maximum of {MAX_MESSAGES}")
 
 
-def _p1(suite: Ciphersuite, backend: CurveBackend) -> Point:
-    points, _ = _series_for(suite, backend, "P1").take(1)
-    return points[0]
+def _generators(message_count: int, suite: Ciphersuite, backend: CurveBackend) -> _Generators:
+    """(Q_1, H_1, ..., H_L) for L messages."""
+    _check_message_count(message_count)
+    return _series_for(suite, backend, "messages").take(message_count + 1)
+
+
+def _p1(suite: Ciphersuite, backend: CurveBackend) -> _Generators:
+    return _series_for(suite, backend, "P1").take(1)
 
 
 def create_generators(
@@ -223,13 +257,14 @@ def create_generators(
     """create_generators(count, api_id): Q_1, H_1, ..., H_(count-1), compressed."""
     if count < 0:
         raise BbsInputError("generator count must not be negative")
-    return list(_generators(count, suite, _resolve_backend(backend))[1])
+    if count == 0:
+        return []
+    return _generators(count - 1, suite, _resolve_backend(backend)).encoded
 
 
 def base_point_p1(suite: Ciphersuite = SHA256_SUITE, backend: CurveBackend | None = None) -> bytes:
     """The ciphersuite's fixed G1 point P1, compressed."""
-    _, encoded = _series_for(suite, _resolve_backend(backend), "P1").take(1)
-    return encoded[0]
+    return _p1(suite, _resolve_backend(backend)).encoded[0]
 
 
 def _calculate_domain(pk: bytes, encoded_generators: Sequence[bytes], header: bytes, suite: Ciphersuite) -> int:
@@ -282,10 +317,10 @@ def _parse_signature(backend: CurveBackend, signature: bytes) -> tuple[Point, in
 
 
 def _message_commitment(
-    backend: CurveBackend, suite: Ciphersuite, points: Sequence[Point], domain: int, scalars: Sequence[int]
+    backend: CurveBackend, suite: Ciphersuite, generators: _Generators, domain: int, scalars: Sequence[int]
 ) -> Point:
-    """B = P1 + Q_1 * domain + H_1 * msg_1 + ... + H_L * msg_L."""
-    return backend.g1_multi_mul([_p1(suite, backend), *points], [1, domain, *scalars])
+    """B = P1 + Q_1 * domain + H_1 * msg_1 + ... + H_L * msg_L, with plain points (secret scalars)."""
+    return backend.g1_multi_mul([*_p1(suite, backend).points, *generators.points], [1, domain, *scalars])
 
 
 def sign(
@@ -307,13 +342,13 @@ def sign(
     if sk_to_pk(sk, suite, backend) != pk:
         raise BbsInputError("public key does not belong to the secret key")
     header = _as_bytes(header, "header")
-    scalars = messages_to_scalars(messages, suite)
-    points, encoded = _generators(len(scalars) + 1, suite, backend)
-    domain = _calculate_domain(pk, encoded, header, suite)
+    scalars = messages_to_scalars(_checked_messages(messages, "messages"), suite)
+    generators = _generators(len(scalars), suite, backend)
+    domain = _calculate_domain(pk, generators.encoded, header, suite)
     e = hash_to_scalar(b"".join(_scalar_bytes(s) for s in (secret, *scalars, domain)), _h2s_dst(suite), suite)
     if (secret + e) % R == 0:
         raise BbsInputError("secret key and messages lead to a degenerate signature")
-    b_point = _message_commitment(backend, suite, points, domain, scalars)
+    b_point = _message_commitment(backend, suite, generators, domain, scalars)
     a_point = backend.g1_mul(b_point, pow(secret + e, -1, R))
     return backend.g1_to_bytes(a_point) + _scalar_bytes(e)
 
@@ -335,13 +370,14 @@ def verify(
     a_point, e = _parse_signature(backend, signature)
     pk, w_point = _public_key_point(backend, pk)
     header = _as_bytes(header, "header")
-    scalars = messages_to_scalars(messages, suite)
-    points, encoded = _generators(len(scalars) + 1, suite, backend)
-    domain = _calculate_domain(pk, encoded, header, suite)
+    scalars = messages_to_scalars(_checked_messages(messages, "messages"), suite)
+    generators = _generators(len(scalars), suite, backend)
+    domain = _calculate_domain(pk, generators.encoded, header, suite)
     # h(A, W) * h(A * e - B, BP2) == 1  <=>  e(A, W + BP2 * e) == e(B, BP2), with no G2 multiplication;
     # A * e - B = A * e - P1 - Q_1 * domain - sum H_i * msg_i in one multi-scalar multiplication.
     a_e_minus_b = backend.g1_multi_mul(
-        [a_point, _p1(suite, backend), *points], [e, R - 1, -domain % R, *(-s % R for s in scalars)]
+        [a_point, *_p1(suite, backend).prepared, *generators.prepared],
+        [e, R - 1, -domain % R, *(-s % R for s in scalars)],
     )
     return backend.pairing_product_is_one([(a_point, w_point), (a_e_minus_b, backend.g2_generator())])
 
@@ -407,7 +443,7 @@ def proof_gen(
     pk, _ = _public_key_point(backend, pk)
     header = _as_bytes(header, "header")
     ph = _as_bytes(ph, "presentation header")
-    scalars = messages_to_scalars(messages, suite)
+    scalars = messages_to_scalars(_checked_messages(messages, "messages"), suite)
     total = len(scalars)
     disclosed = _check_indexes(disclosed_indexes, total)
     disclosed_set = set(disclosed)
@@ -419,10 +455,10 @@ def proof_gen(
     randoms = [int(value) % R for value in randoms]
     r1, r2, e_tilde, r1_tilde, r3_tilde, *m_tildes = randoms
 
-    points, encoded = _generators(total + 1, suite, backend)
-    q1, message_points = points[0], points[1:]
-    domain = _calculate_domain(pk, encoded, header, suite)
-    b_point = _message_commitment(backend, suite, [q1, *message_points], domain, scalars)
+    generators = _generators(total, suite, backend)
+    message_points = generators.points[1:]
+    domain = _calculate_domain(pk, generators.encoded, header, suite)
+    b_point = _message_commitment(backend, suite, generators, domain, scalars)
     d_point = backend.g1_mul(b_point, r2)
     a_bar = backend.g1_mul(a_point, r1 * r2 % R)
     b_bar = backend.g1_multi_mul([d_point, a_bar], [r1, -e % R])
@@ -506,6 +542,7 @@ def proof_verify(
     ph = _as_bytes(ph, "presentation header")
     messages = _as_message_list(disclosed_messages, "disclosed messages")
     total = len(disclosed_indexes) + len(parsed.commitments)
+    _check_message_count(total)
     disclosed = _check_indexes(disclosed_indexes, total)
     if len(messages) != len(disclosed):
         raise BbsInputError(f"{len(messages)} disclosed messages do not match {len(disclosed)} disclosed indexes")
@@ -513,16 +550,16 @@ def proof_verify(
     disclosed_set = set(disclosed)
     undisclosed = [j for j in range(total) if j not in disclosed_set]
 
-    points, encoded = _generators(total + 1, suite, backend)
-    q1, message_points = points[0], points[1:]
-    domain = _calculate_domain(pk, encoded, header, suite)
+    generators = _generators(total, suite, backend)
+    q1, message_points = generators.prepared[0], generators.prepared[1:]
+    domain = _calculate_domain(pk, generators.encoded, header, suite)
     c = parsed.challenge
     t1 = backend.g1_multi_mul([parsed.b_bar, parsed.a_bar, parsed.d_point], [c, parsed.e_hat, parsed.r1_hat])
     # T2 = Bv * c + D * r3^ + sum H_j * m^_j, with Bv = P1 + Q_1 * domain + sum H_i * msg_i
     # expanded into a single multi-scalar multiplication.
     t2 = backend.g1_multi_mul(
         [
-            _p1(suite, backend),
+            *_p1(suite, backend).prepared,
             q1,
             *(message_points[i] for i in disclosed),
             parsed.d_point,
