@@ -550,6 +550,8 @@ def test_proof_gen_checks_its_inputs(signature_case: dict, backend: bbs.CurveBac
         bbs.proof_gen(*args, [3, 3], suite=case["suite"], backend=backend)
     with pytest.raises(bbs.BbsInputError, match="wrong number"):
         bbs.proof_gen(*args, [0], suite=case["suite"], rng=lambda count: [1] * (count - 1), backend=backend)
+    with pytest.raises(bbs.BbsInputError, match="zero"):
+        bbs.proof_gen(*args, [0], suite=case["suite"], rng=lambda count: [R] * count, backend=backend)
 
 
 def test_proof_from_an_invalid_signature_does_not_verify(signature_case: dict, backend: bbs.CurveBackend) -> None:

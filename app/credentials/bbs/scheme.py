@@ -454,6 +454,8 @@ def proof_gen(
         raise BbsInputError("random scalar source returned the wrong number of scalars")
     randoms = [int(value) % R for value in randoms]
     r1, r2, e_tilde, r1_tilde, r3_tilde, *m_tildes = randoms
+    if r1 == 0 or r2 == 0:
+        raise BbsInputError("random scalar source returned zero for r1 or r2")
 
     generators = _generators(total, suite, backend)
     message_points = generators.points[1:]
