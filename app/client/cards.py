@@ -46,13 +46,9 @@ def scaffold_card(
         raise ValueError(f"unknown services: {', '.join(sorted(unknown))}")
     entries: list[dict[str, str]] = []
     if "A2A" in services:
-        entries.append(
-            {"name": "A2A", "endpoint": a2a_endpoint or A2A_PLACEHOLDER, "version": A2A_PROTOCOL_VERSION}
-        )
+        entries.append({"name": "A2A", "endpoint": a2a_endpoint or A2A_PLACEHOLDER, "version": A2A_PROTOCOL_VERSION})
     if "MCP" in services:
-        entries.append(
-            {"name": "MCP", "endpoint": mcp_endpoint or MCP_PLACEHOLDER, "version": MCP_PROTOCOL_VERSION}
-        )
+        entries.append({"name": "MCP", "endpoint": mcp_endpoint or MCP_PLACEHOLDER, "version": MCP_PROTOCOL_VERSION})
     if "DID" in services:
         entries.append({"name": "DID", "endpoint": did or DID_PLACEHOLDER, "version": "v1"})
     return {
@@ -85,9 +81,7 @@ def _walk(value: Any, pointer: str) -> Iterator[tuple[str, Any]]:
 
 def find_placeholders(card: Any) -> list[str]:
     """Return the JSON pointers of every string value that still holds the scaffold placeholder."""
-    return [
-        pointer for pointer, value in _walk(card, "") if isinstance(value, str) and PLACEHOLDER_MARK in value
-    ]
+    return [pointer for pointer, value in _walk(card, "") if isinstance(value, str) and PLACEHOLDER_MARK in value]
 
 
 def find_placeholders_in_bytes(body: bytes) -> list[str]:

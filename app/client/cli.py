@@ -59,9 +59,7 @@ class Settings:
             return os.environ.get("TESSERA_TESTNET_URL", DEFAULT_TESTNET_URL)
         url = os.environ.get("TESSERA_PRODUCTION_URL")
         if not url:
-            raise click.UsageError(
-                "set TESSERA_PRODUCTION_URL or TESSERA_NETWORK_URL to use --env production"
-            )
+            raise click.UsageError("set TESSERA_PRODUCTION_URL or TESSERA_NETWORK_URL to use --env production")
         return url
 
     def client(self) -> library.TesseraClient:

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import json
 import time
+import uuid
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -82,8 +83,7 @@ class RegistryTooOld(TesseraError):
     def __init__(self, version: str):
         self.version = version
         super().__init__(
-            f"the network's agent-registry contract is version {version}; "
-            "deregistration needs 1.7.0 or higher"
+            f"the network's agent-registry contract is version {version}; deregistration needs 1.7.0 or higher"
         )
 
 
@@ -103,9 +103,7 @@ class JobFailed(TesseraError):
         self.job = job
         error = job.get("error") or {}
         self.code = error.get("code")
-        super().__init__(
-            f"job {job.get('id')} failed: {error.get('detail') or error.get('code') or 'unknown'}"
-        )
+        super().__init__(f"job {job.get('id')} failed: {error.get('detail') or error.get('code') or 'unknown'}")
 
 
 class JobTimeout(TesseraError):
@@ -131,6 +129,14 @@ def consent_id_from_link(link_or_id: str) -> str:
     if parsed.scheme and parsed.netloc:
         return parsed.path.rstrip("/").rsplit("/", 1)[-1]
     return link_or_id.strip()
+
+
+def _retry_after_seconds(response: httpx.Response, attempt: int) -> float:
+    try:
+        hinted = float(response.headers.get("Retry-After", ""))
+    except ValueError:
+        hinted = 0.0
+    return min(max(hinted, 0.1 * 2**attempt), 5.0)
 
 
 def _problem_of(response: httpx.Response) -> dict[str, Any]:
@@ -167,12 +173,14 @@ class TesseraClient:
         *,
         poll_interval: float = 0.25,
         job_timeout: float = 120.0,
+        unavailable_retries: int = 3,
         transport: httpx.BaseTransport | None = None,
     ):
         self.base_url = base_url.rstrip("/")
         self._api_key = api_key
         self.poll_interval = poll_interval
         self.job_timeout = job_timeout
+        self.unavailable_retries = unavailable_retries
         self._http = httpx.Client(
             base_url=self.base_url,
             timeout=timeout,
@@ -213,12 +221,22 @@ class TesseraClient:
             request_headers["Authorization"] = f"Bearer {self._session_token}"
         if content is not None:
             request_headers.setdefault("Content-Type", "application/json")
-        try:
-            response = self._http.request(
-                method, path, json=json_body, content=content, params=params, headers=request_headers
-            )
-        except httpx.HTTPError as exc:
-            raise TesseraError(f"cannot reach the network at {self.base_url}: {exc}") from exc
+        if method in ("POST", "PUT"):
+            # One key per logical write: a retried request can never start a second job.
+            request_headers.setdefault("Idempotency-Key", uuid.uuid4().hex)
+        attempt = 0
+        while True:
+            try:
+                response = self._http.request(
+                    method, path, json=json_body, content=content, params=params, headers=request_headers
+                )
+            except httpx.HTTPError as exc:
+                raise TesseraError(f"cannot reach the network at {self.base_url}: {exc}") from exc
+            # 503 means the network wrote nothing and asks to come back after Retry-After.
+            if response.status_code != 503 or attempt >= self.unavailable_retries:
+                break
+            attempt += 1
+            time.sleep(_retry_after_seconds(response, attempt))
         if response.status_code >= 400:
             _raise_for_problem(response.status_code, _problem_of(response))
         return response
@@ -315,9 +333,7 @@ class TesseraClient:
         target = self._target(agent)
         if owner is not None and owner != self.did:
             raise TesseraError(f"--owner {owner} is not the authenticated account {self.did}")
-        return self._job(
-            "PUT", f"/api/agents/{quote(target)}/card", content=body, wait=wait, progress=progress
-        )
+        return self._job("PUT", f"/api/agents/{quote(target)}/card", content=body, wait=wait, progress=progress)
 
     def get_card(self, agent: str | None = None) -> dict[str, Any]:
         """Return the private view of a hosted card: ``{did, published, card, etag, ...}``."""
@@ -404,9 +420,7 @@ class TesseraClient:
             too_old = True
         if too_old:
             raise RegistryTooOld(version)
-        return self._job(
-            "DELETE", f"/api/agents/{quote(self._target(agent_did))}", wait=wait, progress=progress
-        )
+        return self._job("DELETE", f"/api/agents/{quote(self._target(agent_did))}", wait=wait, progress=progress)
 
     # -- organisation consent -------------------------------------------------------------
 
@@ -416,9 +430,7 @@ class TesseraClient:
             self.authenticate()
         if owner != self.did:
             raise TesseraError(f"--owner {owner} is not the authenticated account {self.did}")
-        return self._data(
-            "POST", "/api/consents", authenticated=True, json_body={"owner": owner, "agent": agent}
-        )
+        return self._data("POST", "/api/consents", authenticated=True, json_body={"owner": owner, "agent": agent})
 
     def consent_approve(
         self, link_or_id: str, *, wait: bool = True, progress: ProgressCallback | None = None

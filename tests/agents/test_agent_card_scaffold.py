@@ -32,9 +32,7 @@ def test_bare_scaffold_lists_every_service_with_placeholders():
 
 
 def test_did_service_endpoint_is_the_agent_did():
-    card = scaffold_card(
-        name="Echo", description="Echoes", image="https://img.example/e.png", did=DID, x402=True
-    )
+    card = scaffold_card(name="Echo", description="Echoes", image="https://img.example/e.png", did=DID, x402=True)
     did_service = next(service for service in card["services"] if service["name"] == "DID")
     assert did_service["endpoint"] == DID
     assert card["x402Support"] is True

@@ -102,9 +102,7 @@ def test_generated_keys_sign_and_recover():
     signature = ethereum.sign_personal_message("hello tessera", key)
     raw = bytes.fromhex(signature[2:])
     assert int.from_bytes(raw[32:64], "big") <= ethereum.SECP256K1_ORDER // 2
-    assert ethereum.recover_personal_signer("hello tessera", signature) == ethereum.address_from_private_key(
-        key
-    )
+    assert ethereum.recover_personal_signer("hello tessera", signature) == ethereum.address_from_private_key(key)
 
 
 @pytest.mark.parametrize("key", ["0x12", "0x" + "00" * 32, "0x" + "ff" * 32, "not a key"])
