@@ -1,0 +1,365 @@
+"""The verification engine bound to the application's configuration.
+
+`current_engine()` builds (once per process and configuration) the offline JSON-LD loader, the
+DID resolver (did:key, SSRF-guarded did:web, the network's own DIDs) and the fetcher of foreign
+status lists, and `CredentialEngine.verify` runs `verify_credential` with a Bitstring Status
+List checker. The service's own lists are read through a callback (the database), foreign lists
+over HTTPS with the same guard as did:web, verified, and cached for their `ttl`.
+
+Settings (application config, else environment): `JSONLD_CONTEXTS_DIR`, `DID_WEB_ALLOW_HOSTS`
+and `STATUS_LIST_ALLOW_HOSTS` (comma-separated `host:port` that may be private; such hosts may
+also be reached over plain http, for tests), `OUTBOUND_CA_BUNDLE`, `CANONICALIZATION_TIME_LIMIT`,
+`STATUS_LIST_CACHE_MAX_SECONDS`, `DID_METHOD`.
+"""
+
+from __future__ import annotations
+
+import base64
+import binascii
+import gzip
+import json
+import os
+import threading
+import time
+import zlib
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from datetime import datetime
+from pathlib import Path
+from typing import Any
+from urllib.parse import urlsplit
+
+import httpx
+from flask import current_app
+
+from app.credentials.cryptosuites.base import ProofCheckFailed
+from app.credentials.dids import DidResolver, DidWebResolver
+from app.credentials.dids.web import is_public_address, system_addresses
+from app.credentials.jsonld.canon import CanonicalizationLimits
+from app.credentials.jsonld.loader import DocumentLoader, make_document_loader
+from app.credentials.verifier import VerificationResult, verify_credential
+
+STATUS_ENTRY_TYPE = "BitstringStatusListEntry"
+STATUS_LIST_CREDENTIAL_TYPE = "BitstringStatusListCredential"
+STATUS_LIST_TYPE = "BitstringStatusList"
+MIN_STATUS_LIST_BITS = 131_072
+MAX_STATUS_LIST_BITS = 16 * 1024 * 1024 * 8
+STATUS_PURPOSES = {"revocation": "revoked", "suspension": "suspended"}
+
+# local_bit(list_url, index, purpose): True/False for a list the service hosts, None otherwise.
+LocalStatusBit = Callable[[str, int, str], "bool | None"]
+
+
+def setting(name: str, default: Any = None) -> Any:
+    """A setting from the application config, else the environment, else `default`."""
+    value = current_app.config.get(name)
+    if value is None or value == "":
+        value = os.environ.get(name)
+    return default if value is None or value == "" else value
+
+
+def _host_list(value: Any) -> frozenset[str]:
+    if isinstance(value, list | tuple | set | frozenset):
+        return frozenset(str(item).strip().lower() for item in value if str(item).strip())
+    return frozenset(item.strip().lower() for item in str(value or "").split(",") if item.strip())
+
+
+def _parse_status_index(value: Any) -> int:
+    if isinstance(value, str) and value.isdigit() and len(value) <= 10:
+        return int(value)
+    raise ProofCheckFailed("status_check_failed", "statusListIndex must be a non-negative integer in a string")
+
+
+def decode_encoded_list(encoded: Any) -> bytes:
+    """The bitstring of an `encodedList` (multibase base64url of GZIP); raises `status_check_failed`."""
+    if not isinstance(encoded, str) or not encoded.startswith("u") or len(encoded) > 4 * 1024 * 1024:
+        raise ProofCheckFailed("status_check_failed", "encodedList must be a multibase base64url (u) string")
+    body = encoded[1:]
+    try:
+        compressed = base64.urlsafe_b64decode(body + "=" * (-len(body) % 4))
+    except (binascii.Error, ValueError):
+        raise ProofCheckFailed("status_check_failed", "encodedList is not base64url") from None
+    try:
+        inflater = zlib.decompressobj(wbits=16 + zlib.MAX_WBITS)
+        bits = inflater.decompress(compressed, MAX_STATUS_LIST_BITS // 8 + 1)
+    except zlib.error:
+        raise ProofCheckFailed("status_check_failed", "encodedList is not GZIP data") from None
+    if len(bits) > MAX_STATUS_LIST_BITS // 8 or inflater.unconsumed_tail:
+        raise ProofCheckFailed("status_check_failed", "the status list is too large")
+    if len(bits) * 8 < MIN_STATUS_LIST_BITS:
+        raise ProofCheckFailed("status_check_failed", f"the status list has fewer than {MIN_STATUS_LIST_BITS} bits")
+    return bits
+
+
+def encode_bitstring(bits: bytes) -> str:
+    """`encodedList` of a bitstring: GZIP, then multibase base64url without padding."""
+    compressed = gzip.compress(bits, compresslevel=9, mtime=0)
+    return "u" + base64.urlsafe_b64encode(compressed).rstrip(b"=").decode("ascii")
+
+
+def bit_is_set(bits: bytes, index: int) -> bool:
+    """Bit `index` of a bitstring, index 0 being the left-most (most significant) bit."""
+    if index >= len(bits) * 8:
+        raise ProofCheckFailed("status_check_failed", f"statusListIndex {index} is outside the status list")
+    return bool(bits[index // 8] & (0x80 >> (index % 8)))
+
+
+@dataclass
+class RemoteStatusLists:
+    """Fetches, verifies and caches status list credentials hosted by others.
+
+    Only https URLs (plain http only for allow-listed test hosts); the host's addresses must all
+    be public unless `host:port` is allow-listed; the request goes to the checked address; no
+    redirects, no proxies, bounded time and size. A list is cached for its `ttl` (milliseconds,
+    capped at `max_cache_seconds`; `default_cache_seconds` when it has none).
+    """
+
+    allowed_private_hosts: frozenset[str] = field(default_factory=frozenset)
+    verify_tls: Any = True
+    connect_timeout: float = 3.0
+    read_timeout: float = 5.0
+    max_bytes: int = 2 * 1024 * 1024
+    default_cache_seconds: float = 300.0
+    max_cache_seconds: float = 3600.0
+    cache_size: int = 256
+    resolve_addresses: Callable[[str, int], list[str]] = system_addresses
+    _cache: dict[str, tuple[float, dict]] = field(default_factory=dict, init=False, repr=False)
+    _lock: threading.Lock = field(default_factory=threading.Lock, init=False, repr=False)
+
+    def status_list(self, url: str, verify: Callable[[dict], VerificationResult]) -> dict:
+        """The verified credential at `url` (cached); raises `ProofCheckFailed("status_check_failed")`."""
+        now = time.monotonic()
+        with self._lock:
+            cached = self._cache.get(url)
+            if cached is not None and cached[0] > now:
+                return cached[1]
+        credential = self._fetch_json(url)
+        result = verify(credential)
+        if not result.verified:
+            raise ProofCheckFailed(
+                "status_check_failed", f"the status list credential does not verify ({result.reason})"
+            )
+        subject = _status_list_subject(credential, url)
+        seconds = self.default_cache_seconds
+        ttl = subject.get("ttl")
+        if isinstance(ttl, int) and not isinstance(ttl, bool) and ttl >= 0:
+            seconds = min(ttl / 1000.0, self.max_cache_seconds)
+        with self._lock:
+            if len(self._cache) >= self.cache_size:
+                self._cache.clear()
+            self._cache[url] = (now + seconds, credential)
+        return credential
+
+    def _fetch_json(self, url: str) -> dict:
+        parts = urlsplit(url)
+        host = (parts.hostname or "").lower()
+        try:
+            port = parts.port or (443 if parts.scheme == "https" else 80)
+        except ValueError:
+            raise ProofCheckFailed("status_check_failed", "statusListCredential has an invalid port") from None
+        allowed = f"{host}:{port}" in self.allowed_private_hosts
+        if parts.scheme != "https" and not (parts.scheme == "http" and allowed):
+            raise ProofCheckFailed("status_check_failed", "statusListCredential must be an https URL")
+        if not host or parts.username or parts.password:
+            raise ProofCheckFailed("status_check_failed", "statusListCredential has no valid host")
+        try:
+            addresses = self.resolve_addresses(host, port)
+        except (OSError, UnicodeError) as error:
+            raise ProofCheckFailed("status_check_failed", f"cannot resolve {host}: {error}") from None
+        if not addresses:
+            raise ProofCheckFailed("status_check_failed", f"{host} has no address")
+        refused = [address for address in addresses if not is_public_address(address)]
+        if refused and not allowed:
+            raise ProofCheckFailed(
+                "status_check_failed",
+                f"status list host {host} resolves to a non-public address ({refused[0]}); refused",
+            )
+        path = parts.path or "/"
+        if parts.query:
+            path += "?" + parts.query
+        body = self._download(parts.scheme, host, port, path, addresses[0], url)
+        try:
+            document = json.loads(body)
+        except (UnicodeDecodeError, ValueError):
+            raise ProofCheckFailed("status_check_failed", "the status list credential is not JSON") from None
+        if not isinstance(document, dict):
+            raise ProofCheckFailed("status_check_failed", "the status list credential is not a JSON object")
+        return document
+
+    def _download(self, scheme: str, host: str, port: int, path: str, address: str, url: str) -> bytes:
+        literal = f"[{address}]" if ":" in address else address
+        pinned = f"{scheme}://{literal}:{port}{path}"
+        default_port = 443 if scheme == "https" else 80
+        headers = {
+            "Host": host if port == default_port else f"{host}:{port}",
+            "Accept": "application/vc+ld+json, application/vc, application/json",
+        }
+        timeout = httpx.Timeout(self.read_timeout, connect=self.connect_timeout)
+        deadline = time.monotonic() + self.connect_timeout + self.read_timeout
+        try:
+            client = httpx.Client(timeout=timeout, verify=self.verify_tls, follow_redirects=False, trust_env=False)
+            with client:
+                extensions = {"sni_hostname": host} if scheme == "https" else {}
+                with client.stream("GET", pinned, headers=headers, extensions=extensions) as response:
+                    if response.status_code != 200:
+                        raise ProofCheckFailed("status_check_failed", f"{url} answered HTTP {response.status_code}")
+                    body = bytearray()
+                    for chunk in response.iter_bytes():
+                        body.extend(chunk)
+                        if len(body) > self.max_bytes:
+                            raise ProofCheckFailed("status_check_failed", f"{url} exceeds {self.max_bytes} bytes")
+                        if time.monotonic() > deadline:
+                            raise ProofCheckFailed("status_check_failed", f"{url} took too long")
+                    return bytes(body)
+        except httpx.HTTPError as error:
+            raise ProofCheckFailed("status_check_failed", f"fetching {url}: {type(error).__name__}") from None
+
+
+def _status_list_subject(credential: dict, url: str) -> dict:
+    types = credential.get("type")
+    types = types if isinstance(types, list) else [types]
+    if STATUS_LIST_CREDENTIAL_TYPE not in types:
+        raise ProofCheckFailed("status_check_failed", f"{url} is not a {STATUS_LIST_CREDENTIAL_TYPE}")
+    if "id" in credential and credential["id"] != url:
+        raise ProofCheckFailed("status_check_failed", f"the status list credential's id is not {url}")
+    subject = credential.get("credentialSubject")
+    if not isinstance(subject, dict) or subject.get("type") != STATUS_LIST_TYPE:
+        raise ProofCheckFailed("status_check_failed", f"the status list's subject is not a {STATUS_LIST_TYPE}")
+    size = subject.get("statusSize", 1)
+    if size not in (1, "1"):
+        raise ProofCheckFailed("status_check_failed", "only statusSize 1 is supported")
+    return subject
+
+
+def _subject_purposes(subject: dict) -> list[str]:
+    purpose = subject.get("statusPurpose")
+    return purpose if isinstance(purpose, list) else [purpose]
+
+
+@dataclass
+class CredentialEngine:
+    """Everything verification needs, shared by every verification in this process."""
+
+    loader: DocumentLoader
+    resolver: DidResolver
+    remote_lists: RemoteStatusLists
+    limits: CanonicalizationLimits
+
+    def verify(
+        self,
+        vc: Any,
+        *,
+        local_bit: LocalStatusBit | None = None,
+        check_status: bool = True,
+        now: datetime | None = None,
+        proof_purpose: str = "assertionMethod",
+    ) -> VerificationResult:
+        """Verify `vc` completely; never raises for bad input (see `verify_credential`).
+
+        When the issuer is a DID the proof keys must belong to it. An issuer that is not a DID
+        cannot authorise keys: the keys are then checked against their own DIDs and the result
+        carries the warning `issuer_not_bound`.
+        """
+        issuer = vc.get("issuer") if isinstance(vc, dict) else None
+        issuer_id = issuer.get("id") if isinstance(issuer, dict) else issuer
+        issuer_is_did = isinstance(issuer_id, str) and issuer_id.startswith("did:")
+        checker = (lambda credential: self.credential_status(credential, local_bit)) if check_status else None
+        result = verify_credential(
+            vc,
+            resolver=self.resolver,
+            loader=self.loader,
+            status_checker=checker,
+            now=now,
+            limits=self.limits,
+            proof_purpose=proof_purpose,
+            issuer_must_control_keys=issuer_is_did,
+        )
+        if not issuer_is_did and "proof" in result.checks:
+            result.warnings.append(
+                {
+                    "code": "issuer_not_bound",
+                    "detail": "the issuer is not a DID, so the proof keys were checked against their own DIDs only",
+                }
+            )
+        return result
+
+    def credential_status(self, vc: dict, local_bit: LocalStatusBit | None) -> str | None:
+        """"revoked", "suspended" or None for the vc's Bitstring Status List entries.
+
+        Raises `ProofCheckFailed("status_check_failed")` when an entry cannot be checked.
+        """
+        entries = vc.get("credentialStatus")
+        entries = entries if isinstance(entries, list) else [entries]
+        found: set[str] = set()
+        for entry in entries:
+            if not isinstance(entry, dict) or entry.get("type") != STATUS_ENTRY_TYPE:
+                raise ProofCheckFailed("status_check_failed", f"credentialStatus entries must be {STATUS_ENTRY_TYPE}")
+            purpose = entry.get("statusPurpose")
+            if purpose not in STATUS_PURPOSES:
+                raise ProofCheckFailed("status_check_failed", f"status purpose {str(purpose)[:40]!r} is not supported")
+            index = _parse_status_index(entry.get("statusListIndex"))
+            url = entry.get("statusListCredential")
+            if not isinstance(url, str) or not url:
+                raise ProofCheckFailed("status_check_failed", "statusListCredential must be a URL")
+            is_set = local_bit(url, index, purpose) if local_bit is not None else None
+            if is_set is None:
+                is_set = self._remote_bit(url, index, purpose)
+            if is_set:
+                found.add(STATUS_PURPOSES[purpose])
+        for status in ("revoked", "suspended"):
+            if status in found:
+                return status
+        return None
+
+    def _remote_bit(self, url: str, index: int, purpose: str) -> bool:
+        credential = self.remote_lists.status_list(url, lambda document: self.verify(document, check_status=False))
+        subject = _status_list_subject(credential, url)
+        if purpose not in _subject_purposes(subject):
+            raise ProofCheckFailed("status_check_failed", f"the status list at {url} is not for {purpose}")
+        return bit_is_set(decode_encoded_list(subject.get("encodedList")), index)
+
+
+def _network_documents(did_method: str) -> Callable[[str], dict | None]:
+    prefix = f"did:{did_method}:"
+
+    def lookup(did: str) -> dict | None:
+        if not did.startswith(prefix):
+            return None
+        from app.agents.service import resolve_network_did
+
+        return resolve_network_did(did)
+
+    return lookup
+
+
+_engines: dict[tuple, CredentialEngine] = {}
+_engines_lock = threading.Lock()
+
+
+def current_engine() -> CredentialEngine:
+    """The engine for the current application's settings (built once per process)."""
+    contexts_dir = setting("JSONLD_CONTEXTS_DIR")
+    did_web_hosts = _host_list(setting("DID_WEB_ALLOW_HOSTS", ""))
+    status_hosts = _host_list(setting("STATUS_LIST_ALLOW_HOSTS", "")) | did_web_hosts
+    ca_bundle = setting("OUTBOUND_CA_BUNDLE")
+    time_limit = float(setting("CANONICALIZATION_TIME_LIMIT", 2.0))
+    cache_seconds = float(setting("STATUS_LIST_CACHE_MAX_SECONDS", 3600))
+    did_method = setting("DID_METHOD", "tessera")
+    key = (contexts_dir, did_web_hosts, status_hosts, ca_bundle, time_limit, cache_seconds, did_method)
+    with _engines_lock:
+        engine = _engines.get(key)
+        if engine is None:
+            verify_tls: Any = ca_bundle or True
+            engine = CredentialEngine(
+                loader=make_document_loader(Path(contexts_dir) if contexts_dir else None),
+                resolver=DidResolver(
+                    local_documents=_network_documents(did_method),
+                    web=DidWebResolver(allowed_private_hosts=did_web_hosts, verify=verify_tls),
+                ),
+                remote_lists=RemoteStatusLists(
+                    allowed_private_hosts=status_hosts, verify_tls=verify_tls, max_cache_seconds=cache_seconds
+                ),
+                limits=CanonicalizationLimits(time_limit=time_limit),
+            )
+            _engines[key] = engine
+        return engine

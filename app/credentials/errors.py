@@ -1,0 +1,29 @@
+"""Problems the credentials feature answers with."""
+
+from __future__ import annotations
+
+from app.errors import Conflict, NotFound, ValidationFailed
+
+
+class CredentialInvalid(ValidationFailed):
+    code, title = "credential_invalid", "The verifiable credential is malformed"
+
+
+class SubjectUnknown(ValidationFailed):
+    code, title = "credential_subject_unknown", "The credential subject is not a user of this client"
+
+
+class CredentialNotFound(NotFound):
+    code, title = "credential_not_found", "Credential not found"
+
+
+class StatusEntryNotFound(NotFound):
+    code, title = "status_entry_not_found", "Status entry not found"
+
+
+class StatusListNotFound(NotFound):
+    code, title = "status_list_not_found", "Status list not found"
+
+
+class StatusTransitionRefused(Conflict):
+    code, title = "status_transition_refused", "This status change is not possible"

@@ -1,0 +1,163 @@
+"""HTTP surface of verifiable credentials: store, read, verify, status entries and lists."""
+
+from __future__ import annotations
+
+import hashlib
+from collections.abc import Callable
+from functools import wraps
+from typing import Any
+
+from flask import Response, current_app, request, url_for
+from flask_smorest import Blueprint
+
+from app.credentials import service
+from app.credentials.engine import setting
+from app.credentials.schemas import (
+    CredentialRecordEnvelope,
+    CredentialVerifyIn,
+    CredentialVerifyOut,
+    StatusEntryEnvelope,
+    StatusEntryIn,
+    StatusEntryPatch,
+    StoreCredentialIn,
+    StoredCredentialEnvelope,
+)
+from app.http import problem_doc
+from app.idempotency.service import idempotent
+from app.tenancy.auth import api_token_required, current_caller
+
+blp = Blueprint(
+    "credentials", __name__, description="Verifiable credentials: store, verify, Bitstring Status Lists"
+)
+
+STATUS_LIST_MIMETYPE = "application/vc+ld+json"
+
+
+def _json_text(text: str, status: int, headers: dict[str, str] | None = None) -> Response:
+    return current_app.response_class(text, status=status, mimetype="application/json", headers=headers or {})
+
+
+def _token_unless_open(view: Callable) -> Callable:
+    """Require an API token unless `VC_VERIFY_OPEN` opens the endpoint (conformance test suites)."""
+    protected = api_token_required(view)
+
+    @wraps(view)
+    def wrapper(*args: Any, **kwargs: Any) -> Any:
+        if str(setting("VC_VERIFY_OPEN", "")).strip().lower() in {"1", "true", "yes", "on"}:
+            return view(*args, **kwargs)
+        return protected(*args, **kwargs)
+
+    return problem_doc(401)(Blueprint.doc(security=[{"ApiToken": []}, {}])(wrapper))
+
+
+@blp.route("/v1/vc/issuer/store", methods=["POST"])
+@api_token_required(subclient=True)
+@idempotent
+@blp.arguments(StoreCredentialIn)
+@blp.response(201, StoredCredentialEnvelope, headers={"Location": {"schema": {"type": "string"}}})
+@blp.alt_response(200, schema=StoredCredentialEnvelope, description="The same credential was already stored.")
+@problem_doc(415, 422)
+def store_credential(_args: dict):
+    """Store a signed credential for a user of your tree; its proofs are then checked by a job.
+
+    `vc` is stored and answered byte for byte as sent. `cid` is the CIDv1 of its RFC 8785 form;
+    storing the same credential again answers 200 with the same record. Follow the record at
+    `GET /v1/vc/issuer/credentials/{cid}` for `verification`.
+    """
+    vc, vc_text = service.read_member_text(request.get_data(cache=True), "vc")
+    record, created = service.store_credential(current_caller(), vc, vc_text)
+    location = url_for("credentials.get_credential", cid=record.cid)
+    return _json_text(service.stored_credential_json(record), 201 if created else 200, {"Location": location})
+
+
+@blp.route("/v1/vc/issuer/credentials/<string:cid>", methods=["GET"])
+@api_token_required(subclient=True)
+@blp.response(200, CredentialRecordEnvelope)
+@problem_doc(404)
+def get_credential(cid: str):
+    """Read a stored credential and its verification state (pending, verified or failed)."""
+    record = service.require_credential(current_caller(), cid)
+    return _json_text(service.stored_credential_json(record, with_record=True), 200)
+
+
+def _verify(args: dict):
+    result = service.verify_submitted(args["verifiableCredential"], args["options"])
+    return result.as_dict(), (200 if result.verified else 400)
+
+
+@blp.route("/v1/vc/verify", methods=["POST"])
+@api_token_required
+@blp.arguments(CredentialVerifyIn)
+@blp.response(200, CredentialVerifyOut)
+@blp.alt_response(400, schema=CredentialVerifyOut, description="Not verified; `errors` says why.")
+@problem_doc(415, 422)
+def verify_credential(args: dict):
+    """Verify a credential at once (W3C VC API); stores nothing.
+
+    Answers 200 when verified and 400 with the same body when not. `options.expectedProofPurpose`
+    selects the proof purpose (default assertionMethod).
+    """
+    return _verify(args)
+
+
+@blp.route("/credentials/verify", methods=["POST"])
+@_token_unless_open
+@blp.arguments(CredentialVerifyIn)
+@blp.response(200, CredentialVerifyOut)
+@blp.alt_response(400, schema=CredentialVerifyOut, description="Not verified; `errors` says why.")
+@problem_doc(415, 422)
+def verify_credential_vc_api(args: dict):
+    """The W3C VC API path of `POST /v1/vc/verify`; open without a token when `VC_VERIFY_OPEN` is set."""
+    return _verify(args)
+
+
+@blp.route("/v1/vc/issuer/status_entries", methods=["POST"])
+@api_token_required(subclient=True)
+@idempotent
+@blp.arguments(StatusEntryIn)
+@blp.response(201, StatusEntryEnvelope)
+@problem_doc(415, 422)
+def create_status_entry(args: dict):
+    """Allocate a Bitstring Status List entry to put in `credentialStatus` before signing."""
+    return {"data": service.allocate_status_entry(current_caller(), args["statusPurpose"])}
+
+
+@blp.route("/v1/vc/issuer/status_entries/<string:entry_id>", methods=["GET"])
+@api_token_required(subclient=True)
+@blp.response(200, StatusEntryEnvelope)
+@problem_doc(404)
+def get_status_entry(entry_id: str):
+    """Read a status entry of your tree."""
+    return {"data": service.status_entry(current_caller(), entry_id)}
+
+
+@blp.route("/v1/vc/issuer/status_entries/<string:entry_id>", methods=["PATCH"])
+@api_token_required(subclient=True)
+@blp.arguments(StatusEntryPatch)
+@blp.response(200, StatusEntryEnvelope)
+@problem_doc(404, 409, 415, 422)
+def update_status_entry(args: dict, entry_id: str):
+    """Revoke (final), suspend or reinstate an entry; its list is re-signed at once.
+
+    Stored credentials that use the entry are verified again.
+    """
+    return {"data": service.change_status_entry(current_caller(), entry_id, args["status"])}
+
+
+@blp.route("/status/lists/<string:list_id>", methods=["GET"])
+@blp.doc(
+    responses={
+        "200": {
+            "description": "The signed BitstringStatusListCredential.",
+            "content": {STATUS_LIST_MIMETYPE: {"schema": {"type": "object"}}},
+        }
+    }
+)
+@problem_doc(404)
+def get_status_list(list_id: str):
+    """A status list credential the service hosts (public; cache it for `ttl`)."""
+    text, ttl = service.status_list_credential(list_id)
+    response = current_app.response_class(text, status=200, mimetype=STATUS_LIST_MIMETYPE)
+    response.headers["Cache-Control"] = f"public, max-age={ttl}"
+    response.set_etag(hashlib.sha256(text.encode("utf-8")).hexdigest()[:32])
+    return response.make_conditional(request)

@@ -1,0 +1,172 @@
+"""Request and response shapes of the credentials API, and the shape rules of a stored vc."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import marshmallow as ma
+from marshmallow import ValidationError, validates_schema
+
+from app.credentials.cryptosuites.data_integrity import parse_datetime
+from app.credentials.models import ACTIVE, REVOCATION, REVOKED, SUSPENDED, SUSPENSION
+
+CREDENTIALS_V2 = "https://www.w3.org/ns/credentials/v2"
+REQUIRED_PROOF_MEMBERS = ("type", "cryptosuite", "proofPurpose", "verificationMethod", "proofValue")
+
+
+def _is_did(value: Any) -> bool:
+    if not isinstance(value, str) or len(value) > 2048:
+        return False
+    parts = value.split(":", 2)
+    return len(parts) == 3 and parts[0] == "did" and bool(parts[1]) and bool(parts[2])
+
+
+def vc_shape_errors(vc: Any) -> dict[str, list[str]]:
+    """Every shape problem of a vc to store, as `{"vc.<member>": [message]}` (empty when fine).
+
+    The rules of design section 8: `@context` starts with the credentials v2 context, `type`
+    holds VerifiableCredential and a kind, `issuer` is a DID, `validFrom`/`validUntil` are ISO
+    8601 (`validUntil` may be ""), `credentialSubject.id` is a DID, and every proof names its
+    type, cryptosuite, purpose, verification method and value.
+    """
+    if not isinstance(vc, dict):
+        return {"vc": ["Must be a JSON object."]}
+    errors: dict[str, list[str]] = {}
+
+    def problem(member: str, message: str) -> None:
+        errors.setdefault(f"vc.{member}", []).append(message)
+
+    context = vc.get("@context")
+    if not isinstance(context, list) or not context or context[0] != CREDENTIALS_V2:
+        problem("@context", f"Must be an array starting with {CREDENTIALS_V2}.")
+    elif not all(isinstance(entry, str | dict) for entry in context):
+        problem("@context", "Entries must be URLs or context objects.")
+    if "id" in vc and (not isinstance(vc["id"], str) or ":" not in vc["id"]):
+        problem("id", "Must be a URL or URN.")
+    types = vc.get("type")
+    if not isinstance(types, list) or not all(isinstance(entry, str) for entry in types):
+        problem("type", "Must be an array of strings.")
+    elif "VerifiableCredential" not in types or len(set(types)) < 2:
+        problem("type", "Must contain VerifiableCredential and the credential's kind.")
+    issuer = vc.get("issuer")
+    issuer_id = issuer.get("id") if isinstance(issuer, dict) else issuer
+    if not _is_did(issuer_id):
+        problem("issuer", "Must be a DID (or an object whose id is a DID).")
+    if "validFrom" in vc and parse_datetime(vc["validFrom"], require_offset=False) is None:
+        problem("validFrom", "Must be an ISO 8601 date-time.")
+    if "validUntil" in vc and vc["validUntil"] != "" and parse_datetime(vc["validUntil"], require_offset=False) is None:
+        problem("validUntil", "Must be an ISO 8601 date-time or an empty string.")
+    subject = vc.get("credentialSubject")
+    if not isinstance(subject, dict):
+        problem("credentialSubject", "Must be an object.")
+    elif not _is_did(subject.get("id")):
+        problem("credentialSubject.id", "Must be the DID of a user.")
+    _proof_errors(vc.get("proof"), problem)
+    return errors
+
+
+def _proof_errors(proof: Any, problem) -> None:
+    if isinstance(proof, list) and proof:
+        proofs = list(enumerate(proof))
+    elif isinstance(proof, dict):
+        proofs = [(None, proof)]
+    else:
+        problem("proof", "Must be an object (or a non-empty array of them).")
+        return
+    for index, item in proofs:
+        prefix = "proof" if index is None else f"proof.{index}"
+        if not isinstance(item, dict):
+            problem(prefix, "Must be an object.")
+            continue
+        for member in REQUIRED_PROOF_MEMBERS:
+            if not isinstance(item.get(member), str) or not item[member]:
+                problem(f"{prefix}.{member}", "Required: a non-empty string.")
+
+
+class StoreCredentialIn(ma.Schema):
+    """`{vc}`: a signed verifiable credential (spec 2.3); stored exactly as sent."""
+
+    vc = ma.fields.Dict(required=True, metadata={"description": "The verifiable credential, with its proof."})
+
+    class Meta:
+        unknown = ma.RAISE
+
+    @validates_schema
+    def _check_vc(self, data: dict, **_kwargs: Any) -> None:
+        errors = vc_shape_errors(data.get("vc"))
+        if errors:
+            raise ValidationError(errors)
+
+
+class VerificationOut(ma.Schema):
+    state = ma.fields.String(metadata={"enum": ["pending", "verified", "failed"]})
+    reason = ma.fields.String(allow_none=True, metadata={"description": "Code of the first failure."})
+    errors = ma.fields.List(ma.fields.Dict(), metadata={"description": "Every failure as {code, detail}."})
+    checked_at = ma.fields.String(allow_none=True)
+
+
+class StoredCredentialOut(ma.Schema):
+    cid = ma.fields.String(metadata={"description": "CIDv1 (base32, sha2-256) of the RFC 8785 form of vc."})
+    vc = ma.fields.Dict(metadata={"description": "The credential byte for byte as stored."})
+
+
+class StoredCredentialEnvelope(ma.Schema):
+    data = ma.fields.Nested(StoredCredentialOut)
+
+
+class CredentialRecordOut(StoredCredentialOut):
+    verification = ma.fields.Nested(VerificationOut)
+    created_at = ma.fields.String()
+
+
+class CredentialRecordEnvelope(ma.Schema):
+    data = ma.fields.Nested(CredentialRecordOut)
+
+
+class CredentialListEnvelope(ma.Schema):
+    data = ma.fields.List(ma.fields.Dict(), metadata={"description": "Verified credentials, newest first."})
+
+
+class CredentialVerifyIn(ma.Schema):
+    """The W3C VC API verify request."""
+
+    verifiableCredential = ma.fields.Raw(required=True)  # noqa: N815 (wire name)
+    options = ma.fields.Dict(load_default=dict)
+
+    class Meta:
+        unknown = ma.EXCLUDE
+
+
+class CredentialVerifyOut(ma.Schema):
+    verified = ma.fields.Boolean()
+    checks = ma.fields.List(ma.fields.String())
+    warnings = ma.fields.List(ma.fields.Dict())
+    errors = ma.fields.List(ma.fields.Dict())
+
+
+class StatusEntryIn(ma.Schema):
+    statusPurpose = ma.fields.String(  # noqa: N815 (wire name)
+        required=True, validate=ma.validate.OneOf([REVOCATION, SUSPENSION])
+    )
+
+
+class StatusEntryPatch(ma.Schema):
+    status = ma.fields.String(
+        required=True,
+        validate=ma.validate.OneOf([ACTIVE, REVOKED, SUSPENDED]),
+        metadata={"description": "revoked (revocation entries, final) or suspended/active (suspension entries)."},
+    )
+
+
+class StatusEntryOut(ma.Schema):
+    id = ma.fields.String()
+    status = ma.fields.String()
+    credentialStatus = ma.fields.Dict(  # noqa: N815 (wire name)
+        metadata={"description": "The BitstringStatusListEntry to put in the credential before signing."}
+    )
+    created_at = ma.fields.String()
+    updated_at = ma.fields.String()
+
+
+class StatusEntryEnvelope(ma.Schema):
+    data = ma.fields.Nested(StatusEntryOut)

@@ -1,0 +1,274 @@
+"""Use cases of verifiable credentials: store, read, verify (job and on demand), list for a user.
+
+A stored credential is kept as the exact JSON text the client sent and answered with that text,
+so the signed document is never re-serialised. Functions flush, never commit.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from typing import Any
+
+import rfc8785
+from sqlalchemy import select
+from sqlalchemy.exc import IntegrityError
+
+from app.credentials import status_lists
+from app.credentials.engine import current_engine
+from app.credentials.errors import CredentialInvalid, CredentialNotFound, SubjectUnknown
+from app.credentials.models import FAILED, PENDING, VERIFIED, CredentialStatusLink, StoredCredential
+from app.credentials.multiformats import cid_for
+from app.credentials.schemas import vc_shape_errors
+from app.credentials.verifier import VerificationResult
+from app.db import isoformat, utcnow
+from app.extensions import db
+from app.jobs.models import Job
+from app.jobs.service import enqueue_job
+from app.tenancy.auth import Caller
+from app.tenancy.service import subtree_client_ids
+
+VERIFY_JOB = "credentials.verify"
+_WHITESPACE = re.compile(r"[ \t\n\r]*")
+
+
+class _DuplicateMember(ValueError):
+    pass
+
+
+def _refuse_duplicates(pairs: list[tuple[str, Any]]) -> dict:
+    members: dict = {}
+    for name, value in pairs:
+        if name in members:
+            raise _DuplicateMember(f"member {name[:60]!r} appears twice")
+        members[name] = value
+    return members
+
+
+def _refuse_constant(name: str) -> None:
+    raise ValueError(f"{name} is not a JSON number")
+
+
+_DECODER = json.JSONDecoder(object_pairs_hook=_refuse_duplicates, parse_constant=_refuse_constant)
+
+
+def read_member_text(body: bytes, member: str) -> tuple[Any, str]:
+    """(parsed value, exact JSON text) of a top-level member of a JSON object body.
+
+    Duplicate member names (anywhere) and NaN/Infinity are refused: a signature must cover one
+    unambiguous document. Raises `CredentialInvalid` (422) naming the member.
+    """
+    try:
+        text = body.decode("utf-8")
+        position = _WHITESPACE.match(text, 0).end()
+        if text[position : position + 1] != "{":
+            raise ValueError("the body must be a JSON object")
+        position = _WHITESPACE.match(text, position + 1).end()
+        found: dict[str, tuple[Any, str]] = {}
+        while text[position : position + 1] != "}":
+            name, position = _DECODER.raw_decode(text, position)
+            if not isinstance(name, str) or name in found:
+                raise _DuplicateMember("duplicate or invalid member name")
+            position = _WHITESPACE.match(text, position).end()
+            if text[position : position + 1] != ":":
+                raise ValueError("expected ':'")
+            start = _WHITESPACE.match(text, position + 1).end()
+            value, end = _DECODER.raw_decode(text, start)
+            found[name] = (value, text[start:end])
+            position = _WHITESPACE.match(text, end).end()
+            if text[position : position + 1] == ",":
+                position = _WHITESPACE.match(text, position + 1).end()
+            elif text[position : position + 1] != "}":
+                raise ValueError("expected ',' or '}'")
+    except (UnicodeDecodeError, ValueError) as error:
+        raise CredentialInvalid(errors={member: [f"Not acceptable JSON: {error}"]}) from None
+    if member not in found:
+        raise CredentialInvalid(errors={member: ["Missing data for required field."]})
+    return found[member]
+
+
+def content_id(vc: dict) -> str:
+    """CIDv1 (base32, json codec, sha2-256) of the RFC 8785 canonical JSON of `vc`."""
+    try:
+        canonical = rfc8785.dumps(vc)
+    except (rfc8785.CanonicalizationError, TypeError, ValueError) as error:
+        raise CredentialInvalid(errors={"vc": [f"Cannot be canonicalised (RFC 8785): {error}"]}) from None
+    return cid_for(canonical)
+
+
+def store_credential(caller: Caller, vc: dict, vc_text: str) -> tuple[StoredCredential, bool]:
+    """Store a signed vc for a user of the caller's subtree and start its verification.
+
+    `vc_text` is the exact JSON text of `vc` as received. Returns (record, created): storing the
+    same vc again in the same client returns the first record. Raises `CredentialInvalid` or
+    `SubjectUnknown` (422) and stores nothing then.
+    """
+    errors = vc_shape_errors(vc)
+    if errors:
+        raise CredentialInvalid(errors=errors)
+    cid = content_id(vc)
+    user = _require_subject(caller, vc["credentialSubject"]["id"])
+    existing = _find_record(caller.acting_client_id, cid)
+    if existing is not None:
+        return existing, False
+    record = StoredCredential(
+        cid=cid,
+        client_id=caller.acting_client_id,
+        user_id=user.id,
+        subject_did=user.did,
+        vc_json=vc_text,
+        verification_state=PENDING,
+        created_at=utcnow(),
+    )
+    try:
+        with db.session.begin_nested():
+            db.session.add(record)
+    except IntegrityError:  # the same vc stored concurrently by the same client
+        return _find_record(caller.acting_client_id, cid), False
+    for entry in status_lists.hosted_entries_of(vc):
+        db.session.add(CredentialStatusLink(credential_id=record.id, entry_id=entry.id))
+    record.job_id = _start_verification(record).id
+    return record, True
+
+
+def _require_subject(caller: Caller, did: str):
+    from app.users.service import find_user_by_did
+
+    user = find_user_by_did(did)
+    if user is None or user.client_id not in subtree_client_ids(caller.acting_path):
+        raise SubjectUnknown(
+            "credentialSubject.id is not the DID of a user of this client.",
+            errors={"vc.credentialSubject.id": ["Not the DID of a user of this client."]},
+        )
+    return user
+
+
+def _find_record(client_id: int, cid: str) -> StoredCredential | None:
+    statement = select(StoredCredential).where(StoredCredential.client_id == client_id, StoredCredential.cid == cid)
+    return db.session.execute(statement).scalar_one_or_none()
+
+
+def _start_verification(record: StoredCredential) -> Job:
+    return enqueue_job(VERIFY_JOB, {"credential_id": record.id, "cid": record.cid}, client_id=record.client_id)
+
+
+def require_credential(caller: Caller, cid: str) -> StoredCredential:
+    """The record of `cid` stored by a client of the caller's subtree; `CredentialNotFound` otherwise.
+
+    The caller's own client's record is preferred when several of its sub-clients stored it.
+    """
+    client_ids = subtree_client_ids(caller.acting_path)
+    statement = (
+        select(StoredCredential)
+        .where(StoredCredential.cid == cid, StoredCredential.client_id.in_(client_ids))
+        .order_by(StoredCredential.client_id != caller.acting_client_id, StoredCredential.id)
+        .limit(1)
+    )
+    record = db.session.execute(statement).scalar_one_or_none() if len(cid) <= 80 else None
+    if record is None:
+        raise CredentialNotFound("No such credential.")
+    return record
+
+
+def verification_view(record: StoredCredential) -> dict[str, Any]:
+    return {
+        "state": record.verification_state,
+        "reason": record.verification_reason,
+        "errors": record.verification_errors or [],
+        "checked_at": isoformat(record.checked_at),
+    }
+
+
+def stored_credential_json(record: StoredCredential, *, with_record: bool = False) -> str:
+    """`{"data": {cid, vc, ...}}` as JSON text with `vc` spliced in byte for byte."""
+    head = {"cid": record.cid}
+    tail = {}
+    if with_record:
+        tail = {
+            "verification": verification_view(record),
+            "created_at": isoformat(record.created_at),
+        }
+    text = '{"data":{"cid":' + json.dumps(head["cid"]) + ',"vc":' + record.vc_json
+    for name, value in tail.items():
+        text += "," + json.dumps(name) + ":" + json.dumps(value)
+    return text + "}}"
+
+
+def verify_stored_credential_from_job(job: Job) -> dict[str, Any]:
+    """Verify a stored credential and record the outcome (task body; the job owns the transaction).
+
+    The record is locked first, so concurrent checks of one credential (a store and a later
+    revocation) record their outcomes in order.
+    """
+    statement = (
+        select(StoredCredential).where(StoredCredential.id == job.payload.get("credential_id")).with_for_update()
+    )
+    record = db.session.execute(statement).scalar_one_or_none()
+    if record is None:
+        raise CredentialNotFound("The stored credential no longer exists.")
+    result = current_engine().verify(json.loads(record.vc_json), local_bit=status_lists.local_status_bit)
+    record.verification_state = VERIFIED if result.verified else FAILED
+    record.verification_reason = result.reason
+    record.verification_errors = result.errors
+    record.checked_at = utcnow()
+    return {"cid": record.cid, "state": record.verification_state, "reason": record.verification_reason}
+
+
+def recheck_credentials(credential_ids: list[int]) -> None:
+    """Mark these stored credentials pending and queue a fresh verification of each."""
+    for credential_id in credential_ids:
+        record = db.session.get(StoredCredential, credential_id)
+        if record is None:
+            continue
+        record.verification_state = PENDING
+        record.job_id = _start_verification(record).id
+
+
+def verify_submitted(vc: Any, options: dict | None = None) -> VerificationResult:
+    """Verify a credential on demand (VC API); stores nothing, never raises for bad input.
+
+    `options.expectedProofPurpose` selects the proof purpose (default assertionMethod).
+    """
+    purpose = (options or {}).get("expectedProofPurpose") or "assertionMethod"
+    if not isinstance(purpose, str):
+        purpose = "assertionMethod"
+    return current_engine().verify(vc, local_bit=status_lists.local_status_bit, proof_purpose=purpose)
+
+
+def user_credentials_json(user_id: int) -> str:
+    """`{"data": [vc, ...]}`: the user's verified credentials, newest first, each byte for byte."""
+    statement = (
+        select(StoredCredential.cid, StoredCredential.vc_json)
+        .where(StoredCredential.user_id == user_id, StoredCredential.verification_state == VERIFIED)
+        .order_by(StoredCredential.created_at.desc(), StoredCredential.id.desc())
+    )
+    seen: set[str] = set()
+    texts: list[str] = []
+    for cid, vc_json in db.session.execute(statement):
+        if cid not in seen:
+            seen.add(cid)
+            texts.append(vc_json)
+    return '{"data":[' + ",".join(texts) + "]}"
+
+
+def allocate_status_entry(caller: Caller, purpose: str) -> dict[str, Any]:
+    """A new status entry for the caller's acting client, as the API shows it."""
+    return status_lists.entry_view(status_lists.allocate_status_entry(caller.acting_client_id, purpose))
+
+
+def status_entry(caller: Caller, entry_id: str) -> dict[str, Any]:
+    """An entry owned by a client of the caller's subtree; `StatusEntryNotFound` otherwise."""
+    return status_lists.entry_view(status_lists.require_status_entry(entry_id, subtree_client_ids(caller.acting_path)))
+
+
+def change_status_entry(caller: Caller, entry_id: str, status: str) -> dict[str, Any]:
+    """Revoke, suspend or reinstate an entry; stored credentials using it are checked again."""
+    entry, linked = status_lists.set_entry_status(entry_id, subtree_client_ids(caller.acting_path), status)
+    recheck_credentials(linked)
+    return status_lists.entry_view(entry)
+
+
+def status_list_credential(list_id: str) -> tuple[str, int]:
+    """(signed list credential JSON text, cache lifetime in seconds) of a hosted list."""
+    text, _signed_at = status_lists.require_list_credential(list_id)
+    return text, status_lists.list_ttl_seconds()
