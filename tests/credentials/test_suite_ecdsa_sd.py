@@ -502,3 +502,25 @@ def test_label_map_factories():
     assert sorted(shuffled.values()) == ["b0", "b1", "b2"]
     ranked = sorted(hmac_labels, key=hmac_labels.get)
     assert [shuffled[label] for label in ranked] == ["b0", "b1", "b2"]
+
+
+@pytest.mark.parametrize("file", PROOF_FILES)
+def test_unlisted_context_and_undefined_term_fail_with_their_reasons(file, ctx, issuer_key):
+    document, proof = _secured("employ", file)
+    document["@context"] = [*document["@context"], "https://evil.example/context"]
+    assert _failure(document, proof, issuer_key, ctx).code == "context_not_allowed"
+    document, proof = _secured("employ", file)
+    document["undefinedTerm"] = "x"
+    assert _failure(document, proof, issuer_key, ctx).code == "undefined_term"
+
+
+def test_compaction_stops_at_the_work_limit(ctx):
+    from app.credentials.jsonld.canon import CanonicalizationLimits
+
+    document, _ = _secured("employ", "addSignedSDBase.json")
+    expanded = ctx.expand(document)
+    tight = SuiteContext(loader=ctx.loader, limits=CanonicalizationLimits(max_steps=3))
+    with pytest.raises(ProofCheckFailed) as caught:
+        sd._compact(expanded, document["@context"], tight)
+    assert caught.value.code == "canonicalization_limit"
+    assert sd._compact(expanded, document["@context"], ctx)["credentialSubject"]["givenName"] == "JOHN"

@@ -17,6 +17,7 @@ import hashlib
 import hmac
 import re
 import secrets
+import time
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -441,6 +442,21 @@ def deskolemize_nquads(nquads: Iterable[str]) -> list[str]:
     return [_SKOLEM_IRI.sub(lambda match: "_:" + match.group(1), line) for line in nquads]
 
 
+class _BoundedCompactor(JsonLdProcessor):
+    """pyld compaction that stops at the suite's time and work limits (`canonicalization_limit`)."""
+
+    def __init__(self, time_limit: float, max_steps: int) -> None:
+        super().__init__()
+        self._deadline = time.monotonic() + time_limit
+        self._steps_left = max_steps
+
+    def _compact(self, *args: Any, **kwargs: Any) -> Any:
+        self._steps_left -= 1
+        if self._steps_left < 0 or time.monotonic() > self._deadline:
+            raise ProofCheckFailed("canonicalization_limit", "JSON-LD compaction exceeds the work or time limit")
+        return super()._compact(*args, **kwargs)
+
+
 def _compact(expanded: list, context: Any, ctx: SuiteContext) -> dict:
     """JSON-LD compaction with the suite's loader (its processed-context cache and its lock)."""
     loader = ctx.loader
@@ -453,9 +469,10 @@ def _compact(expanded: list, context: Any, ctx: SuiteContext) -> dict:
         "graph": False,
         "skipExpansion": True,
     }
+    compactor = _BoundedCompactor(ctx.limits.time_limit, ctx.limits.max_steps)
     try:
         with loader.lock:
-            return JsonLdProcessor().compact(expanded, {"@context": context}, options)
+            return compactor.compact(expanded, {"@context": context}, options)
     except ProofCheckFailed:
         raise
     except (JsonLdError, RecursionError, ValueError, TypeError, KeyError) as error:
