@@ -576,3 +576,17 @@ def test_message_count_is_bounded(proof_case: dict, signature_case: dict, backen
     with pytest.raises(bbs.BbsInputError, match="supported maximum"):
         bbs.sign(case["sk"], case["pk"], case["header"], [b"m"] * too_many, case["suite"], backend)
     assert bbs.create_generators(0, case["suite"], backend) == []
+
+
+def test_missing_headers_mean_empty_but_messages_must_be_bytes(suite_dir: str, backend: bbs.CurveBackend) -> None:
+    suite = SUITES[suite_dir]
+    fixture = load(suite_dir, "signature/signature010")
+    assert fixture["header"] == ""
+    pk = bytes.fromhex(fixture["signerKeyPair"]["publicKey"])
+    signature = bytes.fromhex(fixture["signature"])
+    messages = hexes(fixture["messages"])
+    assert bbs.verify(pk, signature, None, messages, suite, backend) is True
+    with pytest.raises(bbs.BbsInputError, match=r"messages\[2\] must be bytes"):
+        bbs.verify(pk, signature, None, [*messages[:2], None, *messages[3:]], suite, backend)
+    with pytest.raises(bbs.BbsInputError, match=r"messages\[0\] must be bytes"):
+        bbs.verify(pk, signature, None, ["text, not bytes"], suite, backend)

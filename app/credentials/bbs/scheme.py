@@ -52,11 +52,14 @@ def _scalar_bytes(value: int) -> bytes:
 
 
 def _as_bytes(value: object, what: str) -> bytes:
-    if value is None:
-        return b""
     if isinstance(value, bytes | bytearray | memoryview):
         return bytes(value)
     raise BbsInputError(f"{what} must be bytes, got {type(value).__name__}")
+
+
+def _optional_bytes(value: object, what: str) -> bytes:
+    """Header and presentation header: None stands for the empty string, as in the draft."""
+    return b"" if value is None else _as_bytes(value, what)
 
 
 def _as_message_list(messages: Sequence[bytes], what: str) -> list[bytes]:
@@ -326,7 +329,7 @@ def _message_commitment(
 def sign(
     sk: bytes,
     pk: bytes,
-    header: bytes,
+    header: bytes | None,
     messages: Sequence[bytes],
     suite: Ciphersuite = SHA256_SUITE,
     backend: CurveBackend | None = None,
@@ -341,7 +344,7 @@ def sign(
     pk, _ = _public_key_point(backend, pk)
     if sk_to_pk(sk, suite, backend) != pk:
         raise BbsInputError("public key does not belong to the secret key")
-    header = _as_bytes(header, "header")
+    header = _optional_bytes(header, "header")
     scalars = messages_to_scalars(_checked_messages(messages, "messages"), suite)
     generators = _generators(len(scalars), suite, backend)
     domain = _calculate_domain(pk, generators.encoded, header, suite)
@@ -356,7 +359,7 @@ def sign(
 def verify(
     pk: bytes,
     signature: bytes,
-    header: bytes,
+    header: bytes | None,
     messages: Sequence[bytes],
     suite: Ciphersuite = SHA256_SUITE,
     backend: CurveBackend | None = None,
@@ -369,7 +372,7 @@ def verify(
     backend = _resolve_backend(backend)
     a_point, e = _parse_signature(backend, signature)
     pk, w_point = _public_key_point(backend, pk)
-    header = _as_bytes(header, "header")
+    header = _optional_bytes(header, "header")
     scalars = messages_to_scalars(_checked_messages(messages, "messages"), suite)
     generators = _generators(len(scalars), suite, backend)
     domain = _calculate_domain(pk, generators.encoded, header, suite)
@@ -423,8 +426,8 @@ def _challenge(
 def proof_gen(
     pk: bytes,
     signature: bytes,
-    header: bytes,
-    ph: bytes,
+    header: bytes | None,
+    ph: bytes | None,
     messages: Sequence[bytes],
     disclosed_indexes: Sequence[int],
     suite: Ciphersuite = SHA256_SUITE,
@@ -441,8 +444,8 @@ def proof_gen(
     backend = _resolve_backend(backend)
     a_point, e = _parse_signature(backend, signature)
     pk, _ = _public_key_point(backend, pk)
-    header = _as_bytes(header, "header")
-    ph = _as_bytes(ph, "presentation header")
+    header = _optional_bytes(header, "header")
+    ph = _optional_bytes(ph, "presentation header")
     scalars = messages_to_scalars(_checked_messages(messages, "messages"), suite)
     total = len(scalars)
     disclosed = _check_indexes(disclosed_indexes, total)
@@ -523,8 +526,8 @@ def _parse_proof(backend: CurveBackend, proof: bytes) -> _Proof:
 def proof_verify(
     pk: bytes,
     proof: bytes,
-    header: bytes,
-    ph: bytes,
+    header: bytes | None,
+    ph: bytes | None,
     disclosed_messages: Sequence[bytes],
     disclosed_indexes: Sequence[int],
     suite: Ciphersuite = SHA256_SUITE,
@@ -540,8 +543,8 @@ def proof_verify(
     backend = _resolve_backend(backend)
     parsed = _parse_proof(backend, proof)
     pk, w_point = _public_key_point(backend, pk)
-    header = _as_bytes(header, "header")
-    ph = _as_bytes(ph, "presentation header")
+    header = _optional_bytes(header, "header")
+    ph = _optional_bytes(ph, "presentation header")
     messages = _as_message_list(disclosed_messages, "disclosed messages")
     total = len(disclosed_indexes) + len(parsed.commitments)
     _check_message_count(total)
