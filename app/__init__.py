@@ -125,6 +125,8 @@ def _register_blueprints(app: Flask) -> None:
 
     app.register_blueprint(ops_blp)
     api.register_blueprint(jobs_blp)
+    api.register_blueprint(importlib.import_module("app.tenancy.routes").blp)
+    api.register_blueprint(importlib.import_module("app.tenancy.routes").tokens_blp)
     api.register_blueprint(importlib.import_module("app.users.routes").blp)
     api.register_blueprint(importlib.import_module("app.agents.routes").blp)
     api.register_blueprint(importlib.import_module("app.credentials.routes").blp)

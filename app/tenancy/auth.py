@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import timedelta
@@ -11,12 +12,17 @@ from typing import Any
 from flask import g, request
 from flask_smorest import Blueprint
 
+from app.db import as_utc, utcnow
 from app.errors import NotFound, Unauthorized, ValidationFailed
 from app.http import problem_doc
+from app.tenancy import service
+from app.tenancy.models import Client
 
 TOKEN_HEADER = "x-api-token"
 SUBCLIENT_HEADER = "x-api-subclient-id"
 _LAST_USED_RESOLUTION = timedelta(minutes=1)
+MAX_CLIENT_ID = 2**31 - 1
+_CLIENT_ID = re.compile(r"^[0-9]{1,10}$")
 
 
 @dataclass(frozen=True)
@@ -43,7 +49,7 @@ _SUBCLIENT_PARAMETER = {
     "required": False,
     "description": "Act in this node of the caller's client tree (default: the caller's own client). "
     "A node outside the caller's subtree answers 404.",
-    "schema": {"type": "string", "pattern": "^[1-9][0-9]{0,17}$"},
+    "schema": {"type": "string", "pattern": "^[1-9][0-9]{0,9}$", "maxLength": 10},
 }
 
 
@@ -65,9 +71,12 @@ def api_token_required(view: Callable | None = None, *, subclient: bool = False)
 
 
 def authenticate_request(*, honour_subclient: bool) -> Caller:
-    from app.db import utcnow
-    from app.tenancy import service
+    """Resolve the x-api-token (and, if honoured, x-api-subclient-id) of the current request.
 
+    Raises `Unauthorized` (401) for a missing, unknown, revoked or expired token or a disabled
+    client; `ValidationFailed` (422) for a malformed x-api-subclient-id; `NotFound` (404) when
+    that node is outside the caller's subtree.
+    """
     raw = request.headers.get(TOKEN_HEADER, "")
     if not raw:
         raise Unauthorized("Send your API token in the x-api-token header.")
@@ -75,8 +84,6 @@ def authenticate_request(*, honour_subclient: bool) -> Caller:
     if token is None or client is None:
         raise Unauthorized("The API token is unknown, revoked or expired.")
     now = utcnow()
-    from app.db import as_utc
-
     if token.last_used_at is None or now - as_utc(token.last_used_at) > _LAST_USED_RESOLUTION:
         token.last_used_at = now
     acting = client
@@ -93,12 +100,13 @@ def authenticate_request(*, honour_subclient: bool) -> Caller:
     )
 
 
-def _acting_node(client: Any, raw_id: str) -> Any:
-    from app.tenancy import service
-
+def _acting_node(client: Client, raw_id: str) -> Client:
     value = raw_id.strip()
-    if not value.isdigit() or int(value) <= 0 or len(value) > 18:
-        raise ValidationFailed(errors={SUBCLIENT_HEADER: ["Must be a positive integer client id."]})
+    if not _CLIENT_ID.match(value) or not 0 < int(value) <= MAX_CLIENT_ID:
+        raise ValidationFailed(
+            f"{SUBCLIENT_HEADER} must be a client id from 1 to {MAX_CLIENT_ID}.",
+            errors={SUBCLIENT_HEADER: [f"Must be a client id from 1 to {MAX_CLIENT_ID}."]},
+        )
     node = service.get_client_in_subtree(int(value), client.path)
     if node is None:
         raise NotFound("No such sub-client.")

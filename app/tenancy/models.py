@@ -41,9 +41,7 @@ class Client(Base):
     signing_alg: Mapped[str] = mapped_column(String(8), default="RS256")
     secret_hash: Mapped[str | None] = mapped_column(String(128), nullable=True)
     previous_secret_hash: Mapped[str | None] = mapped_column(String(128), nullable=True)
-    previous_secret_expires_at: Mapped[datetime | None] = mapped_column(
-        DateTime(timezone=True), nullable=True
-    )
+    previous_secret_expires_at: Mapped[datetime | None] = mapped_column(DateTime(timezone=True), nullable=True)
     disabled_at: Mapped[datetime | None] = mapped_column(DateTime(timezone=True), nullable=True)
     created_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), default=utcnow)
 

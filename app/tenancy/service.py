@@ -1,20 +1,42 @@
-"""Clients and API tokens: the rules of the tenant tree."""
+"""Clients and API tokens: the rules of the tenant tree.
+
+Every function that reads or writes tenant data takes the caller (or a subtree path) and filters
+by it; a client outside the caller's reach is reported as not found, never as forbidden. Functions
+flush but never commit: the request, task or CLI command that called them owns the transaction.
+"""
 
 from __future__ import annotations
 
+import math
 import uuid
+from collections.abc import Sequence
 from dataclasses import dataclass
-from datetime import datetime
+from datetime import datetime, timedelta
+from typing import TYPE_CHECKING, Any
+from urllib.parse import urlsplit
 
-from sqlalchemy import select
+from flask import current_app
+from sqlalchemy import Select, func, select, update
+from sqlalchemy.exc import IntegrityError
 
 from app.db import as_utc, utcnow
 from app.errors import NotFound
 from app.extensions import db
-from app.security import hash_secret, random_token
+from app.security import hash_secret, random_token, verify_secret
+from app.tenancy.errors import ClientTreeTooDeep, MasterClientRequired, SubdomainTaken, TooManyApiTokens
 from app.tenancy.models import ApiToken, Client
 
+if TYPE_CHECKING:
+    from app.tenancy.auth import Caller
+
 TOKEN_PREFIX = "tsk_"
+MAX_TREE_DEPTH = 32
+MAX_ACTIVE_TOKENS_PER_CLIENT = 100
+DEFAULT_CLIENT_SECRET_GRACE_SECONDS = 24 * 3600
+_SUB_CLIENT_MEMBERS = (
+    "name", "address_1", "address_2", "country", "province", "city", "timezone", "domain", "subdomain",
+    "redirect_uris", "id_token_claims",
+)  # fmt: skip
 
 
 @dataclass(frozen=True)
@@ -23,6 +45,35 @@ class IssuedToken:
 
     token: ApiToken
     plaintext: str
+
+
+@dataclass(frozen=True)
+class IssuedClientSecret:
+    """A new client secret: the plaintext is only ever available here, once."""
+
+    client_id: int
+    client_secret: str
+    previous_secret_expires_at: datetime | None
+
+
+@dataclass(frozen=True)
+class Page:
+    """One page of a list, with the envelope members of design section 2."""
+
+    data: Sequence[Any]
+    per_page: int
+    current_page: int
+    total_pages: int
+
+
+def paginate(statement: Select, page: int, per_page: int) -> Page:
+    """Run `statement` (already ordered) for one page; `total_pages` is 0 for an empty list."""
+    total = db.session.scalar(select(func.count()).select_from(statement.order_by(None).subquery())) or 0
+    items = db.session.execute(statement.limit(per_page).offset((page - 1) * per_page)).scalars().all()
+    return Page(data=items, per_page=per_page, current_page=page, total_pages=math.ceil(total / per_page))
+
+
+# --- clients -------------------------------------------------------------------------------------
 
 
 def create_master_client(
@@ -46,12 +97,229 @@ def create_master_client(
     db.session.flush()
     client.root_id = client.id
     client.path = f"/{client.id}/"
+    db.session.flush()
     return client, secret
 
 
 def new_esp_token() -> str:
     """Public identifier of a client's e-mail sender profile (not a secret)."""
     return "esp_" + uuid.uuid4().hex
+
+
+def get_client_in_subtree(client_id: int, subtree_path: str) -> Client | None:
+    """The client with this id if it lies within the subtree rooted at `subtree_path` (itself included)."""
+    client = db.session.get(Client, client_id)
+    if client is None or not client.path.startswith(subtree_path):
+        return None
+    return client
+
+
+def require_client_in_subtree(client_id: int, subtree_path: str) -> Client:
+    """Like `get_client_in_subtree`, but raises `NotFound` (404) instead of returning None."""
+    client = get_client_in_subtree(client_id, subtree_path)
+    if client is None:
+        raise NotFound("No such client.")
+    return client
+
+
+def subtree_client_ids(subtree_path: str) -> set[int]:
+    """Ids of every client within the subtree rooted at `subtree_path`."""
+    statement = select(Client.id).where(Client.path.startswith(subtree_path, autoescape=True))
+    return set(db.session.execute(statement).scalars())
+
+
+def get_active_client(client_id: int) -> Client | None:
+    """The client with this id unless it is unknown or disabled (for OpenID client lookups)."""
+    client = db.session.get(Client, client_id)
+    if client is None or client.disabled_at is not None:
+        return None
+    return client
+
+
+def create_sub_client(caller: Caller, fields: dict[str, Any]) -> Client:
+    """Create a child of the caller's acting node from validated `SubClientCreateIn` members.
+
+    Raises `SubdomainTaken` (409) when another client has the same (subdomain, domain) and
+    `ClientTreeTooDeep` (409) beyond `MAX_TREE_DEPTH` levels.
+    """
+    parent = require_client_in_subtree(caller.acting_client_id, caller.path)
+    if parent.path.count("/") - 1 >= MAX_TREE_DEPTH:
+        raise ClientTreeTooDeep(f"A client tree has at most {MAX_TREE_DEPTH} levels.")
+    client = Client(
+        parent_id=parent.id,
+        root_id=parent.root_id or parent.id,
+        path=parent.path,
+        esp_token=new_esp_token(),
+        timezone="UTC",
+        redirect_uris=[],
+        id_token_claims={},
+        created_at=utcnow(),
+    )
+    _apply_members(client, fields)
+    _ensure_sender_unique(client)
+    _flush_guarding_sender(client)
+    client.path = f"{parent.path}{client.id}/"
+    db.session.flush()
+    return client
+
+
+def update_sub_client(caller: Caller, client_id: int, changes: dict[str, Any]) -> Client:
+    """Apply a partial update to a client in the caller's acting subtree. Master clients only.
+
+    Raises `MasterClientRequired` (403) for a sub-client's token, `NotFound` (404) outside the
+    subtree, `SubdomainTaken` (409) on a (subdomain, domain) clash.
+    """
+    if not caller.is_master:
+        raise MasterClientRequired("Sub-clients can only be updated with a master client's API token.")
+    client = require_sub_client(caller, client_id)
+    _apply_members(client, changes)
+    _ensure_sender_unique(client)
+    _flush_guarding_sender(client)
+    return client
+
+
+def require_sub_client(caller: Caller, client_id: int) -> Client:
+    """The client with this id within the caller's acting subtree; `NotFound` (404) otherwise."""
+    client = get_client_in_subtree(client_id, caller.acting_path)
+    if client is None:
+        raise NotFound("No such sub-client.")
+    return client
+
+
+def list_sub_clients(caller: Caller, page: int, per_page: int) -> Page:
+    """The direct children of the caller's acting node, oldest first."""
+    statement = select(Client).where(Client.parent_id == caller.acting_client_id).order_by(Client.id)
+    return paginate(statement, page, per_page)
+
+
+def _apply_members(client: Client, members: dict[str, Any]) -> None:
+    for name in _SUB_CLIENT_MEMBERS:
+        if name not in members:
+            continue
+        value = members[name]
+        if name == "timezone" and value is None:
+            value = "UTC"
+        setattr(client, name, value)
+
+
+def _ensure_sender_unique(client: Client) -> None:
+    if client.subdomain is None or client.domain is None:
+        return
+    statement = select(Client.id).where(Client.subdomain == client.subdomain, Client.domain == client.domain)
+    if client.id is not None:
+        statement = statement.where(Client.id != client.id)
+    with db.session.no_autoflush:
+        clash = db.session.execute(statement.limit(1)).first()
+    if clash is not None:
+        raise SubdomainTaken(f"{client.subdomain}.{client.domain} is already used by another client.")
+
+
+def _flush_guarding_sender(client: Client) -> None:
+    try:
+        with db.session.begin_nested():
+            db.session.add(client)
+    except IntegrityError as exc:  # a concurrent request took the same (subdomain, domain)
+        raise SubdomainTaken(f"{client.subdomain}.{client.domain} is already used by another client.") from exc
+
+
+def from_email_address(client: Client) -> str:
+    """The sender address of the client's e-mail: `no-reply@<subdomain>.<domain>` or the default."""
+    if client.subdomain and client.domain:
+        return f"no-reply@{client.subdomain}.{client.domain}"
+    configured = current_app.config.get("MAIL_DEFAULT_FROM")
+    if configured:
+        return configured
+    host = urlsplit(current_app.config["BASE_URL"]).hostname or "localhost"
+    return f"no-reply@{host}"
+
+
+def privacy_link(client: Client) -> str:
+    """The URL of the client's privacy notice (default `<BASE_URL>/privacy/<client_id>`)."""
+    return client.privacy_link or f"{current_app.config['BASE_URL']}/privacy/{client.id}"
+
+
+def list_clients(*, include_disabled: bool = True) -> list[Client]:
+    """Every client, in tree order (for operators)."""
+    statement = select(Client).order_by(Client.root_id, Client.path)
+    if not include_disabled:
+        statement = statement.where(Client.disabled_at.is_(None))
+    return list(db.session.execute(statement).scalars())
+
+
+def disable_client(client_id: int) -> int:
+    """Disable a client and its whole subtree: their API tokens stop working. Returns how many changed.
+
+    Raises `NotFound` for an unknown client. Already disabled clients keep their original time.
+    """
+    client = db.session.get(Client, client_id)
+    if client is None:
+        raise NotFound(f"No client {client_id}.")
+    result = db.session.execute(
+        update(Client)
+        .where(Client.path.startswith(client.path, autoescape=True), Client.disabled_at.is_(None))
+        .values(disabled_at=utcnow())
+        .execution_options(synchronize_session="fetch")
+    )
+    return result.rowcount or 0
+
+
+def configure_recaptcha(
+    client_id: int, *, site_key: str, secret: str | None, threshold: float, enabled: bool
+) -> Client:
+    """Set a client's reCAPTCHA v3 settings (the secret is stored encrypted). Raises `NotFound`."""
+    from app.security import encrypt
+
+    client = db.session.get(Client, client_id)
+    if client is None:
+        raise NotFound(f"No client {client_id}.")
+    client.recaptcha_key = site_key
+    if secret is not None:
+        client.recaptcha_secret_encrypted = encrypt(secret.encode(), "recaptcha-secret")
+    client.recaptcha_threshold = threshold
+    client.recaptcha_enabled = enabled
+    db.session.flush()
+    return client
+
+
+# --- client secrets ------------------------------------------------------------------------------
+
+
+def rotate_client_secret(caller: Caller, client_id: int) -> IssuedClientSecret:
+    """Create or replace the client secret of a client in the caller's acting subtree.
+
+    Only the hash of the new secret is stored. The previous secret stays
+    valid for `CLIENT_SECRET_GRACE_SECONDS` (default one day). Raises `NotFound` outside the subtree.
+    """
+    client = require_sub_client(caller, client_id)
+    secret = random_token(32)
+    grace = float(current_app.config.get("CLIENT_SECRET_GRACE_SECONDS", DEFAULT_CLIENT_SECRET_GRACE_SECONDS))
+    if client.secret_hash and grace > 0:
+        client.previous_secret_hash = client.secret_hash
+        client.previous_secret_expires_at = utcnow() + timedelta(seconds=grace)
+    else:
+        client.previous_secret_hash = None
+        client.previous_secret_expires_at = None
+    client.secret_hash = hash_secret(secret)
+    db.session.flush()
+    return IssuedClientSecret(client.id, secret, client.previous_secret_expires_at)
+
+
+def verify_client_secret(client: Client, secret: str) -> bool:
+    """Whether `secret` is the client's current secret, or its previous one within the grace period.
+
+    Constant time with respect to the secret; a disabled client never verifies.
+    """
+    if client.disabled_at is not None or not secret:
+        return False
+    current = verify_secret(secret, client.secret_hash)
+    previous = verify_secret(secret, client.previous_secret_hash)
+    if previous:
+        expires_at = as_utc(client.previous_secret_expires_at)
+        previous = expires_at is not None and utcnow() < expires_at
+    return current or previous
+
+
+# --- API tokens ----------------------------------------------------------------------------------
 
 
 def issue_api_token(client_id: int, *, name: str = "", expires_at: datetime | None = None) -> IssuedToken:
@@ -68,6 +336,43 @@ def issue_api_token(client_id: int, *, name: str = "", expires_at: datetime | No
     db.session.add(token)
     db.session.flush()
     return IssuedToken(token=token, plaintext=plaintext)
+
+
+def create_api_token(caller: Caller, *, name: str = "", expires_at: datetime | None = None) -> IssuedToken:
+    """Issue an API token for the caller's acting node. Raises `TooManyApiTokens` (409) over the cap."""
+    if count_active_tokens(caller.acting_client_id) >= MAX_ACTIVE_TOKENS_PER_CLIENT:
+        raise TooManyApiTokens(f"A client has at most {MAX_ACTIVE_TOKENS_PER_CLIENT} active API tokens.")
+    return issue_api_token(caller.acting_client_id, name=name, expires_at=expires_at)
+
+
+def _active_token_filter(now: datetime) -> Any:
+    return (ApiToken.revoked_at.is_(None)) & ((ApiToken.expires_at.is_(None)) | (ApiToken.expires_at > now))
+
+
+def count_active_tokens(client_id: int) -> int:
+    statement = (
+        select(func.count())
+        .select_from(ApiToken)
+        .where(ApiToken.client_id == client_id, _active_token_filter(utcnow()))
+    )
+    return db.session.scalar(statement) or 0
+
+
+def list_api_tokens(client_id: int, page: int, per_page: int) -> Page:
+    """The API tokens of one client (active, expired and revoked), newest first; never the secrets."""
+    statement = select(ApiToken).where(ApiToken.client_id == client_id).order_by(ApiToken.id.desc())
+    return paginate(statement, page, per_page)
+
+
+def revoke_api_token(client_id: int, token_id: int) -> ApiToken:
+    """Revoke one of `client_id`'s tokens (idempotent). Raises `NotFound` for any other token."""
+    token = db.session.get(ApiToken, token_id)
+    if token is None or token.client_id != client_id:
+        raise NotFound("No such API token.")
+    if token.revoked_at is None:
+        token.revoked_at = utcnow()
+        db.session.flush()
+    return token
 
 
 def find_active_token(plaintext: str) -> tuple[ApiToken | None, Client | None]:
@@ -87,24 +392,3 @@ def find_active_token(plaintext: str) -> tuple[ApiToken | None, Client | None]:
     if token.expires_at is not None and as_utc(token.expires_at) <= now:
         return None, None
     return token, client
-
-
-def get_client_in_subtree(client_id: int, subtree_path: str) -> Client | None:
-    """The client with this id if it lies within the subtree rooted at `subtree_path`."""
-    client = db.session.get(Client, client_id)
-    if client is None or not client.path.startswith(subtree_path):
-        return None
-    return client
-
-
-def require_client_in_subtree(client_id: int, subtree_path: str) -> Client:
-    client = get_client_in_subtree(client_id, subtree_path)
-    if client is None:
-        raise NotFound("No such client.")
-    return client
-
-
-def subtree_client_ids(subtree_path: str) -> set[int]:
-    """Ids of every client within the subtree rooted at `subtree_path`."""
-    statement = select(Client.id).where(Client.path.startswith(subtree_path, autoescape=True))
-    return set(db.session.execute(statement).scalars())

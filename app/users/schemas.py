@@ -148,3 +148,6 @@ class UserOut(ma.Schema):
 
 class UserEnvelope(ma.Schema):
     data = ma.fields.Nested(UserOut, required=True)
+
+
+PROFILE_FIELDS: tuple[str, ...] = tuple(ProfileSchema._declared_fields)

@@ -1,0 +1,167 @@
+"""HTTP surface of tenancy: sub-clients (spec 4.6-4.9), their client secrets, and API tokens."""
+
+from __future__ import annotations
+
+import re
+
+from flask.views import MethodView
+from flask_smorest import Blueprint
+
+from app.errors import ValidationFailed
+from app.http import no_store, problem_doc
+from app.idempotency.service import idempotent
+from app.tenancy import service
+from app.tenancy.auth import api_token_required, current_caller
+from app.tenancy.schemas import (
+    ApiTokenIn,
+    ApiTokenPage,
+    ClientSecretEnvelope,
+    IssuedApiTokenEnvelope,
+    PageArgs,
+    SubClientCreateIn,
+    SubClientEnvelope,
+    SubClientPage,
+    SubClientUpdateIn,
+)
+
+MAX_ID = 2**31 - 1
+_DIGITS = re.compile(r"^[0-9]{1,10}$")
+
+blp = Blueprint(
+    "sub_clients",
+    __name__,
+    url_prefix="/v1/sub_client",
+    description="Sub-clients of a client tree. x-api-subclient-id selects the node a request acts in.",
+)
+tokens_blp = Blueprint(
+    "api_tokens",
+    __name__,
+    url_prefix="/v1/api_tokens",
+    description="API tokens of the acting client (x-api-subclient-id selects a node of your tree).",
+)
+
+
+def _id_parameter(name: str, description: str) -> dict:
+    return {
+        "in": "path",
+        "name": name,
+        "required": True,
+        "description": description,
+        "schema": {"type": "integer", "minimum": 1, "maximum": MAX_ID},
+    }
+
+
+def path_id(raw: str, name: str) -> int:
+    """A positive integer id from a path segment; 422 naming the parameter otherwise."""
+    if not _DIGITS.match(raw) or not 0 < int(raw) <= MAX_ID:
+        raise ValidationFailed(
+            f"{name} must be an integer from 1 to {MAX_ID}.",
+            errors={name: [f"Must be an integer from 1 to {MAX_ID}."]},
+        )
+    return int(raw)
+
+
+@blp.route("")
+class SubClients(MethodView):
+    @api_token_required(subclient=True)
+    @idempotent
+    @blp.arguments(SubClientCreateIn)
+    @blp.response(201, SubClientEnvelope)
+    @problem_doc(400, 404, 409, 413, 415, 422)
+    def post(self, fields: dict):
+        """Create a sub-client as a child of the acting node.
+
+        `name` is required. `(subdomain, domain)` must be unused (409). The new client has no
+        client secret until one is created with `POST /v1/sub_client/{subclient_id}/client_secret`.
+        """
+        return {"data": service.create_sub_client(current_caller(), fields)}
+
+    @api_token_required(subclient=True)
+    @blp.arguments(PageArgs, location="query")
+    @blp.response(200, SubClientPage)
+    @problem_doc(404, 422)
+    def get(self, args: dict):
+        """List the direct children of the acting node, oldest first."""
+        return service.list_sub_clients(current_caller(), args["page"], args["per_page"])
+
+
+@blp.route("/<subclient_id>", parameters=[_id_parameter("subclient_id", "A client in the acting node's subtree.")])
+class SubClientById(MethodView):
+    @api_token_required(subclient=True)
+    @blp.response(200, SubClientEnvelope)
+    @problem_doc(404, 422)
+    def get(self, subclient_id: str):
+        """Read a client within the acting node's subtree (the node itself included)."""
+        return {"data": service.require_sub_client(current_caller(), path_id(subclient_id, "subclient_id"))}
+
+    @api_token_required(subclient=True)
+    @blp.arguments(SubClientUpdateIn)
+    @blp.response(200, SubClientEnvelope)
+    @problem_doc(400, 403, 404, 409, 413, 415, 422)
+    def put(self, changes: dict, subclient_id: str):
+        """Update a client within the acting subtree. Master clients only (403 for a sub-client's token).
+
+        Members sent are changed, members left out keep their value, `null` clears an optional
+        member (`timezone` returns to `UTC`).
+        """
+        client_id = path_id(subclient_id, "subclient_id")
+        return {"data": service.update_sub_client(current_caller(), client_id, changes)}
+
+
+@blp.route(
+    "/<subclient_id>/client_secret",
+    parameters=[_id_parameter("subclient_id", "A client in the acting node's subtree.")],
+)
+class SubClientSecret(MethodView):
+    @api_token_required(subclient=True)
+    @no_store
+    @blp.response(200, ClientSecretEnvelope)
+    @problem_doc(404, 422)
+    def post(self, subclient_id: str):
+        """Create or rotate the client's OpenID client secret; it is shown only in this response.
+
+        The previous secret stays valid for `CLIENT_SECRET_GRACE_SECONDS` (default 86400). Not
+        idempotent by key: a replay would have to store the secret in clear.
+        """
+        return {"data": service.rotate_client_secret(current_caller(), path_id(subclient_id, "subclient_id"))}
+
+
+@tokens_blp.route("")
+class ApiTokens(MethodView):
+    @api_token_required(subclient=True)
+    @no_store
+    @tokens_blp.arguments(ApiTokenIn)
+    @tokens_blp.response(201, IssuedApiTokenEnvelope)
+    @problem_doc(400, 404, 409, 413, 415, 422)
+    def post(self, args: dict):
+        """Issue an API token for the acting client; the token is shown only in this response.
+
+        Not idempotent by key: a replay would have to store the token in clear.
+        """
+        issued = service.create_api_token(current_caller(), name=args["name"], expires_at=args["expires_at"])
+        return {"data": {**_token_fields(issued.token), "token": issued.plaintext}}
+
+    @api_token_required(subclient=True)
+    @tokens_blp.arguments(PageArgs, location="query")
+    @tokens_blp.response(200, ApiTokenPage)
+    @problem_doc(404, 422)
+    def get(self, args: dict):
+        """List the acting client's API tokens, newest first (secrets are never shown again)."""
+        return service.list_api_tokens(current_caller().acting_client_id, args["page"], args["per_page"])
+
+
+@tokens_blp.route("/<token_id>", parameters=[_id_parameter("token_id", "An API token of the acting client.")])
+class ApiTokenById(MethodView):
+    @api_token_required(subclient=True)
+    @tokens_blp.response(204)
+    @problem_doc(404, 422)
+    def delete(self, token_id: str):
+        """Revoke an API token of the acting client (revoking twice is harmless)."""
+        service.revoke_api_token(current_caller().acting_client_id, path_id(token_id, "token_id"))
+
+
+def _token_fields(token) -> dict:
+    return {
+        name: getattr(token, name)
+        for name in ("id", "client_id", "name", "prefix", "created_at", "expires_at", "revoked_at", "last_used_at")
+    }

@@ -1,0 +1,258 @@
+"""Wire shapes of sub-clients (spec 2.2, 4.6-4.9), API tokens and client secrets."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import marshmallow as ma
+
+from app.db import isoformat, utcnow
+from app.tenancy import service, validation
+from app.users.schemas import PROFILE_FIELDS
+
+MAX_REDIRECT_URIS = 20
+MAX_ID_TOKEN_CLAIMS = 20
+MAX_PAGE = 2**31 - 1
+
+
+class UtcTimestamp(ma.fields.Field):
+    """A datetime written as ISO 8601 UTC with `Z` (output only)."""
+
+    def __init__(self, **kwargs: Any) -> None:
+        metadata = {"type": "string", "format": "date-time"}
+        metadata.update(kwargs.pop("metadata", {}))
+        super().__init__(dump_only=True, metadata=metadata, **kwargs)
+
+    def _serialize(self, value: Any, attr: str | None, obj: Any, **kwargs: Any) -> str | None:
+        return isoformat(value)
+
+
+class HostName(ma.fields.String):
+    """A DNS host name (at least two labels), stored lower case in A-label form."""
+
+    def __init__(self, **kwargs: Any) -> None:
+        metadata = {"format": "hostname", "maxLength": 253, "example": "example.org"}
+        metadata.update(kwargs.pop("metadata", {}))
+        super().__init__(metadata=metadata, **kwargs)
+
+    def _deserialize(self, value: Any, attr: str | None, data: Any, **kwargs: Any) -> str:
+        canonical = validation.canonical_host_name(super()._deserialize(value, attr, data, **kwargs))
+        if canonical is None:
+            raise ma.ValidationError("Must be a DNS host name such as example.org.")
+        return canonical
+
+
+class DnsLabel(ma.fields.String):
+    """One DNS label, stored lower case."""
+
+    def __init__(self, **kwargs: Any) -> None:
+        metadata = {"pattern": "^(?!-)[A-Za-z0-9-]{1,63}(?<!-)$", "minLength": 1, "maxLength": 63}
+        metadata.update(kwargs.pop("metadata", {}))
+        super().__init__(metadata=metadata, **kwargs)
+
+    def _deserialize(self, value: Any, attr: str | None, data: Any, **kwargs: Any) -> str:
+        canonical = validation.canonical_dns_label(super()._deserialize(value, attr, data, **kwargs))
+        if canonical is None:
+            raise ma.ValidationError("Must be one DNS label: 1 to 63 letters, digits or inner hyphens.")
+        return canonical
+
+
+class RedirectUri(ma.fields.String):
+    def __init__(self, **kwargs: Any) -> None:
+        metadata = {
+            "format": "uri",
+            "maxLength": validation.MAX_REDIRECT_URI_LENGTH,
+            "description": "Absolute https URI, or http to a loopback address; no fragment.",
+        }
+        super().__init__(metadata=metadata, **kwargs)
+
+    def _deserialize(self, value: Any, attr: str | None, data: Any, **kwargs: Any) -> str:
+        uri = super()._deserialize(value, attr, data, **kwargs)
+        problem = validation.redirect_uri_problem(uri)
+        if problem:
+            raise ma.ValidationError(problem)
+        return uri
+
+
+def _unique_uris(uris: list[str]) -> None:
+    if len(set(uris)) != len(uris):
+        raise ma.ValidationError("Redirect URIs must be unique.")
+
+
+def _valid_claim_names(claims: dict[str, str]) -> None:
+    problems = [problem for name in claims if (problem := validation.claim_name_problem(name))]
+    if problems:
+        raise ma.ValidationError(problems)
+
+
+def _text(max_length: int, description: str, **kwargs: Any) -> ma.fields.String:
+    return ma.fields.String(
+        validate=ma.validate.Length(min=1, max=max_length), metadata={"description": description}, **kwargs
+    )
+
+
+class SubClientFields(ma.Schema):
+    """Members shared by create and update; `null` clears an optional member."""
+
+    name = _text(70, "Display name, 1 to 70 characters.")
+    address_1 = _text(100, "Address line 1, 1 to 100 characters.", allow_none=True)
+    address_2 = _text(100, "Address line 2, 1 to 100 characters.", allow_none=True)
+    country = _text(255, "Country, at least 1 character.", allow_none=True)
+    province = _text(255, "Province or state, at least 1 character.", allow_none=True)
+    city = _text(255, "City, at least 1 character.", allow_none=True)
+    timezone = ma.fields.String(
+        validate=ma.validate.OneOf(
+            validation.time_zones(), error="Must be an IANA time zone name such as Europe/Paris."
+        ),
+        metadata={"description": "IANA time zone name; `UTC` when not given."},
+    )
+    domain = HostName(allow_none=True, metadata={"description": "DNS host name the client sends e-mail from."})
+    subdomain = DnsLabel(
+        allow_none=True,
+        metadata={"description": "One DNS label; the pair (subdomain, domain) is unique across the service."},
+    )
+    redirect_uris = ma.fields.List(
+        RedirectUri(),
+        validate=[ma.validate.Length(max=MAX_REDIRECT_URIS), _unique_uris],
+        metadata={"description": f"OpenID redirect URIs (at most {MAX_REDIRECT_URIS}), matched exactly."},
+    )
+    id_token_claims = ma.fields.Dict(
+        keys=ma.fields.String(metadata={"pattern": validation.CLAIM_NAME_PATTERN}),
+        values=ma.fields.String(validate=ma.validate.OneOf(PROFILE_FIELDS)),
+        validate=[ma.validate.Length(max=MAX_ID_TOKEN_CLAIMS), _valid_claim_names],
+        metadata={
+            "description": "Extra id_token claims: claim name → user profile field, "
+            'e.g. {"edu_username": "user_name"}.',
+        },
+    )
+
+
+class SubClientCreateIn(SubClientFields):
+    name = _text(70, "Display name, 1 to 70 characters.", required=True)
+
+
+class SubClientUpdateIn(SubClientFields):
+    """A partial update: members sent are changed, members left out keep their value."""
+
+    @ma.validates_schema
+    def _not_empty(self, data: dict, **_kwargs: Any) -> None:
+        if not data:
+            raise ma.ValidationError("Send at least one member to change.", "_schema")
+
+
+class SubClientOut(ma.Schema):
+    client_id = ma.fields.Integer(attribute="id", required=True)
+    parent_client_id = ma.fields.Integer(attribute="parent_id", allow_none=True)
+    name = ma.fields.String(required=True)
+    address_1 = ma.fields.String(allow_none=True)
+    address_2 = ma.fields.String(allow_none=True)
+    country = ma.fields.String(allow_none=True)
+    province = ma.fields.String(allow_none=True)
+    city = ma.fields.String(allow_none=True)
+    timezone = ma.fields.String(required=True)
+    domain = ma.fields.String(allow_none=True)
+    subdomain = ma.fields.String(allow_none=True)
+    from_email_address = ma.fields.Function(
+        service.from_email_address,
+        required=True,
+        metadata={
+            "type": "string",
+            "format": "email",
+            "description": "`no-reply@<subdomain>.<domain>` when both are set, else the deployment's default sender.",
+        },
+    )
+    esp_token = ma.fields.String(
+        required=True, metadata={"description": "Public identifier of the e-mail sender profile (not a secret)."}
+    )
+    recaptcha_key = ma.fields.String(
+        required=True, metadata={"description": "Public reCAPTCHA v3 site key; empty until configured."}
+    )
+    recaptcha_threshold = ma.fields.Float(
+        required=True, metadata={"minimum": 0.0, "maximum": 1.0, "description": "Minimum score to log in."}
+    )
+    recaptcha_enabled = ma.fields.Boolean(required=True)
+    created_at = UtcTimestamp(required=True)
+    privacy_link = ma.fields.Function(
+        service.privacy_link,
+        required=True,
+        metadata={"type": "string", "format": "uri", "description": "Default `<base_url>/privacy/<client_id>`."},
+    )
+    redirect_uris = ma.fields.List(ma.fields.String(), required=True)
+    id_token_claims = ma.fields.Dict(keys=ma.fields.String(), values=ma.fields.String(), required=True)
+
+
+class SubClientEnvelope(ma.Schema):
+    data = ma.fields.Nested(SubClientOut, required=True)
+
+
+class PageArgs(ma.Schema):
+    page = ma.fields.Integer(
+        load_default=1, validate=ma.validate.Range(min=1, max=MAX_PAGE), metadata={"description": "Page number, > 0."}
+    )
+    per_page = ma.fields.Integer(
+        load_default=20,
+        validate=ma.validate.Range(min=1, max=99),
+        metadata={"description": "Items per page, 0 < per_page < 100."},
+    )
+
+
+class _PageMeta(ma.Schema):
+    per_page = ma.fields.Integer(required=True)
+    current_page = ma.fields.Integer(required=True)
+    total_pages = ma.fields.Integer(required=True, metadata={"description": "0 when the list is empty."})
+
+
+class SubClientPage(_PageMeta):
+    data = ma.fields.List(ma.fields.Nested(SubClientOut), required=True)
+
+
+def _in_future(value: Any) -> None:
+    if value <= utcnow():
+        raise ma.ValidationError("Must be in the future.")
+
+
+class ApiTokenIn(ma.Schema):
+    name = ma.fields.String(
+        load_default="", validate=ma.validate.Length(max=100), metadata={"description": "A label for your records."}
+    )
+    expires_at = ma.fields.AwareDateTime(
+        load_default=None,
+        allow_none=True,
+        validate=_in_future,
+        metadata={"description": "ISO 8601 time with offset; the token stops working then. Default: never."},
+    )
+
+
+class ApiTokenOut(ma.Schema):
+    id = ma.fields.Integer(required=True)
+    client_id = ma.fields.Integer(required=True)
+    name = ma.fields.String(required=True)
+    prefix = ma.fields.String(required=True, metadata={"description": "First characters, to recognise a token."})
+    created_at = UtcTimestamp(required=True)
+    expires_at = UtcTimestamp(allow_none=True)
+    revoked_at = UtcTimestamp(allow_none=True)
+    last_used_at = UtcTimestamp(allow_none=True)
+
+
+class IssuedApiTokenOut(ApiTokenOut):
+    token = ma.fields.String(required=True, metadata={"description": "The x-api-token value; shown only once."})
+
+
+class IssuedApiTokenEnvelope(ma.Schema):
+    data = ma.fields.Nested(IssuedApiTokenOut, required=True)
+
+
+class ApiTokenPage(_PageMeta):
+    data = ma.fields.List(ma.fields.Nested(ApiTokenOut), required=True)
+
+
+class ClientSecretOut(ma.Schema):
+    client_id = ma.fields.Integer(required=True)
+    client_secret = ma.fields.String(required=True, metadata={"description": "Shown only once."})
+    previous_secret_expires_at = UtcTimestamp(
+        allow_none=True, metadata={"description": "Until then the previous secret is still accepted."}
+    )
+
+
+class ClientSecretEnvelope(ma.Schema):
+    data = ma.fields.Nested(ClientSecretOut, required=True)
