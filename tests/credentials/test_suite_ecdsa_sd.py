@@ -488,6 +488,10 @@ def test_selection_keeps_ids_and_types_and_makes_arrays_dense():
         "credentialSubject": {"type": "Person", "items": [{"type": "T", "v": 1}, "literal"]},
     }
     assert sd.select_json_ld([], document) is None
+    whole_then_part = sd.select_json_ld(["/credentialSubject/items", "/credentialSubject/items/3"], document)
+    part_then_whole = sd.select_json_ld(["/credentialSubject/items/3", "/credentialSubject/items"], document)
+    assert whole_then_part["credentialSubject"]["items"] == document["credentialSubject"]["items"]
+    assert part_then_whole["credentialSubject"]["items"] == document["credentialSubject"]["items"]
     for pointer in ("/credentialSubject/missing", "/credentialSubject/items/9", "/credentialSubject/name/x"):
         with pytest.raises(ProofCheckFailed) as caught:
             sd.select_json_ld([pointer], document)

@@ -103,7 +103,7 @@ def parse_proof_value(proof_value: Any) -> BaseProofValue | DerivedProofValue:
         )
     return DerivedProofValue(
         bbs_proof=sd.require_bytes(components[0], "bbsProof"),
-        label_map=sd.decompress_label_map(components[1], "b", int),
+        label_map=sd.decompress_shuffled_label_map(components[1]),
         mandatory_indexes=sd.require_index_list(components[2], "mandatoryIndexes"),
         selective_indexes=sd.require_index_list(components[3], "selectiveIndexes"),
         presentation_header=sd.require_bytes(components[4], "presentationHeader"),

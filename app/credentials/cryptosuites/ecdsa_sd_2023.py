@@ -92,7 +92,7 @@ def parse_proof_value(proof_value: Any) -> BaseProofValue | DerivedProofValue:
         base_signature=sd.require_bytes(components[0], "baseSignature", _SIGNATURE_LENGTH),
         public_key=_proof_scoped_key(components[1]),
         signatures=_signature_list(components[2]),
-        label_map=sd.decompress_label_map(components[3], "u", bytes),
+        label_map=sd.decompress_hmac_label_map(components[3]),
         mandatory_indexes=sd.require_index_list(components[4], "mandatoryIndexes"),
     )
 

@@ -223,26 +223,28 @@ def shuffled_id_label_map_factory(hmac_key: bytes) -> LabelMapFactory:
     return factory
 
 
-def decompress_label_map(compressed: Any, value_prefix: str, value_type: type) -> dict[str, str]:
-    """decompressLabelMap: `{int: value}` becomes `{"c14n<int>": prefix + value}`.
+def decompress_hmac_label_map(compressed: Any) -> dict[str, str]:
+    """decompressLabelMap of ecdsa-sd-2023: `{i: 32-byte digest}` -> `{"c14n<i>": "u" + base64url}`."""
+    return _decompress_label_map(compressed, bytes, lambda digest: multibase_encode(digest, "u"))
 
-    ecdsa-sd-2023 sends 32-byte HMAC digests (`value_type=bytes`, prefix `u`, base64url);
-    bbs-2023 sends integers (`value_type=int`, prefix `b`). Raises `malformed_proof_value`.
-    """
+
+def decompress_shuffled_label_map(compressed: Any) -> dict[str, str]:
+    """decompressLabelMap of bbs-2023: `{i: j}` -> `{"c14n<i>": "b<j>"}`."""
+    return _decompress_label_map(compressed, int, lambda rank: f"b{rank}")
+
+
+def _decompress_label_map(compressed: Any, value_type: type, render: Callable[[Any], str]) -> dict[str, str]:
     if not isinstance(compressed, dict):
         raise malformed("the label map must be a CBOR map")
     label_map = {}
     for key, value in compressed.items():
         if type(key) is not int or key < 0 or type(value) is not value_type:
-            raise malformed("the label map must map integers to " + value_type.__name__)
-        if value_type is bytes:
-            if len(value) != 32:
-                raise malformed("label map values must be 32-byte HMAC digests")
-            label_map[f"c14n{key}"] = multibase_encode(value, "u")
-        else:
-            if value < 0:
-                raise malformed("label map values must be non-negative")
-            label_map[f"c14n{key}"] = f"{value_prefix}{value}"
+            raise malformed(f"the label map must map non-negative integers to {value_type.__name__}")
+        if value_type is bytes and len(value) != 32:
+            raise malformed("label map values must be 32-byte HMAC digests")
+        if value_type is int and value < 0:
+            raise malformed("label map values must be non-negative")
+        label_map[f"c14n{key}"] = render(value)
     if len(set(label_map.values())) != len(label_map):
         raise malformed("the label map assigns one label twice")
     return label_map
@@ -334,6 +336,9 @@ def _set_child(container: Any, path: str | int, value: Any) -> None:
     if isinstance(container, _SparseArray):
         if not isinstance(path, int):
             raise malformed(f"JSON pointer segment {path!r} indexes an array")
+        container[path] = value
+    elif isinstance(container, list):
+        # An array an earlier pointer selected whole; `_child` already checked the index.
         container[path] = value
     elif isinstance(container, dict):
         container[str(path)] = value
