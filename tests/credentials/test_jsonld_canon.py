@@ -229,3 +229,15 @@ def test_suite_context_binds_loader_and_limits(loader) -> None:
     ctx = SuiteContext(loader=loader, limits=CanonicalizationLimits(max_quads=10))
     assert _failure(lambda: ctx.canonicalize(document)).code == "canonicalization_limit"
     assert SuiteContext(loader=loader).canonicalize(document).count("\n") == 50
+
+
+def test_cached_context_processing_never_serves_stale_results(loader) -> None:
+    document = {"@context": [V2, {"p": "https://ex.org/p"}], "type": "VerifiableCredential", "p": "v"}
+    first = canonicalize(document, loader)
+    document["@context"][1]["p"] = "https://ex.org/q"
+    second = canonicalize(document, loader)
+    assert "<https://ex.org/p>" in first and "<https://ex.org/q>" in second and "<https://ex.org/p>" not in second
+    employ = json.loads((VECTORS / "eddsa/eddsa-rdfc-2022/employ/signedDataInt.json").read_text())
+    employ.pop("proof")
+    expected = (VECTORS / "eddsa/eddsa-rdfc-2022/employ/canonDocDataInt.txt").read_text()
+    assert all(canonicalize(employ, loader) == expected for _ in range(3))

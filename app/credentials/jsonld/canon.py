@@ -108,13 +108,47 @@ def _drop_is_undefined_term(expanded_property: str | None) -> None:
 class _GuardedProcessor(JsonLdProcessor):
     """pyld's processor with safe mode (dropped properties fail) and work accounting."""
 
-    def __init__(self, budget: _Budget) -> None:
+    def __init__(self, budget: _Budget, loader: DocumentLoader) -> None:
         super().__init__(on_property_dropped=_drop_is_undefined_term)
         self._budget = budget
+        self._memo = loader.processed_context_memo
 
     def _expand(self, *args: Any, **kwargs: Any) -> Any:
         self._budget.step()
         return super()._expand(*args, **kwargs)
+
+    def _process_context(
+        self,
+        active_ctx: dict,
+        local_ctx: Any,
+        options: dict,
+        override_protected: bool = False,
+        propagate: bool = True,
+        validate_scoped: bool = True,
+        cycles: set | None = None,
+    ) -> dict:
+        # pyld clones the active context before applying a non-propagating (type-scoped) context,
+        # so its own processed-context cache misses on every node. Memoise on the active context's
+        # identity and the local context's value (URLs) or identity (objects) instead: contexts
+        # are never mutated once processed, the loader's documents are loaded once, and the
+        # caller's document is deep-copied by pyld on every expansion, so an identity match means
+        # identical content. Entries keep their inputs alive, so an id is not reused meanwhile.
+        by_value = isinstance(local_ctx, str) or (
+            isinstance(local_ctx, list) and all(isinstance(item, str) for item in local_ctx)
+        )
+        memoise = cycles is None and (by_value or isinstance(local_ctx, dict))
+        if memoise:
+            local_key = (tuple(local_ctx) if isinstance(local_ctx, list) else local_ctx) if by_value else id(local_ctx)
+            key = (id(active_ctx), local_key, override_protected, propagate, validate_scoped)
+            entry = self._memo.get(key)
+            if entry is not None and entry[0] is active_ctx and (by_value or entry[1] is local_ctx):
+                return entry[2]
+        processed = super()._process_context(
+            active_ctx, local_ctx, options, override_protected, propagate, validate_scoped, cycles
+        )
+        if memoise:
+            self._memo[key] = (active_ctx, local_ctx, processed)
+        return processed
 
     def _create_term_definition(self, *args: Any, **kwargs: Any) -> Any:
         self._budget.step()
@@ -234,7 +268,7 @@ def _expand(processor: _GuardedProcessor, document: dict, loader: DocumentLoader
 
 
 def _dataset(document: dict, loader: DocumentLoader, budget: _Budget) -> dict[str, list]:
-    processor = _GuardedProcessor(budget)
+    processor = _GuardedProcessor(budget, loader)
     expanded = _expand(processor, document, loader)
     options = _options(loader)
     issuer = IdentifierIssuer("_:b")
@@ -296,7 +330,7 @@ def expand(document: dict, loader: DocumentLoader, *, limits: CanonicalizationLi
 
     def operation() -> list:
         check_document_shape(document, limits)
-        return _expand(_GuardedProcessor(budget), document, loader)
+        return _expand(_GuardedProcessor(budget, loader), document, loader)
 
     return _run_guarded(operation, loader)
 

@@ -30,11 +30,18 @@ class ContextNotAllowed(ProofCheckFailed):
 
 
 class BoundedCache(dict):
-    """A dict that forgets its oldest entry once it holds `max_size` entries."""
+    """A dict that forgets its least recently used entry once it holds `max_size` entries."""
 
     def __init__(self, max_size: int) -> None:
         super().__init__()
         self.max_size = max_size
+
+    def get(self, key: Any, default: Any = None) -> Any:
+        if key not in self:
+            return default
+        value = super().pop(key)
+        super().__setitem__(key, value)
+        return value
 
     def __setitem__(self, key: Any, value: Any) -> None:
         if key not in self and len(self) >= self.max_size:
@@ -46,13 +53,15 @@ class DocumentLoader:
     """A pyld `documentLoader(url, options)` serving allow-listed documents from memory.
 
     Use `make_document_loader` to build one from a directory. `urls` lists what is allowed.
-    `resolved_context_cache` is the cache pyld's ContextResolver keeps for this loader.
+    `resolved_context_cache` is the cache pyld's ContextResolver keeps for this loader, and
+    `processed_context_memo` the canonicalizer's memo of processed contexts.
     `lock` serialises pyld processing with this loader, whose caches are not thread-safe.
     """
 
     def __init__(self, documents: dict[str, Any]) -> None:
         self._documents = documents
         self.resolved_context_cache = BoundedCache(_PROCESSED_CONTEXT_CACHE_SIZE)
+        self.processed_context_memo = BoundedCache(_PROCESSED_CONTEXT_CACHE_SIZE)
         self.lock = threading.RLock()
 
     @property
