@@ -13,6 +13,7 @@ from flask_smorest import Blueprint
 from app.credentials import service
 from app.credentials.engine import setting
 from app.credentials.schemas import (
+    CredentialListEnvelope,
     CredentialRecordEnvelope,
     CredentialVerifyIn,
     CredentialVerifyOut,
@@ -78,6 +79,18 @@ def get_credential(cid: str):
     """Read a stored credential and its verification state (pending, verified or failed)."""
     record = service.require_credential(current_caller(), cid)
     return _json_text(service.stored_credential_json(record, with_record=True), 200)
+
+
+@blp.route("/v1/openidc/credentials", methods=["GET"])
+@blp.doc(security=[{"BearerToken": []}])
+@blp.response(200, CredentialListEnvelope)
+@problem_doc(401, 403)
+def list_user_credentials():
+    """The calling user's verified credentials, newest first, each byte for byte as stored."""
+    from app.oidc.service import require_bearer_token
+
+    claims = require_bearer_token()
+    return _json_text(service.user_credentials_json(claims.user_id), 200, {"Cache-Control": "no-store"})
 
 
 def _verify(args: dict):

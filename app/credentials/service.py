@@ -227,12 +227,20 @@ def recheck_credentials(credential_ids: list[int]) -> None:
 def verify_submitted(vc: Any, options: dict | None = None) -> VerificationResult:
     """Verify a credential on demand (VC API); stores nothing, never raises for bad input.
 
-    `options.expectedProofPurpose` selects the proof purpose (default assertionMethod).
+    `options.expectedProofPurpose` selects the proof purpose (default assertionMethod);
+    `options.issuerMustControlKeys: false` (a Tessera extension) checks each proof key against
+    its own DID only, with the warning `issuer_not_bound`, for raw Data Integrity checks.
     """
-    purpose = (options or {}).get("expectedProofPurpose") or "assertionMethod"
+    options = options or {}
+    purpose = options.get("expectedProofPurpose") or "assertionMethod"
     if not isinstance(purpose, str):
         purpose = "assertionMethod"
-    return current_engine().verify(vc, local_bit=status_lists.local_status_bit, proof_purpose=purpose)
+    return current_engine().verify(
+        vc,
+        local_bit=status_lists.local_status_bit,
+        proof_purpose=purpose,
+        bind_issuer=options.get("issuerMustControlKeys") is not False,
+    )
 
 
 def user_credentials_json(user_id: int) -> str:
