@@ -313,6 +313,13 @@ def test_another_key_fails_with_invalid_signature(file, name, ctx):
     assert _failure(document, proof, key, ctx).code == "invalid_signature"
 
 
+@pytest.mark.parametrize("public_key", [b"\x02" + b"\xff" * 32, b"\x04" + bytes(64), b"\x02" + bytes(20)])
+def test_invalid_key_bytes_are_refused(public_key, ctx):
+    document, proof = _secured("employ", "derivedRevealDocument.json")
+    key = VerificationKey(id="k", controller="c", key_type="P-256", public_key=public_key)
+    assert _failure(document, proof, key, ctx).code == "invalid_public_key"
+
+
 def test_key_of_another_type_is_refused(ctx):
     document, proof = _secured("employ", "derivedRevealDocument.json")
     key = VerificationKey(id="k", controller="c", key_type="Ed25519", public_key=bytes(32))

@@ -14,6 +14,7 @@ with `proof_too_large` before any curve work (each new message generator costs a
 from __future__ import annotations
 
 from dataclasses import dataclass
+from functools import lru_cache
 from typing import Any
 
 from app.credentials import bbs
@@ -134,6 +135,18 @@ def _check_message_count(count: int) -> None:
         )
 
 
+@lru_cache(maxsize=256)
+def _public_key_problem(backend: Any, public_key: bytes) -> str | None:
+    """Why `public_key` is not a usable BLS12-381 G2 key, or None (cached: keys repeat)."""
+    if len(public_key) != PUBLIC_KEY_LENGTH:
+        return f"a BLS12-381 G2 public key has {PUBLIC_KEY_LENGTH} bytes, not {len(public_key)}"
+    try:
+        point = backend.g2_from_bytes(public_key)
+    except bbs.BbsInputError as error:
+        return str(error)
+    return "the public key is the identity point" if backend.g2_is_identity(point) else None
+
+
 def _check_proof_options(proof: dict) -> None:
     if proof.get("type") != "DataIntegrityProof" or proof.get("cryptosuite") != NAME:
         raise ProofCheckFailed("invalid_proof_configuration", f"not a DataIntegrityProof with cryptosuite {NAME}")
@@ -152,6 +165,9 @@ class Bbs2023:
         _check_proof_options(proof)
         if key.key_type != "Bls12381G2":
             raise ProofCheckFailed("unsupported_key_type", f"{NAME} needs a BLS12-381 G2 key, not {key.key_type}")
+        problem = _public_key_problem(self.backend or bbs.get_backend(), bytes(key.public_key))
+        if problem is not None:
+            raise ProofCheckFailed("invalid_public_key", f"verification method key: {problem}")
         parsed = parse_proof_value(proof.get("proofValue"))
         if isinstance(parsed, BaseProofValue):
             self.verify_base_proof(document_without_proof, proof, parsed, key, ctx)

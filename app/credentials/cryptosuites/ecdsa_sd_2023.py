@@ -147,7 +147,7 @@ def _ecdsa_valid(public_key: ec.EllipticCurvePublicKey, signature: bytes, data: 
     return True
 
 
-def verify_signatures(data: VerifyData, key: VerificationKey) -> None:
+def verify_signatures(data: VerifyData, issuer_key: ec.EllipticCurvePublicKey) -> None:
     """Check the base signature (issuer key) and every statement signature (proof-scoped key).
 
     Raises `invalid_signature` when a signature fails or their count differs from the statements.
@@ -157,7 +157,6 @@ def verify_signatures(data: VerifyData, key: VerificationKey) -> None:
             "invalid_signature",
             f"{len(data.signatures)} signatures for {len(data.non_mandatory)} non-mandatory statements",
         )
-    issuer_key = _p256_public_key(key.public_key, "the verification method key", "unsupported_key_type")
     if not _ecdsa_valid(issuer_key, data.base_signature, data.proof_hash + data.public_key + data.mandatory_hash):
         raise ProofCheckFailed("invalid_signature", "the base signature does not verify")
     scoped_key = _p256_public_key(data.public_key[len(P256_MULTIKEY_PREFIX) :], "publicKey", "malformed_proof_value")
@@ -183,12 +182,13 @@ class EcdsaSd2023:
         _check_proof_options(proof)
         if key.key_type != "P-256":
             raise ProofCheckFailed("unsupported_key_type", f"{NAME} needs a P-256 key, not {key.key_type}")
+        issuer_key = _p256_public_key(key.public_key, "the verification method key", "invalid_public_key")
         parsed = parse_proof_value(proof.get("proofValue"))
         if isinstance(parsed, BaseProofValue):
             data = create_base_verify_data(document_without_proof, proof, parsed, ctx)
         else:
             data = create_derived_verify_data(document_without_proof, proof, parsed, ctx)
-        verify_signatures(data, key)
+        verify_signatures(data, issuer_key)
 
 
 SUITE = register_suite(EcdsaSd2023())
