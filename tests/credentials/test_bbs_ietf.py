@@ -119,6 +119,21 @@ def test_pure_python_hash_to_curve_matches_rfc9380_and_both_backends(backend: bb
     )
 
 
+def test_multi_mul_with_prepared_bases_matches_plain_multiplication(backend: bbs.CurveBackend) -> None:
+    generator = backend.g1_hash_to_curve(b"base", b"TEST-DST", XMD_SHA256)
+    points = [backend.g1_mul(generator, k) for k in (2, 3, 5, 7, 11)]
+    scalars = [0, 1, R - 1, secrets.randbelow(R), (1 << 255) + 12345]
+    expected = backend.g1_mul(points[0], scalars[0])
+    for point, scalar in zip(points[1:], scalars[1:], strict=True):
+        expected = backend.g1_add(expected, backend.g1_mul(point, scalar))
+    prepared = [backend.g1_prepare_fixed_base(point) for point in points]
+    mixed = [prepared[0], points[1], prepared[2], points[3], prepared[4]]
+    for operands in (points, prepared, mixed):
+        result = backend.g1_multi_mul(operands, scalars)
+        assert backend.g1_to_bytes(result) == backend.g1_to_bytes(expected)
+    assert backend.g1_is_identity(backend.g1_multi_mul(prepared, [0] * 5))
+
+
 # --- IETF fixtures -------------------------------------------------------------------------------
 
 
