@@ -1,0 +1,80 @@
+"""End-to-end `verify_credential` latency for the RDFC and JCS suites (canonicalization included).
+
+Run with `pytest -m benchmark tests/benchmarks/test_verify_bench.py -s`. Prints p50/p99 in
+milliseconds for a typical credential (the W3C employment-authorization example, did:key issuer)
+and one cold verification with a fresh loader; never asserts on time. Iterations: env
+TESSERA_BENCH_ITERATIONS (default 300).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import time
+from collections.abc import Callable
+from pathlib import Path
+
+import pytest
+
+from app.credentials.cryptosuites import require_suite
+from app.credentials.cryptosuites.base import SuiteContext
+from app.credentials.dids import DidResolver
+from app.credentials.jsonld.loader import make_document_loader
+from app.credentials.multiformats import decode_multikey_secret
+from app.credentials.verifier import verify_credential
+
+pytestmark = pytest.mark.benchmark
+
+VECTORS = Path(os.environ.get("TESSERA_VECTORS_DIR", Path(__file__).resolve().parents[2] / ".." / "shared" / "vectors"))
+ITERATIONS = int(os.environ.get("TESSERA_BENCH_ITERATIONS", "300"))
+WARMUP = 20
+KEY_FILES = {"Ed25519": "eddsa/keyPair.json", "P-256": "ecdsa/p256KeyPair.json", "P-384": "ecdsa/p384KeyPair.json"}
+
+
+def _percentiles(operation: Callable[[], object]) -> tuple[float, float]:
+    for _ in range(WARMUP):
+        operation()
+    samples = []
+    for _ in range(ITERATIONS):
+        started = time.perf_counter()
+        operation()
+        samples.append(time.perf_counter() - started)
+    samples.sort()
+    return samples[len(samples) // 2] * 1e3, samples[min(len(samples) - 1, int(len(samples) * 0.99))] * 1e3
+
+
+def _signed_credential(suite: str, key_type: str, loader) -> dict:
+    pair = json.loads((VECTORS / KEY_FILES[key_type]).read_text())
+    public = pair["publicKeyMultibase"]
+    secret = decode_multikey_secret(pair.get("secretKeyMultibase") or pair["privateKeyMultibase"])[1]
+    credential = json.loads((VECTORS / "eddsa/employmentAuth.json").read_text())
+    credential["issuer"] = f"did:key:{public}"
+    return require_suite(suite).sign(
+        credential, private_key=secret, verification_method=f"did:key:{public}#{public}", ctx=SuiteContext(loader)
+    )
+
+
+@pytest.mark.parametrize(
+    ("suite", "key_type"),
+    [
+        ("eddsa-rdfc-2022", "Ed25519"),
+        ("ecdsa-rdfc-2019", "P-256"),
+        ("ecdsa-rdfc-2019", "P-384"),
+        ("eddsa-jcs-2022", "Ed25519"),
+        ("ecdsa-jcs-2019", "P-256"),
+        ("ecdsa-jcs-2019", "P-384"),
+    ],
+)
+def test_verify_latency(suite: str, key_type: str) -> None:
+    loader = make_document_loader(VECTORS / "contexts")
+    resolver = DidResolver()
+    vc = _signed_credential(suite, key_type, loader)
+
+    cold_loader = make_document_loader(VECTORS / "contexts")
+    started = time.perf_counter()
+    cold = verify_credential(vc, resolver=resolver, loader=cold_loader)
+    cold_ms = (time.perf_counter() - started) * 1e3
+    assert cold.verified, cold.errors
+
+    p50, p99 = _percentiles(lambda: verify_credential(vc, resolver=resolver, loader=loader))
+    print(f"\nverify {suite:16s} {key_type:8s} p50 {p50:6.2f} ms  p99 {p99:6.2f} ms  cold {cold_ms:6.1f} ms")
