@@ -1,0 +1,1 @@
+"""OpenID Connect provider: hosted login, authorization codes, tokens, userinfo and signing keys."""

@@ -1,0 +1,443 @@
+"""Use cases of the authorization endpoint: validate the request, sign in by e-mail code, single
+sign-on, consent, and the one-time code. Functions flush but never commit.
+
+A request in progress lives in `AuthorizationRequest`, reached through a random handle carried by
+the pages and bound to the browser that started it (the hash of its browser cookie), so a handle
+leaked from one browser cannot be completed in another.
+"""
+
+from __future__ import annotations
+
+import re
+import secrets
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from datetime import datetime, timedelta
+from email.utils import formataddr
+from urllib.parse import parse_qsl, urlencode, urlsplit, urlunsplit
+
+from flask import current_app
+from sqlalchemy import delete, select
+
+from app.db import as_utc, utcnow
+from app.extensions import db
+from app.oidc import recaptcha, tokens
+from app.oidc.claims import parse_scope
+from app.oidc.errors import AuthorizationPageError, AuthorizationRedirectError
+from app.oidc.mail import send_mail
+from app.oidc.models import AuthorizationCode, AuthorizationRequest, Consent, LoginSession
+from app.oidc.service import get_relying_party
+from app.security import hash_secret, random_token
+from app.tenancy.models import Client
+from app.tenancy.service import from_email_address
+from app.users.models import User
+from app.users.service import find_user_by_email, get_user_in_tree
+
+PROMPTS = frozenset({"none", "login", "consent", "select_account"})
+_CODE_CHALLENGE = re.compile(r"^[A-Za-z0-9._~-]{43,128}$")
+_EMAIL = re.compile(r"^[^@\s]{1,64}@[^@\s]{1,253}\.[^@\s]{1,63}$")
+_MAX_STATE = 2048
+
+
+@dataclass(frozen=True)
+class AuthorizationParams:
+    """A validated authorization request."""
+
+    client: Client
+    redirect_uri: str
+    scopes: tuple[str, ...]
+    state: str | None = None
+    nonce: str | None = None
+    code_challenge: str | None = None
+    prompt: frozenset[str] = field(default_factory=frozenset)
+    max_age: int | None = None
+    login_hint: str | None = None
+
+
+@dataclass(frozen=True)
+class Outcome:
+    """Where the browser goes next: the client's redirect_uri, or one of our pages with a handle."""
+
+    redirect_to: str | None = None
+    page: str | None = None
+    handle: str | None = None
+    session_token: str | None = None
+
+
+@dataclass(frozen=True)
+class LoginStep:
+    """The result of submitting the e-mail or the code form when the flow is not finished yet."""
+
+    request: AuthorizationRequest
+    client: Client
+    message: str | None = None
+    error: bool = False
+
+
+def browser_hash(browser_token: str) -> str:
+    return hash_secret("browser:" + browser_token)
+
+
+def validate_redirect_target(raw: Mapping[str, str]) -> tuple[Client, str]:
+    """The client and redirect_uri, both trusted; AuthorizationPageError (never a redirect) otherwise."""
+    client = get_relying_party(raw.get("client_id"))
+    if client is None:
+        raise AuthorizationPageError("This application is not known to us, so we cannot sign you in to it.")
+    redirect_uri = raw.get("redirect_uri") or ""
+    if not redirect_uri or redirect_uri not in (client.redirect_uris or []):
+        raise AuthorizationPageError(
+            "The application asked us to send you to an address it has not registered, so we stopped here."
+        )
+    return client, redirect_uri
+
+
+def validate_authorization_request(raw: Mapping[str, str]) -> AuthorizationParams:
+    """Check every parameter; redirect-safe errors raise AuthorizationRedirectError (RFC 6749 §4.1.2.1)."""
+    client, redirect_uri = validate_redirect_target(raw)
+    if raw.get("request"):
+        raise AuthorizationRedirectError("request_not_supported", "Request objects are not supported.")
+    if raw.get("request_uri"):
+        raise AuthorizationRedirectError("request_uri_not_supported", "request_uri is not supported.")
+    if raw.get("response_type") != "code":
+        raise AuthorizationRedirectError("unsupported_response_type", "Only response_type=code is supported.")
+    if raw.get("response_mode") not in (None, "", "query"):
+        raise AuthorizationRedirectError("invalid_request", "Only response_mode=query is supported.")
+    scopes = parse_scope(raw.get("scope"))
+    if "openid" not in scopes:
+        raise AuthorizationRedirectError("invalid_scope", "The scope must include openid.")
+    prompt = frozenset((raw.get("prompt") or "").split())
+    if not prompt <= PROMPTS or ("none" in prompt and len(prompt) > 1):
+        raise AuthorizationRedirectError("invalid_request", "prompt has an unsupported value.")
+    max_age = None
+    if raw.get("max_age") not in (None, ""):
+        if not str(raw["max_age"]).isdigit():
+            raise AuthorizationRedirectError("invalid_request", "max_age must be a non-negative integer.")
+        max_age = int(raw["max_age"])
+    challenge = raw.get("code_challenge") or None
+    method = raw.get("code_challenge_method") or None
+    if challenge is not None:
+        if (method or "plain") != "S256":
+            raise AuthorizationRedirectError("invalid_request", "Only code_challenge_method=S256 is supported.")
+        if not _CODE_CHALLENGE.match(challenge):
+            raise AuthorizationRedirectError("invalid_request", "code_challenge is malformed.")
+    elif method is not None:
+        raise AuthorizationRedirectError("invalid_request", "code_challenge_method without code_challenge.")
+    state, nonce = raw.get("state") or None, raw.get("nonce") or None
+    if (state and len(state) > _MAX_STATE) or (nonce and len(nonce) > _MAX_STATE):
+        raise AuthorizationRedirectError("invalid_request", "state or nonce is too long.")
+    login_hint = (raw.get("login_hint") or "").strip()[:254] or None
+    return AuthorizationParams(
+        client=client, redirect_uri=redirect_uri, scopes=tuple(scopes), state=state, nonce=nonce,
+        code_challenge=challenge, prompt=prompt, max_age=max_age, login_hint=login_hint,
+    )
+
+
+def redirect_uri_with(redirect_uri: str, params: Mapping[str, str | None]) -> str:
+    """`redirect_uri` with `params` added to its query (keeping what it already has)."""
+    parts = urlsplit(redirect_uri)
+    query = parse_qsl(parts.query, keep_blank_values=True)
+    query.extend((key, value) for key, value in params.items() if value is not None)
+    return urlunsplit((parts.scheme, parts.netloc, parts.path, urlencode(query), parts.fragment))
+
+
+def error_redirect(params_or_request: AuthorizationParams | AuthorizationRequest, error: str, description: str) -> str:
+    state = getattr(params_or_request, "state", None) or getattr(params_or_request, "rp_state", None)
+    return redirect_uri_with(params_or_request.redirect_uri, {
+        "error": error, "error_description": description, "state": state, "iss": tokens.issuer(),
+    })
+
+
+def find_session(session_token: str | None, root_client_id: int) -> LoginSession | None:
+    """The live single sign-on session of this browser for the client tree, if any."""
+    if not session_token:
+        return None
+    session = db.session.execute(
+        select(LoginSession).where(LoginSession.token_hash == hash_secret("sso:" + session_token))
+    ).scalar_one_or_none()
+    if session is None or session.ended_at is not None or as_utc(session.expires_at) <= utcnow():
+        return None
+    if session.root_client_id != root_client_id:
+        return None
+    return session
+
+
+def _root_id(client: Client) -> int:
+    return client.root_id or client.id
+
+
+def _consent_covers(user_id: int, client_id: int, scopes: tuple[str, ...] | list[str]) -> bool:
+    consent = db.session.execute(
+        select(Consent).where(Consent.user_id == user_id, Consent.client_id == client_id)
+    ).scalar_one_or_none()
+    return consent is not None and set(scopes) <= set(consent.scope.split())
+
+
+def _new_request(params: AuthorizationParams, browser_token: str, **fields) -> tuple[AuthorizationRequest, str]:
+    handle = random_token(32)
+    now = utcnow()
+    request = AuthorizationRequest(
+        handle_hash=hash_secret("authz:" + handle),
+        browser_hash=browser_hash(browser_token),
+        client_id=params.client.id,
+        redirect_uri=params.redirect_uri,
+        scope=" ".join(params.scopes),
+        rp_state=params.state,
+        nonce=params.nonce,
+        code_challenge=params.code_challenge,
+        prompt=" ".join(sorted(params.prompt)),
+        max_age=params.max_age,
+        login_hint=params.login_hint,
+        created_at=now,
+        expires_at=now + timedelta(seconds=current_app.config["OIDC_AUTH_REQUEST_TTL"]),
+        **fields,
+    )
+    db.session.add(request)
+    db.session.flush()
+    return request, handle
+
+
+def _issue_code(*, client: Client, user_id: int, redirect_uri: str, scope: str, nonce: str | None,
+                code_challenge: str | None, auth_time: datetime, state: str | None) -> str:
+    code = random_token(32)
+    now = utcnow()
+    db.session.add(AuthorizationCode(
+        code_hash=hash_secret(code),
+        client_id=client.id,
+        user_id=user_id,
+        redirect_uri=redirect_uri,
+        scope=scope,
+        nonce=nonce,
+        code_challenge=code_challenge,
+        auth_time=auth_time,
+        created_at=now,
+        expires_at=now + timedelta(seconds=current_app.config["OIDC_CODE_TTL"]),
+    ))
+    db.session.flush()
+    return redirect_uri_with(redirect_uri, {"code": code, "state": state, "iss": tokens.issuer()})
+
+
+def start_authorization(params: AuthorizationParams, *, browser_token: str, session_token: str | None) -> Outcome:
+    """Decide the first step: straight back with a code (SSO), the login page, or the consent page."""
+    client = params.client
+    session = find_session(session_token, _root_id(client))
+    user = get_user_in_tree(session.user_id, _root_id(client)) if session is not None else None
+    now = utcnow()
+    login_needed = (
+        user is None
+        or "login" in params.prompt
+        or (params.max_age is not None and (now - as_utc(session.auth_time)).total_seconds() > params.max_age)
+    )
+    if login_needed:
+        if "none" in params.prompt:
+            return Outcome(redirect_to=error_redirect(params, "login_required", "The user is not signed in."))
+        _, handle = _new_request(params, browser_token)
+        return Outcome(page="login", handle=handle)
+    assert session is not None and user is not None
+    if "consent" in params.prompt or not _consent_covers(user.id, client.id, params.scopes):
+        if "none" in params.prompt:
+            return Outcome(redirect_to=error_redirect(params, "consent_required", "The user has not consented."))
+        _, handle = _new_request(params, browser_token, user_id=user.id, auth_time=session.auth_time)
+        return Outcome(page="consent", handle=handle)
+    return Outcome(redirect_to=_issue_code(
+        client=client, user_id=user.id, redirect_uri=params.redirect_uri, scope=" ".join(params.scopes),
+        nonce=params.nonce, code_challenge=params.code_challenge, auth_time=as_utc(session.auth_time),
+        state=params.state,
+    ))
+
+
+def require_request(handle: str | None, browser_token: str | None) -> tuple[AuthorizationRequest, Client]:
+    """The request in progress behind `handle` in this browser; an error page if gone or foreign."""
+    expired = AuthorizationPageError(
+        "This sign-in page has expired. Go back to the application and start again.", status=400
+    )
+    if not handle or not browser_token:
+        raise expired
+    request = db.session.execute(
+        select(AuthorizationRequest).where(AuthorizationRequest.handle_hash == hash_secret("authz:" + handle))
+    ).scalar_one_or_none()
+    if request is None or as_utc(request.expires_at) <= utcnow():
+        raise expired
+    if not secrets.compare_digest(request.browser_hash, browser_hash(browser_token)):
+        raise expired
+    client = get_relying_party(str(request.client_id))
+    if client is None:
+        raise AuthorizationPageError("This application is no longer available.")
+    return request, client
+
+
+def send_login_code(request: AuthorizationRequest, client: Client, email: str, *,
+                    recaptcha_token: str | None, remote_ip: str | None) -> LoginStep:
+    """Mail a fresh 6-digit code to `email` if it has an account in the client's tree.
+
+    The answer is the same whether or not the account exists. A new code replaces the previous
+    one and resets the attempt counter.
+    """
+    address = (email or "").strip().lower()
+    if not _EMAIL.match(address) or len(address) > 254:
+        return LoginStep(request, client, "Enter a valid e-mail address.", error=True)
+    if client.recaptcha_enabled and not recaptcha.recaptcha_passes(client, recaptcha_token, remote_ip):
+        return LoginStep(request, client, "We could not confirm you are not a robot. Please try again.", error=True)
+    user = find_user_by_email(_root_id(client), address)
+    code = f"{secrets.randbelow(10**6):06d}"
+    request.email = address
+    request.candidate_user_id = user.id if user is not None else None
+    request.login_code_hash = hash_secret(f"login:{request.id}:{code}")
+    request.login_code_expires_at = utcnow() + timedelta(seconds=current_app.config["OIDC_LOGIN_CODE_TTL"])
+    request.login_code_attempts = 0
+    if user is not None:
+        minutes = current_app.config["OIDC_LOGIN_CODE_TTL"] // 60
+        send_mail(
+            to=address,
+            sender=_sender(client),
+            subject=f"Your sign-in code for {client.name}: {code}",
+            text=(f"Your code to sign in to {client.name} is {code}.\n\n"
+                  f"It is valid for {minutes} minutes. If you did not try to sign in, ignore this message.\n"),
+        )
+    db.session.flush()
+    return LoginStep(request, client, f"If an account exists for {address}, we sent a code to it.")
+
+
+def _sender(client: Client) -> str:
+    return formataddr((client.name, from_email_address(client)))
+
+
+def verify_login_code(request: AuthorizationRequest, client: Client, code: str) -> LoginStep | Outcome:
+    """Check the submitted code: a LoginStep to show again on failure, the next Outcome on success.
+
+    Every attempt is counted before the code is compared; after the last allowed attempt or
+    after expiry the code is dead and a new one must be requested.
+    """
+    if request.login_code_hash is None or request.login_code_expires_at is None:
+        return LoginStep(request, client, "Request a new code to sign in.", error=True)
+    if as_utc(request.login_code_expires_at) <= utcnow():
+        return LoginStep(request, client, "This code has expired. Request a new code.", error=True)
+    limit = current_app.config["OIDC_LOGIN_CODE_ATTEMPTS"]
+    if request.login_code_attempts >= limit:
+        return LoginStep(request, client, "Too many wrong codes. Request a new code.", error=True)
+    request.login_code_attempts += 1
+    db.session.flush()
+    submitted = re.sub(r"\s", "", code or "")
+    expected = hash_secret(f"login:{request.id}:{submitted}")
+    matches = secrets.compare_digest(expected, request.login_code_hash)
+    if not matches or request.candidate_user_id is None:
+        left = limit - request.login_code_attempts
+        message = (f"That code is not right. {left} attempt{'s' if left != 1 else ''} left."
+                   if left else "Too many wrong codes. Request a new code.")
+        return LoginStep(request, client, message, error=True)
+    now = utcnow()
+    session_token = random_token(32)
+    db.session.add(LoginSession(
+        token_hash=hash_secret("sso:" + session_token),
+        user_id=request.candidate_user_id,
+        root_client_id=_root_id(client),
+        auth_time=now,
+        created_at=now,
+        expires_at=now + timedelta(seconds=current_app.config["OIDC_SESSION_TTL"]),
+    ))
+    request.login_code_hash = None
+    request.user_id = request.candidate_user_id
+    request.auth_time = now
+    db.session.flush()
+    outcome = continue_after_login(request, client)
+    return Outcome(redirect_to=outcome.redirect_to, page=outcome.page, handle=outcome.handle,
+                   session_token=session_token)
+
+
+def continue_after_login(request: AuthorizationRequest, client: Client) -> Outcome:
+    """After sign-in: the consent page if needed, else the code back to the client."""
+    scopes = request.scope.split()
+    if "consent" in request.prompt.split() or not _consent_covers(request.user_id, client.id, scopes):
+        return Outcome(page="consent")
+    return Outcome(redirect_to=_finish(request, client))
+
+
+def _finish(request: AuthorizationRequest, client: Client) -> str:
+    location = _issue_code(
+        client=client, user_id=request.user_id, redirect_uri=request.redirect_uri, scope=request.scope,
+        nonce=request.nonce, code_challenge=request.code_challenge, auth_time=as_utc(request.auth_time),
+        state=request.rp_state,
+    )
+    db.session.delete(request)
+    db.session.flush()
+    return location
+
+
+def require_signed_in(request: AuthorizationRequest) -> None:
+    if request.user_id is None or request.auth_time is None:
+        raise AuthorizationPageError("Sign in first. Go back to the application and start again.")
+
+
+def decide_consent(request: AuthorizationRequest, client: Client, decision: str) -> str:
+    """Record the user's answer and return where the browser goes: the client, with a code or an error."""
+    require_signed_in(request)
+    if decision == "deny":
+        location = error_redirect(request, "access_denied", "The user declined to share their information.")
+        db.session.delete(request)
+        db.session.flush()
+        return location
+    if decision != "allow":
+        raise AuthorizationPageError("Choose allow or deny.")
+    consent = db.session.execute(
+        select(Consent).where(Consent.user_id == request.user_id, Consent.client_id == client.id)
+    ).scalar_one_or_none()
+    if consent is None:
+        db.session.add(Consent(user_id=request.user_id, client_id=client.id, scope=request.scope, granted_at=utcnow()))
+    else:
+        consent.scope = " ".join(sorted(set(consent.scope.split()) | set(request.scope.split())))
+        consent.granted_at = utcnow()
+    return _finish(request, client)
+
+
+def signed_in_user(request: AuthorizationRequest) -> User | None:
+    return db.session.get(User, request.user_id) if request.user_id is not None else None
+
+
+def end_session(session_token: str | None) -> bool:
+    """End the browser's single sign-on session; True if there was one."""
+    if not session_token:
+        return False
+    session = db.session.execute(
+        select(LoginSession).where(LoginSession.token_hash == hash_secret("sso:" + session_token))
+    ).scalar_one_or_none()
+    if session is None or session.ended_at is not None:
+        return False
+    session.ended_at = utcnow()
+    db.session.flush()
+    return True
+
+
+def logout_target(id_token_hint: str | None, client_id: str | None, post_logout_redirect_uri: str | None,
+                  state: str | None) -> tuple[str | None, bool]:
+    """Where to send the browser after logout and whether the hint proves the request came from the RP.
+
+    The post-logout URI is honoured only when it is registered for the client named by the hint
+    (or by `client_id`), never otherwise.
+    """
+    hint = tokens.decode_id_token_hint(id_token_hint) if id_token_hint else None
+    audience = hint.get("aud") if hint else None
+    hinted_client = audience[0] if isinstance(audience, list) and audience else audience
+    if hint and client_id and str(hinted_client) != client_id:
+        hint, hinted_client = None, None
+    client = get_relying_party(str(hinted_client) if hinted_client else client_id)
+    target = None
+    if client is not None and post_logout_redirect_uri and post_logout_redirect_uri in (client.redirect_uris or []):
+        target = redirect_uri_with(post_logout_redirect_uri, {"state": state})
+    return target, hint is not None
+
+
+def purge_expired(now: datetime | None = None) -> int:
+    """Delete expired codes, requests, sessions and deny-list entries; returns rows removed."""
+    from app.oidc.models import RevokedToken
+
+    now = now or utcnow()
+    removed = 0
+    # A used code is kept until its token has expired, so a late replay can still revoke it.
+    for statement in (
+        delete(AuthorizationCode).where(AuthorizationCode.expires_at <= now, AuthorizationCode.used_at.is_(None)),
+        delete(AuthorizationCode).where(AuthorizationCode.access_token_expires_at <= now),
+        delete(AuthorizationRequest).where(AuthorizationRequest.expires_at <= now),
+        delete(LoginSession).where(LoginSession.expires_at <= now),
+        delete(RevokedToken).where(RevokedToken.expires_at <= now),
+    ):
+        removed += db.session.execute(statement).rowcount or 0
+    return removed

@@ -1,0 +1,96 @@
+"""Errors of the OpenID provider.
+
+The token, revocation and introspection endpoints answer RFC 6749 §5.2 bodies
+(`{error, error_description}`) because OAuth clients parse them; `OAuthError` and its subclasses
+carry that shape. Bearer-protected resources raise domain errors (problem+json) with the RFC 6750
+`WWW-Authenticate` challenge. Authorization pages render `AuthorizationPageError` as HTML.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from app.errors import DomainError
+
+
+class OAuthError(Exception):
+    """An RFC 6749 error response; `keep_changes` commits what was recorded before answering."""
+
+    status = 400
+    error = "invalid_request"
+
+    def __init__(self, description: str, *, keep_changes: bool = False, headers: dict | None = None) -> None:
+        super().__init__(description)
+        self.description = description
+        self.keep_changes = keep_changes
+        self.headers = headers or {}
+
+    def body(self) -> dict[str, str]:
+        return {"error": self.error, "error_description": self.description}
+
+
+class InvalidRequest(OAuthError):
+    error = "invalid_request"
+
+
+class InvalidClient(OAuthError):
+    status, error = 401, "invalid_client"
+
+    def __init__(self, description: str = "Client authentication failed.", **kwargs: Any) -> None:
+        headers = {"WWW-Authenticate": 'Basic realm="tessera"'}
+        super().__init__(description, headers=headers, **kwargs)
+
+
+class InvalidGrant(OAuthError):
+    error = "invalid_grant"
+
+
+class UnsupportedGrantType(OAuthError):
+    error = "unsupported_grant_type"
+
+
+class UnsupportedTokenType(OAuthError):
+    error = "unsupported_token_type"
+
+
+class InvalidBearerToken(DomainError):
+    status, code, title = 401, "invalid_token", "Invalid access token"
+
+    def __init__(self, detail: str | None = None, **kwargs: Any) -> None:
+        reason = (detail or self.title).replace('"', "'")
+        challenge = f'Bearer realm="tessera", error="invalid_token", error_description="{reason}"'
+        super().__init__(detail, headers={"WWW-Authenticate": challenge}, **kwargs)
+
+
+class MissingBearerToken(DomainError):
+    status, code, title = 401, "unauthorized", "Access token required"
+
+    def __init__(self, detail: str | None = None, **kwargs: Any) -> None:
+        super().__init__(detail, headers={"WWW-Authenticate": 'Bearer realm="tessera"'}, **kwargs)
+
+
+class InsufficientScope(DomainError):
+    status, code, title = 403, "insufficient_scope", "Insufficient scope"
+
+    def __init__(self, scope: str, **kwargs: Any) -> None:
+        challenge = f'Bearer realm="tessera", error="insufficient_scope", scope="{scope}"'
+        super().__init__(f"The access token lacks the {scope!r} scope.", headers={"WWW-Authenticate": challenge},
+                         **kwargs)
+
+
+class AuthorizationPageError(Exception):
+    """The authorization request cannot go on and must not redirect: shown as an HTML error page."""
+
+    def __init__(self, message: str, status: int = 400) -> None:
+        super().__init__(message)
+        self.message = message
+        self.status = status
+
+
+class AuthorizationRedirectError(Exception):
+    """An error to send back to the client's (already validated) redirect_uri, per RFC 6749 §4.1.2.1."""
+
+    def __init__(self, error: str, description: str) -> None:
+        super().__init__(description)
+        self.error = error
+        self.description = description

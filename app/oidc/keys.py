@@ -1,0 +1,264 @@
+"""Signing keys: generation, encrypted storage, the published key set, rotation and a cache.
+
+Per algorithm (RS256, ES256) there is one `active` key that signs and one `next` key that is
+already published, so relying parties have it cached before it signs anything. Rotation retires
+the active key, promotes the next one and creates a new next key; a retired key stays published
+(and accepted) until every token it signed has expired, then it is deleted.
+
+Decrypted key material is cached per application forever (a kid never changes its key); which
+kids are published and in which state is re-read after `OIDC_KEY_CACHE_SECONDS`, so a rotation in
+another process is seen within that time (signing meanwhile with the previous key is safe: it is
+still published).
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+from dataclasses import dataclass
+from datetime import datetime, timedelta
+
+from flask import current_app
+from joserfc.jwk import ECKey, RSAKey
+from sqlalchemy import delete, or_, select
+from sqlalchemy.exc import IntegrityError
+
+from app.db import as_utc, utcnow
+from app.extensions import db
+from app.oidc.models import KEY_ACTIVE, KEY_NEXT, KEY_RETIRED, SigningKey
+from app.security import decrypt, encrypt
+
+ALGORITHMS = ("RS256", "ES256")
+_PURPOSE = "oidc-signing-key"
+# A kid the cache does not know triggers a reload at most this often (no reload storm from junk).
+_MISS_RELOAD_SECONDS = 1.0
+
+SigningJWK = RSAKey | ECKey
+
+
+@dataclass(frozen=True)
+class PublishedKey:
+    """A key of the published set: what verification needs to know about it."""
+
+    kid: str
+    alg: str
+    state: str
+    publish_until: datetime | None
+    public_jwk: dict
+
+
+class _KeyCache:
+    def __init__(self) -> None:
+        self.lock = threading.Lock()
+        self.material: dict[str, SigningJWK] = {}
+        self.published: dict[str, PublishedKey] = {}
+        self.loaded_at = float("-inf")
+
+
+def _cache() -> _KeyCache:
+    return current_app.extensions.setdefault("oidc_keys", _KeyCache())
+
+
+def invalidate_key_cache() -> None:
+    """Forget which keys are published (call after changing keys in this process)."""
+    _cache().loaded_at = float("-inf")
+
+
+def generate_key(alg: str) -> tuple[str, SigningJWK]:
+    """A fresh private key for `alg`, with its RFC 7638 thumbprint as kid."""
+    if alg == "RS256":
+        key: SigningJWK = RSAKey.generate_key(2048, private=True)
+    elif alg == "ES256":
+        key = ECKey.generate_key("P-256", private=True)
+    else:
+        raise ValueError(f"unsupported signing algorithm {alg!r}")
+    kid = key.thumbprint()
+    key = type(key).import_key(key.as_dict(private=True), parameters={"kid": kid, "use": "sig", "alg": alg})
+    return kid, key
+
+
+def _new_row(alg: str, state: str, now: datetime) -> SigningKey:
+    kid, key = generate_key(alg)
+    return SigningKey(
+        kid=kid,
+        alg=alg,
+        state=state,
+        private_key_encrypted=encrypt(key.as_pem(private=True), _PURPOSE),
+        public_jwk=key.as_dict(private=False),
+        created_at=now,
+        activated_at=now if state == KEY_ACTIVE else None,
+    )
+
+
+def _load_published(now: datetime) -> dict[str, PublishedKey]:
+    statement = select(SigningKey.kid, SigningKey.alg, SigningKey.state, SigningKey.publish_until,
+                       SigningKey.public_jwk).where(
+        or_(SigningKey.state.in_((KEY_ACTIVE, KEY_NEXT)), SigningKey.publish_until > now)
+    )
+    return {
+        row.kid: PublishedKey(row.kid, row.alg, row.state, as_utc(row.publish_until), row.public_jwk)
+        for row in db.session.execute(statement)
+    }
+
+
+def _refresh(cache: _KeyCache, *, force: bool = False) -> dict[str, PublishedKey]:
+    ttl = current_app.config["OIDC_KEY_CACHE_SECONDS"]
+    if force or time.monotonic() - cache.loaded_at >= ttl:
+        published = _load_published(utcnow())
+        with cache.lock:
+            cache.published = published
+            cache.loaded_at = time.monotonic()
+    return cache.published
+
+
+def ensure_keys() -> None:
+    """Create the active and next key of every algorithm that has none (inside the caller's transaction).
+
+    Safe against a concurrent bootstrap: the partial unique indexes let only one active and one
+    next key exist per algorithm; the loser's savepoint is rolled back and it reads the winner's.
+    """
+    now = utcnow()
+    present = {
+        (alg, state) for alg, state in db.session.execute(
+            select(SigningKey.alg, SigningKey.state).where(SigningKey.state.in_((KEY_ACTIVE, KEY_NEXT)))
+        )
+    }
+    for alg in ALGORITHMS:
+        for state in (KEY_ACTIVE, KEY_NEXT):
+            if (alg, state) in present:
+                continue
+            try:
+                with db.session.begin_nested():
+                    db.session.add(_new_row(alg, state, now))
+            except IntegrityError:
+                pass
+    invalidate_key_cache()
+
+
+def _material(kid: str) -> SigningJWK:
+    cache = _cache()
+    key = cache.material.get(kid)
+    if key is None:
+        row = db.session.get(SigningKey, kid)
+        if row is None:
+            raise LookupError(kid)
+        pem = decrypt(row.private_key_encrypted, _PURPOSE)
+        cls = RSAKey if row.alg == "RS256" else ECKey
+        key = cls.import_key(pem, parameters={"kid": row.kid, "use": "sig", "alg": row.alg})
+        with cache.lock:
+            cache.material[kid] = key
+    return key
+
+
+def signing_key(alg: str) -> SigningJWK:
+    """The private key that signs new tokens with `alg` (creates the first keys if there are none)."""
+    cache = _cache()
+    for attempt in range(2):
+        published = _refresh(cache, force=attempt > 0)
+        for entry in published.values():
+            if entry.alg == alg and entry.state == KEY_ACTIVE:
+                return _material(entry.kid)
+        ensure_keys()
+    raise LookupError(f"no active {alg} key")
+
+
+def verification_key(kid: str, now: datetime | None = None) -> tuple[PublishedKey, SigningJWK] | None:
+    """The published key `kid` and its material, or None if it is unknown or no longer published."""
+    cache = _cache()
+    published = _refresh(cache)
+    entry = published.get(kid)
+    if entry is None and time.monotonic() - cache.loaded_at >= _MISS_RELOAD_SECONDS:
+        entry = _refresh(cache, force=True).get(kid)
+    if entry is None:
+        return None
+    if entry.state == KEY_RETIRED and (entry.publish_until is None or entry.publish_until <= (now or utcnow())):
+        return None
+    return entry, _material(kid)
+
+
+def published_jwks() -> dict:
+    """The JWK Set of every key a token may be verified with: next, active and retired-but-live."""
+    published = _refresh(_cache())
+    if not any(entry.state == KEY_ACTIVE for entry in published.values()):
+        ensure_keys()
+        published = _refresh(_cache(), force=True)
+    order = {KEY_ACTIVE: 0, KEY_NEXT: 1, KEY_RETIRED: 2}
+    entries = sorted(published.values(), key=lambda entry: (order[entry.state], entry.alg, entry.kid))
+    now = utcnow()
+    return {
+        "keys": [
+            dict(entry.public_jwk)
+            for entry in entries
+            if entry.state != KEY_RETIRED or (entry.publish_until and entry.publish_until > now)
+        ]
+    }
+
+
+def retention() -> timedelta:
+    """How long a retired key must stay published: the longest token life plus cache and clock slack."""
+    config = current_app.config
+    seconds = (
+        max(config["OIDC_ACCESS_TOKEN_TTL"], config["OIDC_ID_TOKEN_TTL"])
+        + config["OIDC_KEY_CACHE_SECONDS"]
+        + config["OIDC_CLOCK_LEEWAY"]
+    )
+    return timedelta(seconds=seconds)
+
+
+def rotate_keys(algs: tuple[str, ...] = ALGORITHMS) -> list[str]:
+    """Retire the active key of each algorithm, promote its next key, create a new next key.
+
+    Runs in the caller's transaction; returns the kids now active.
+    """
+    now = utcnow()
+    activated = []
+    for alg in algs:
+        rows = db.session.execute(
+            select(SigningKey).where(SigningKey.alg == alg, SigningKey.state.in_((KEY_ACTIVE, KEY_NEXT)))
+            .with_for_update()
+        ).scalars().all()
+        current = next((row for row in rows if row.state == KEY_ACTIVE), None)
+        upcoming = next((row for row in rows if row.state == KEY_NEXT), None)
+        if current is not None:
+            current.state = KEY_RETIRED
+            current.retired_at = now
+            current.publish_until = now + retention()
+            db.session.flush()
+        if upcoming is None:
+            upcoming = _new_row(alg, KEY_ACTIVE, now)
+            db.session.add(upcoming)
+        else:
+            upcoming.state = KEY_ACTIVE
+            upcoming.activated_at = now
+        db.session.flush()
+        db.session.add(_new_row(alg, KEY_NEXT, now))
+        db.session.flush()
+        activated.append(upcoming.kid)
+    invalidate_key_cache()
+    return activated
+
+
+def rotate_keys_if_due() -> list[str]:
+    """Rotate every algorithm whose active key is older than `OIDC_KEY_ROTATION_INTERVAL`."""
+    interval = timedelta(seconds=current_app.config["OIDC_KEY_ROTATION_INTERVAL"])
+    now = utcnow()
+    due = []
+    for row in db.session.execute(select(SigningKey).where(SigningKey.state == KEY_ACTIVE)).scalars():
+        if now - as_utc(row.activated_at or row.created_at) >= interval:
+            due.append(row.alg)
+    ensure_keys()
+    return rotate_keys(tuple(due)) if due else []
+
+
+def purge_retired_keys() -> int:
+    """Delete retired keys that no live token can need any more; returns how many."""
+    result = db.session.execute(
+        delete(SigningKey).where(SigningKey.state == KEY_RETIRED, SigningKey.publish_until <= utcnow())
+    )
+    invalidate_key_cache()
+    return result.rowcount or 0
+
+
+def list_keys() -> list[SigningKey]:
+    """Every stored key, newest first (for operators)."""
+    return list(db.session.execute(select(SigningKey).order_by(SigningKey.created_at.desc())).scalars())

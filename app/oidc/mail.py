@@ -1,0 +1,77 @@
+"""Outgoing mail: one `send_mail` call, three backends chosen by `MAIL_BACKEND`.
+
+- `outbox`: the message is a row in `mail_outbox`, committed with the request (development and
+  tests; readable at `GET /dev/outbox` when `DEV_OUTBOX=1`).
+- `console`: the message is logged.
+- `smtp`: the message is sealed (encrypted, it may hold a login code) into a job; the worker sends
+  it through the configured SMTP server after the request has committed, retrying transient faults.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import smtplib
+import ssl
+from email.message import EmailMessage
+
+from flask import current_app
+from sqlalchemy import select
+
+from app.db import utcnow
+from app.extensions import db
+from app.oidc.models import OutboxMail
+from app.security import decrypt, encrypt
+
+log = logging.getLogger(__name__)
+
+SEND_MAIL_TASK = "oidc.send_mail"
+_PURPOSE = "mail"
+
+
+def send_mail(*, to: str, sender: str, subject: str, text: str) -> None:
+    """Send a plain-text message with the configured backend, as part of the current transaction."""
+    backend = current_app.config["MAIL_BACKEND"]
+    if backend == "outbox":
+        db.session.add(OutboxMail(to_address=to, from_address=sender, subject=subject, text=text, sent_at=utcnow()))
+    elif backend == "smtp":
+        from app.jobs.service import enqueue_job
+
+        sealed = encrypt(json.dumps({"to": to, "from": sender, "subject": subject, "text": text}).encode(), _PURPOSE)
+        enqueue_job(SEND_MAIL_TASK, {"sealed": sealed})
+    elif backend == "console":
+        log.info("mail to %s from %s: %s\n%s", to, sender, subject, text)
+    else:
+        raise ValueError(f"unknown MAIL_BACKEND {backend!r}")
+
+
+def deliver_sealed(payload: dict) -> dict:
+    """Send a message sealed by `send_mail` through SMTP (runs in the worker); raises OSError/SMTPException."""
+    message = json.loads(decrypt(payload["sealed"], _PURPOSE))
+    email = EmailMessage()
+    email["From"] = message["from"]
+    email["To"] = message["to"]
+    email["Subject"] = message["subject"]
+    email.set_content(message["text"])
+    config = current_app.config
+    timeout = config["SMTP_TIMEOUT"]
+    if config["SMTP_SSL"]:
+        server: smtplib.SMTP = smtplib.SMTP_SSL(config["SMTP_HOST"], config["SMTP_PORT"], timeout=timeout,
+                                                context=ssl.create_default_context())
+    else:
+        server = smtplib.SMTP(config["SMTP_HOST"], config["SMTP_PORT"], timeout=timeout)
+    with server:
+        if config["SMTP_STARTTLS"] and not config["SMTP_SSL"]:
+            server.starttls(context=ssl.create_default_context())
+        if config["SMTP_USERNAME"]:
+            server.login(config["SMTP_USERNAME"], config["SMTP_PASSWORD"])
+        server.send_message(email)
+    return {"sent_to": message["to"]}
+
+
+def outbox_messages(to: str | None, limit: int = 50) -> list[OutboxMail]:
+    """Messages kept by the outbox backend, newest first, optionally for one recipient."""
+    statement = select(OutboxMail).order_by(OutboxMail.sent_at.desc(), OutboxMail.id.desc()).limit(limit)
+    if to:
+        statement = statement.where(OutboxMail.to_address == to.strip().lower())
+    return list(db.session.execute(statement).scalars())

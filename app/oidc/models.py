@@ -1,0 +1,146 @@
+"""Rows of the OpenID provider: signing keys, pending authorizations, codes, sessions, consents.
+
+Every bearer-like value (authorization codes, login codes, session and flow handles) is stored
+only as a keyed hash; signing keys are stored encrypted.
+"""
+
+from __future__ import annotations
+
+from datetime import datetime
+
+from sqlalchemy import DateTime, ForeignKey, Index, Integer, String, Text, UniqueConstraint, text
+from sqlalchemy.orm import Mapped, mapped_column
+
+from app.db import Base, JSONType, utcnow
+
+KEY_NEXT, KEY_ACTIVE, KEY_RETIRED = "next", "active", "retired"
+
+
+class SigningKey(Base):
+    """A JWS signing key. `next` is published before use, `active` signs, `retired` only verifies."""
+
+    __tablename__ = "oidc_signing_keys"
+    __table_args__ = (
+        Index(
+            "uq_oidc_signing_keys_active_alg", "alg", unique=True,
+            sqlite_where=text("state = 'active'"), postgresql_where=text("state = 'active'"),
+        ),
+        Index(
+            "uq_oidc_signing_keys_next_alg", "alg", unique=True,
+            sqlite_where=text("state = 'next'"), postgresql_where=text("state = 'next'"),
+        ),
+    )
+
+    kid: Mapped[str] = mapped_column(String(64), primary_key=True)
+    alg: Mapped[str] = mapped_column(String(8))
+    state: Mapped[str] = mapped_column(String(8), index=True)
+    private_key_encrypted: Mapped[str] = mapped_column(Text)
+    public_jwk: Mapped[dict] = mapped_column(JSONType)
+    created_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), default=utcnow)
+    activated_at: Mapped[datetime | None] = mapped_column(DateTime(timezone=True), nullable=True)
+    retired_at: Mapped[datetime | None] = mapped_column(DateTime(timezone=True), nullable=True)
+    # A retired key stays published until every token it signed has expired.
+    publish_until: Mapped[datetime | None] = mapped_column(DateTime(timezone=True), nullable=True)
+
+
+class AuthorizationRequest(Base):
+    """An authorization request in progress in one browser: login, then consent, then a code."""
+
+    __tablename__ = "oidc_authorization_requests"
+
+    id: Mapped[int] = mapped_column(Integer, primary_key=True)
+    handle_hash: Mapped[str] = mapped_column(String(64), unique=True)
+    browser_hash: Mapped[str] = mapped_column(String(64))
+    client_id: Mapped[int] = mapped_column(ForeignKey("clients.id", ondelete="CASCADE"), index=True)
+    redirect_uri: Mapped[str] = mapped_column(String(2048))
+    scope: Mapped[str] = mapped_column(String(512))
+    rp_state: Mapped[str | None] = mapped_column(Text, nullable=True)
+    nonce: Mapped[str | None] = mapped_column(Text, nullable=True)
+    code_challenge: Mapped[str | None] = mapped_column(String(128), nullable=True)
+    prompt: Mapped[str] = mapped_column(String(64), default="")
+    max_age: Mapped[int | None] = mapped_column(Integer, nullable=True)
+    login_hint: Mapped[str | None] = mapped_column(String(320), nullable=True)
+    created_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), default=utcnow)
+    expires_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), index=True)
+    email: Mapped[str | None] = mapped_column(String(320), nullable=True)
+    # The user the e-mail belongs to, if any: kept server-side so the page never reveals it.
+    candidate_user_id: Mapped[int | None] = mapped_column(
+        ForeignKey("users.id", ondelete="CASCADE"), nullable=True
+    )
+    login_code_hash: Mapped[str | None] = mapped_column(String(64), nullable=True)
+    login_code_expires_at: Mapped[datetime | None] = mapped_column(DateTime(timezone=True), nullable=True)
+    login_code_attempts: Mapped[int] = mapped_column(Integer, default=0)
+    user_id: Mapped[int | None] = mapped_column(ForeignKey("users.id", ondelete="CASCADE"), nullable=True)
+    auth_time: Mapped[datetime | None] = mapped_column(DateTime(timezone=True), nullable=True)
+
+
+class AuthorizationCode(Base):
+    """A one-time code: 60 seconds, single use; remembers the access token it was exchanged for."""
+
+    __tablename__ = "oidc_authorization_codes"
+
+    code_hash: Mapped[str] = mapped_column(String(64), primary_key=True)
+    client_id: Mapped[int] = mapped_column(ForeignKey("clients.id", ondelete="CASCADE"), index=True)
+    user_id: Mapped[int] = mapped_column(ForeignKey("users.id", ondelete="CASCADE"), index=True)
+    redirect_uri: Mapped[str] = mapped_column(String(2048))
+    scope: Mapped[str] = mapped_column(String(512))
+    nonce: Mapped[str | None] = mapped_column(Text, nullable=True)
+    code_challenge: Mapped[str | None] = mapped_column(String(128), nullable=True)
+    auth_time: Mapped[datetime] = mapped_column(DateTime(timezone=True))
+    created_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), default=utcnow)
+    expires_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), index=True)
+    used_at: Mapped[datetime | None] = mapped_column(DateTime(timezone=True), nullable=True)
+    access_token_jti: Mapped[str | None] = mapped_column(String(64), nullable=True)
+    access_token_expires_at: Mapped[datetime | None] = mapped_column(DateTime(timezone=True), nullable=True)
+
+
+class RevokedToken(Base):
+    """The deny-list: a token whose `jti` is here is refused until it would have expired anyway."""
+
+    __tablename__ = "oidc_revoked_tokens"
+
+    jti: Mapped[str] = mapped_column(String(64), primary_key=True)
+    expires_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), index=True)
+    revoked_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), default=utcnow)
+    reason: Mapped[str] = mapped_column(String(32))
+
+
+class LoginSession(Base):
+    """Single sign-on: a browser signed in as a user of one client tree."""
+
+    __tablename__ = "oidc_sessions"
+
+    id: Mapped[int] = mapped_column(Integer, primary_key=True)
+    token_hash: Mapped[str] = mapped_column(String(64), unique=True)
+    user_id: Mapped[int] = mapped_column(ForeignKey("users.id", ondelete="CASCADE"), index=True)
+    root_client_id: Mapped[int] = mapped_column(Integer)
+    auth_time: Mapped[datetime] = mapped_column(DateTime(timezone=True))
+    created_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), default=utcnow)
+    expires_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), index=True)
+    ended_at: Mapped[datetime | None] = mapped_column(DateTime(timezone=True), nullable=True)
+
+
+class Consent(Base):
+    """A user's remembered consent to share the listed scopes with one client."""
+
+    __tablename__ = "oidc_consents"
+    __table_args__ = (UniqueConstraint("user_id", "client_id", name="uq_oidc_consents_user_id_client_id"),)
+
+    id: Mapped[int] = mapped_column(Integer, primary_key=True)
+    user_id: Mapped[int] = mapped_column(ForeignKey("users.id", ondelete="CASCADE"), index=True)
+    client_id: Mapped[int] = mapped_column(ForeignKey("clients.id", ondelete="CASCADE"))
+    scope: Mapped[str] = mapped_column(String(512))
+    granted_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), default=utcnow)
+
+
+class OutboxMail(Base):
+    """A message kept by the `outbox` mail backend (development and tests)."""
+
+    __tablename__ = "mail_outbox"
+
+    id: Mapped[int] = mapped_column(Integer, primary_key=True)
+    to_address: Mapped[str] = mapped_column(String(320), index=True)
+    from_address: Mapped[str] = mapped_column(String(320))
+    subject: Mapped[str] = mapped_column(String(255))
+    text: Mapped[str] = mapped_column(Text)
+    sent_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), default=utcnow)

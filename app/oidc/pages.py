@@ -1,0 +1,296 @@
+"""The hosted pages of the authorization endpoint: login by e-mail code, consent, logout.
+
+Plain HTML forms that work without JavaScript. Every form carries a CSRF token (an HMAC of the
+browser cookie, checked on submit); pages send a CSP without inline script, `X-Frame-Options:
+DENY` and `no-store`; cookies are HttpOnly, SameSite=Lax, and Secure when the issuer is https.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import hmac
+from urllib.parse import urlsplit
+
+from flask import Blueprint, Response, current_app, redirect, render_template, request, url_for
+
+from app.extensions import limiter
+from app.http import accepts
+from app.oidc import authorize
+from app.oidc.authorize import LoginStep, Outcome
+from app.oidc.claims import SCOPE_CLAIMS
+from app.oidc.errors import AuthorizationPageError, AuthorizationRedirectError
+from app.oidc.recaptcha import LOGIN_ACTION
+from app.oidc.settings import install_settings
+from app.security import random_token
+from app.tenancy.service import privacy_link
+
+blp = Blueprint(
+    "oidc_pages", __name__, template_folder="templates", static_folder="static",
+    static_url_path="/v1/openidc/static",
+)
+
+FORM = "application/x-www-form-urlencoded"
+BROWSER_COOKIE = "tessera_browser"
+SESSION_COOKIE = "tessera_sso"
+COOKIE_PATH = "/v1/openidc"
+_BROWSER_COOKIE_AGE = 365 * 24 * 3600
+_RECAPTCHA_ORIGINS = "https://www.google.com/recaptcha/ https://www.gstatic.com/recaptcha/"
+SCOPE_DESCRIPTIONS = {
+    "openid": "Your account identifier and DID",
+    "profile": "Your name, username, picture, gender, birth date and language",
+    "email": "Your e-mail address",
+    "phone": "Your phone number",
+    "address": "Your country, region and city",
+}
+
+
+@blp.record_once
+def _setup(state) -> None:
+    install_settings(state.app)
+
+
+def _secure_cookies() -> bool:
+    return current_app.config["OIDC_ISSUER"].startswith("https://")
+
+
+def _browser_token() -> tuple[str, bool]:
+    """This browser's random token, and whether it is new (then the response must set it)."""
+    existing = request.cookies.get(BROWSER_COOKIE, "")
+    if 32 <= len(existing) <= 64:
+        return existing, False
+    return random_token(32), True
+
+
+def csrf_token(browser_token: str) -> str:
+    key = current_app.config["SECRET_KEY"].encode()
+    return hmac.new(key, b"csrf:" + browser_token.encode(), hashlib.sha256).hexdigest()
+
+
+def _check_csrf(browser_token: str) -> None:
+    submitted = request.form.get("csrf_token", "")
+    if not browser_token or not hmac.compare_digest(submitted, csrf_token(browser_token)):
+        raise AuthorizationPageError(
+            "This form has expired or was not sent from our page. Go back to the application and start again.",
+            status=403,
+        )
+
+
+def _set_cookie(response: Response, name: str, value: str, max_age: int) -> None:
+    response.set_cookie(name, value, max_age=max_age, path=COOKIE_PATH, secure=_secure_cookies(),
+                        httponly=True, samesite="Lax")
+
+
+def _origin(url: str | None) -> str:
+    if not url:
+        return ""
+    parts = urlsplit(url)
+    return f"{parts.scheme}://{parts.netloc}" if parts.scheme and parts.netloc else ""
+
+
+def _secure(response: Response, *, client=None, redirect_uri: str | None = None) -> Response:
+    """Security headers of every page; the form-action allows the client's redirect target, because
+    browsers apply form-action to the redirect that follows a form submission."""
+    recaptcha = bool(client is not None and client.recaptcha_enabled)
+    script = "'self'" + (f" {_RECAPTCHA_ORIGINS}" if recaptcha else "")
+    frame = _RECAPTCHA_ORIGINS if recaptcha else "'none'"
+    form_action = " ".join(part for part in ("'self'", _origin(redirect_uri)) if part)
+    response.headers["Content-Security-Policy"] = (
+        f"default-src 'none'; script-src {script}; style-src 'self'; img-src 'self' https: data:; "
+        f"connect-src 'self'{' ' + _RECAPTCHA_ORIGINS if recaptcha else ''}; frame-src {frame}; "
+        f"form-action {form_action}; frame-ancestors 'none'; base-uri 'none'"
+    )
+    response.headers["X-Frame-Options"] = "DENY"
+    response.headers["X-Content-Type-Options"] = "nosniff"
+    response.headers["Referrer-Policy"] = "no-referrer"
+    response.headers["Cache-Control"] = "no-store"
+    response.headers["Pragma"] = "no-cache"
+    return response
+
+
+def _page(template: str, status: int = 200, *, browser_token: str, client=None, redirect_uri=None,
+          new_browser: bool = False, **context) -> Response:
+    html = render_template(
+        f"oidc/{template}",
+        client=client,
+        privacy_link=privacy_link(client) if client is not None else None,
+        csrf_token=csrf_token(browser_token),
+        recaptcha_action=LOGIN_ACTION,
+        recaptcha_script=current_app.config["RECAPTCHA_SCRIPT_URL"],
+        **context,
+    )
+    response = _secure(Response(html, status=status, mimetype="text/html"), client=client,
+                       redirect_uri=redirect_uri)
+    if new_browser:
+        _set_cookie(response, BROWSER_COOKIE, browser_token, _BROWSER_COOKIE_AGE)
+    return response
+
+
+def _redirect(location: str, *, code: int = 302, browser_token: str | None = None, new_browser: bool = False,
+              session_token: str | None = None) -> Response:
+    response = _secure(redirect(location, code=code))
+    if new_browser and browser_token:
+        _set_cookie(response, BROWSER_COOKIE, browser_token, _BROWSER_COOKIE_AGE)
+    if session_token:
+        _set_cookie(response, SESSION_COOKIE, session_token, current_app.config["OIDC_SESSION_TTL"])
+    return response
+
+
+@blp.errorhandler(AuthorizationPageError)
+def _error_page(error: AuthorizationPageError) -> Response:
+    browser_token, new = _browser_token()
+    return _page("error.html", error.status, browser_token=browser_token, new_browser=new, message=error.message)
+
+
+def _login_rate_limit() -> str:
+    return current_app.config["OIDC_LOGIN_RATE_LIMIT"]
+
+
+def _step_page(handle: str, outcome: Outcome, browser_token: str, *, code: int = 303) -> Response:
+    if outcome.redirect_to:
+        return _redirect(outcome.redirect_to, code=code, session_token=outcome.session_token)
+    endpoint = "oidc_pages.consent" if outcome.page == "consent" else "oidc_pages.login"
+    return _redirect(url_for(endpoint, request=handle), code=code, session_token=outcome.session_token)
+
+
+@blp.route("/v1/openidc/authorize", methods=["GET", "POST"])
+@accepts(FORM)
+def authorization():
+    """OpenID authorization endpoint: sends the browser to login, consent, or back with a code."""
+    if request.method == "POST":
+        # A cross-site POST carries no SameSite=Lax cookie: continue as a GET so SSO can apply.
+        return _redirect(url_for("oidc_pages.authorization", **request.form.to_dict()), code=303)
+    browser_token, new_browser = _browser_token()
+    values = request.args.to_dict()
+    try:
+        params = authorize.validate_authorization_request(values)
+    except AuthorizationRedirectError as error:
+        client, redirect_uri = authorize.validate_redirect_target(values)
+        target = authorize.redirect_uri_with(redirect_uri, {
+            "error": error.error, "error_description": error.description, "state": values.get("state"),
+            "iss": current_app.config["OIDC_ISSUER"],
+        })
+        return _redirect(target)
+    outcome = authorize.start_authorization(
+        params, browser_token=browser_token, session_token=request.cookies.get(SESSION_COOKIE)
+    )
+    if outcome.redirect_to:
+        return _redirect(outcome.redirect_to, browser_token=browser_token, new_browser=new_browser)
+    endpoint = "oidc_pages.consent" if outcome.page == "consent" else "oidc_pages.login"
+    return _redirect(url_for(endpoint, request=outcome.handle), browser_token=browser_token,
+                     new_browser=new_browser)
+
+
+def _login_page(step: LoginStep, handle: str, browser_token: str, *, code_sent: bool, status: int = 200) -> Response:
+    request_row = step.request
+    return _page(
+        "login_code.html" if code_sent else "login_email.html",
+        status,
+        browser_token=browser_token,
+        client=step.client,
+        redirect_uri=request_row.redirect_uri,
+        handle=handle,
+        email=request_row.email or request_row.login_hint or "",
+        message=step.message,
+        error=step.error,
+        ttl_minutes=current_app.config["OIDC_LOGIN_CODE_TTL"] // 60,
+    )
+
+
+@blp.route("/v1/openidc/login", methods=["GET"])
+def login():
+    """The sign-in page: asks for the e-mail address."""
+    browser_token, _ = _browser_token()
+    handle = request.args.get("request", "")
+    request_row, client = authorize.require_request(handle, browser_token)
+    if request_row.user_id is not None and "login" not in request_row.prompt.split():
+        return _redirect(url_for("oidc_pages.consent", request=handle))
+    return _login_page(LoginStep(request_row, client), handle, browser_token, code_sent=False)
+
+
+@blp.route("/v1/openidc/login", methods=["POST"])
+@limiter.limit(_login_rate_limit)
+@accepts(FORM)
+def send_code():
+    """Mail a one-time code to the address (if it has an account) and ask for the code."""
+    browser_token, _ = _browser_token()
+    _check_csrf(browser_token)
+    handle = request.form.get("request", "")
+    request_row, client = authorize.require_request(handle, browser_token)
+    step = authorize.send_login_code(
+        request_row, client, request.form.get("email", ""),
+        recaptcha_token=request.form.get("g-recaptcha-response"), remote_ip=request.remote_addr,
+    )
+    return _login_page(step, handle, browser_token, code_sent=not step.error, status=400 if step.error else 200)
+
+
+@blp.route("/v1/openidc/login/code", methods=["POST"])
+@limiter.limit(_login_rate_limit)
+@accepts(FORM)
+def check_code():
+    """Check the one-time code; on success sign the browser in and continue the authorization."""
+    browser_token, _ = _browser_token()
+    _check_csrf(browser_token)
+    handle = request.form.get("request", "")
+    request_row, client = authorize.require_request(handle, browser_token)
+    result = authorize.verify_login_code(request_row, client, request.form.get("code", ""))
+    if isinstance(result, LoginStep):
+        # 200, not 4xx: the attempt counter must be committed with this response.
+        return _login_page(result, handle, browser_token, code_sent=True)
+    return _step_page(handle, result, browser_token)
+
+
+@blp.route("/v1/openidc/consent", methods=["GET"])
+def consent():
+    """Ask the signed-in user to share the requested information with the client."""
+    browser_token, _ = _browser_token()
+    handle = request.args.get("request", "")
+    request_row, client = authorize.require_request(handle, browser_token)
+    authorize.require_signed_in(request_row)
+    user = authorize.signed_in_user(request_row)
+    scopes = request_row.scope.split()
+    return _page(
+        "consent.html", browser_token=browser_token, client=client, redirect_uri=request_row.redirect_uri,
+        handle=handle, email=user.email_address if user else "",
+        scopes=[(scope, SCOPE_DESCRIPTIONS.get(scope, scope)) for scope in scopes if scope in SCOPE_DESCRIPTIONS
+                or scope in SCOPE_CLAIMS],
+    )
+
+
+@blp.route("/v1/openidc/consent", methods=["POST"])
+@accepts(FORM)
+def decide():
+    """Record allow or deny and return to the client."""
+    browser_token, _ = _browser_token()
+    _check_csrf(browser_token)
+    handle = request.form.get("request", "")
+    request_row, client = authorize.require_request(handle, browser_token)
+    location = authorize.decide_consent(request_row, client, request.form.get("decision", ""))
+    return _redirect(location, code=303)
+
+
+@blp.route("/v1/openidc/logout", methods=["GET", "POST"])
+@accepts(FORM)
+def logout():
+    """RP-initiated logout: ends the single sign-on session, then returns to a registered URI.
+
+    With a valid `id_token_hint` the logout happens at once; without one, the user confirms it
+    on a page (so a third-party link cannot sign anyone out).
+    """
+    browser_token, new_browser = _browser_token()
+    values = request.values.to_dict()
+    target, hinted = authorize.logout_target(
+        values.get("id_token_hint"), values.get("client_id"), values.get("post_logout_redirect_uri"),
+        values.get("state"),
+    )
+    confirmed = request.method == "POST" and values.get("confirm") == "yes"
+    if confirmed:
+        _check_csrf(browser_token)
+    if not (hinted or confirmed):
+        return _page("logout.html", browser_token=browser_token, new_browser=new_browser,
+                     redirect_uri=target, values=values)
+    authorize.end_session(request.cookies.get(SESSION_COOKIE))
+    response = (_redirect(target, code=303) if target else
+                _page("logged_out.html", browser_token=browser_token, new_browser=new_browser))
+    response.delete_cookie(SESSION_COOKIE, path=COOKIE_PATH, secure=_secure_cookies(), httponly=True,
+                           samesite="Lax")
+    return response

@@ -1,0 +1,53 @@
+"""reCAPTCHA v3 check of the login form, for clients that enable it.
+
+The client's secret is stored encrypted (`app.security.encrypt(secret, RECAPTCHA_SECRET_PURPOSE)`)
+in `Client.recaptcha_secret_encrypted`. The verify URL is `RECAPTCHA_VERIFY_URL`, so tests and
+air-gapped deployments can point it at a local service speaking the same protocol.
+"""
+
+from __future__ import annotations
+
+import logging
+
+import httpx
+from flask import current_app
+
+from app.security import decrypt
+from app.tenancy.models import Client
+
+log = logging.getLogger(__name__)
+
+RECAPTCHA_SECRET_PURPOSE = "recaptcha-secret"
+LOGIN_ACTION = "login"
+
+
+def recaptcha_passes(client: Client, response_token: str | None, remote_ip: str | None) -> bool:
+    """True when the token verifies, is for the login action and scores at least the client's threshold.
+
+    Fails closed: a missing token, an unreadable secret or an unreachable verifier refuse the login.
+    """
+    if not response_token or not client.recaptcha_secret_encrypted:
+        return False
+    try:
+        secret = decrypt(client.recaptcha_secret_encrypted, RECAPTCHA_SECRET_PURPOSE).decode()
+    except ValueError:
+        log.error("reCAPTCHA secret of client %s cannot be decrypted", client.id)
+        return False
+    form = {"secret": secret, "response": response_token}
+    if remote_ip:
+        form["remoteip"] = remote_ip
+    try:
+        reply = httpx.post(current_app.config["RECAPTCHA_VERIFY_URL"], data=form, timeout=5.0)
+        result = reply.json()
+    except (httpx.HTTPError, ValueError) as exc:
+        log.warning("reCAPTCHA verification unavailable: %s", exc.__class__.__name__)
+        return False
+    if not isinstance(result, dict) or result.get("success") is not True:
+        return False
+    if result.get("action", LOGIN_ACTION) != LOGIN_ACTION:
+        return False
+    try:
+        score = float(result.get("score", 0.0))
+    except (TypeError, ValueError):
+        return False
+    return score >= (client.recaptcha_threshold if client.recaptcha_threshold is not None else 0.5)

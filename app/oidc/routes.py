@@ -1,0 +1,278 @@
+"""HTTP surface of the token side: discovery, JWKS, token, userinfo, revocation, introspection.
+
+The token, revocation and introspection endpoints answer RFC 6749 §5.2 errors
+(`{error, error_description}`), not problem+json, because OAuth clients parse them.
+"""
+
+from __future__ import annotations
+
+from urllib.parse import unquote_plus, urlsplit
+
+from flask import Response, current_app, jsonify, request
+from flask_limiter.errors import RateLimitExceeded
+from flask_smorest import Blueprint
+from sqlalchemy.exc import OperationalError
+
+from app.db import commit as commit_unit_of_work
+from app.db import rollback
+from app.errors import NotFound
+from app.extensions import limiter
+from app.http import accepts, no_store, problem_doc
+from app.oidc import keys, mail, service
+from app.oidc.claims import SCOPE_CLAIMS, SUPPORTED_SCOPES
+from app.oidc.errors import InvalidRequest, OAuthError, UnsupportedGrantType
+from app.oidc.schemas import (
+    IntrospectionOut,
+    JWKSetOut,
+    OAuthErrorOut,
+    OutboxArgs,
+    OutboxOut,
+    TokenOut,
+    TokenParameter,
+    TokenRequest,
+    UserInfoOut,
+)
+from app.oidc.settings import install_settings
+
+blp = Blueprint("oidc", __name__, description="OpenID Connect provider: tokens, userinfo, keys")
+
+FORM = "application/x-www-form-urlencoded"
+JSON = "application/json"
+_OAUTH_ERRORS = {
+    str(status): {"description": description, "content": {JSON: {"schema": OAuthErrorOut}}}
+    for status, description in ((400, "RFC 6749 error"), (401, "Client authentication failed"),
+                                (429, "Too many requests"))
+}
+_SQLITE_BUSY_RETRIES = 3
+
+
+@blp.record_once
+def _setup(state) -> None:
+    install_settings(state.app)
+    issuer_path = urlsplit(state.app.config["OIDC_ISSUER"]).path.rstrip("/")
+    if issuer_path:
+        state.app.add_url_rule(f"{issuer_path}/.well-known/openid-configuration", "oidc_issuer_discovery",
+                               discovery)
+
+
+def _oauth_response(error: OAuthError) -> Response:
+    if error.keep_changes:
+        commit_unit_of_work()
+    response = jsonify(error.body())
+    response.status_code = error.status
+    response.headers.update(error.headers)
+    response.headers["Cache-Control"] = "no-store"
+    response.headers["Pragma"] = "no-cache"
+    return response
+
+
+@blp.errorhandler(OAuthError)
+def _handle_oauth_error(error: OAuthError) -> Response:
+    return _oauth_response(error)
+
+
+@blp.errorhandler(RateLimitExceeded)
+def _handle_rate_limited(error: RateLimitExceeded) -> Response:
+    if request.endpoint not in {"oidc.token", "oidc.revoke", "oidc.introspect"}:
+        from app.errors import handle_http_exception
+
+        return handle_http_exception(error)
+    response = jsonify({"error": "slow_down", "error_description": "Too many requests; retry later."})
+    response.status_code = 429
+    response.headers["Retry-After"] = error.get_response().headers.get(
+        "Retry-After", str(current_app.config.get("RETRY_AFTER_SECONDS", 5))
+    )
+    return response
+
+
+def _parameters() -> dict[str, str]:
+    """The body of a token-side request: JSON object or form, as flat strings."""
+    if request.mimetype == JSON:
+        body = request.get_json(silent=True)
+        if not isinstance(body, dict):
+            raise InvalidRequest("The body must be a JSON object.")
+        return {key: value for key, value in body.items() if isinstance(value, str)}
+    return {key: value for key, value in request.form.items()}
+
+
+def _client_credentials(values: dict[str, str]) -> tuple[str | None, str | None]:
+    """client_id/secret from HTTP Basic (RFC 6749 §2.3.1, form-encoded) or from the body, not both."""
+    auth = request.authorization
+    if auth is not None and auth.type == "basic":
+        if values.get("client_secret"):
+            raise InvalidRequest("Use one client authentication method, not Basic and the body together.")
+        client_id = unquote_plus(auth.username or "")
+        if values.get("client_id") and values["client_id"] != client_id:
+            raise InvalidRequest("client_id in the body differs from the authenticated client.")
+        return client_id, unquote_plus(auth.password or "")
+    return values.get("client_id"), values.get("client_secret")
+
+
+def _client_rate_key() -> str:
+    auth = request.authorization
+    if auth is not None and auth.username:
+        return "oidc-client:" + unquote_plus(auth.username)
+    try:
+        values = _parameters()
+    except OAuthError:
+        values = {}
+    return "oidc-client:" + (values.get("client_id") or request.remote_addr or "unknown")
+
+
+def _token_rate_limit() -> str:
+    return current_app.config["OIDC_TOKEN_RATE_LIMIT"]
+
+
+def _retrying_sqlite_busy(action):
+    """Run `action`; on SQLite a concurrent writer can invalidate our snapshot, so retry afresh."""
+    on_sqlite = current_app.config["SQLALCHEMY_DATABASE_URI"].startswith("sqlite")
+    for attempt in range(_SQLITE_BUSY_RETRIES):
+        try:
+            return action()
+        except OperationalError:
+            if on_sqlite and attempt + 1 < _SQLITE_BUSY_RETRIES:
+                rollback()
+                continue
+            raise
+    raise AssertionError("unreachable")
+
+
+@blp.route("/v1/openidc/token", methods=["POST"])
+@limiter.limit(_token_rate_limit, key_func=_client_rate_key)
+@accepts(JSON, FORM)
+@no_store
+@blp.doc(requestBody={"content": {JSON: {"schema": TokenRequest}, FORM: {"schema": TokenRequest}}},
+         responses=_OAUTH_ERRORS)
+@blp.response(200, TokenOut)
+def token():
+    """Exchange an authorization code for an access token and an id_token.
+
+    Client authentication by `client_id`/`client_secret` in the body or HTTP Basic. A code is
+    single use: a second exchange answers `invalid_grant` and revokes the tokens of the first.
+    """
+    values = _parameters()
+    if values.get("grant_type") != "authorization_code":
+        if not values.get("grant_type"):
+            raise InvalidRequest("grant_type is required.")
+        raise UnsupportedGrantType("Only grant_type=authorization_code is supported.")
+    for name in ("code", "redirect_uri"):
+        service.require_token_parameter(values.get(name), name)
+    client_id, client_secret = _client_credentials(values)
+
+    def exchange():
+        client = service.authenticate_client(client_id, client_secret)
+        return service.exchange_code(
+            client, code=values["code"], redirect_uri=values["redirect_uri"],
+            code_verifier=values.get("code_verifier"),
+        )
+
+    return _retrying_sqlite_busy(exchange).as_dict()
+
+
+@blp.route("/v1/openidc/user", methods=["GET", "POST"])
+@accepts(FORM)
+@no_store
+@blp.doc(security=[{"BearerToken": []}])
+@blp.response(200, UserInfoOut)
+@problem_doc(401, 403)
+def userinfo():
+    """OpenID userinfo of the token's user: `sub`, `user_id`, `did` and the claims its scopes release.
+
+    Also the client's application claims (its `id_token_claims` mapping, e.g. `edu_username`).
+    """
+    # A Response passes through the schema untouched: application claims are not known to it.
+    return jsonify(service.userinfo(service.require_bearer_token()))
+
+
+def _authenticated_client_for(values: dict[str, str]):
+    client_id, client_secret = _client_credentials(values)
+    return service.authenticate_client(client_id, client_secret)
+
+
+@blp.route("/v1/openidc/revoke", methods=["POST"])
+@limiter.limit(_token_rate_limit, key_func=_client_rate_key)
+@accepts(FORM, JSON)
+@no_store
+@blp.doc(requestBody={"content": {FORM: {"schema": TokenParameter}}}, responses=_OAUTH_ERRORS)
+@blp.response(200)
+def revoke():
+    """RFC 7009 token revocation for the client the token was issued to (always 200 once authenticated)."""
+    values = _parameters()
+    client = _authenticated_client_for(values)
+    service.revoke_token(client, service.require_token_parameter(values.get("token"), "token"))
+    return ""
+
+
+@blp.route("/v1/openidc/introspect", methods=["POST"])
+@limiter.limit(_token_rate_limit, key_func=_client_rate_key)
+@accepts(FORM, JSON)
+@no_store
+@blp.doc(requestBody={"content": {FORM: {"schema": TokenParameter}}}, responses=_OAUTH_ERRORS)
+@blp.response(200, IntrospectionOut)
+def introspect():
+    """RFC 7662 token introspection, for the client the token was issued to."""
+    values = _parameters()
+    client = _authenticated_client_for(values)
+    return service.introspect_token(client, service.require_token_parameter(values.get("token"), "token"))
+
+
+@blp.route("/certs/jwks.json", methods=["GET"])
+@blp.response(200, JWKSetOut)
+def jwks():
+    """The public keys that verify issued tokens: active, next, and retired ones still in use."""
+    return keys.published_jwks(), 200, {"Cache-Control": "public, max-age=300"}
+
+
+def _origin(url: str) -> str:
+    parts = urlsplit(url)
+    return f"{parts.scheme}://{parts.netloc}"
+
+
+@blp.route("/.well-known/openid-configuration", methods=["GET"])
+@blp.response(200)
+def discovery():
+    """OpenID Provider metadata (OpenID Connect Discovery 1.0)."""
+    issuer = current_app.config["OIDC_ISSUER"]
+    base = _origin(issuer)
+    claims = sorted({"sub", "user_id", "did", "iss", "aud", "exp", "iat", "auth_time", "nonce", "at_hash"}
+                    | {claim for names in SCOPE_CLAIMS.values() for claim in names})
+    document = {
+        "issuer": issuer,
+        "authorization_endpoint": f"{base}/v1/openidc/authorize",
+        "token_endpoint": f"{base}/v1/openidc/token",
+        "userinfo_endpoint": f"{base}/v1/openidc/user",
+        "jwks_uri": f"{base}/certs/jwks.json",
+        "end_session_endpoint": f"{base}/v1/openidc/logout",
+        "revocation_endpoint": f"{base}/v1/openidc/revoke",
+        "introspection_endpoint": f"{base}/v1/openidc/introspect",
+        "scopes_supported": list(SUPPORTED_SCOPES),
+        "response_types_supported": ["code"],
+        "response_modes_supported": ["query"],
+        "grant_types_supported": ["authorization_code"],
+        "subject_types_supported": ["public"],
+        "id_token_signing_alg_values_supported": list(keys.ALGORITHMS),
+        "userinfo_signing_alg_values_supported": [],
+        "token_endpoint_auth_methods_supported": ["client_secret_basic", "client_secret_post"],
+        "revocation_endpoint_auth_methods_supported": ["client_secret_basic", "client_secret_post"],
+        "introspection_endpoint_auth_methods_supported": ["client_secret_basic", "client_secret_post"],
+        "code_challenge_methods_supported": ["S256"],
+        "prompt_values_supported": ["none", "login", "consent", "select_account"],
+        "claims_supported": claims,
+        "claims_parameter_supported": False,
+        "request_parameter_supported": False,
+        "request_uri_parameter_supported": False,
+        "authorization_response_iss_parameter_supported": True,
+        "ui_locales_supported": ["en"],
+    }
+    return document, 200, {"Cache-Control": "public, max-age=300"}
+
+
+@blp.route("/dev/outbox", methods=["GET"])
+@blp.arguments(OutboxArgs, location="query")
+@blp.response(200, OutboxOut)
+@problem_doc(404)
+def dev_outbox(args: dict):
+    """Mail kept by the outbox backend, newest first (only when `DEV_OUTBOX=1`; never in production)."""
+    if not current_app.config["DEV_OUTBOX"]:
+        raise NotFound("The development outbox is disabled.")
+    return {"data": mail.outbox_messages(args.get("to"))}

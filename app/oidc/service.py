@@ -1,0 +1,284 @@
+"""Use cases of the token side: client authentication, code exchange, bearer checks, userinfo,
+revocation and introspection. Functions flush but never commit; the edge commits.
+"""
+
+from __future__ import annotations
+
+import base64
+import hashlib
+import hmac
+import time
+import uuid
+from dataclasses import dataclass
+from datetime import UTC, datetime
+
+from flask import current_app, g, request
+from sqlalchemy import select, update
+from sqlalchemy.dialects import postgresql, sqlite
+
+from app.db import as_utc, utcnow
+from app.extensions import db
+from app.oidc import keys, tokens
+from app.oidc.claims import application_claims, claims_for_scopes, standard_claims
+from app.oidc.errors import (
+    InsufficientScope,
+    InvalidBearerToken,
+    InvalidClient,
+    InvalidGrant,
+    InvalidRequest,
+    MissingBearerToken,
+)
+from app.oidc.models import AuthorizationCode, RevokedToken
+from app.oidc.tokens import AccessTokenClaims, TokenInvalid
+from app.security import hash_secret
+from app.tenancy.models import Client
+from app.users.models import User
+
+TOKEN_TYPE = "Bearer"
+
+
+def client_alg(client: Client) -> str:
+    """The JWS algorithm this client's tokens are signed with (RS256 unless it chose ES256)."""
+    alg = client.signing_alg or current_app.config["OIDC_DEFAULT_ALG"]
+    return alg if alg in keys.ALGORITHMS else "RS256"
+
+
+def get_relying_party(client_id: str | None) -> Client | None:
+    """The enabled client whose OpenID `client_id` (decimal id) is given, else None."""
+    value = (client_id or "").strip()
+    if not value.isdigit() or len(value) > 18 or int(value) <= 0:
+        return None
+    client = db.session.get(Client, int(value))
+    if client is None or client.disabled_at is not None:
+        return None
+    return client
+
+
+def authenticate_client(client_id: str | None, client_secret: str | None) -> Client:
+    """The client proving itself with its secret (current, or previous within its grace period).
+
+    Raises InvalidClient (401) without saying which part was wrong.
+    """
+    from app.tenancy.service import verify_client_secret
+
+    client = get_relying_party(client_id)
+    if client is None or not client_secret or not verify_client_secret(client, client_secret):
+        raise InvalidClient()
+    return client
+
+
+def _pkce_matches(verifier: str, challenge: str) -> bool:
+    digest = hashlib.sha256(verifier.encode("ascii", "replace")).digest()
+    computed = base64.urlsafe_b64encode(digest).rstrip(b"=").decode("ascii")
+    return hmac.compare_digest(computed, challenge)
+
+
+def deny_token(jti: str, expires_at: datetime, reason: str) -> None:
+    """Put a token on the deny-list (idempotent: a second revocation of one jti is a no-op)."""
+    values = {"jti": jti, "expires_at": expires_at, "revoked_at": utcnow(), "reason": reason}
+    dialect = db.session.get_bind().dialect.name
+    if dialect == "postgresql":
+        statement = postgresql.insert(RevokedToken).values(**values).on_conflict_do_nothing()
+    elif dialect == "sqlite":
+        statement = sqlite.insert(RevokedToken).values(**values).on_conflict_do_nothing()
+    else:
+        if db.session.get(RevokedToken, jti) is None:
+            db.session.add(RevokedToken(**values))
+            db.session.flush()
+        return
+    db.session.execute(statement)
+
+
+def is_revoked(jti: str) -> bool:
+    return db.session.execute(select(RevokedToken.jti).where(RevokedToken.jti == jti)).first() is not None
+
+
+def _revoke_tokens_of(code_hash: str) -> None:
+    row = db.session.execute(
+        select(AuthorizationCode).where(AuthorizationCode.code_hash == code_hash)
+        .execution_options(populate_existing=True)
+    ).scalar_one_or_none()
+    if row is not None and row.access_token_jti:
+        deny_token(row.access_token_jti, as_utc(row.access_token_expires_at) or utcnow(), "code_replay")
+
+
+@dataclass(frozen=True)
+class TokenResponse:
+    scope: str
+    access_token: str
+    id_token: str
+    expires_in: int
+
+    def as_dict(self) -> dict:
+        return {
+            "scope": self.scope,
+            "token_type": TOKEN_TYPE,
+            "access_token": self.access_token,
+            "expire_in": self.expires_in,
+            "expires_in": self.expires_in,
+            "id_token": self.id_token,
+        }
+
+
+def exchange_code(client: Client, *, code: str, redirect_uri: str, code_verifier: str | None) -> TokenResponse:
+    """Redeem an authorization code for an access token and an id_token.
+
+    The code is consumed with one conditional UPDATE, so of concurrent exchanges exactly one
+    wins. A code already used answers `invalid_grant` and puts the token issued from it on the
+    deny-list; that error has `keep_changes` set so the edge commits the revocation.
+    """
+    alg = client_alg(client)
+    keys.signing_key(alg)  # creates the first keys, if needed, before this transaction writes
+    code_hash = hash_secret(code)
+    row = db.session.execute(
+        select(AuthorizationCode).where(AuthorizationCode.code_hash == code_hash)
+    ).scalar_one_or_none()
+    if row is None or row.client_id != client.id:
+        raise InvalidGrant("The authorization code is unknown or was issued to another client.")
+    if row.used_at is not None:
+        _revoke_tokens_of(code_hash)
+        raise InvalidGrant("The authorization code was already used; tokens issued from it are revoked.",
+                           keep_changes=True)
+    now = utcnow()
+    if as_utc(row.expires_at) <= now:
+        raise InvalidGrant("The authorization code has expired.")
+    if row.redirect_uri != redirect_uri:
+        raise InvalidGrant("redirect_uri does not match the one of the authorization request.")
+    if row.code_challenge:
+        if not code_verifier:
+            raise InvalidGrant("code_verifier is required: the authorization request used PKCE.")
+        if not _pkce_matches(code_verifier, row.code_challenge):
+            raise InvalidGrant("code_verifier does not match the code_challenge.")
+    elif code_verifier:
+        raise InvalidGrant("code_verifier was sent but the authorization request had no code_challenge.")
+
+    issued_at = int(time.time())
+    expires_in = current_app.config["OIDC_ACCESS_TOKEN_TTL"]
+    jti = uuid.uuid4().hex
+    consumed = db.session.execute(
+        update(AuthorizationCode)
+        .where(AuthorizationCode.code_hash == code_hash, AuthorizationCode.used_at.is_(None))
+        .values(
+            used_at=now,
+            access_token_jti=jti,
+            access_token_expires_at=datetime.fromtimestamp(issued_at + expires_in, UTC),
+        )
+        .execution_options(synchronize_session=False)
+    )
+    if consumed.rowcount != 1:
+        _revoke_tokens_of(code_hash)
+        raise InvalidGrant("The authorization code was already used; tokens issued from it are revoked.",
+                           keep_changes=True)
+
+    user = db.session.get(User, row.user_id)
+    if user is None:
+        raise InvalidGrant("The user of this authorization code no longer exists.")
+    access_token, _ = tokens.issue_access_token(
+        client_id=client.id, user_id=user.id, scope=row.scope, alg=alg, now=issued_at, jti=jti
+    )
+    id_token = tokens.issue_id_token(
+        client_id=client.id,
+        user_id=user.id,
+        did=user.did,
+        auth_time=int(as_utc(row.auth_time).timestamp()),
+        nonce=row.nonce,
+        access_token=access_token,
+        extra_claims=application_claims(client.id_token_claims or {}, user.profile or {}, user.email_address),
+        alg=alg,
+        now=issued_at,
+    )
+    return TokenResponse(scope=row.scope, access_token=access_token, id_token=id_token, expires_in=expires_in)
+
+
+def _bearer_from_request() -> str:
+    header = request.headers.get("Authorization", "")
+    scheme, _, value = header.partition(" ")
+    if scheme.lower() == "bearer" and value.strip():
+        return value.strip()
+    if request.method == "POST" and request.mimetype == "application/x-www-form-urlencoded":
+        form_token = request.form.get("access_token", "")
+        if form_token:
+            return form_token
+    raise MissingBearerToken("Send the access token as `Authorization: Bearer <token>`.")
+
+
+def verify_access_token(raw: str) -> AccessTokenClaims:
+    """A valid, unrevoked access token of an existing, enabled client; raises InvalidBearerToken."""
+    try:
+        claims = tokens.decode_access_token(raw)
+    except TokenInvalid as exc:
+        raise InvalidBearerToken(str(exc)) from None
+    if is_revoked(claims.jti):
+        raise InvalidBearerToken("The token has been revoked.")
+    if get_relying_party(claims.client_id) is None:
+        raise InvalidBearerToken("The token's client no longer exists.")
+    return claims
+
+
+def require_bearer_token(scope: str | None = None) -> AccessTokenClaims:
+    """Authenticate this request by its Bearer access token; for every user-facing endpoint.
+
+    Checks signature (published keys only, algorithm allow-list), `typ`, `iss`, `aud`,
+    `exp`, the `jti` deny-list and that the client still exists. Raises MissingBearerToken /
+    InvalidBearerToken (401 with `WWW-Authenticate: Bearer`) or InsufficientScope (403).
+    The claims are also left in `flask.g.access_token`.
+    """
+    claims = verify_access_token(_bearer_from_request())
+    if scope and not claims.has_scope(scope):
+        raise InsufficientScope(scope)
+    g.access_token = claims
+    return claims
+
+
+def userinfo(claims: AccessTokenClaims) -> dict:
+    """The OpenID userinfo document the token's scopes release, plus the client's app claims."""
+    user = db.session.get(User, claims.user_id)
+    client = get_relying_party(claims.client_id)
+    if user is None or client is None:
+        raise InvalidBearerToken("The token's user no longer exists.")
+    profile = user.profile or {}
+    document = application_claims(client.id_token_claims or {}, profile, user.email_address)
+    document.update(claims_for_scopes(claims.scopes, standard_claims(profile, user.email_address)))
+    document.update({"sub": str(user.id), "user_id": user.id, "did": user.did})
+    return document
+
+
+def _token_of_client(raw: str, client: Client) -> AccessTokenClaims | None:
+    try:
+        claims = tokens.decode_access_token(raw)
+    except TokenInvalid:
+        return None
+    return claims if claims.client_id == str(client.id) else None
+
+
+def revoke_token(client: Client, token: str) -> None:
+    """RFC 7009: revoke an access token issued to `client`; anything else is silently ignored."""
+    claims = _token_of_client(token, client)
+    if claims is not None:
+        deny_token(claims.jti, datetime.fromtimestamp(claims.exp, UTC), "revoked_by_client")
+
+
+def introspect_token(client: Client, token: str) -> dict:
+    """RFC 7662: whether the token is active, with its claims, for the client it was issued to."""
+    claims = _token_of_client(token, client)
+    if claims is None or is_revoked(claims.jti):
+        return {"active": False}
+    return {
+        "active": True,
+        "scope": " ".join(claims.scopes),
+        "client_id": claims.client_id,
+        "token_type": TOKEN_TYPE,
+        "exp": claims.exp,
+        "iat": claims.iat,
+        "sub": claims.sub,
+        "aud": claims.claims.get("aud"),
+        "iss": claims.claims.get("iss"),
+        "jti": claims.jti,
+        "user_id": claims.user_id,
+    }
+
+
+def require_token_parameter(value: str | None, name: str) -> str:
+    if not value:
+        raise InvalidRequest(f"{name} is required.")
+    return value

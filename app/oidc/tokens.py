@@ -1,0 +1,188 @@
+"""JWTs the provider issues: RFC 9068 access tokens and OpenID id_tokens; strict verification."""
+
+from __future__ import annotations
+
+import base64
+import hashlib
+import json
+import time
+import uuid
+from dataclasses import dataclass, field
+
+from flask import current_app
+from joserfc import jwt
+from joserfc.errors import JoseError
+
+from app.oidc import keys
+
+ACCESS_TOKEN_TYPE = "at+jwt"
+# Verification never trusts the token's own `alg`: only these, and only with a key of that alg.
+ALLOWED_ALGORITHMS = frozenset(keys.ALGORITHMS)
+
+
+class TokenInvalid(Exception):
+    """The token is not one this provider issued, or no longer valid; the message says why."""
+
+
+@dataclass(frozen=True)
+class AccessTokenClaims:
+    """A verified access token."""
+
+    jti: str
+    sub: str
+    user_id: int
+    client_id: str
+    scopes: tuple[str, ...]
+    iat: int
+    exp: int
+    claims: dict = field(repr=False)
+
+    def has_scope(self, scope: str) -> bool:
+        return scope in self.scopes
+
+
+def issuer() -> str:
+    return current_app.config["OIDC_ISSUER"]
+
+
+def at_hash(access_token: str) -> str:
+    """OpenID `at_hash`: left half of the SHA-256 of the token (RS256 and ES256 both hash with SHA-256)."""
+    digest = hashlib.sha256(access_token.encode("ascii")).digest()
+    return base64.urlsafe_b64encode(digest[: len(digest) // 2]).rstrip(b"=").decode("ascii")
+
+
+def _sign(claims: dict, alg: str, typ: str) -> str:
+    key = keys.signing_key(alg)
+    header = {"alg": alg, "kid": key.kid, "typ": typ}
+    return jwt.encode(header, claims, key, algorithms=[alg])
+
+
+def issue_access_token(
+    *, client_id: int, user_id: int, scope: str, alg: str, now: int | None = None, jti: str | None = None
+) -> tuple[str, dict]:
+    """Sign an RFC 9068 access token for `user_id` at `client_id`; returns (token, claims)."""
+    now = int(time.time()) if now is None else now
+    claims = {
+        "iss": issuer(),
+        "sub": str(user_id),
+        "aud": str(client_id),
+        "client_id": str(client_id),
+        "exp": now + current_app.config["OIDC_ACCESS_TOKEN_TTL"],
+        "iat": now,
+        "jti": jti or uuid.uuid4().hex,
+        "scope": scope,
+        "user_id": user_id,
+    }
+    return _sign(claims, alg, ACCESS_TOKEN_TYPE), claims
+
+
+def issue_id_token(
+    *,
+    client_id: int,
+    user_id: int,
+    did: str | None,
+    auth_time: int,
+    nonce: str | None,
+    access_token: str,
+    extra_claims: dict,
+    alg: str,
+    now: int | None = None,
+) -> str:
+    """Sign an id_token; `extra_claims` (the client's application claims) never override ours."""
+    now = int(time.time()) if now is None else now
+    claims = dict(extra_claims)
+    claims.update({
+        "iss": issuer(),
+        "sub": str(user_id),
+        "aud": str(client_id),
+        "exp": now + current_app.config["OIDC_ID_TOKEN_TTL"],
+        "iat": now,
+        "auth_time": auth_time,
+        "at_hash": at_hash(access_token),
+        "user_id": user_id,
+        "did": did,
+    })
+    if nonce:
+        claims["nonce"] = nonce
+    return _sign(claims, alg, "JWT")
+
+
+def _b64_json(segment: str) -> dict:
+    padded = segment + "=" * (-len(segment) % 4)
+    value = json.loads(base64.urlsafe_b64decode(padded.encode("ascii")))
+    if not isinstance(value, dict):
+        raise ValueError("not an object")
+    return value
+
+
+def _verified_claims(raw: str, *, typ: set[str]) -> dict:
+    parts = raw.split(".")
+    if len(parts) != 3:
+        raise TokenInvalid("The token is not a signed JWT.")
+    try:
+        header = _b64_json(parts[0])
+    except (ValueError, UnicodeError) as exc:
+        raise TokenInvalid("The token header is malformed.") from exc
+    alg = header.get("alg")
+    if alg not in ALLOWED_ALGORITHMS:
+        raise TokenInvalid("The token's signing algorithm is not accepted.")
+    if str(header.get("typ", "")).lower() not in typ:
+        raise TokenInvalid("The token is not of the expected type.")
+    found = keys.verification_key(str(header.get("kid", "")))
+    if found is None:
+        raise TokenInvalid("The token was signed by an unknown or retired key.")
+    published, key = found
+    if published.alg != alg:
+        raise TokenInvalid("The token's algorithm does not match its key.")
+    try:
+        token = jwt.decode(raw, key, algorithms=[alg])
+    except (JoseError, ValueError) as exc:
+        raise TokenInvalid("The token signature is invalid.") from exc
+    if token.claims.get("iss") != issuer():
+        raise TokenInvalid("The token was issued by someone else.")
+    return token.claims
+
+
+def decode_id_token_hint(raw: str) -> dict | None:
+    """Claims of an id_token this provider signed (expired is fine: a logout hint), else None."""
+    try:
+        return _verified_claims(raw, typ={"jwt", ""})
+    except TokenInvalid:
+        return None
+
+
+def decode_access_token(raw: str, *, now: int | None = None) -> AccessTokenClaims:
+    """Verify signature, type, issuer, audience and lifetime of an access token (not the deny-list).
+
+    Raises TokenInvalid. The header's `alg` must be allowed *and* match the key found by `kid`, so
+    neither `none` nor an HMAC keyed with a public key can pass.
+    """
+    claims = _verified_claims(raw, typ={ACCESS_TOKEN_TYPE, "application/" + ACCESS_TOKEN_TYPE})
+    _check_claims(claims, now=int(time.time()) if now is None else now)
+    return AccessTokenClaims(
+        jti=claims["jti"],
+        sub=claims["sub"],
+        user_id=claims["user_id"],
+        client_id=claims["client_id"],
+        scopes=tuple(str(claims.get("scope", "")).split()),
+        iat=claims["iat"],
+        exp=claims["exp"],
+        claims=claims,
+    )
+
+
+def _check_claims(claims: dict, *, now: int) -> None:
+    leeway = current_app.config["OIDC_CLOCK_LEEWAY"]
+    for name, kind in (("exp", int), ("iat", int), ("user_id", int), ("jti", str), ("sub", str), ("client_id", str)):
+        if not isinstance(claims.get(name), kind) or isinstance(claims.get(name), bool):
+            raise TokenInvalid(f"The token lacks a valid {name} claim.")
+    audience = claims.get("aud")
+    audiences = audience if isinstance(audience, list) else [audience]
+    if claims["client_id"] not in audiences:
+        raise TokenInvalid("The token's audience is not its client.")
+    if claims["sub"] != str(claims["user_id"]):
+        raise TokenInvalid("The token's subject is inconsistent.")
+    if claims["exp"] <= now - leeway:
+        raise TokenInvalid("The token has expired.")
+    if claims["iat"] > now + leeway:
+        raise TokenInvalid("The token was issued in the future.")

@@ -1,0 +1,159 @@
+"""Helpers of the OpenID tests: tenants with a user, driving the hosted pages, reading mail."""
+
+from __future__ import annotations
+
+import base64
+import hashlib
+import html
+import re
+import secrets
+import uuid
+from dataclasses import dataclass, field
+from urllib.parse import parse_qs, urlencode, urlsplit
+
+REDIRECT_URI = "https://rp.example.test/callback"
+
+
+@dataclass
+class Tenant:
+    """A master client acting as relying party, with one user in its tree."""
+
+    client_id: int
+    client_secret: str
+    api_token: str
+    redirect_uri: str
+    user_id: int
+    email: str
+    did: str
+    profile: dict = field(default_factory=dict)
+
+    @property
+    def headers(self) -> dict[str, str]:
+        return {"x-api-token": self.api_token}
+
+
+def make_tenant(app, http, *, redirect_uris: list[str] | None = None, signing_alg: str = "RS256",
+                id_token_claims: dict | None = None, name: str = "Example University") -> Tenant:
+    """A master client with redirect URIs and a user created through the API."""
+    from app.db import transaction
+    from app.extensions import db
+    from app.tenancy import service
+    from app.tenancy.models import Client
+
+    uris = redirect_uris or [REDIRECT_URI]
+    with app.app_context(), transaction():
+        created, secret = service.create_master_client(
+            name, redirect_uris=uris, id_token_claims=id_token_claims or {"edu_username": "user_name"}
+        )
+        db.session.get(Client, created.id).signing_alg = signing_alg
+        issued = service.issue_api_token(created.id, name="test")
+        client_id, token = created.id, issued.plaintext
+    email = f"user-{uuid.uuid4().hex[:10]}@example.org"
+    profile = {
+        "email_address": email,
+        "first_name": "Ada",
+        "last_name": "Lovelace",
+        "user_name": f"ada{uuid.uuid4().hex[:6]}",
+        "gender": "female",
+        "residence_country": "GB",
+    }
+    response = http.post("/v1/user/create", json={"profile": profile}, headers={"x-api-token": token})
+    assert response.status_code == 201, response.get_data(as_text=True)
+    data = response.get_json()["data"]
+    return Tenant(client_id, secret, token, uris[0], data["user_id"], email, data["did"], profile)
+
+
+def add_sub_client(app, parent: Tenant, *, redirect_uris: list[str], name: str = "Second App"):
+    """A sub-client of `parent`'s tree with its own secret; returns (client_id, secret)."""
+    from app.db import transaction
+    from app.extensions import db
+    from app.security import hash_secret
+    from app.tenancy.models import Client
+    from app.tenancy.service import new_esp_token
+
+    secret = secrets.token_urlsafe(32)
+    with app.app_context(), transaction():
+        root = db.session.get(Client, parent.client_id)
+        child = Client(name=name, parent_id=root.id, root_id=root.root_id or root.id, esp_token=new_esp_token(),
+                       redirect_uris=redirect_uris, id_token_claims={}, secret_hash=hash_secret(secret))
+        db.session.add(child)
+        db.session.flush()
+        child.path = f"{root.path}{child.id}/"
+        return child.id, secret
+
+
+def pkce_pair() -> tuple[str, str]:
+    verifier = secrets.token_urlsafe(48)
+    challenge = base64.urlsafe_b64encode(hashlib.sha256(verifier.encode()).digest()).rstrip(b"=").decode()
+    return verifier, challenge
+
+
+def authorize_query(tenant: Tenant, **extra) -> str:
+    params = {
+        "response_type": "code", "client_id": str(tenant.client_id), "redirect_uri": tenant.redirect_uri,
+        "scope": "openid profile email", "state": secrets.token_urlsafe(8), "nonce": secrets.token_urlsafe(8),
+    }
+    params.update({key: value for key, value in extra.items() if value is not None})
+    return "/v1/openidc/authorize?" + urlencode(params)
+
+
+def form_fields(page: str) -> dict[str, str]:
+    """Hidden fields (csrf_token, request) of the first form of an HTML page."""
+    fields = {}
+    for name, value in re.findall(r'<input type="hidden" name="([^"]+)" value="([^"]*)"', page):
+        fields.setdefault(name, html.unescape(value))
+    return fields
+
+
+def latest_code(http, email: str) -> str:
+    response = http.get("/dev/outbox", query_string={"to": email})
+    assert response.status_code == 200
+    messages = response.get_json()["data"]
+    assert messages, f"no mail to {email}"
+    return re.search(r"\b(\d{6})\b", messages[0]["text"]).group(1)
+
+
+def query_of(location: str) -> dict[str, str]:
+    return {key: values[0] for key, values in parse_qs(urlsplit(location).query).items()}
+
+
+def path_of(location: str) -> str:
+    parts = urlsplit(location)
+    return parts.path + ("?" + parts.query if parts.query else "")
+
+
+def sign_in(http, tenant: Tenant, *, consent: str | None = "allow", **authorize_params) -> dict[str, str]:
+    """Drive the hosted pages with a Flask test client; returns the query sent back to the client."""
+    response = http.get(authorize_query(tenant, **authorize_params))
+    assert response.status_code == 302, response.get_data(as_text=True)
+    location = response.headers["Location"]
+    if location.startswith(tenant.redirect_uri):
+        return query_of(location)
+    page = http.get(path_of(location))
+    if "/login" in location:
+        assert page.status_code == 200
+        fields = form_fields(page.get_data(as_text=True))
+        page = http.post("/v1/openidc/login", data={**fields, "email": tenant.email})
+        assert page.status_code == 200, page.get_data(as_text=True)
+        fields = form_fields(page.get_data(as_text=True))
+        response = http.post("/v1/openidc/login/code", data={**fields, "code": latest_code(http, tenant.email)})
+        assert response.status_code == 303, response.get_data(as_text=True)
+        location = response.headers["Location"]
+        if location.startswith(tenant.redirect_uri):
+            return query_of(location)
+        page = http.get(path_of(location))
+    assert "/consent" in location and page.status_code == 200, page.get_data(as_text=True)
+    fields = form_fields(page.get_data(as_text=True))
+    response = http.post("/v1/openidc/consent", data={**fields, "decision": consent})
+    assert response.status_code == 303
+    return query_of(response.headers["Location"])
+
+
+def exchange(http, tenant: Tenant, code: str, **overrides):
+    body = {
+        "grant_type": "authorization_code", "code": code, "client_id": str(tenant.client_id),
+        "client_secret": tenant.client_secret, "redirect_uri": tenant.redirect_uri,
+    }
+    body.update(overrides)
+    body = {key: value for key, value in body.items() if value is not None}
+    return http.post("/v1/openidc/token", json=body)

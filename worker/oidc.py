@@ -1,0 +1,42 @@
+"""Tasks of the OpenID provider: scheduled key rotation, housekeeping, and SMTP delivery."""
+
+from __future__ import annotations
+
+from smtplib import SMTPException
+
+from app.db import transaction
+from app.extensions import celery
+from app.oidc import authorize, keys, mail
+from worker.base import TransientError, job_task
+
+
+@celery.task(name="oidc.rotate_keys", ignore_result=True)
+def rotate_keys() -> list[str]:
+    """Rotate the signing keys that are due, and drop retired keys no token needs any more."""
+    with transaction():
+        activated = keys.rotate_keys_if_due()
+        keys.purge_retired_keys()
+    return activated
+
+
+@celery.task(name="oidc.purge_expired", ignore_result=True)
+def purge_expired() -> int:
+    """Delete expired codes, sign-in requests, sessions and deny-list entries."""
+    with transaction():
+        return authorize.purge_expired()
+
+
+@job_task(mail.SEND_MAIL_TASK)
+def send_mail(job):
+    try:
+        return mail.deliver_sealed(job.payload)
+    except (OSError, SMTPException) as exc:
+        raise TransientError(f"SMTP delivery failed: {exc.__class__.__name__}") from exc
+
+
+def beat_schedule(app) -> dict:
+    check = app.config.get("OIDC_KEY_ROTATION_CHECK", 3600)
+    return {
+        "oidc-rotate-keys": {"task": "oidc.rotate_keys", "schedule": float(check)},
+        "oidc-purge-expired": {"task": "oidc.purge_expired", "schedule": 900.0},
+    }
