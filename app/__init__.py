@@ -130,6 +130,8 @@ def _register_blueprints(app: Flask) -> None:
     api.register_blueprint(importlib.import_module("app.users.routes").blp)
     api.register_blueprint(importlib.import_module("app.agents.routes").blp)
     api.register_blueprint(importlib.import_module("app.credentials.routes").blp)
+    api.register_blueprint(importlib.import_module("app.oidc.routes").blp)
+    app.register_blueprint(importlib.import_module("app.oidc.pages").blp)
 
 
 def _register_tasks(app: Flask) -> None:
@@ -150,3 +152,4 @@ def _register_commands(app: Flask) -> None:
 
     app.cli.add_command(clients_cli)
     app.cli.add_command(outbox_cli)
+    app.cli.add_command(importlib.import_module("app.oidc.cli").keys_cli)
