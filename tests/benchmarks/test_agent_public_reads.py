@@ -1,0 +1,272 @@
+"""Public agent reads under 64 concurrent connections: gunicorn (as in the Procfile) vs nginx.
+
+`/api/agent-card/<did>` and `/api/did/<did>` served by the application under gunicorn with the
+Procfile's settings, against nginx serving the very same bytes as static files on this machine
+(the practical ceiling). Prints requests per second, p50/p99 latency and the ratio; never fails
+on time. nginx is installed from Debian when missing. The load generator (Python processes with
+keep-alive connections) shares the machine with the server, so both figures are lower bounds.
+
+Run: pytest -m benchmark tests/benchmarks/test_agent_public_reads.py -s
+"""
+
+from __future__ import annotations
+
+import http.client
+import multiprocessing
+import os
+import shutil
+import signal
+import socket
+import statistics
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+from pathlib import Path
+
+import httpx
+import pytest
+
+pytestmark = pytest.mark.benchmark
+
+CONCURRENCY = 64
+PROCESSES = 4
+DURATION_SECONDS = 6.0
+WARMUP_SECONDS = 1.0
+REPO_ROOT = Path(__file__).resolve().parents[2]
+
+
+def _free_port() -> int:
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        return probe.getsockname()[1]
+
+
+def _wait_for(url: str, timeout: float = 30.0) -> None:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        try:
+            if httpx.get(url, timeout=1).status_code < 500:
+                return
+        except httpx.HTTPError:
+            pass
+        time.sleep(0.1)
+    raise AssertionError(f"{url} did not come up")
+
+
+def _ensure_nginx() -> str:
+    found = shutil.which("nginx") or ("/usr/sbin/nginx" if Path("/usr/sbin/nginx").exists() else None)
+    if found:
+        return found
+    install = ["apt-get", "install", "-y", "--no-install-recommends", "nginx-light"]
+    if subprocess.run(install, capture_output=True).returncode != 0:
+        subprocess.run(["apt-get", "update"], capture_output=True, check=True)
+        subprocess.run(install, capture_output=True, check=True)
+    return shutil.which("nginx") or "/usr/sbin/nginx"
+
+
+def _load_worker(port: int, path: str, connections: int, start_at: float, stop_at: float, queue) -> None:
+    """One load process: `connections` keep-alive connections, latencies after the warm-up."""
+    latencies: list[float] = []
+    errors = [0]
+    lock = threading.Lock()
+
+    def loop() -> None:
+        connection = http.client.HTTPConnection("127.0.0.1", port, timeout=10)
+        mine: list[float] = []
+        failed = 0
+        while True:
+            began = time.perf_counter()
+            if began >= stop_at:
+                break
+            try:
+                connection.request("GET", path)
+                response = connection.getresponse()
+                response.read()
+                ok = response.status == 200
+            except (OSError, http.client.HTTPException):
+                ok = False
+                connection.close()
+                connection = http.client.HTTPConnection("127.0.0.1", port, timeout=10)
+            ended = time.perf_counter()
+            if began >= start_at:
+                if ok:
+                    mine.append(ended - began)
+                else:
+                    failed += 1
+        connection.close()
+        with lock:
+            latencies.extend(mine)
+            errors[0] += failed
+
+    threads = [threading.Thread(target=loop) for _ in range(connections)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    queue.put((latencies, errors[0]))
+
+
+def _measure(port: int, path: str) -> dict:
+    context = multiprocessing.get_context("fork")
+    queue = context.Queue()
+    now = time.perf_counter()
+    start_at, stop_at = now + WARMUP_SECONDS, now + WARMUP_SECONDS + DURATION_SECONDS
+    per_process = CONCURRENCY // PROCESSES
+    workers = [
+        context.Process(target=_load_worker, args=(port, path, per_process, start_at, stop_at, queue))
+        for _ in range(PROCESSES)
+    ]
+    for worker in workers:
+        worker.start()
+    latencies: list[float] = []
+    errors = 0
+    for _ in workers:
+        got, failed = queue.get(timeout=DURATION_SECONDS + 60)
+        latencies.extend(got)
+        errors += failed
+    for worker in workers:
+        worker.join()
+    latencies.sort()
+    count = len(latencies)
+    return {
+        "requests": count,
+        "errors": errors,
+        "rps": count / DURATION_SECONDS,
+        "p50_ms": statistics.median(latencies) * 1000 if count else float("nan"),
+        "p99_ms": latencies[min(count - 1, int(count * 0.99))] * 1000 if count else float("nan"),
+    }
+
+
+def _start_gunicorn(port: int, env: dict) -> subprocess.Popen:
+    # The Procfile's web line, bound to a free loopback port.
+    command = [
+        sys.executable, "-m", "gunicorn",
+        "--bind", f"127.0.0.1:{port}",
+        "--workers", env.get("WEB_CONCURRENCY", "2"),
+        "--threads", env.get("WEB_THREADS", "4"),
+        "--access-logfile", "-",
+        "app:create_app()",
+    ]  # fmt: skip
+    return subprocess.Popen(
+        command, cwd=REPO_ROOT, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True
+    )
+
+
+def _start_nginx(nginx: str, root: Path, port: int, workdir: Path) -> subprocess.Popen:
+    config = workdir / "nginx.conf"
+    config.write_text(
+        f"""
+user root;
+worker_processes auto;
+daemon off;
+pid {workdir}/nginx.pid;
+error_log {workdir}/nginx-error.log warn;
+events {{ worker_connections 4096; }}
+http {{
+    access_log off;
+    sendfile on;
+    tcp_nopush on;
+    keepalive_requests 1000000;
+    client_body_temp_path {workdir}/body;
+    proxy_temp_path {workdir}/proxy;
+    fastcgi_temp_path {workdir}/fastcgi;
+    uwsgi_temp_path {workdir}/uwsgi;
+    scgi_temp_path {workdir}/scgi;
+    server {{
+        listen 127.0.0.1:{port};
+        root {root};
+        location /api/agent-card/ {{ default_type application/json; add_header Cache-Control "public, max-age=60"; }}
+        location /api/did/ {{ default_type application/did+json; add_header Cache-Control "public, max-age=60"; }}
+    }}
+}}
+"""
+    )
+    return subprocess.Popen(
+        [nginx, "-c", str(config), "-p", str(workdir)],
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+        start_new_session=True,
+    )
+
+
+def _stop(process: subprocess.Popen) -> None:
+    if process.poll() is None:
+        os.killpg(process.pid, signal.SIGTERM)
+        try:
+            process.wait(timeout=15)
+        except subprocess.TimeoutExpired:
+            os.killpg(process.pid, signal.SIGKILL)
+            process.wait(timeout=5)
+
+
+def _seed_card(base_url: str) -> tuple[str, bytes, bytes]:
+    """Claim a key on the claim page, host a card; returns (did, card bytes, DID document bytes)."""
+    import re
+
+    from app.client.library import TesseraClient
+
+    with httpx.Client(base_url=base_url, timeout=30) as http_client:
+        page = http_client.get("/claim")
+        token = re.search(r'name="csrf_token" value="([^"]+)"', page.text).group(1)
+        claimed = http_client.post("/claim", data={"csrf_token": token, "kind": "agent"})
+        key = re.search(r'<code id="agent-key">(0x[0-9a-f]{64})</code>', claimed.text).group(1)
+    card = (
+        b'{"type": "https://eips.ethereum.org/EIPS/eip-8004#registration-v1", "name": "Bench", '
+        b'"description": "' + b"b" * 1500 + b'", "services": [], "x402Support": false}\n'
+    )
+    with TesseraClient(base_url, api_key=key, poll_interval=0.05, job_timeout=60) as client:
+        job = client.host_card(card)
+        did = job["result"]["did"]
+        client.set_card("https://bench.example/.well-known/agent-card.json")
+    document = httpx.get(f"{base_url}/api/did/{did}").content
+    assert httpx.get(f"{base_url}/api/agent-card/{did}").content == card
+    return did, card, document
+
+
+def test_public_reads_gunicorn_vs_nginx(app, real_worker):
+    nginx = _ensure_nginx()
+    workdir = Path(tempfile.mkdtemp(prefix="tessera-bench-"))
+    env = {**os.environ, "RATELIMIT_ENABLED": "0", "LOG_LEVEL": "WARNING"}
+    gunicorn_port, nginx_port = _free_port(), _free_port()
+    gunicorn = _start_gunicorn(gunicorn_port, env)
+    nginx_process = None
+    try:
+        base_url = f"http://127.0.0.1:{gunicorn_port}"
+        _wait_for(f"{base_url}/api/pricing")
+        did, card, document = _seed_card(base_url)
+
+        root = workdir / "www"
+        (root / "api" / "agent-card").mkdir(parents=True)
+        (root / "api" / "did").mkdir(parents=True)
+        (root / "api" / "agent-card" / did).write_bytes(card)
+        (root / "api" / "did" / did).write_bytes(document)
+        nginx_process = _start_nginx(nginx, root, nginx_port, workdir)
+        _wait_for(f"http://127.0.0.1:{nginx_port}/api/agent-card/{did}")
+        assert httpx.get(f"http://127.0.0.1:{nginx_port}/api/agent-card/{did}").content == card
+
+        print(
+            f"\npublic reads, {CONCURRENCY} concurrent keep-alive connections, {DURATION_SECONDS:.0f} s each, "
+            f"{os.cpu_count()} CPUs shared with the load generator; gunicorn workers="
+            f"{env.get('WEB_CONCURRENCY', '2')} threads={env.get('WEB_THREADS', '4')}, "
+            f"database {app.config['SQLALCHEMY_DATABASE_URI'].split(':', 1)[0]}"
+        )
+        print(f"{'endpoint':<18}{'server':<10}{'req/s':>10}{'p50 ms':>10}{'p99 ms':>10}{'errors':>8}")
+        for label, path in (("agent-card", f"/api/agent-card/{did}"), ("did", f"/api/did/{did}")):
+            results = {
+                "gunicorn": _measure(gunicorn_port, path),
+                "nginx": _measure(nginx_port, path),
+            }
+            for server, figures in results.items():
+                print(
+                    f"{label:<18}{server:<10}{figures['rps']:>10.0f}{figures['p50_ms']:>10.2f}"
+                    f"{figures['p99_ms']:>10.2f}{figures['errors']:>8}"
+                )
+            ratio = results["gunicorn"]["rps"] / results["nginx"]["rps"] if results["nginx"]["rps"] else float("nan")
+            print(f"{label:<18}gunicorn/nginx throughput ratio: {ratio:.3f}")
+    finally:
+        if nginx_process is not None:
+            _stop(nginx_process)
+        _stop(gunicorn)
+        shutil.rmtree(workdir, ignore_errors=True)
