@@ -1,0 +1,105 @@
+"""Store → verify (job) → list for the user with an OpenID access token, end to end over HTTP."""
+
+from __future__ import annotations
+
+import json
+import time
+
+from tests.credentials.issuing import Issuer, allocate_status
+from tests.credentials.test_store_api import wait_for_verification
+from tests.oidc.helpers import exchange, make_tenant, sign_in
+
+
+def _store(client, headers, vc: dict) -> str:
+    response = client.post(
+        "/v1/vc/issuer/store", data=json.dumps({"vc": vc}), content_type="application/json", headers=headers
+    )
+    assert response.status_code == 201, response.get_data(as_text=True)
+    return response.json["data"]["cid"]
+
+
+def _access_token(client, tenant) -> str:
+    code = sign_in(client, tenant)["code"]
+    response = exchange(client, tenant, code)
+    assert response.status_code == 200, response.get_data(as_text=True)
+    return response.json["access_token"]
+
+
+def _listed(client, token: str) -> list[dict]:
+    response = client.get("/v1/openidc/credentials", headers={"Authorization": f"Bearer {token}"})
+    assert response.status_code == 200, response.get_data(as_text=True)
+    assert response.headers["Cache-Control"] == "no-store"
+    return response.json["data"]
+
+
+def _wait_for_state(client, headers, cid: str, state: str, timeout: float = 20.0) -> dict:
+    deadline = time.monotonic() + timeout
+    while True:
+        record = wait_for_verification(client, headers, cid, timeout)
+        if record["verification"]["state"] == state:
+            return record
+        assert time.monotonic() < deadline, record
+        time.sleep(0.05)
+
+
+def test_verified_credentials_reach_the_users_list_and_others_never_do(app, client):
+    tenant = make_tenant(app, client)
+    issuer = Issuer()
+
+    older = issuer.sign(issuer.credential(tenant.did, degree="BSc"))
+    older_cid = _store(client, tenant.headers, older)
+    tampered = issuer.sign(issuer.credential(tenant.did, degree="PhD"))
+    tampered["credentialSubject"]["degree"] = "MD"
+    tampered_cid = _store(client, tenant.headers, tampered)
+    entry = allocate_status(client, tenant.headers, "revocation")
+    revocable = issuer.sign(issuer.credential(tenant.did, degree="MSc", status=entry["credentialStatus"]))
+    revocable_cid = _store(client, tenant.headers, revocable)
+    newer = issuer.sign(issuer.credential(tenant.did, degree="MBA"), "eddsa-jcs-2022")
+    newer_cid = _store(client, tenant.headers, newer)
+
+    assert wait_for_verification(client, tenant.headers, older_cid)["verification"]["state"] == "verified"
+    failed = wait_for_verification(client, tenant.headers, tampered_cid)["verification"]
+    assert (failed["state"], failed["reason"]) == ("failed", "invalid_signature")
+    assert wait_for_verification(client, tenant.headers, revocable_cid)["verification"]["state"] == "verified"
+    assert wait_for_verification(client, tenant.headers, newer_cid)["verification"]["state"] == "verified"
+
+    token = _access_token(client, tenant)
+    listed = _listed(client, token)
+    assert [vc["credentialSubject"]["degree"] for vc in listed] == ["MBA", "MSc", "BSc"]
+    assert listed[1] == revocable
+    assert listed[1]["credentialStatus"] == entry["credentialStatus"]
+
+    revoke = client.patch(
+        f"/v1/vc/issuer/status_entries/{entry['id']}", json={"status": "revoked"}, headers=tenant.headers
+    )
+    assert revoke.status_code == 200
+    record = _wait_for_state(client, tenant.headers, revocable_cid, "failed")
+    assert record["verification"]["reason"] == "revoked"
+    assert [vc["credentialSubject"]["degree"] for vc in _listed(client, token)] == ["MBA", "BSc"]
+
+
+def test_credential_revoked_before_it_is_stored_is_reported_revoked(app, client):
+    tenant = make_tenant(app, client)
+    issuer = Issuer()
+    entry = allocate_status(client, tenant.headers, "revocation")
+    vc = issuer.sign(issuer.credential(tenant.did, status=entry["credentialStatus"]))
+    client.patch(f"/v1/vc/issuer/status_entries/{entry['id']}", json={"status": "revoked"}, headers=tenant.headers)
+    cid = _store(client, tenant.headers, vc)
+    verification = wait_for_verification(client, tenant.headers, cid)["verification"]
+    assert (verification["state"], verification["reason"]) == ("failed", "revoked")
+    assert _listed(client, _access_token(client, tenant)) == []
+
+
+def test_list_needs_a_valid_bearer_token_and_shows_only_the_callers_credentials(app, client):
+    first, second = make_tenant(app, client, name="First"), make_tenant(app, client, name="Second")
+    issuer = Issuer()
+    cid = _store(client, first.headers, issuer.sign(issuer.credential(first.did)))
+    assert wait_for_verification(client, first.headers, cid)["verification"]["state"] == "verified"
+
+    assert len(_listed(client, _access_token(client, first))) == 1
+    assert _listed(client, _access_token(client, second)) == []
+    missing = client.get("/v1/openidc/credentials")
+    assert missing.status_code == 401
+    assert missing.headers["WWW-Authenticate"].startswith("Bearer")
+    forged = client.get("/v1/openidc/credentials", headers={"Authorization": "Bearer not.a.token"})
+    assert forged.status_code == 401
