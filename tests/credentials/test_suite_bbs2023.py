@@ -20,7 +20,9 @@ from app.credentials.cryptosuites.bbs_2023 import (
     BaseProofValue,
     Bbs2023,
     DerivedProofValue,
+    create_base_proof,
     create_derived_verify_data,
+    derive_proof,
     parse_proof_value,
 )
 from app.credentials.jsonld.loader import make_document_loader
@@ -499,3 +501,109 @@ def test_base_proof_over_too_many_statements_is_refused(ctx, issuer_key, monkeyp
     monkeypatch.setattr("app.credentials.cryptosuites.bbs_2023.MAX_BBS_MESSAGES", 13)
     document, proof = _secured("windsurf", "addSignedSDBase.json")
     assert _failure(get_suite("bbs-2023"), document, proof, issuer_key, ctx).code == "proof_too_large"
+
+
+# --- issuing and deriving (the issuer's and holder's side, checked against the vectors) --------
+
+SECRET_KEY = bytes.fromhex(_json(SUITE_DIR / "BBSKeyMaterial.json")["privateKeyHex"])
+HMAC_KEY = bytes.fromhex(_json(SUITE_DIR / "BBSKeyMaterial.json")["hmacKeyString"])
+PRESENTATION_HEADER = bytes.fromhex(_json(SUITE_DIR / "BBSDeriveMaterial.json")["presentationHeaderHex"])
+
+
+@pytest.mark.parametrize("name", SETS)
+def test_base_proof_is_reproduced_byte_for_byte(name, ctx):
+    document, proof = _secured(name, "addSignedSDBase.json")
+    options = {key: value for key, value in proof.items() if key != "proofValue"}
+    made = create_base_proof(document, options, _pointers(name)[0], SECRET_KEY, ctx, hmac_key=HMAC_KEY)
+    assert made == proof
+
+
+@pytest.mark.parametrize("name", SETS)
+def test_derived_proof_matches_the_vector_but_for_bbs_randomness(name, suite, ctx, issuer_key):
+    document, proof = _secured(name, "addSignedSDBase.json")
+    derived = derive_proof(
+        document, proof, _pointers(name)[1], ctx, presentation_header=PRESENTATION_HEADER, backend=suite.backend
+    )
+    expected = _json(_dir(name) / "derivedRevealDocument.json")
+    assert {k: v for k, v in derived.items() if k != "proof"} == {k: v for k, v in expected.items() if k != "proof"}
+    ours = parse_proof_value(derived["proof"]["proofValue"])
+    theirs = parse_proof_value(expected["proof"]["proofValue"])
+    assert (ours.label_map, ours.mandatory_indexes, ours.selective_indexes, ours.presentation_header) == (
+        theirs.label_map,
+        theirs.mandatory_indexes,
+        theirs.selective_indexes,
+        theirs.presentation_header,
+    )
+    assert len(ours.bbs_proof) == len(theirs.bbs_proof)
+    reveal = dict(derived)
+    suite.verify_proof(reveal, reveal.pop("proof"), issuer_key, ctx)
+
+
+TRICKY_CREDENTIAL = {
+    "@context": ["https://www.w3.org/ns/credentials/v2", "https://www.w3.org/ns/credentials/examples/v2"],
+    "id": "urn:uuid:5b3a9c1e-0000-4000-8000-000000000001",
+    "type": ["VerifiableCredential", "ExampleCredential"],
+    "issuer": "did:example:issuer",
+    "validFrom": "2026-01-01T00:00:00Z",
+    "credentialSubject": {
+        "id": "did:example:subject",
+        "name": 'Zoë "_:c14n0" <not an IRI>',
+        "age": 42,
+        "height": 1.85,
+        "member": True,
+        "addresses": [
+            {"type": "PostalAddress", "city": "Genève", "lines": ["1 rue", "CH-1200"]},
+            {"city": "Zürich", "lines": ["Bahnhofstrasse 1"]},
+            {"id": "https://example.org/places/3", "city": "Bern"},
+        ],
+        "nested": {"level": {"deeper": {"value": "x"}}},
+    },
+}
+TRICKY_MANDATORY = ["/issuer", "/validFrom", "/credentialSubject/age"]
+TRICKY_SELECTIONS = [
+    ["/credentialSubject/name"],
+    ["/credentialSubject/addresses/1", "/credentialSubject/nested/level/deeper/value"],
+    ["/credentialSubject/addresses/0/lines/1", "/credentialSubject/addresses/2/city", "/credentialSubject/member"],
+    ["/credentialSubject/addresses"],
+    ["/credentialSubject/height"],
+]
+
+
+@pytest.mark.parametrize("selective", TRICKY_SELECTIONS, ids=range(len(TRICKY_SELECTIONS)))
+def test_issue_check_derive_verify_round_trip(selective, suite, ctx):
+    secret_key = bytes(range(1, 33))
+    public_key = bbs.sk_to_pk(secret_key)
+    key = VerificationKey(
+        id="did:example:issuer#bbs", controller="did:example:issuer", key_type="Bls12381G2", public_key=public_key
+    )
+    options = {
+        "type": "DataIntegrityProof",
+        "cryptosuite": "bbs-2023",
+        "created": "2026-01-01T00:00:00Z",
+        "verificationMethod": key.id,
+        "proofPurpose": "assertionMethod",
+    }
+    proof = create_base_proof(TRICKY_CREDENTIAL, options, TRICKY_MANDATORY, secret_key, ctx, backend=suite.backend)
+    suite.verify_proof(TRICKY_CREDENTIAL, proof, key, ctx)
+    derived = derive_proof(
+        TRICKY_CREDENTIAL, proof, selective, ctx, presentation_header=b"nonce", backend=suite.backend
+    )
+    derived_proof = derived.pop("proof")
+    suite.verify_proof(derived, derived_proof, key, ctx)
+    assert derived["issuer"] == "did:example:issuer" and derived["credentialSubject"]["age"] == 42
+
+    tampered = json.loads(json.dumps(derived))
+    tampered["credentialSubject"]["age"] = 43
+    assert _failure(suite, tampered, derived_proof, key, ctx).code == "invalid_signature"
+    other = VerificationKey(
+        id=key.id, controller=key.controller, key_type="Bls12381G2", public_key=bbs.sk_to_pk(bytes(range(2, 34)))
+    )
+    assert _failure(suite, derived, derived_proof, other, ctx).code == "invalid_signature"
+    assert _failure(suite, TRICKY_CREDENTIAL, proof, other, ctx).code == "invalid_signature"
+
+
+def test_deriving_from_a_derived_proof_is_refused(ctx):
+    document, proof = _secured("windsurf", "derivedRevealDocument.json")
+    with pytest.raises(ProofCheckFailed) as caught:
+        derive_proof(document, proof, ["/credentialSubject/sailNumber"], ctx)
+    assert caught.value.code == "malformed_proof_value"

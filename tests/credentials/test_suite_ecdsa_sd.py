@@ -14,7 +14,9 @@ from app.credentials.cryptosuites.base import ProofCheckFailed, SuiteContext, Ve
 from app.credentials.cryptosuites.ecdsa_sd_2023 import (
     BaseProofValue,
     DerivedProofValue,
+    create_base_proof,
     create_derived_verify_data,
+    derive_proof,
     parse_proof_value,
 )
 from app.credentials.jsonld.loader import make_document_loader
@@ -42,13 +44,17 @@ def ctx() -> SuiteContext:
     return SuiteContext(loader=make_document_loader(VECTORS / "contexts"))
 
 
-@pytest.fixture(scope="module")
-def issuer_key() -> VerificationKey:
+def _vector_issuer_key() -> VerificationKey:
     multikey = _json(SUITE_DIR / "SDKeyMaterial.json")["baseKeyPair"]["publicKeyMultibase"]
     key_type, public_key = decode_multikey(multikey)
     return VerificationKey(
         id=f"did:key:{multikey}#{multikey}", controller=f"did:key:{multikey}", key_type=key_type, public_key=public_key
     )
+
+
+@pytest.fixture(scope="module")
+def issuer_key() -> VerificationKey:
+    return _vector_issuer_key()
 
 
 def _secured(name: str, file: str) -> tuple[dict, dict]:
@@ -535,3 +541,83 @@ def test_compaction_stops_at_the_work_limit(ctx):
         sd._compact(expanded, document["@context"], tight)
     assert caught.value.code == "canonicalization_limit"
     assert sd._compact(expanded, document["@context"], ctx)["credentialSubject"]["givenName"] == "JOHN"
+
+
+# --- issuing and deriving (the issuer's and holder's side) -------------------------------------
+
+
+@pytest.mark.parametrize("name", SETS)
+def test_derived_proof_is_reproduced_byte_for_byte(name, ctx):
+    document, proof = _secured(name, "addSignedSDBase.json")
+    derived = derive_proof(document, proof, _pointers(name)[1], ctx)
+    assert derived == _json(SUITE_DIR / name / "derivedRevealDocument.json")
+
+
+def _issuer_private_key():
+    from cryptography.hazmat.primitives.asymmetric import ec
+
+    from app.credentials.multiformats import decode_multikey_secret
+
+    _, secret = decode_multikey_secret(_json(SUITE_DIR / "SDKeyMaterial.json")["baseKeyPair"]["secretKeyMultibase"])
+    return ec.derive_private_key(int.from_bytes(secret, "big"), ec.SECP256R1())
+
+
+@pytest.mark.parametrize("name", SETS)
+def test_fresh_base_proof_on_vector_input_verifies(name, ctx, issuer_key):
+    document, proof = _secured(name, "addSignedSDBase.json")
+    options = {key: value for key, value in proof.items() if key != "proofValue"}
+    hmac_key = parse_proof_value(proof["proofValue"]).hmac_key
+    made = create_base_proof(document, options, _pointers(name)[0], _issuer_private_key(), ctx, hmac_key=hmac_key)
+    fresh, original = parse_proof_value(made["proofValue"]), parse_proof_value(proof["proofValue"])
+    assert (fresh.hmac_key, fresh.mandatory_pointers, len(fresh.signatures)) == (
+        original.hmac_key,
+        original.mandatory_pointers,
+        len(original.signatures),
+    )
+    SUITE.verify_proof(document, made, issuer_key, ctx)
+
+
+ROUND_TRIP_CREDENTIAL = {
+    "@context": ["https://www.w3.org/ns/credentials/v2", "https://www.w3.org/ns/credentials/examples/v2"],
+    "type": ["VerifiableCredential", "ExampleCredential"],
+    "issuer": "did:example:issuer",
+    "validFrom": "2026-01-01T00:00:00Z",
+    "credentialSubject": {
+        "name": 'Zoë "_:c14n0"',
+        "scores": [1, 2.5, 3],
+        "addresses": [{"city": "Genève", "lines": ["1 rue", "CH-1200"]}, {"city": "Zürich"}],
+    },
+}
+
+
+@pytest.mark.parametrize(
+    "selective",
+    [["/credentialSubject/name"], ["/credentialSubject/addresses/1"], ["/credentialSubject/addresses/0/lines/1"]],
+)
+def test_issue_check_derive_verify_round_trip(selective, ctx):
+    from cryptography.hazmat.primitives import serialization
+    from cryptography.hazmat.primitives.asymmetric import ec
+
+    private_key = ec.generate_private_key(ec.SECP256R1())
+    public_key = private_key.public_key().public_bytes(
+        serialization.Encoding.X962, serialization.PublicFormat.CompressedPoint
+    )
+    key = VerificationKey(
+        id="did:example:issuer#p256", controller="did:example:issuer", key_type="P-256", public_key=public_key
+    )
+    options = {
+        "type": "DataIntegrityProof",
+        "cryptosuite": "ecdsa-sd-2023",
+        "created": "2026-01-01T00:00:00Z",
+        "verificationMethod": key.id,
+        "proofPurpose": "assertionMethod",
+    }
+    proof = create_base_proof(ROUND_TRIP_CREDENTIAL, options, ["/issuer", "/validFrom"], private_key, ctx)
+    SUITE.verify_proof(ROUND_TRIP_CREDENTIAL, proof, key, ctx)
+    derived = derive_proof(ROUND_TRIP_CREDENTIAL, proof, selective, ctx)
+    derived_proof = derived.pop("proof")
+    SUITE.verify_proof(derived, derived_proof, key, ctx)
+    tampered = json.loads(json.dumps(derived))
+    tampered["validFrom"] = "2025-01-01T00:00:00Z"
+    assert _failure(tampered, derived_proof, key, ctx).code == "invalid_signature"
+    assert _failure(derived, derived_proof, _vector_issuer_key(), ctx).code == "invalid_signature"

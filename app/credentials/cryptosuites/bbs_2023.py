@@ -13,6 +13,9 @@ with `proof_too_large` before any curve work (each new message generator costs a
 
 from __future__ import annotations
 
+import copy
+import secrets
+from collections.abc import Sequence
 from dataclasses import dataclass
 from functools import lru_cache
 from typing import Any
@@ -246,6 +249,87 @@ class Bbs2023:
             raise sd.malformed(f"BBS proof rejected: {error}") from None
         if not valid:
             raise ProofCheckFailed("invalid_signature", "the BBS proof does not verify")
+
+
+def create_base_proof(
+    document: dict,
+    proof_options: dict,
+    mandatory_pointers: Sequence[str],
+    secret_key: bytes,
+    ctx: SuiteContext,
+    *,
+    hmac_key: bytes | None = None,
+    backend: Any = None,
+) -> dict:
+    """Create Base Proof (issuer, baseline): `proof_options` plus a base `proofValue` for a holder.
+
+    `secret_key` is the 32-byte BBS secret key of the verification method; the HMAC key is
+    random unless given. Raises `ProofCheckFailed`, or `BbsInputError` for a bad secret key.
+    """
+    proof = copy.deepcopy(proof_options)
+    _check_proof_options(proof)
+    hmac_key = hmac_key if hmac_key is not None else secrets.token_bytes(32)
+    groups = sd.canonicalize_and_group(
+        document, sd.shuffled_id_label_map_factory(hmac_key), {"mandatory": list(mandatory_pointers)}, ctx
+    ).groups["mandatory"]
+    _check_message_count(len(groups.non_matching))
+    header = sd.proof_hash(proof, document, ctx) + sd.hash_nquads(groups.matching.values())
+    public_key = bbs.sk_to_pk(secret_key, backend=backend)
+    messages = [quad.encode("utf-8") for quad in groups.non_matching.values()]
+    signature = bbs.sign(secret_key, public_key, header, messages, backend=backend)
+    proof["proofValue"] = sd.encode_proof_value(
+        BASE_PROOF_HEADER, [signature, header, public_key, hmac_key, list(mandatory_pointers)]
+    )
+    return proof
+
+
+def derive_proof(
+    document: dict,
+    proof: dict,
+    selective_pointers: Sequence[str],
+    ctx: SuiteContext,
+    *,
+    presentation_header: bytes = b"",
+    rng: Any = None,
+    backend: Any = None,
+) -> dict:
+    """Add Derived Proof (holder, baseline): the reveal document with a derived proof.
+
+    `document` is the credential without its proof, `proof` its base proof; `rng` replaces the
+    BBS random scalars (tests only). Raises `ProofCheckFailed`.
+    """
+    parsed = parse_proof_value(proof.get("proofValue"))
+    if not isinstance(parsed, BaseProofValue):
+        raise sd.malformed("a derived proof can only be made from a base proof")
+    disclosure = sd.create_disclosure(
+        document, sd.shuffled_id_label_map_factory(parsed.hmac_key), parsed.mandatory_pointers, selective_pointers, ctx
+    )
+    messages = [quad.encode("utf-8") for quad in disclosure.non_mandatory]
+    try:
+        bbs_proof = bbs.proof_gen(
+            parsed.public_key,
+            parsed.bbs_signature,
+            parsed.bbs_header,
+            presentation_header,
+            messages,
+            disclosure.selective_indexes,
+            rng=rng,
+            backend=backend,
+        )
+    except bbs.BbsInputError as error:
+        raise sd.malformed(f"BBS proof generation rejected the base proof: {error}") from None
+    derived = {**proof}
+    derived["proofValue"] = sd.encode_proof_value(
+        DERIVED_PROOF_HEADER,
+        [
+            bbs_proof,
+            sd.compress_label_map(disclosure.label_map, lambda label: int(label.removeprefix("b"))),
+            disclosure.mandatory_indexes,
+            disclosure.selective_indexes,
+            presentation_header,
+        ],
+    )
+    return {**disclosure.reveal_document, "proof": derived}
 
 
 SUITE = register_suite(Bbs2023())

@@ -9,16 +9,20 @@ Pure module (no Flask); failures raise `ProofCheckFailed`.
 
 from __future__ import annotations
 
+import copy
+import secrets
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
 from cryptography.exceptions import InvalidSignature
-from cryptography.hazmat.primitives import hashes
+from cryptography.hazmat.primitives import hashes, serialization
 from cryptography.hazmat.primitives.asymmetric import ec
-from cryptography.hazmat.primitives.asymmetric.utils import encode_dss_signature
+from cryptography.hazmat.primitives.asymmetric.utils import decode_dss_signature, encode_dss_signature
 
 from app.credentials.cryptosuites import sd_primitives as sd
 from app.credentials.cryptosuites.base import ProofCheckFailed, SuiteContext, VerificationKey, register_suite
+from app.credentials.multiformats import multibase_decode
 
 NAME = "ecdsa-sd-2023"
 BASE_PROOF_HEADER = b"\xd9\x5d\x00"
@@ -189,6 +193,77 @@ class EcdsaSd2023:
         else:
             data = create_derived_verify_data(document_without_proof, proof, parsed, ctx)
         verify_signatures(data, issuer_key)
+
+
+def _sign_raw(private_key: ec.EllipticCurvePrivateKey, data: bytes) -> bytes:
+    r, s = decode_dss_signature(private_key.sign(data, _ECDSA_SHA256))
+    return r.to_bytes(32, "big") + s.to_bytes(32, "big")
+
+
+def create_base_proof(
+    document: dict,
+    proof_options: dict,
+    mandatory_pointers: Sequence[str],
+    issuer_key: ec.EllipticCurvePrivateKey,
+    ctx: SuiteContext,
+    *,
+    hmac_key: bytes | None = None,
+) -> dict:
+    """Create Base Proof (issuer): `proof_options` plus a base `proofValue` for a holder.
+
+    `proof_options` must name the type, cryptosuite, verification method and purpose; the HMAC
+    key is random unless given. Raises `ProofCheckFailed` for documents that cannot be processed.
+    """
+    if not isinstance(issuer_key.curve, ec.SECP256R1):
+        raise ProofCheckFailed("unsupported_key_type", f"{NAME} signs with P-256 keys")
+    proof = copy.deepcopy(proof_options)
+    _check_proof_options(proof)
+    hmac_key = hmac_key if hmac_key is not None else secrets.token_bytes(32)
+    groups = sd.canonicalize_and_group(
+        document, sd.hmac_id_label_map_factory(hmac_key), {"mandatory": list(mandatory_pointers)}, ctx
+    ).groups["mandatory"]
+    proof_hash = sd.proof_hash(proof, document, ctx)
+    scoped_key = ec.generate_private_key(ec.SECP256R1())
+    public_key = P256_MULTIKEY_PREFIX + scoped_key.public_key().public_bytes(
+        serialization.Encoding.X962, serialization.PublicFormat.CompressedPoint
+    )
+    signatures = [_sign_raw(scoped_key, quad.encode("utf-8")) for quad in groups.non_matching.values()]
+    base_signature = _sign_raw(issuer_key, proof_hash + public_key + sd.hash_nquads(groups.matching.values()))
+    proof["proofValue"] = sd.encode_proof_value(
+        BASE_PROOF_HEADER, [base_signature, public_key, hmac_key, signatures, list(mandatory_pointers)]
+    )
+    return proof
+
+
+def derive_proof(document: dict, proof: dict, selective_pointers: Sequence[str], ctx: SuiteContext) -> dict:
+    """Add Derived Proof (holder): the reveal document with a derived proof for a verifier.
+
+    `document` is the credential without its proof, `proof` its base proof. Raises
+    `ProofCheckFailed` (`malformed_proof_value` for a proof that is not a base proof).
+    """
+    parsed = parse_proof_value(proof.get("proofValue"))
+    if not isinstance(parsed, BaseProofValue):
+        raise sd.malformed("a derived proof can only be made from a base proof")
+    disclosure = sd.create_disclosure(
+        document, sd.hmac_id_label_map_factory(parsed.hmac_key), parsed.mandatory_pointers, selective_pointers, ctx
+    )
+    selective = disclosure.groups["selective"].matching
+    non_mandatory_indexes = list(disclosure.groups["mandatory"].non_matching)
+    if len(non_mandatory_indexes) != len(parsed.signatures):
+        raise ProofCheckFailed("invalid_signature", "the base proof does not match the document's statements")
+    filtered = [parsed.signatures[i] for i, index in enumerate(non_mandatory_indexes) if index in selective]
+    derived = {**proof}
+    derived["proofValue"] = sd.encode_proof_value(
+        DERIVED_PROOF_HEADER,
+        [
+            parsed.base_signature,
+            parsed.public_key,
+            filtered,
+            sd.compress_label_map(disclosure.label_map, lambda label: multibase_decode(label, allowed="u")),
+            disclosure.mandatory_indexes,
+        ],
+    )
+    return {**disclosure.reveal_document, "proof": derived}
 
 
 SUITE = register_suite(EcdsaSd2023())

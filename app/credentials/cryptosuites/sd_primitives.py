@@ -22,6 +22,7 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+import cbor2
 from pyld.context_resolver import ContextResolver
 from pyld.jsonld import JsonLdError, JsonLdProcessor
 
@@ -486,10 +487,12 @@ def _compact(expanded: list, context: Any, ctx: SuiteContext) -> dict:
 
 @dataclass(frozen=True)
 class GroupedNQuads:
-    """One group of canonicalizeAndGroup: quads (by index into all quads) inside and outside it."""
+    """One group of canonicalizeAndGroup: quads (by index into all quads) inside and outside it,
+    and the selection's own quads before relabelling (`deskolemized`, blank nodes as skolemized)."""
 
     matching: dict[int, str]
     non_matching: dict[int, str]
+    deskolemized: list[str]
 
 
 @dataclass(frozen=True)
@@ -526,13 +529,11 @@ def canonicalize_and_group(
     groups = {}
     for name, pointers in group_definitions.items():
         selection = select_json_ld(pointers, skolemized_compact)
-        selected: set[str] = set()
-        if selection is not None:
-            selection_quads = deskolemize_nquads(ctx.to_nquads(selection))
-            selected = set(relabel_nquads(selection_quads, label_map, strict=False))
+        selection_quads = [] if selection is None else deskolemize_nquads(ctx.to_nquads(selection))
+        selected = set(relabel_nquads(selection_quads, label_map, strict=False))
         matching = {index: quad for index, quad in enumerate(nquads) if quad in selected}
         non_matching = {index: quad for index, quad in enumerate(nquads) if quad not in selected}
-        groups[name] = GroupedNQuads(matching=matching, non_matching=non_matching)
+        groups[name] = GroupedNQuads(matching=matching, non_matching=non_matching, deskolemized=selection_quads)
     return CanonicalGroups(nquads=nquads, label_map=label_map, groups=groups)
 
 
@@ -568,3 +569,77 @@ def proof_hash(
     """The hash of the canonical proof configuration (RDFC-1.0 with SHA-256)."""
     canonical = ctx.canonicalize(proof_configuration(proof, document))
     return hashlib.new(digest, canonical.encode("utf-8")).digest()
+
+
+# --- issuing and deriving ------------------------------------------------------------------------
+
+
+def encode_proof_value(header: bytes, components: list) -> str:
+    """A proof value: `u` + base64url(header || CBOR(components)), no CBOR tags inside."""
+    return multibase_encode(header + cbor2.dumps(components), "u")
+
+
+def compress_label_map(label_map: Mapping[str, str], render: Callable[[str], Any]) -> dict[int, Any]:
+    """compressLabelMap: `{"c14n<i>": label}` -> `{i: render(label)}`."""
+    return {int(key.removeprefix("c14n")): render(value) for key, value in label_map.items()}
+
+
+def verifier_label_map(
+    reveal_deskolemized: Sequence[str], label_map: Mapping[str, str], ctx: SuiteContext
+) -> dict[str, str]:
+    """The holder's label map for a verifier: the canonical labels the verifier will compute for
+    the revealed quads (`c14n<i>`) mapped to the labels the issuer signed."""
+    canonical = ctx.canonicalize_nquads(list(reveal_deskolemized))
+    return {canonical_label: label_map[label] for label, canonical_label in canonical.label_map.items()}
+
+
+@dataclass(frozen=True)
+class Disclosure:
+    """What a holder computes to derive a proof (createDisclosureData, shared part).
+
+    `mandatory_indexes` are relative to the combined (revealed) statements; `selective_indexes`
+    to the non-mandatory ones (bbs-2023); `non_mandatory` are all non-mandatory statements in
+    order, `reveal_document` the selected document and `label_map` the verifier's label map.
+    """
+
+    groups: dict[str, GroupedNQuads]
+    mandatory_indexes: list[int]
+    selective_indexes: list[int]
+    non_mandatory: list[str]
+    reveal_document: dict
+    label_map: dict[str, str]
+
+
+def create_disclosure(
+    document: dict,
+    factory: LabelMapFactory,
+    mandatory_pointers: Sequence[str],
+    selective_pointers: Sequence[str],
+    ctx: SuiteContext,
+) -> Disclosure:
+    """Group the document for a derived proof revealing the mandatory and selected statements."""
+    combined_pointers = [*mandatory_pointers, *selective_pointers]
+    grouped = canonicalize_and_group(
+        document,
+        factory,
+        {"mandatory": mandatory_pointers, "selective": selective_pointers, "combined": combined_pointers},
+        ctx,
+    )
+    groups = grouped.groups
+    combined = list(groups["combined"].matching)
+    non_mandatory = list(groups["mandatory"].non_matching)
+    reveal_document = select_json_ld(combined_pointers, document)
+    if reveal_document is None:
+        raise ProofCheckFailed("invalid_proof_configuration", "nothing is selected for disclosure")
+    return Disclosure(
+        groups=groups,
+        mandatory_indexes=[combined.index(index) for index in groups["mandatory"].matching],
+        selective_indexes=[
+            non_mandatory.index(index)
+            for index in groups["selective"].matching
+            if index in groups["mandatory"].non_matching
+        ],
+        non_mandatory=list(groups["mandatory"].non_matching.values()),
+        reveal_document=reveal_document,
+        label_map=verifier_label_map(groups["combined"].deskolemized, grouped.label_map, ctx),
+    )
