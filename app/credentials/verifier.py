@@ -124,10 +124,13 @@ def verify_credential(
     report.checks.append("validity_window")
     _check_validity_window(vc, now, report)
 
-    if status_checker is not None and "credentialStatus" in vc:
-        report.checks.append("status")
-        if not report.errors:
-            _check_status(vc, status_checker, report)
+    if "credentialStatus" in vc:
+        if status_checker is None:
+            report.warnings.append({"code": "status_not_checked", "detail": "credentialStatus was not checked"})
+        else:
+            report.checks.append("status")
+            if not report.errors:
+                _check_status(vc, status_checker, report)
     return report.result()
 
 

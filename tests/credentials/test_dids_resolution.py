@@ -419,9 +419,9 @@ class DidWebServer:
         self.thread.start()
 
     def resolver(self, host: str = "localhost", **settings) -> DidWebResolver:
+        settings.setdefault("verify", ssl.create_default_context(cafile=str(self.cert_path)))
         return DidWebResolver(
             allowed_private_hosts=frozenset({f"{host}:{self.port}"}),
-            verify=ssl.create_default_context(cafile=str(self.cert_path)),
             resolve_addresses=lambda name, port: ["127.0.0.1"],
             **settings,
         )
@@ -468,6 +468,13 @@ def test_allow_listed_did_web_resolves_over_https(web_server: DidWebServer) -> N
     assert web_server.hosts == [f"localhost:{web_server.port}"]
     resolver.resolve_verification_method(f"{did}#key-1", "assertionMethod", controller=did)
     assert len(web_server.hosts) == 1  # cached
+
+
+def test_did_web_accepts_a_ca_bundle_path(web_server: DidWebServer) -> None:
+    did = f"did:web:localhost%3A{web_server.port}"
+    web_server.routes["/.well-known/did.json"] = (200, {}, json.dumps(_web_document(did, _ed25519_public())).encode())
+    assert web_server.resolver(verify=str(web_server.cert_path))(did)["id"] == did
+    assert _code(lambda: web_server.resolver(verify=True)(did)) == "did_resolution_failed"
 
 
 def test_did_web_connects_to_the_checked_address_with_the_did_host_name(web_server: DidWebServer) -> None:

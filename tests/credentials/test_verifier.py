@@ -253,6 +253,8 @@ def test_status_problems_are_reported(loader, resolver, ed25519: Issuer, status:
 def test_status_checker_outcomes(loader, resolver, ed25519: Issuer) -> None:
     vc = _with_status(ed25519, loader)
     assert _verify(vc, loader, resolver, status_checker=lambda _: None).checks[-1] == "status"
+    unchecked = _verify(vc, loader, resolver)
+    assert unchecked.verified and [warning["code"] for warning in unchecked.warnings] == ["status_not_checked"]
 
     def unavailable(_: dict) -> str | None:
         raise ProofCheckFailed("status_list_unavailable", "list could not be fetched")

@@ -114,9 +114,7 @@ class Cryptosuite(Protocol):
 
     name: str
 
-    def verify_proof(
-        self, document_without_proof: dict, proof: dict, key: VerificationKey, ctx: SuiteContext
-    ) -> None:
+    def verify_proof(self, document_without_proof: dict, proof: dict, key: VerificationKey, ctx: SuiteContext) -> None:
         """Return if the proof is valid for the document and key, else raise `ProofCheckFailed`."""
 
 

@@ -72,9 +72,7 @@ def check_proof_options(proof: Any, suite_name: str) -> None:
             raise ProofCheckFailed("malformed_proof", f"proof {member} must be a non-empty string")
     for member in ("created", "expires"):
         if member in proof and parse_datetime(proof[member], require_offset=False) is None:
-            raise ProofCheckFailed(
-                "invalid_proof_configuration", f"proof {member} is not an XML Schema dateTime"
-            )
+            raise ProofCheckFailed("invalid_proof_configuration", f"proof {member} is not an XML Schema dateTime")
 
 
 def check_proof_context(document: dict, proof: dict) -> None:
@@ -86,9 +84,7 @@ def check_proof_context(document: dict, proof: dict) -> None:
     document_context = document.get("@context")
     document_context = document_context if isinstance(document_context, list) else [document_context]
     if document_context[: len(proof_context)] != proof_context:
-        raise ProofCheckFailed(
-            "invalid_proof_configuration", "proof @context does not match the document's @context"
-        )
+        raise ProofCheckFailed("invalid_proof_configuration", "proof @context does not match the document's @context")
 
 
 def decode_proof_value(proof: dict, *, lengths: tuple[int, ...], prefixes: str = "z") -> bytes:
@@ -131,9 +127,7 @@ class SignatureSuite:
     def key_types(self) -> tuple[str, ...]:
         return ("Ed25519",) if self.algorithm == "Ed25519" else ("P-256", "P-384")
 
-    def verify_proof(
-        self, document_without_proof: dict, proof: dict, key: VerificationKey, ctx: SuiteContext
-    ) -> None:
+    def verify_proof(self, document_without_proof: dict, proof: dict, key: VerificationKey, ctx: SuiteContext) -> None:
         """Verify `proof` over the document; raises `ProofCheckFailed`."""
         check_proof_options(proof, self.name)
         if key.key_type not in self.key_types:
@@ -194,9 +188,7 @@ class SignatureSuite:
             signed["proof"] = [*(existing if isinstance(existing, list) else [existing]), proof]
         return signed
 
-    def hash_data(
-        self, document: dict, proof_options: dict, key_type: str, ctx: SuiteContext | None
-    ) -> bytes:
+    def hash_data(self, document: dict, proof_options: dict, key_type: str, ctx: SuiteContext | None) -> bytes:
         """proofConfig hash ‖ transformed document hash, the bytes that are signed."""
         hash_name = "sha384" if key_type == "P-384" else "sha256"
         config = {name: value for name, value in proof_options.items() if name != "proofValue"}
@@ -212,10 +204,7 @@ class SignatureSuite:
         else:
             canonical_config = jcs(config)
             canonical_document = jcs(document)
-        return (
-            hashlib.new(hash_name, canonical_config).digest()
-            + hashlib.new(hash_name, canonical_document).digest()
-        )
+        return hashlib.new(hash_name, canonical_config).digest() + hashlib.new(hash_name, canonical_document).digest()
 
     def _signature_length(self, key_type: str) -> int:
         return 64 if key_type in ("Ed25519", "P-256") else 96

@@ -136,7 +136,8 @@ class DidWebResolver:
         host_header = location.host if location.port == 443 else f"{location.host}:{location.port}"
         headers = {"Host": host_header, "Accept": "application/did+json, application/json"}
         last_error: Exception | None = None
-        with httpx.Client(timeout=timeout, verify=self.verify, follow_redirects=False, trust_env=False) as client:
+        verify = ssl.create_default_context(cafile=self.verify) if isinstance(self.verify, str) else self.verify
+        with httpx.Client(timeout=timeout, verify=verify, follow_redirects=False, trust_env=False) as client:
             for address in addresses:
                 literal = f"[{address}]" if ":" in address else address
                 pinned_url = f"https://{literal}:{location.port}{location.path}"
