@@ -4,6 +4,7 @@ Baseline proofs only: base header 0xd9 0x5d 0x02, derived header 0xd9 0x5d 0x03.
 features (anonymous holder binding, pseudonyms: headers 0x04 to 0x09) fail with
 `unsupported_feature`. BBS itself is the `BBS_BLS12381G1_XMD:SHA-256_SSWU_RO_` ciphersuite of
 `app.credentials.bbs`. Pure module (no Flask); failures raise `ProofCheckFailed`.
+`create_base_proof` (issuer) and `derive_proof` (holder) make baseline proofs, for tests and demos.
 
 `SuiteContext.options["bbs_presentation_header"]` (bytes), when set, is the presentation header a
 verifier requires in a derived proof (e.g. its challenge); another one fails with

@@ -4,6 +4,7 @@ A base proof (header 0xd9 0x5d 0x00) is what an issuer hands to a holder; it is 
 the holder would: the HMAC key it carries relabels the canonical statements, the mandatory
 pointers split them, and the base signature plus one proof-scoped signature per non-mandatory
 statement are checked. A derived proof (header 0xd9 0x5d 0x01) is what a verifier receives.
+`create_base_proof` (issuer) and `derive_proof` (holder) make both kinds, for tests and demos.
 Pure module (no Flask); failures raise `ProofCheckFailed`.
 """
 

@@ -33,7 +33,7 @@ MAX_PROOF_VALUE_BYTES = 4 * 1024 * 1024
 _MAX_CBOR_DEPTH = 8
 # One token of an N-Quad: an IRI, a literal (quotes escaped inside), or a blank-node label. IRIs and
 # literals are matched whole so that "_:" inside them is never taken for a blank node.
-_NQUAD_TOKEN = re.compile(r'<[^>]*>|"(?:[^"\\]|\\.)*"|_:([A-Za-z0-9_.\-]+)')
+_NQUAD_TOKEN = re.compile(r'<[^>]*>|"(?:[^"\\]|\\.)*"|_:(\S+)')
 _SKOLEM_PREFIX = "urn:custom-scheme:"
 _SKOLEM_IRI = re.compile(r"<urn:custom-scheme:([^>]+)>")
 
