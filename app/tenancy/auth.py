@@ -87,8 +87,9 @@ def authenticate_request(*, honour_subclient: bool) -> Caller:
     if token.last_used_at is None or now - as_utc(token.last_used_at) > _LAST_USED_RESOLUTION:
         token.last_used_at = now
     acting = client
-    if honour_subclient and request.headers.get(SUBCLIENT_HEADER):
-        acting = _acting_node(client, request.headers[SUBCLIENT_HEADER])
+    node_id = request.headers.get(SUBCLIENT_HEADER, "").strip()
+    if honour_subclient and node_id:  # an empty header means the caller's own client
+        acting = _acting_node(client, node_id)
     return Caller(
         client_id=client.id,
         token_id=token.id,
@@ -100,8 +101,7 @@ def authenticate_request(*, honour_subclient: bool) -> Caller:
     )
 
 
-def _acting_node(client: Client, raw_id: str) -> Client:
-    value = raw_id.strip()
+def _acting_node(client: Client, value: str) -> Client:
     if not _CLIENT_ID.match(value) or not 0 < int(value) <= MAX_CLIENT_ID:
         raise ValidationFailed(
             f"{SUBCLIENT_HEADER} must be a client id from 1 to {MAX_CLIENT_ID}.",

@@ -2,13 +2,17 @@
 
 from __future__ import annotations
 
+import functools
 import json
+from datetime import timedelta
 
 import click
 from flask.cli import AppGroup
 
-from app.db import transaction
-from app.tenancy import service
+from app.db import isoformat, transaction, utcnow
+from app.errors import DomainError
+from app.tenancy import service, validation
+from app.users.schemas import PROFILE_FIELDS
 
 clients_cli = AppGroup("clients", help="Clients (organisations) and their API tokens.")
 
@@ -19,8 +23,20 @@ def _parse_claims(pairs: tuple[str, ...]) -> dict[str, str]:
         claim, sep, field = pair.partition("=")
         if not sep or not claim or not field:
             raise click.BadParameter(f"{pair!r} is not CLAIM=FIELD", param_hint="--id-token-claim")
+        problem = validation.claim_name_problem(claim)
+        if problem:
+            raise click.BadParameter(problem, param_hint="--id-token-claim")
+        if field not in PROFILE_FIELDS:
+            raise click.BadParameter(f"{field!r} is not a profile field", param_hint="--id-token-claim")
         claims[claim] = field
     return claims
+
+
+def _check_redirect_uris(uris: tuple[str, ...]) -> None:
+    for uri in uris:
+        problem = validation.redirect_uri_problem(uri)
+        if problem:
+            raise click.BadParameter(f"{uri}: {problem}", param_hint="--redirect-uri")
 
 
 @clients_cli.command("create-master")
@@ -32,6 +48,7 @@ def create_master(name: str, redirect_uris: tuple[str, ...], claims: tuple[str, 
     """Create a master client; prints its client_id, client_secret and an API token once."""
     if not 1 <= len(name) <= 70:
         raise click.BadParameter("must be 1 to 70 characters", param_hint="--name")
+    _check_redirect_uris(redirect_uris)
     with transaction():
         client, secret = service.create_master_client(
             name, redirect_uris=list(redirect_uris), id_token_claims=_parse_claims(claims)
@@ -45,3 +62,135 @@ def create_master(name: str, redirect_uris: tuple[str, ...], claims: tuple[str, 
         click.echo(f"client_secret: {output['client_secret']}")
         click.echo(f"api_token:     {output['api_token']}")
         click.echo("Store the secret and the token now; they are not shown again.")
+
+
+def _fail_on_domain_error(func):
+    """Report a domain error as a CLI error (exit status 1) instead of a traceback."""
+
+    @functools.wraps(func)
+    def wrapper(*args, **kwargs):
+        try:
+            return func(*args, **kwargs)
+        except DomainError as error:
+            raise click.ClickException(error.detail) from error
+
+    return wrapper
+
+
+def _client_row(client) -> dict:
+    return {
+        "client_id": client.id,
+        "parent_id": client.parent_id,
+        "root_id": client.root_id,
+        "name": client.name,
+        "created_at": isoformat(client.created_at),
+        "disabled_at": isoformat(client.disabled_at),
+    }
+
+
+@clients_cli.command("list")
+@click.option("--active-only", is_flag=True, help="Leave out disabled clients.")
+@click.option("--json", "as_json", is_flag=True, help="Print one JSON array.")
+def list_clients(active_only: bool, as_json: bool) -> None:
+    """List every client in tree order (indented under its parent)."""
+    with transaction():
+        clients = service.list_clients(include_disabled=not active_only)
+        rows = [(_client_row(client), client.path.count("/") - 2) for client in clients]
+    if as_json:
+        click.echo(json.dumps([row for row, _depth in rows]))
+        return
+    for row, depth in rows:
+        state = f"  (disabled {row['disabled_at']})" if row["disabled_at"] else ""
+        click.echo(f"{'  ' * depth}{row['client_id']:>6}  {row['name']}{state}")
+
+
+@clients_cli.command("disable")
+@click.argument("client_id", type=click.IntRange(min=1))
+@_fail_on_domain_error
+def disable_client(client_id: int) -> None:
+    """Disable a client and its whole subtree; their API tokens and secrets stop working."""
+    with transaction():
+        changed = service.disable_client(client_id)
+    click.echo(f"Disabled {changed} client(s).")
+
+
+@clients_cli.command("set-recaptcha")
+@click.argument("client_id", type=click.IntRange(min=1))
+@click.option("--site-key", required=True, help="Public reCAPTCHA v3 site key.")
+@click.option("--secret", default=None, help="reCAPTCHA secret (stored encrypted); unchanged when left out.")
+@click.option("--threshold", type=click.FloatRange(0.0, 1.0), default=0.5, show_default=True)
+@click.option("--enable/--disable", "enabled", default=True, show_default=True)
+@_fail_on_domain_error
+def set_recaptcha(client_id: int, site_key: str, secret: str | None, threshold: float, enabled: bool) -> None:
+    """Configure reCAPTCHA v3 on a client's hosted login page."""
+    with transaction():
+        service.configure_recaptcha(client_id, site_key=site_key, secret=secret, threshold=threshold, enabled=enabled)
+    click.echo(f"reCAPTCHA {'enabled' if enabled else 'disabled'} for client {client_id}.")
+
+
+tokens_cli = AppGroup("tokens", help="API tokens (x-api-token) of a client.")
+clients_cli.add_command(tokens_cli)
+
+
+def _token_row(token) -> dict:
+    return {
+        "id": token.id,
+        "client_id": token.client_id,
+        "name": token.name,
+        "prefix": token.prefix,
+        "created_at": isoformat(token.created_at),
+        "expires_at": isoformat(token.expires_at),
+        "revoked_at": isoformat(token.revoked_at),
+        "last_used_at": isoformat(token.last_used_at),
+    }
+
+
+@tokens_cli.command("create")
+@click.option("--client-id", type=click.IntRange(min=1), required=True)
+@click.option("--name", default="created by operator", show_default=True)
+@click.option("--expires-in-days", type=click.IntRange(min=1, max=3650), default=None, help="Default: never.")
+@click.option("--json", "as_json", is_flag=True, help="Print one JSON object.")
+@_fail_on_domain_error
+def create_token(client_id: int, name: str, expires_in_days: int | None, as_json: bool) -> None:
+    """Issue an API token for a client; it is printed once and stored only hashed."""
+    if len(name) > 100:
+        raise click.BadParameter("must be at most 100 characters", param_hint="--name")
+    expires_at = utcnow() + timedelta(days=expires_in_days) if expires_in_days else None
+    with transaction():
+        service.require_client_in_subtree(client_id, "/")
+        issued = service.issue_api_token(client_id, name=name, expires_at=expires_at)
+        output = {**_token_row(issued.token), "api_token": issued.plaintext}
+    if as_json:
+        click.echo(json.dumps(output))
+    else:
+        click.echo(f"token id:  {output['id']}")
+        click.echo(f"api_token: {output['api_token']}")
+        click.echo("Store the token now; it is not shown again.")
+
+
+@tokens_cli.command("revoke")
+@click.argument("token_id", type=click.IntRange(min=1))
+@_fail_on_domain_error
+def revoke_token(token_id: int) -> None:
+    """Revoke an API token (any client's)."""
+    with transaction():
+        token = service.get_api_token(token_id)
+        if token is None:
+            raise click.ClickException(f"No API token {token_id}.")
+        service.revoke_api_token(token.client_id, token_id)
+    click.echo(f"Revoked API token {token_id}.")
+
+
+@tokens_cli.command("list")
+@click.option("--client-id", type=click.IntRange(min=1), required=True)
+@click.option("--json", "as_json", is_flag=True, help="Print one JSON array.")
+def list_tokens(client_id: int, as_json: bool) -> None:
+    """List a client's API tokens (never their secrets)."""
+    with transaction():
+        rows = [_token_row(token) for token in service.list_all_api_tokens(client_id)]
+    if as_json:
+        click.echo(json.dumps(rows))
+        return
+    for row in rows:
+        state = "revoked" if row["revoked_at"] else f"expires {row['expires_at']}" if row["expires_at"] else "active"
+        click.echo(f"{row['id']:>6}  {row['prefix']}…  {row['name']}  ({state}; last used {row['last_used_at']})")

@@ -104,7 +104,8 @@ class SubClientFields(ma.Schema):
         validate=ma.validate.OneOf(
             validation.time_zones(), error="Must be an IANA time zone name such as Europe/Paris."
         ),
-        metadata={"description": "IANA time zone name; `UTC` when not given."},
+        allow_none=True,
+        metadata={"description": "IANA time zone name; `UTC` when not given or null."},
     )
     domain = HostName(allow_none=True, metadata={"description": "DNS host name the client sends e-mail from."})
     subdomain = DnsLabel(

@@ -364,6 +364,16 @@ def list_api_tokens(client_id: int, page: int, per_page: int) -> Page:
     return paginate(statement, page, per_page)
 
 
+def list_all_api_tokens(client_id: int) -> list[ApiToken]:
+    """Every API token of one client, newest first (for operators)."""
+    statement = select(ApiToken).where(ApiToken.client_id == client_id).order_by(ApiToken.id.desc())
+    return list(db.session.execute(statement).scalars())
+
+
+def get_api_token(token_id: int) -> ApiToken | None:
+    return db.session.get(ApiToken, token_id)
+
+
 def revoke_api_token(client_id: int, token_id: int) -> ApiToken:
     """Revoke one of `client_id`'s tokens (idempotent). Raises `NotFound` for any other token."""
     token = db.session.get(ApiToken, token_id)

@@ -1,0 +1,60 @@
+"""Helpers for tenancy tests: HTTP shortcuts and direct row counts."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from sqlalchemy import func, select
+
+
+def create_sub_client(client, headers: dict, expect: int = 201, **fields: Any) -> dict:
+    """POST /v1/sub_client and return the sub-client (asserting the status)."""
+    body = {"name": "Sub-client", **fields}
+    response = client.post("/v1/sub_client", json=body, headers=headers)
+    assert response.status_code == expect, response.get_json()
+    return response.get_json().get("data", response.get_json())
+
+
+def token_for(client, master_headers: dict, client_id: int) -> str:
+    """Issue an API token for a node of the master's tree through the API."""
+    response = client.post(
+        "/v1/api_tokens", json={"name": "node token"}, headers={**master_headers, "x-api-subclient-id": str(client_id)}
+    )
+    assert response.status_code == 201, response.get_json()
+    return response.get_json()["data"]["token"]
+
+
+def count_clients(app, root_id: int) -> int:
+    from app.extensions import db
+    from app.tenancy.models import Client
+
+    with app.app_context():
+        count = db.session.scalar(select(func.count()).select_from(Client).where(Client.root_id == root_id))
+        db.session.rollback()
+        return count
+
+
+def load_client_row(app, client_id: int) -> dict:
+    """Every column of a client row, to compare before and after a refused request."""
+    from app.extensions import db
+    from app.tenancy.models import Client
+
+    with app.app_context():
+        row = db.session.get(Client, client_id)
+        values = {column.name: getattr(row, column.key) for column in Client.__table__.columns}
+        db.session.rollback()
+        return values
+
+
+def assert_problem(response, status: int, field: str | None = None) -> dict:
+    """The response is an RFC 9457 problem with `status`; with `field`, its errors name the field.
+
+    Nested members count: `redirect_uris.0` names `redirect_uris`.
+    """
+    assert response.status_code == status, (response.status_code, response.get_data(as_text=True)[:500])
+    assert response.mimetype == "application/problem+json"
+    body = response.get_json()
+    assert body["status"] == status
+    if field is not None:
+        assert any(key == field or key.startswith(f"{field}.") for key in body["errors"]), body
+    return body
