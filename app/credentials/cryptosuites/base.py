@@ -58,6 +58,13 @@ class VerificationKey:
             raise ValueError(f"unknown key type {self.key_type!r}")
 
 
+# JSON-LD modules import this one (for ProofCheckFailed), so they are imported lazily here.
+def _default_limits() -> CanonicalizationLimits:
+    from app.credentials.jsonld.canon import CanonicalizationLimits
+
+    return CanonicalizationLimits()
+
+
 @dataclass(frozen=True)
 class SuiteContext:
     """What a suite needs besides the document and the key: JSON-LD processing bound to a loader.
@@ -68,7 +75,7 @@ class SuiteContext:
     """
 
     loader: DocumentLoader
-    limits: CanonicalizationLimits = field(default_factory=lambda: _default_limits())
+    limits: CanonicalizationLimits = field(default_factory=_default_limits)
     options: Mapping[str, Any] = field(default_factory=dict)
 
     def canonicalize(self, document: dict, *, hash_name: str = "sha256") -> str:
@@ -100,12 +107,6 @@ class SuiteContext:
         from app.credentials.jsonld.canon import expand
 
         return expand(document, self.loader, limits=self.limits)
-
-
-def _default_limits() -> CanonicalizationLimits:
-    from app.credentials.jsonld.canon import CanonicalizationLimits
-
-    return CanonicalizationLimits()
 
 
 @runtime_checkable

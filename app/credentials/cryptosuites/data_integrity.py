@@ -125,6 +125,7 @@ class SignatureSuite:
 
     @property
     def key_types(self) -> tuple[str, ...]:
+        """Key types this suite verifies with."""
         return ("Ed25519",) if self.algorithm == "Ed25519" else ("P-256", "P-384")
 
     def verify_proof(self, document_without_proof: dict, proof: dict, key: VerificationKey, ctx: SuiteContext) -> None:

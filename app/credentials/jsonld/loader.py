@@ -105,7 +105,7 @@ def read_contexts_dir(contexts_dir: Path) -> dict[str, Path]:
     return {str(url): contexts_dir / name for url, name in mapping.items()}
 
 
-def make_document_loader(contexts_dir: Path | None, *, extra: dict[str, Path] | None = None) -> DocumentLoader:
+def make_document_loader(contexts_dir: Path | None, *, extra: dict[str, Path | dict] | None = None) -> DocumentLoader:
     """Build an offline loader for the contexts in `contexts_dir` (plus `extra` URL → file).
 
     Files are read and parsed now, once. Any other URL raises `ContextNotAllowed`.
