@@ -129,6 +129,7 @@ def _register_blueprints(app: Flask) -> None:
     api.register_blueprint(importlib.import_module("app.tenancy.routes").tokens_blp)
     api.register_blueprint(importlib.import_module("app.users.routes").blp)
     api.register_blueprint(importlib.import_module("app.agents.routes").blp)
+    api.register_blueprint(importlib.import_module("app.social.routes").blp)
     api.register_blueprint(importlib.import_module("app.credentials.routes").blp)
     api.register_blueprint(importlib.import_module("app.oidc.routes").blp)
     app.register_blueprint(importlib.import_module("app.oidc.pages").blp)

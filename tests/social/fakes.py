@@ -124,6 +124,16 @@ class FakePlatform:
             self.calls.clear()
             self.quota_refusals = 0
 
+    def reset_switches(self) -> None:
+        """Forget counters, forced 429s, the quota and the delay (between tests sharing a fake)."""
+        with self._lock:
+            self.calls.clear()
+            self.quota_refusals = 0
+            self._forced_429.clear()
+            self._quota = None
+            self._quota_log.clear()
+            self.response_delay = 0.0
+
     @property
     def api_calls(self) -> int:
         """Requests received by API endpoints (not OAuth/OpenID ones)."""

@@ -1,0 +1,577 @@
+"""Social links and data: link flows, fetch jobs, and the social data snapshot (design 7).
+
+Services flush, never commit; the request or task around them owns the transaction. Fetching
+happens only in `fetch_link_from_job` (run by the worker); web requests start at most one fetch
+job per link at a time (`request_fetch`).
+"""
+
+from __future__ import annotations
+
+import time
+import uuid
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from datetime import UTC, datetime, timedelta
+from typing import Any
+from urllib.parse import parse_qsl, urlencode, urlsplit, urlunsplit
+
+from flask import current_app
+from sqlalchemy import delete, or_, select, update
+from sqlalchemy.exc import IntegrityError
+
+from app.db import after_commit_publish, as_utc, isoformat, rollback, utcnow
+from app.extensions import db
+from app.jobs.models import Job
+from app.jobs.service import enqueue_job
+from app.security import decrypt, encrypt, hash_secret, random_token
+from app.social import openid2
+from app.social.budget import CallBudget
+from app.social.connectors import (
+    ChatConnector,
+    ConnectorError,
+    GameStoreConnector,
+    LinkBroken,
+    OAuthApp,
+    PlatformUnavailable,
+    RateLimited,
+    StreamingConnector,
+    TokenSet,
+    call_with_refresh,
+    platform_b,
+    platform_c,
+    retry_delay,
+)
+from app.social.errors import (
+    FetchDeferred,
+    LinkStateInvalid,
+    PlatformNotConfigured,
+    SocialLinkNotFound,
+    UnknownPlatform,
+)
+from app.social.locks import ShortClaims
+from app.social.models import BROKEN, LINKED, PLATFORMS, OpenIdNonce, SocialLink, SocialLinkAttempt
+from app.social.settings import SocialSettings, load_settings
+from app.tenancy.auth import Caller
+from app.users.service import require_user_visible
+
+FETCH_JOB = "social.fetch"
+_TOKEN_PURPOSE = "social.platform-token"
+_CLAIM_TTL_SECONDS = 10.0
+_WAIT_POLL_SECONDS = 0.05
+
+_shared: dict[tuple[str, str], Any] = {}
+
+
+def settings() -> SocialSettings:
+    """The social settings of the current application."""
+    return load_settings(current_app.config)
+
+
+def _call_budget(config: SocialSettings) -> CallBudget:
+    # One budget object per process and configuration, so the in-memory fallback is shared too.
+    key = ("budget", f"{config.redis_url}|{sorted(config.budgets.items())}")
+    if key not in _shared:
+        _shared[key] = CallBudget(config.budgets, redis_url=config.redis_url or None)
+    return _shared[key]
+
+
+def _claims(config: SocialSettings) -> ShortClaims:
+    key = ("claims", config.redis_url)
+    if key not in _shared:
+        _shared[key] = ShortClaims(config.redis_url or None)
+    return _shared[key]
+
+
+def require_platform(platform: str) -> str:
+    """The platform name if supported; `UnknownPlatform` (404) otherwise."""
+    if platform not in PLATFORMS:
+        raise UnknownPlatform(f"Supported platforms: {', '.join(PLATFORMS)}.")
+    return platform
+
+
+# --- linking -----------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class LinkStarted:
+    authorization_url: str
+    expires_at: datetime
+
+
+def start_link(caller: Caller, user_id: int, platform: str, return_to: str) -> LinkStarted:
+    """Begin linking `platform` for a user: the URL the user must open to prove the account.
+
+    The user comes back through `complete_link`, then to `return_to`. Flushes; raises
+    `NotFound`, `UnknownPlatform`, `PlatformNotConfigured`.
+    """
+    require_platform(platform)
+    user = require_user_visible(user_id, caller.acting_path)
+    config = settings()
+    state = random_token(32)
+    expires_at = utcnow() + timedelta(seconds=config.link_ttl)
+    db.session.add(
+        SocialLinkAttempt(
+            state_hash=hash_secret(state),
+            user_id=user.id,
+            client_id=user.client_id,
+            platform=platform,
+            return_to=return_to,
+            created_at=utcnow(),
+            expires_at=expires_at,
+        )
+    )
+    db.session.flush()
+    if platform == "platform_a":
+        url = openid2.build_checkid_setup_url(
+            return_to=_openid_return_to(config, state), realm=f"{config.base_url}/", op_endpoint=config.a_openid_url
+        )
+    else:
+        url = _oauth_app(config, platform).authorization_url(
+            redirect_uri=config.callback_url(platform), state=state
+        )
+    return LinkStarted(authorization_url=url, expires_at=expires_at)
+
+
+def complete_link(platform: str, params: Mapping[str, str]) -> str:
+    """Finish a link flow from the platform's callback; returns where to send the user.
+
+    An unknown, used or expired `state` raises `LinkStateInvalid` (400). Anything the platform
+    refuses (cancelled sign-in, forged or replayed assertion, bad code) consumes the attempt and
+    sends the user to `return_to` with `status=error&error=<code>`; success stores the link, starts
+    its first fetch and sends the user to `return_to` with `status=linked`. Flushes.
+    """
+    require_platform(platform)
+    config = settings()
+    attempt = _consume_attempt(platform, params.get("state", ""))
+    try:
+        if platform == "platform_a":
+            account_id, account_name, tokens = _verify_openid(config, attempt, params)
+        else:
+            account_id, account_name, tokens = _exchange_code(config, platform, params)
+    except openid2.OpenIdVerificationFailed:
+        return _with_query(attempt.return_to, status="error", platform=platform, error="assertion_refused")
+    except ConnectorError as error:
+        return _with_query(attempt.return_to, status="error", platform=platform, error=error.code)
+    link = _store_link(attempt, account_id, account_name, tokens)
+    request_fetch(link)
+    return _with_query(attempt.return_to, status="linked", platform=platform)
+
+
+def _openid_return_to(config: SocialSettings, state: str) -> str:
+    return f"{config.callback_url('platform_a')}?{urlencode({'state': state})}"
+
+
+def _consume_attempt(platform: str, state: str) -> SocialLinkAttempt:
+    if not state:
+        raise LinkStateInvalid("The callback carries no state.")
+    attempt = db.session.execute(
+        select(SocialLinkAttempt).where(SocialLinkAttempt.state_hash == hash_secret(state)).with_for_update()
+    ).scalar_one_or_none()
+    if (
+        attempt is None
+        or attempt.platform != platform
+        or attempt.used_at is not None
+        or as_utc(attempt.expires_at) <= utcnow()
+    ):
+        raise LinkStateInvalid("This link request is unknown, already used or expired; start it again.")
+    attempt.used_at = utcnow()
+    db.session.flush()
+    return attempt
+
+
+def _verify_openid(
+    config: SocialSettings, attempt: SocialLinkAttempt, params: Mapping[str, str]
+) -> tuple[str, str | None, TokenSet | None]:
+    state = params["state"]
+    assertion = openid2.verify_id_res(
+        params,
+        return_to=_openid_return_to(config, state),
+        op_endpoint=config.a_openid_url,
+        claimed_id_prefix=config.a_claimed_id_prefix,
+        timeout=config.http_timeout,
+    )
+    if db.session.get(OpenIdNonce, assertion.nonce) is not None:
+        raise openid2.OpenIdVerificationFailed("response_nonce already used")
+    try:
+        with db.session.begin_nested():
+            db.session.add(OpenIdNonce(nonce=assertion.nonce, seen_at=utcnow()))
+    except IntegrityError as exc:  # the same assertion arrived twice at once
+        raise openid2.OpenIdVerificationFailed("response_nonce already used") from exc
+    return assertion.account_id, None, None
+
+
+def _exchange_code(
+    config: SocialSettings, platform: str, params: Mapping[str, str]
+) -> tuple[str, str | None, TokenSet | None]:
+    code = params.get("code")
+    if params.get("error") or not code:
+        raise LinkBroken(f"{platform}: authorization {params.get('error') or 'without a code'}")
+    tokens = _oauth_app(config, platform).exchange_code(code=code, redirect_uri=config.callback_url(platform))
+    if platform == "platform_b":
+        with ChatConnector(api_base=config.b_api_base, timeout=config.http_timeout) as chat:
+            account = chat.fetch_current_user(tokens.access_token)
+        return str(account["id"]), account.get("username"), tokens
+    with StreamingConnector(
+        client_id=config.c_client_id, api_base=config.c_api_base, timeout=config.http_timeout
+    ) as streaming:
+        account = streaming.fetch_current_user(tokens.access_token)
+    return str(account["id"]), account.get("login"), tokens
+
+
+def _store_link(
+    attempt: SocialLinkAttempt, account_id: str, account_name: str | None, tokens: TokenSet | None
+) -> SocialLink:
+    link = _find_link(attempt.user_id, attempt.platform)
+    now = utcnow()
+    if link is None:
+        link = SocialLink(user_id=attempt.user_id, client_id=attempt.client_id, platform=attempt.platform)
+        db.session.add(link)
+    if link.account_id != account_id:
+        # Another account's data must never be shown as this one's.
+        link.data = None
+        link.last_fetched_at = None
+    link.account_id = account_id
+    link.account_name = account_name
+    link.status = LINKED
+    link.linked_at = now
+    link.last_attempted_at = None
+    link.last_error = None
+    _set_tokens(link, tokens)
+    db.session.flush()
+    return link
+
+
+def unlink(caller: Caller, user_id: int, platform: str) -> None:
+    """Remove a link and its data. Flushes; raises `NotFound` / `SocialLinkNotFound`."""
+    require_platform(platform)
+    user = require_user_visible(user_id, caller.acting_path)
+    link = _find_link(user.id, platform)
+    if link is None:
+        raise SocialLinkNotFound(f"The user has no {platform} link.")
+    db.session.delete(link)
+    db.session.flush()
+
+
+def list_links(caller: Caller, user_id: int) -> list[SocialLink]:
+    """The user's links, in platform order. Raises `NotFound`."""
+    user = require_user_visible(user_id, caller.acting_path)
+    return _links_of(user.id)
+
+
+def _find_link(user_id: int, platform: str) -> SocialLink | None:
+    return db.session.execute(
+        select(SocialLink).where(SocialLink.user_id == user_id, SocialLink.platform == platform)
+    ).scalar_one_or_none()
+
+
+def _links_of(user_id: int) -> list[SocialLink]:
+    links = db.session.execute(select(SocialLink).where(SocialLink.user_id == user_id)).scalars().all()
+    return sorted(links, key=lambda link: PLATFORMS.index(link.platform))
+
+
+# --- tokens ------------------------------------------------------------------------------------
+
+
+def _set_tokens(link: SocialLink, tokens: TokenSet | None) -> None:
+    for column, value in _token_columns(tokens).items():
+        setattr(link, column, value)
+
+
+def _token_columns(tokens: TokenSet | None) -> dict[str, Any]:
+    if tokens is None:
+        return {"access_token_encrypted": None, "refresh_token_encrypted": None,
+                "token_expires_at": None, "scope": ""}
+    return {
+        "access_token_encrypted": encrypt(tokens.access_token.encode(), _TOKEN_PURPOSE),
+        "refresh_token_encrypted": (
+            encrypt(tokens.refresh_token.encode(), _TOKEN_PURPOSE) if tokens.refresh_token else None
+        ),
+        "token_expires_at": (
+            datetime.fromtimestamp(tokens.expires_at, tz=UTC) if tokens.expires_at else None
+        ),
+        "scope": tokens.scope[:255],
+    }
+
+
+def _tokens_of(link: SocialLink) -> TokenSet:
+    if not link.access_token_encrypted:
+        raise LinkBroken(f"{link.platform}: no token stored")
+    expires_at = as_utc(link.token_expires_at)
+    return TokenSet(
+        access_token=decrypt(link.access_token_encrypted, _TOKEN_PURPOSE).decode(),
+        refresh_token=(
+            decrypt(link.refresh_token_encrypted, _TOKEN_PURPOSE).decode() if link.refresh_token_encrypted else None
+        ),
+        expires_at=expires_at.timestamp() if expires_at else None,
+        scope=link.scope,
+    )
+
+
+def _save_tokens_now(link_id: int, tokens: TokenSet) -> None:
+    # A rotated refresh token is the only one that still works: it must survive the rollback of the
+    # task's unit of work that follows (the task is re-scheduled), so it is written on its own.
+    with db.engine.begin() as connection:
+        connection.execute(update(SocialLink).where(SocialLink.id == link_id).values(**_token_columns(tokens)))
+
+
+def _oauth_app(config: SocialSettings, platform: str) -> OAuthApp:
+    if platform == "platform_b":
+        if not config.b_client_id:
+            raise PlatformNotConfigured("platform_b has no OAuth client configured.")
+        return platform_b.oauth_app(
+            client_id=config.b_client_id, client_secret=config.b_client_secret,
+            oauth_base=config.b_oauth_base, timeout=config.http_timeout,
+        )
+    if not config.c_client_id:
+        raise PlatformNotConfigured("platform_c has no OAuth client configured.")
+    return platform_c.oauth_app(
+        client_id=config.c_client_id, client_secret=config.c_client_secret,
+        oauth_base=config.c_oauth_base, timeout=config.http_timeout,
+    )
+
+
+# --- fetch jobs --------------------------------------------------------------------------------
+
+
+def pending_fetch(link: SocialLink) -> Job | None:
+    """The link's fetch job while it is queued or running, else None."""
+    if not link.fetch_job_id:
+        return None
+    job = db.session.get(Job, link.fetch_job_id)
+    return job if job is not None and not job.is_final else None
+
+
+def request_fetch(link: SocialLink) -> Job | None:
+    """Start a fetch job for `link` unless one is pending; returns the job that will fetch.
+
+    De-duplicated across concurrent requests and processes: a short shared claim keeps all but one
+    caller from writing, and a compare-and-set on `fetch_job_id` makes the database the judge.
+    Returns None when another caller is starting the job at this moment. Flushes.
+    """
+    pending = pending_fetch(link)
+    if pending is not None:
+        return pending
+    config = settings()
+    claim_key = f"fetch:{link.id}"
+    claims = _claims(config)
+    if not claims.claim(claim_key, _CLAIM_TTL_SECONDS):
+        return None
+    after_commit_publish(lambda: claims.release(claim_key))
+    db.session.flush()
+    observed = link.fetch_job_id
+    marker = f"claim:{uuid.uuid4().hex}"
+    unchanged = SocialLink.fetch_job_id.is_(None) if observed is None else SocialLink.fetch_job_id == observed
+    claimed = db.session.execute(
+        update(SocialLink).where(SocialLink.id == link.id, unchanged).values(fetch_job_id=marker),
+        execution_options={"synchronize_session": False},
+    )
+    if claimed.rowcount != 1:
+        return None
+    job = enqueue_job(
+        FETCH_JOB,
+        {"link_id": link.id, "platform": link.platform, "user_id": link.user_id},
+        client_id=link.client_id,
+    )
+    link.fetch_job_id = job.id
+    db.session.flush()
+    return job
+
+
+def fetch_link_from_job(job: Job) -> dict:
+    """Fetch one link's platform data (the worker's side of a `social.fetch` job).
+
+    Success replaces the link's data; a broken link is marked `broken` with its error; a rate limit
+    or transient fault raises `FetchDeferred` (the task re-schedules itself; nothing is written
+    except a rotated token) until `SOCIAL_MAX_ATTEMPTS`, then the error is recorded and the last
+    good data kept. Returns the job result.
+    """
+    link = db.session.get(SocialLink, job.payload["link_id"])
+    if link is None:
+        return {"platform": job.payload.get("platform"), "status": "unlinked"}
+    if link.status == BROKEN:
+        _release_fetch(link, job)
+        return {"platform": link.platform, "status": BROKEN}
+    config = settings()
+    refreshed: list[TokenSet] = []
+    try:
+        data = _fetch_platform(config, link, refreshed.append)
+    except (RateLimited, PlatformUnavailable) as error:
+        if job.attempts < config.max_attempts:
+            if refreshed:
+                _save_tokens_now(link.id, refreshed[-1])
+            raise FetchDeferred(retry_delay(error, job.attempts), error.detail) from error
+        return _record_failure(link, job, error, refreshed)
+    except LinkBroken as error:
+        link.status = BROKEN
+        return _record_failure(link, job, error, refreshed)
+    now = utcnow()
+    if refreshed:
+        _set_tokens(link, refreshed[-1])
+    link.data = data
+    link.last_fetched_at = now
+    link.last_attempted_at = now
+    link.last_error = None
+    _release_fetch(link, job)
+    return {"platform": link.platform, "status": "fetched", "fetched_at": isoformat(now)}
+
+
+def _fetch_platform(
+    config: SocialSettings, link: SocialLink, on_refreshed: Callable[[TokenSet], None]
+) -> dict[str, Any]:
+    budget = _call_budget(config)
+    if link.platform == "platform_a":
+        if not config.a_api_key:
+            raise PlatformNotConfigured("platform_a has no API key configured.")
+        with GameStoreConnector(
+            api_key=config.a_api_key, api_base=config.a_api_base, timeout=config.http_timeout, budget=budget
+        ) as game_store:
+            return game_store.fetch_social_data(link.account_id)
+    oauth = _oauth_app(config, link.platform)
+    tokens = _tokens_of(link)
+    if link.platform == "platform_b":
+        with ChatConnector(api_base=config.b_api_base, timeout=config.http_timeout, budget=budget) as chat:
+            return call_with_refresh(chat.fetch_social_data, tokens, oauth, on_refreshed)
+    with StreamingConnector(
+        client_id=config.c_client_id, api_base=config.c_api_base, timeout=config.http_timeout, budget=budget
+    ) as streaming:
+        return call_with_refresh(streaming.fetch_social_data, tokens, oauth, on_refreshed)
+
+
+def _record_failure(link: SocialLink, job: Job, error: ConnectorError, refreshed: list[TokenSet]) -> dict:
+    now = utcnow()
+    if refreshed:
+        _set_tokens(link, refreshed[-1])
+    link.last_error = {"code": error.code, "detail": error.detail, "at": isoformat(now)}
+    link.last_attempted_at = now
+    _release_fetch(link, job)
+    return {"platform": link.platform, "status": "error", "error": {"code": error.code, "detail": error.detail}}
+
+
+def _release_fetch(link: SocialLink, job: Job) -> None:
+    if link.fetch_job_id == job.id:
+        link.fetch_job_id = None
+
+
+def schedule_stale_refreshes(limit: int | None = None) -> int:
+    """Start fetch jobs for up to `limit` linked accounts whose data is older than the max age.
+
+    Oldest first; links with a pending fetch are skipped. Flushes; returns how many were started.
+    The platforms' budgets are enforced when the jobs call out (they re-schedule when spent).
+    """
+    config = settings()
+    cutoff = utcnow() - timedelta(seconds=config.data_max_age)
+    candidates = db.session.execute(
+        select(SocialLink)
+        .where(
+            SocialLink.status == LINKED,
+            or_(SocialLink.last_attempted_at.is_(None), SocialLink.last_attempted_at < cutoff),
+        )
+        .order_by(SocialLink.last_attempted_at.asc().nulls_first(), SocialLink.id)
+        .limit(limit or config.refresh_batch)
+    ).scalars().all()
+    started = sum(1 for link in candidates if pending_fetch(link) is None and request_fetch(link) is not None)
+    return started
+
+
+def purge_expired_link_records(older_than: timedelta = timedelta(days=1)) -> None:
+    """Delete used or expired link attempts and OpenID nonces too old to be replayed. Flushes."""
+    cutoff = utcnow() - older_than
+    db.session.execute(delete(SocialLinkAttempt).where(SocialLinkAttempt.expires_at < cutoff))
+    db.session.execute(delete(OpenIdNonce).where(OpenIdNonce.seen_at < cutoff))
+
+
+# --- social data -------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class SocialDataView:
+    """What `GET social_data` answers: the data (with its age), or None while a first fetch runs."""
+
+    data: dict[str, Any] | None
+    age_seconds: int | None
+    pending: tuple[Job, ...]
+
+    @property
+    def waiting(self) -> bool:
+        return self.data is None
+
+
+def read_social_data(caller: Caller, user_id: int) -> SocialDataView:
+    """The user's spec 2.5 object from the latest data of each link, starting due refreshes.
+
+    A link whose last attempt is older than `SOCIAL_DATA_MAX_AGE` gets one de-duplicated refresh
+    and its current data is still returned. When the user has links but no data at all yet, the
+    view has `data=None` and the pending jobs: the edge commits, then calls `wait_for_social_data`.
+    Flushes; raises `NotFound`.
+    """
+    user = require_user_visible(user_id, caller.acting_path)
+    return _view_of(_links_of(user.id), start_refreshes=True)
+
+
+def wait_for_social_data(caller: Caller, user_id: int, timeout: float) -> SocialDataView:
+    """Poll for a first fetch for up to `timeout` seconds; the view's `pending` names what is still running.
+
+    Call only after the edge committed (so the fetch job is published): each poll ends the
+    read-only transaction to see the worker's writes.
+    """
+    deadline = time.monotonic() + timeout
+    while True:
+        rollback()
+        user = require_user_visible(user_id, caller.acting_path)
+        view = _view_of(_links_of(user.id), start_refreshes=False)
+        if not view.waiting or time.monotonic() >= deadline:
+            return view
+        time.sleep(_WAIT_POLL_SECONDS)
+
+
+def _view_of(links: list[SocialLink], *, start_refreshes: bool) -> SocialDataView:
+    config = settings()
+    now = utcnow()
+    data: dict[str, Any] = {}
+    oldest: datetime | None = None
+    pending: list[Job] = []
+    first_fetch_running = False
+    due = [link for link in links if pending_fetch(link) is None and _refresh_due(link, now, config.data_max_age)]
+    # Of many concurrent readers of one user, one starts the refreshes and the rest only read.
+    refresher = start_refreshes and bool(due) and _claim_user_refresh(config, links[0].user_id)
+    for link in links:
+        if link.data:
+            data.update(link.data)
+            fetched_at = as_utc(link.last_fetched_at)
+            if fetched_at is not None and (oldest is None or fetched_at < oldest):
+                oldest = fetched_at
+        job = pending_fetch(link)
+        if job is None and refresher and link in due:
+            job = request_fetch(link)
+        if job is not None:
+            pending.append(job)
+        # Never fetched yet: a job is pending, or another request is starting it right now.
+        if link.status == LINKED and not link.data and (job is not None or link.last_attempted_at is None):
+            first_fetch_running = True
+    if not data and first_fetch_running:
+        return SocialDataView(data=None, age_seconds=None, pending=tuple(pending))
+    age = max(0, int((now - oldest).total_seconds())) if oldest is not None else None
+    return SocialDataView(data=data, age_seconds=age, pending=tuple(pending))
+
+
+def _claim_user_refresh(config: SocialSettings, user_id: int) -> bool:
+    claims = _claims(config)
+    key = f"user-refresh:{user_id}"
+    if not claims.claim(key, _CLAIM_TTL_SECONDS):
+        return False
+    after_commit_publish(lambda: claims.release(key))
+    return True
+
+
+def _refresh_due(link: SocialLink, now: datetime, max_age: float) -> bool:
+    if link.status != LINKED:
+        return False
+    attempted = as_utc(link.last_attempted_at)
+    return attempted is None or (now - attempted).total_seconds() >= max_age
+
+
+def _with_query(url: str, **params: str) -> str:
+    parts = urlsplit(url)
+    query = [(key, value) for key, value in parse_qsl(parts.query, keep_blank_values=True) if key not in params]
+    query.extend(params.items())
+    return urlunsplit(parts._replace(query=urlencode(query)))

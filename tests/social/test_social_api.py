@@ -1,0 +1,532 @@
+"""Social links and data through HTTP, against fake platforms on loopback (issue 6)."""
+
+from __future__ import annotations
+
+import secrets
+import threading
+import time
+from datetime import timedelta
+from urllib.parse import parse_qsl, urlsplit
+
+import httpx
+import pytest
+from sqlalchemy import select, update
+
+from app.db import as_utc, transaction, utcnow
+from app.extensions import db
+from app.jobs import service as jobs_service
+from app.jobs.models import Job
+from app.social.models import SocialLink
+
+from .conftest import Platforms
+from .fakes import SteamGame
+
+RETURN_TO = "https://tenant.example/after-link?from=tessera"
+
+
+# --- helpers -------------------------------------------------------------------------------------
+
+
+def new_steamid() -> str:
+    return "7656119" + "".join(secrets.choice("0123456789") for _ in range(10))
+
+
+def new_numeric_id() -> str:
+    return str(secrets.randbelow(10**15) + 10**14)
+
+
+def create_user(client, master) -> int:
+    answer = client.post(
+        "/v1/user/create",
+        json={"profile": {"email_address": f"{secrets.token_hex(6)}@example.org"}},
+        headers=master.headers,
+    )
+    assert answer.status_code == 201, answer.json
+    return answer.json["data"]["user_id"]
+
+
+def start_link(client, master, user_id: int, platform: str) -> str:
+    answer = client.post(
+        f"/v1/user/{user_id}/social/{platform}/link", json={"return_to": RETURN_TO}, headers=master.headers
+    )
+    assert answer.status_code == 200, answer.json
+    assert answer.json["data"]["expires_at"].endswith("Z")
+    return answer.json["data"]["authorization_url"]
+
+
+def visit_platform(authorization_url: str) -> str:
+    """The user's browser at the platform: returns the path + query of our callback it is sent to."""
+    answer = httpx.get(authorization_url)
+    assert answer.status_code == 302, answer.text
+    location = urlsplit(answer.headers["Location"])
+    return f"{location.path}?{location.query}"
+
+
+def follow_callback(client, callback: str) -> dict[str, str]:
+    """Our callback; returns the query our redirect to `return_to` carries."""
+    answer = client.get(callback)
+    assert answer.status_code == 302, answer.json
+    target = urlsplit(answer.headers["Location"])
+    assert f"{target.scheme}://{target.netloc}{target.path}" == "https://tenant.example/after-link"
+    return dict(parse_qsl(target.query))
+
+
+def link(client, master, platforms: Platforms, user_id: int, platform: str, account: str) -> None:
+    if platform == "platform_a":
+        platforms.game_store.openid_user = account
+    elif platform == "platform_b":
+        platforms.chat.authorize_as = account
+    else:
+        platforms.streaming.authorize_as = account
+    outcome = follow_callback(client, visit_platform(start_link(client, master, user_id, platform)))
+    assert outcome == {"from": "tessera", "status": "linked", "platform": platform}
+
+
+def links_of(app, user_id: int) -> list[SocialLink]:
+    with app.app_context():
+        rows = db.session.execute(select(SocialLink).where(SocialLink.user_id == user_id)).scalars().all()
+        db.session.expunge_all()
+        db.session.rollback()
+        return list(rows)
+
+
+def wait_for_fetches(app, user_id: int, timeout: float = 30) -> None:
+    """Until no fetch job of the user's links is queued or running (a real worker may be busy)."""
+    deadline = time.monotonic() + timeout
+    while True:
+        with app.app_context():
+            job_ids = [link.fetch_job_id for link in links_of(app, user_id) if link.fetch_job_id]
+            states = [db.session.get(Job, job_id).state for job_id in job_ids]
+            db.session.rollback()
+        if all(state in ("succeeded", "failed") for state in states):
+            return
+        assert time.monotonic() < deadline, f"fetches still running: {states}"
+        time.sleep(0.05)
+
+
+def age_links(app, user_id: int, seconds: float = 3600) -> None:
+    """Make the user's data older than SOCIAL_DATA_MAX_AGE."""
+    past = utcnow() - timedelta(seconds=seconds)
+    with app.app_context(), transaction():
+        db.session.execute(
+            update(SocialLink)
+            .where(SocialLink.user_id == user_id)
+            .values(last_attempted_at=past, last_fetched_at=past)
+        )
+
+
+def social_data(client, master, user_id: int):
+    return client.get(f"/v1/user/{user_id}/social_data", headers=master.headers)
+
+
+# --- link flows ----------------------------------------------------------------------------------
+
+
+def test_game_store_link_then_public_data(app, client, master, platforms: Platforms) -> None:
+    steamid = new_steamid()
+    platforms.game_store.add_player(
+        steamid, personaname="gabe", games=[SteamGame(440, "Team Fortress 2", 1200, 30), SteamGame(570, "Dota 2", 50)]
+    )
+    user_id = create_user(client, master)
+    link(client, master, platforms, user_id, "platform_a", steamid)
+
+    answer = social_data(client, master, user_id)
+    assert answer.status_code == 200
+    assert answer.json == {
+        "platform_a": {
+            "platform_a_id": steamid,
+            "personaname": "gabe",
+            "profileurl": f"https://steamcommunity.com/profiles/{steamid}/",
+            "avatar": f"https://avatars.example/{steamid}.jpg",
+            "personastate": 1,
+            "timecreated": 1262304000,
+        },
+        "owned_games": {
+            "game_count": 2,
+            "games": [
+                {"appid": "440", "name": "Team Fortress 2", "playtime_2weeks": 30, "playtime_forever": 1200},
+                {"appid": "570", "name": "Dota 2", "playtime_2weeks": 0, "playtime_forever": 50},
+            ],
+        },
+        "recent_played_games": {
+            "total_count": 1,
+            "games": [{"appid": "440", "name": "Team Fortress 2", "playtime_2weeks": 30, "playtime_forever": 1200}],
+        },
+    }
+    assert int(answer.headers["Age"]) >= 0
+    assert platforms.game_store.calls["openid.check_authentication"] == 1
+    assert platforms.game_store.calls["GetPlayerSummaries"] == 1
+
+    listed = client.get(f"/v1/user/{user_id}/social", headers=master.headers).json["data"]
+    assert len(listed) == 1
+    assert listed[0]["platform"] == "platform_a"
+    assert listed[0]["account_id"] == steamid
+    assert listed[0]["status"] == "linked"
+    assert listed[0]["last_fetched_at"].endswith("Z")
+    assert listed[0]["last_error"] is None
+
+
+def test_private_game_store_profile_omits_undisclosed_fields(app, client, master, platforms: Platforms) -> None:
+    steamid = new_steamid()
+    platforms.game_store.add_player(steamid, public=False, personaname="hidden", games=[SteamGame(1, "x", 5, 5)])
+    user_id = create_user(client, master)
+    link(client, master, platforms, user_id, "platform_a", steamid)
+
+    assert social_data(client, master, user_id).json == {
+        "platform_a": {
+            "platform_a_id": steamid,
+            "personaname": "hidden",
+            "profileurl": f"https://steamcommunity.com/profiles/{steamid}/",
+            "avatar": f"https://avatars.example/{steamid}.jpg",
+            "personastate": 1,
+        }
+    }
+
+
+def test_forged_openid_assertion_is_refused(app, client, master, platforms: Platforms) -> None:
+    steamid, victim = new_steamid(), new_steamid()
+    platforms.game_store.add_player(steamid)
+    platforms.game_store.openid_user = steamid
+    user_id = create_user(client, master)
+    callback = visit_platform(start_link(client, master, user_id, "platform_a"))
+    forged = callback.replace(steamid, victim)
+    assert forged != callback
+
+    outcome = follow_callback(client, forged)
+    assert outcome["status"] == "error"
+    assert outcome["error"] == "assertion_refused"
+    assert client.get(f"/v1/user/{user_id}/social", headers=master.headers).json == {"data": []}
+    assert platforms.game_store.api_calls == 0
+
+
+def test_replayed_openid_callback_is_refused(app, client, master, platforms: Platforms) -> None:
+    steamid = new_steamid()
+    platforms.game_store.add_player(steamid)
+    platforms.game_store.openid_user = steamid
+    platforms.game_store.single_verification = False  # only our own checks stand against the replay
+    user_id = create_user(client, master)
+    callback = visit_platform(start_link(client, master, user_id, "platform_a"))
+    assert follow_callback(client, callback)["status"] == "linked"
+
+    replay = client.get(callback)
+    assert replay.status_code == 400
+    assert replay.json["code"] == "invalid_link_state"
+    assert platforms.game_store.calls["openid.check_authentication"] == 1
+
+
+def test_wrong_oauth_state_is_refused_before_any_exchange(app, client, master, platforms: Platforms) -> None:
+    discord_id = new_numeric_id()
+    platforms.chat.add_user(discord_id)
+    platforms.chat.authorize_as = discord_id
+    user_id = create_user(client, master)
+    callback = visit_platform(start_link(client, master, user_id, "platform_b"))
+    query = dict(parse_qsl(urlsplit(callback).query))
+
+    answer = client.get(f"/v1/social/platform_b/callback?code={query['code']}&state=not-the-state")
+    assert answer.status_code == 400
+    assert answer.json["code"] == "invalid_link_state"
+    answer = client.get(f"/v1/social/platform_c/callback?code={query['code']}&state={query['state']}")
+    assert answer.status_code == 400
+    assert platforms.chat.calls["oauth2.token"] == 0
+    assert client.get(f"/v1/user/{user_id}/social", headers=master.headers).json == {"data": []}
+
+
+def test_denied_oauth_consent_returns_an_error_to_the_tenant(app, client, master, platforms: Platforms) -> None:
+    platforms.streaming.authorize_as = None
+    user_id = create_user(client, master)
+    outcome = follow_callback(client, visit_platform(start_link(client, master, user_id, "platform_c")))
+    assert outcome["status"] == "error"
+    assert outcome["error"] == "link_broken"
+    assert platforms.streaming.calls["oauth2.token"] == 0
+
+
+def test_chat_and_streaming_links_follow_every_page(app, client, master, platforms: Platforms) -> None:
+    discord_id, twitch_id = new_numeric_id(), new_numeric_id()
+    platforms.chat.add_user(discord_id, guild_count=250)
+    streamer = platforms.streaming.add_user(twitch_id, followed_count=150, follower_count=77)
+    user_id = create_user(client, master)
+    link(client, master, platforms, user_id, "platform_b", discord_id)
+    link(client, master, platforms, user_id, "platform_c", twitch_id)
+
+    data = social_data(client, master, user_id).json
+    assert set(data) == {"platform_b", "platform_c"}
+    assert data["platform_b"]["email_verified"] is True
+    assert len(data["platform_b"]["guilds"]) == 250
+    assert data["platform_b"]["guilds"][0] == {"id": "800000000000000000", "name": "Guild 0", "owner": True}
+    assert data["platform_c"] == {
+        "username": f"streamer{twitch_id}",
+        "view_count": 0,
+        "follower_count": 77,
+        "followed_channels": {
+            "total": 150,
+            "broadcasters": [
+                {key: item[key] for key in ("broadcaster_login", "broadcaster_name", "followed_at")}
+                for item in streamer.followed
+            ],
+        },
+    }
+    assert platforms.chat.calls["users/@me/guilds"] == 2
+    assert platforms.streaming.calls["channels/followed"] == 2
+
+
+def test_user_without_links_has_empty_social_data(app, client, master) -> None:
+    user_id = create_user(client, master)
+    answer = social_data(client, master, user_id)
+    assert answer.status_code == 200
+    assert answer.json == {}
+
+
+def test_another_tenants_user_is_not_found(app, client, master, platforms: Platforms) -> None:
+    from tests.conftest import make_master
+
+    user_id = create_user(client, master)
+    stranger = make_master(app, "Someone else")
+    for answer in (
+        client.get(f"/v1/user/{user_id}/social_data", headers=stranger.headers),
+        client.get(f"/v1/user/{user_id}/social", headers=stranger.headers),
+        client.post(f"/v1/user/{user_id}/social/platform_a/link", json={"return_to": RETURN_TO},
+                    headers=stranger.headers),
+        client.delete(f"/v1/user/{user_id}/social/platform_a", headers=stranger.headers),
+    ):
+        assert answer.status_code == 404
+    assert client.get(f"/v1/user/{user_id}/social_data").status_code == 401
+
+
+def test_link_request_is_validated(app, client, master) -> None:
+    user_id = create_user(client, master)
+    answer = client.post(f"/v1/user/{user_id}/social/platform_a/link", json={"return_to": "http://evil.example/"},
+                         headers=master.headers)
+    assert answer.status_code == 422
+    assert "return_to" in answer.json["errors"]
+    answer = client.post(f"/v1/user/{user_id}/social/myspace/link", json={"return_to": RETURN_TO},
+                         headers=master.headers)
+    assert answer.status_code == 404
+    assert answer.json["code"] == "unknown_platform"
+
+
+def test_unlink_deletes_the_data(app, client, master, platforms: Platforms) -> None:
+    steamid = new_steamid()
+    platforms.game_store.add_player(steamid)
+    user_id = create_user(client, master)
+    link(client, master, platforms, user_id, "platform_a", steamid)
+    assert "platform_a" in social_data(client, master, user_id).json
+
+    assert client.delete(f"/v1/user/{user_id}/social/platform_a", headers=master.headers).status_code == 204
+    assert social_data(client, master, user_id).json == {}
+    assert client.get(f"/v1/user/{user_id}/social", headers=master.headers).json == {"data": []}
+    again = client.delete(f"/v1/user/{user_id}/social/platform_a", headers=master.headers)
+    assert again.status_code == 404
+    assert client.delete(f"/v1/user/{user_id}/social/myspace", headers=master.headers).json["code"] == (
+        "unknown_platform"
+    )
+
+
+# --- fetching ------------------------------------------------------------------------------------
+
+
+def fetch_job_attempts(app, user_id: int, platform: str) -> int:
+    with app.app_context():
+        jobs = db.session.execute(select(Job).where(Job.kind == "social.fetch")).scalars().all()
+        attempts = [job.attempts for job in jobs if job.payload.get("user_id") == user_id
+                    and job.payload.get("platform") == platform]
+        db.session.rollback()
+    assert len(attempts) == 1
+    return attempts[0]
+
+
+@pytest.mark.parametrize(
+    ("platform", "endpoint"),
+    [("platform_a", "GetOwnedGames"), ("platform_b", "users/@me/guilds"), ("platform_c", "channels/followed")],
+)
+def test_rate_limited_fetch_is_rescheduled_then_succeeds(
+    app, client, master, platforms: Platforms, platform: str, endpoint: str
+) -> None:
+    account = new_steamid() if platform == "platform_a" else new_numeric_id()
+    fake = dict(zip(("platform_a", "platform_b", "platform_c"), platforms.all(), strict=True))[platform]
+    if platform == "platform_a":
+        platforms.game_store.add_player(account)
+    else:
+        fake.add_user(account)
+    fake.rate_limit_next(endpoint, retry_after=0.2)
+    user_id = create_user(client, master)
+    link(client, master, platforms, user_id, platform, account)
+
+    wait_for_fetches(app, user_id)
+    answer = social_data(client, master, user_id)
+    assert answer.status_code == 200
+    assert platform in answer.json
+    assert fake.calls[endpoint] == 2
+    assert fetch_job_attempts(app, user_id, platform) == 2
+
+
+@pytest.mark.parametrize("platform", ["platform_b", "platform_c"])
+def test_expired_token_is_refreshed_once_and_rotated(app, client, master, platforms: Platforms, platform: str) -> None:
+    account = new_numeric_id()
+    fake = platforms.chat if platform == "platform_b" else platforms.streaming
+    fake.add_user(account)
+    user_id = create_user(client, master)
+    link(client, master, platforms, user_id, platform, account)
+    wait_for_fetches(app, user_id)
+    assert social_data(client, master, user_id).status_code == 200
+    (before,) = links_of(app, user_id)
+
+    fake.expire_tokens(account)
+    age_links(app, user_id)
+    fake.reset_calls()
+    assert social_data(client, master, user_id).status_code == 200
+    wait_for_fetches(app, user_id)
+
+    (after,) = links_of(app, user_id)
+    assert fake.calls["oauth2.token"] == 1
+    assert after.refresh_token_encrypted != before.refresh_token_encrypted
+    assert after.last_error is None
+    assert after.last_fetched_at > before.last_fetched_at
+
+    # The rotated refresh token is the one stored: a second expiry refreshes again.
+    fake.expire_tokens(account)
+    age_links(app, user_id)
+    social_data(client, master, user_id)
+    wait_for_fetches(app, user_id)
+    assert fake.calls["oauth2.token"] == 2
+    assert links_of(app, user_id)[0].status == "linked"
+
+
+def test_wrong_api_key_is_a_link_error_without_retries(app, client, master, platforms: Platforms) -> None:
+    steamid = new_steamid()
+    platforms.game_store.add_player(steamid)
+    platforms.game_store.api_key = "rotated-by-the-operator"
+    user_id = create_user(client, master)
+    link(client, master, platforms, user_id, "platform_a", steamid)
+    wait_for_fetches(app, user_id)
+
+    assert social_data(client, master, user_id).json == {}
+    for _ in range(3):
+        age_links(app, user_id)
+        social_data(client, master, user_id)
+    listed = client.get(f"/v1/user/{user_id}/social", headers=master.headers).json["data"]
+    assert listed[0]["status"] == "broken"
+    assert listed[0]["last_error"]["code"] == "link_broken"
+    assert platforms.game_store.calls["GetPlayerSummaries"] == 1
+    assert platforms.game_store.api_calls == 1
+
+
+def test_a_failing_platform_keeps_the_others_last_good_data(app, client, master, platforms: Platforms) -> None:
+    steamid, discord_id = new_steamid(), new_numeric_id()
+    platforms.game_store.add_player(steamid)
+    platforms.chat.add_user(discord_id, guild_count=2)
+    user_id = create_user(client, master)
+    link(client, master, platforms, user_id, "platform_a", steamid)
+    link(client, master, platforms, user_id, "platform_b", discord_id)
+    wait_for_fetches(app, user_id)
+    first = social_data(client, master, user_id).json
+
+    del platforms.chat.users[discord_id]  # the account is gone: 401, refresh, 401 again
+    platforms.chat.reset_calls()
+    platforms.game_store.players[steamid].personaname = "renamed"
+    age_links(app, user_id)
+    social_data(client, master, user_id)
+    wait_for_fetches(app, user_id)
+
+    second = social_data(client, master, user_id).json
+    assert second["platform_a"]["personaname"] == "renamed"
+    assert second["platform_b"] == first["platform_b"]
+    statuses = {item["platform"]: item for item in client.get(
+        f"/v1/user/{user_id}/social", headers=master.headers).json["data"]}
+    assert statuses["platform_a"]["status"] == "linked"
+    assert statuses["platform_b"]["status"] == "broken"
+    assert statuses["platform_b"]["last_error"]["code"] == "link_broken"
+    assert platforms.chat.calls["oauth2.token"] == 1
+
+
+def test_twenty_concurrent_requests_for_a_stale_user_refresh_once_per_platform(
+    app, client, master, platforms: Platforms
+) -> None:
+    steamid, discord_id, twitch_id = new_steamid(), new_numeric_id(), new_numeric_id()
+    platforms.game_store.add_player(steamid, games=[SteamGame(440, "TF2", 10, 1)])
+    platforms.chat.add_user(discord_id)
+    platforms.streaming.add_user(twitch_id)
+    user_id = create_user(client, master)
+    link(client, master, platforms, user_id, "platform_a", steamid)
+    link(client, master, platforms, user_id, "platform_b", discord_id)
+    link(client, master, platforms, user_id, "platform_c", twitch_id)
+    wait_for_fetches(app, user_id)
+    fresh = social_data(client, master, user_id).json
+    assert set(fresh) == {"platform_a", "owned_games", "recent_played_games", "platform_b", "platform_c"}
+
+    age_links(app, user_id)
+    for fake in platforms.all():
+        fake.reset_calls()
+        fake.response_delay = 0.2
+    barrier = threading.Barrier(20)
+    answers: list[tuple[int, dict, str | None]] = []
+    lock = threading.Lock()
+
+    def ask() -> None:
+        own_client = app.test_client()
+        barrier.wait()
+        answer = social_data(own_client, master, user_id)
+        with lock:
+            answers.append((answer.status_code, answer.json, answer.headers.get("Age")))
+
+    threads = [threading.Thread(target=ask) for _ in range(20)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    wait_for_fetches(app, user_id)
+
+    assert [status for status, _, _ in answers] == [200] * 20
+    assert all(body == fresh for _, body, _ in answers)
+    assert all(age is not None for _, _, age in answers)
+    assert platforms.game_store.calls["GetPlayerSummaries"] == 1
+    assert platforms.chat.calls["users/@me"] == 1
+    assert platforms.streaming.calls["users"] == 1
+
+
+def test_first_fetch_waits_then_answers_202_with_the_job(
+    app, client, master, platforms: Platforms, monkeypatch, wait_for_job
+) -> None:
+    steamid = new_steamid()
+    platforms.game_store.add_player(steamid)
+    held: list[tuple] = []
+    monkeypatch.setattr(jobs_service, "publish_job", lambda *args: held.append(args) or True)
+    monkeypatch.setitem(app.config, "SOCIAL_DATA_WAIT", 0.3)
+    user_id = create_user(client, master)
+    link(client, master, platforms, user_id, "platform_a", steamid)
+
+    started = time.monotonic()
+    answer = social_data(client, master, user_id)
+    assert answer.status_code == 202
+    assert time.monotonic() - started >= 0.3
+    job = answer.json["data"]
+    assert job["kind"] == "social.fetch"
+    assert job["state"] == "queued"
+    assert answer.headers["Location"].endswith(f"/v1/jobs/{job['id']}")
+    assert social_data(client, master, user_id).status_code == 202
+    assert platforms.game_store.api_calls == 0
+
+    monkeypatch.undo()
+    for args in held:
+        jobs_service.publish_job(*args)
+    assert wait_for_job(job["id"])["state"] == "succeeded"
+    answer = social_data(client, master, user_id)
+    assert answer.status_code == 200
+    assert answer.json["platform_a"]["platform_a_id"] == steamid
+
+
+def test_background_refresh_fetches_stale_links(app, client, master, platforms: Platforms) -> None:
+    from worker.social import refresh_stale
+
+    steamid = new_steamid()
+    platforms.game_store.add_player(steamid)
+    user_id = create_user(client, master)
+    link(client, master, platforms, user_id, "platform_a", steamid)
+    wait_for_fetches(app, user_id)
+    age_links(app, user_id, seconds=10**6)  # older than anything other tests leave behind
+    platforms.game_store.reset_calls()
+
+    refresh_stale.apply()
+    wait_for_fetches(app, user_id)
+    (after,) = links_of(app, user_id)
+    assert as_utc(after.last_fetched_at) > utcnow() - timedelta(seconds=60)
+    assert platforms.game_store.calls["GetPlayerSummaries"] == 1

@@ -1,0 +1,34 @@
+"""Social fetch tasks: one job per linked platform account, and the background refresh."""
+
+from __future__ import annotations
+
+from app.db import transaction
+from app.extensions import celery
+from app.social import service
+from app.social.errors import FetchDeferred
+from app.social.settings import load_settings
+from worker.base import RetryLater, job_task
+
+
+@job_task(service.FETCH_JOB)
+def fetch(job):
+    try:
+        return service.fetch_link_from_job(job)
+    except FetchDeferred as deferred:
+        raise RetryLater(deferred.seconds, str(deferred)) from deferred
+
+
+@celery.task(name="social.refresh_stale", ignore_result=True)
+def refresh_stale() -> int:
+    with transaction():
+        service.purge_expired_link_records()
+        return service.schedule_stale_refreshes()
+
+
+def beat_schedule(app) -> dict:
+    return {
+        "social-refresh": {
+            "task": "social.refresh_stale",
+            "schedule": load_settings(app.config).refresh_interval,
+        },
+    }
