@@ -11,10 +11,8 @@ from urllib.parse import unquote_plus, urlsplit
 from flask import Response, current_app, jsonify, request
 from flask_limiter.errors import RateLimitExceeded
 from flask_smorest import Blueprint
-from sqlalchemy.exc import OperationalError
 
 from app.db import commit as commit_unit_of_work
-from app.db import rollback
 from app.errors import NotFound
 from app.extensions import limiter
 from app.http import accepts, no_store, problem_doc
@@ -43,7 +41,6 @@ _OAUTH_ERRORS = {
     for status, description in ((400, "RFC 6749 error"), (401, "Client authentication failed"),
                                 (429, "Too many requests"))
 }
-_SQLITE_BUSY_RETRIES = 3
 
 
 @blp.record_once
@@ -109,32 +106,20 @@ def _client_credentials(values: dict[str, str]) -> tuple[str | None, str | None]
 
 
 def _client_rate_key() -> str:
+    """Rate-limit bucket of the calling client (per issuer, so deployments may share one Redis)."""
     auth = request.authorization
     if auth is not None and auth.username:
-        return "oidc-client:" + unquote_plus(auth.username)
-    try:
-        values = _parameters()
-    except OAuthError:
-        values = {}
-    return "oidc-client:" + (values.get("client_id") or request.remote_addr or "unknown")
+        client = unquote_plus(auth.username)
+    else:
+        try:
+            client = _parameters().get("client_id") or ""
+        except OAuthError:
+            client = ""
+    return f"oidc-client:{current_app.config['OIDC_ISSUER']}:{client or request.remote_addr or 'unknown'}"
 
 
 def _token_rate_limit() -> str:
     return current_app.config["OIDC_TOKEN_RATE_LIMIT"]
-
-
-def _retrying_sqlite_busy(action):
-    """Run `action`; on SQLite a concurrent writer can invalidate our snapshot, so retry afresh."""
-    on_sqlite = current_app.config["SQLALCHEMY_DATABASE_URI"].startswith("sqlite")
-    for attempt in range(_SQLITE_BUSY_RETRIES):
-        try:
-            return action()
-        except OperationalError:
-            if on_sqlite and attempt + 1 < _SQLITE_BUSY_RETRIES:
-                rollback()
-                continue
-            raise
-    raise AssertionError("unreachable")
 
 
 @blp.route("/v1/openidc/token", methods=["POST"])
@@ -158,15 +143,10 @@ def token():
     for name in ("code", "redirect_uri"):
         service.require_token_parameter(values.get(name), name)
     client_id, client_secret = _client_credentials(values)
-
-    def exchange():
-        client = service.authenticate_client(client_id, client_secret)
-        return service.exchange_code(
-            client, code=values["code"], redirect_uri=values["redirect_uri"],
-            code_verifier=values.get("code_verifier"),
-        )
-
-    return _retrying_sqlite_busy(exchange).as_dict()
+    return service.exchange_code(
+        client_id, client_secret, code=values["code"], redirect_uri=values["redirect_uri"],
+        code_verifier=values.get("code_verifier"),
+    ).as_dict()
 
 
 @blp.route("/v1/openidc/user", methods=["GET", "POST"])
@@ -181,7 +161,7 @@ def userinfo():
     Also the client's application claims (its `id_token_claims` mapping, e.g. `edu_username`).
     """
     # A Response passes through the schema untouched: application claims are not known to it.
-    return jsonify(service.userinfo(service.require_bearer_token()))
+    return jsonify(service.userinfo(service.require_bearer_token("openid")))
 
 
 def _authenticated_client_for(values: dict[str, str]):

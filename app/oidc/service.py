@@ -11,6 +11,7 @@ import time
 import uuid
 from dataclasses import dataclass
 from datetime import UTC, datetime
+from typing import NoReturn
 
 from flask import current_app, g, request
 from sqlalchemy import select, update
@@ -93,15 +94,6 @@ def is_revoked(jti: str) -> bool:
     return db.session.execute(select(RevokedToken.jti).where(RevokedToken.jti == jti)).first() is not None
 
 
-def _revoke_tokens_of(code_hash: str) -> None:
-    row = db.session.execute(
-        select(AuthorizationCode).where(AuthorizationCode.code_hash == code_hash)
-        .execution_options(populate_existing=True)
-    ).scalar_one_or_none()
-    if row is not None and row.access_token_jti:
-        deny_token(row.access_token_jti, as_utc(row.access_token_expires_at) or utcnow(), "code_replay")
-
-
 @dataclass(frozen=True)
 class TokenResponse:
     scope: str
@@ -120,38 +112,19 @@ class TokenResponse:
         }
 
 
-def exchange_code(client: Client, *, code: str, redirect_uri: str, code_verifier: str | None) -> TokenResponse:
-    """Redeem an authorization code for an access token and an id_token.
+def exchange_code(
+    client_id: str | None, client_secret: str | None, *, code: str, redirect_uri: str, code_verifier: str | None
+) -> TokenResponse:
+    """Authenticate the client and redeem an authorization code for an access token and an id_token.
 
-    The code is consumed with one conditional UPDATE, so of concurrent exchanges exactly one
-    wins. A code already used answers `invalid_grant` and puts the token issued from it on the
+    The code is consumed by the transaction's first statement, one conditional UPDATE, so of
+    concurrent exchanges exactly one wins (PostgreSQL row lock; SQLite write lock taken before
+    any read could go stale). Any later refusal raises, and the edge's rollback un-consumes the
+    code. A code already used answers `invalid_grant` and puts the token issued from it on the
     deny-list; that error has `keep_changes` set so the edge commits the revocation.
     """
-    alg = client_alg(client)
-    keys.signing_key(alg)  # creates the first keys, if needed, before this transaction writes
     code_hash = hash_secret(code)
-    row = db.session.execute(
-        select(AuthorizationCode).where(AuthorizationCode.code_hash == code_hash)
-    ).scalar_one_or_none()
-    if row is None or row.client_id != client.id:
-        raise InvalidGrant("The authorization code is unknown or was issued to another client.")
-    if row.used_at is not None:
-        _revoke_tokens_of(code_hash)
-        raise InvalidGrant("The authorization code was already used; tokens issued from it are revoked.",
-                           keep_changes=True)
     now = utcnow()
-    if as_utc(row.expires_at) <= now:
-        raise InvalidGrant("The authorization code has expired.")
-    if row.redirect_uri != redirect_uri:
-        raise InvalidGrant("redirect_uri does not match the one of the authorization request.")
-    if row.code_challenge:
-        if not code_verifier:
-            raise InvalidGrant("code_verifier is required: the authorization request used PKCE.")
-        if not _pkce_matches(code_verifier, row.code_challenge):
-            raise InvalidGrant("code_verifier does not match the code_challenge.")
-    elif code_verifier:
-        raise InvalidGrant("code_verifier was sent but the authorization request had no code_challenge.")
-
     issued_at = int(time.time())
     expires_in = current_app.config["OIDC_ACCESS_TOKEN_TTL"]
     jti = uuid.uuid4().hex
@@ -163,31 +136,63 @@ def exchange_code(client: Client, *, code: str, redirect_uri: str, code_verifier
             access_token_jti=jti,
             access_token_expires_at=datetime.fromtimestamp(issued_at + expires_in, UTC),
         )
+        .returning(
+            AuthorizationCode.client_id, AuthorizationCode.user_id, AuthorizationCode.redirect_uri,
+            AuthorizationCode.scope, AuthorizationCode.nonce, AuthorizationCode.code_challenge,
+            AuthorizationCode.auth_time, AuthorizationCode.expires_at,
+        )
         .execution_options(synchronize_session=False)
-    )
-    if consumed.rowcount != 1:
-        _revoke_tokens_of(code_hash)
-        raise InvalidGrant("The authorization code was already used; tokens issued from it are revoked.",
-                           keep_changes=True)
+    ).first()
+    client = authenticate_client(client_id, client_secret)
+    if consumed is None:
+        _refuse_reuse(code_hash, client)
+    if consumed.client_id != client.id:
+        raise InvalidGrant("The authorization code is unknown or was issued to another client.")
+    if as_utc(consumed.expires_at) <= now:
+        raise InvalidGrant("The authorization code has expired.")
+    if consumed.redirect_uri != redirect_uri:
+        raise InvalidGrant("redirect_uri does not match the one of the authorization request.")
+    if consumed.code_challenge:
+        if not code_verifier:
+            raise InvalidGrant("code_verifier is required: the authorization request used PKCE.")
+        if not _pkce_matches(code_verifier, consumed.code_challenge):
+            raise InvalidGrant("code_verifier does not match the code_challenge.")
+    elif code_verifier:
+        raise InvalidGrant("code_verifier was sent but the authorization request had no code_challenge.")
 
-    user = db.session.get(User, row.user_id)
+    user = db.session.get(User, consumed.user_id)
     if user is None:
         raise InvalidGrant("The user of this authorization code no longer exists.")
+    alg = client_alg(client)
     access_token, _ = tokens.issue_access_token(
-        client_id=client.id, user_id=user.id, scope=row.scope, alg=alg, now=issued_at, jti=jti
+        client_id=client.id, user_id=user.id, scope=consumed.scope, alg=alg, now=issued_at, jti=jti
     )
     id_token = tokens.issue_id_token(
         client_id=client.id,
         user_id=user.id,
         did=user.did,
-        auth_time=int(as_utc(row.auth_time).timestamp()),
-        nonce=row.nonce,
+        auth_time=int(as_utc(consumed.auth_time).timestamp()),
+        nonce=consumed.nonce,
         access_token=access_token,
         extra_claims=application_claims(client.id_token_claims or {}, user.profile or {}, user.email_address),
         alg=alg,
         now=issued_at,
     )
-    return TokenResponse(scope=row.scope, access_token=access_token, id_token=id_token, expires_in=expires_in)
+    return TokenResponse(scope=consumed.scope, access_token=access_token, id_token=id_token, expires_in=expires_in)
+
+
+def _refuse_reuse(code_hash: str, client: Client) -> NoReturn:
+    """The code is unknown or already used: refuse, revoking the token of a used code of this client."""
+    row = db.session.execute(
+        select(AuthorizationCode).where(AuthorizationCode.code_hash == code_hash)
+        .execution_options(populate_existing=True)
+    ).scalar_one_or_none()
+    if row is None or row.client_id != client.id:
+        raise InvalidGrant("The authorization code is unknown or was issued to another client.")
+    if row.access_token_jti:
+        deny_token(row.access_token_jti, as_utc(row.access_token_expires_at) or utcnow(), "code_replay")
+    raise InvalidGrant("The authorization code was already used; tokens issued from it are revoked.",
+                       keep_changes=True)
 
 
 def _bearer_from_request() -> str:

@@ -157,3 +157,37 @@ def exchange(http, tenant: Tenant, code: str, **overrides):
     body.update(overrides)
     body = {key: value for key, value in body.items() if value is not None}
     return http.post("/v1/openidc/token", json=body)
+
+
+def sign_in_over_http(browser, base_url: str, authorize_url: str, email: str, *, consent: str = "allow") -> str:
+    """Drive the hosted pages with a `requests.Session` as the browser; returns the final redirect URL."""
+    response = browser.get(authorize_url, allow_redirects=False, timeout=10)
+    assert response.status_code == 302, response.text
+    location = response.headers["Location"]
+    if not location.startswith(base_url) and not location.startswith("/"):
+        return location
+    page = browser.get(base_url + path_of(location), timeout=10)
+    if "/login" in location:
+        fields = form_fields(page.text)
+        page = browser.post(base_url + "/v1/openidc/login", data={**fields, "email": email}, timeout=10)
+        assert page.status_code == 200, page.text
+        code = latest_code_over_http(browser, base_url, email)
+        response = browser.post(base_url + "/v1/openidc/login/code", data={**form_fields(page.text), "code": code},
+                                allow_redirects=False, timeout=10)
+        assert response.status_code == 303, response.text
+        location = response.headers["Location"]
+        if not location.startswith("/v1/openidc/consent"):
+            return location
+        page = browser.get(base_url + location, timeout=10)
+    response = browser.post(base_url + "/v1/openidc/consent", data={**form_fields(page.text), "decision": consent},
+                            allow_redirects=False, timeout=10)
+    assert response.status_code == 303, response.text
+    return response.headers["Location"]
+
+
+def latest_code_over_http(browser, base_url: str, email: str) -> str:
+    response = browser.get(base_url + "/dev/outbox", params={"to": email}, timeout=10)
+    assert response.status_code == 200
+    messages = response.json()["data"]
+    assert messages, f"no mail to {email}"
+    return re.search(r"\b(\d{6})\b", messages[0]["text"]).group(1)

@@ -1,0 +1,81 @@
+"""Fixtures of the OpenID tests: a live server on loopback, a relying party's callback server,
+tenants with a user."""
+
+from __future__ import annotations
+
+import threading
+from dataclasses import dataclass, field
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+
+import pytest
+from werkzeug.serving import make_server
+
+from tests.oidc.helpers import make_tenant
+
+
+@dataclass
+class LiveServer:
+    url: str
+    app: object
+
+
+@pytest.fixture(scope="session")
+def live_server(app, real_worker):
+    """The application served over real HTTP on 127.0.0.1, with its issuer set to that address."""
+    from app import create_app
+    from app.extensions import celery
+
+    holder: dict = {}
+    server = make_server("127.0.0.1", 0, lambda environ, start: holder["app"](environ, start), threaded=True)
+    url = f"http://127.0.0.1:{server.server_port}"
+    holder["app"] = create_app({
+        "TESTING": True,
+        "OIDC_ISSUER": url,
+        "BASE_URL": url,
+        "OIDC_LOGIN_RATE_LIMIT": "100000 per minute",
+        "OIDC_TOKEN_RATE_LIMIT": "100000 per minute",
+        "OIDC_KEY_CACHE_SECONDS": 0,
+    })
+    celery.flask_app = app  # create_app rebinds the shared Celery app; the session app stays its owner
+    thread = threading.Thread(target=server.serve_forever, name="live-server", daemon=True)
+    thread.start()
+    yield LiveServer(url, holder["app"])
+    server.shutdown()
+    thread.join(timeout=5)
+
+
+@dataclass
+class CallbackServer:
+    """A relying party's redirect target on loopback that records every request it receives."""
+
+    url: str
+    hits: list[str] = field(default_factory=list)
+
+
+@pytest.fixture(scope="session")
+def callback_server():
+    hits: list[str] = []
+
+    class Handler(BaseHTTPRequestHandler):
+        def do_GET(self) -> None:  # noqa: N802 - the http.server API
+            hits.append(self.path)
+            body = b"<!doctype html><title>Relying party</title><p id='rp'>callback received</p>"
+            self.send_response(200)
+            self.send_header("Content-Type", "text/html")
+            self.send_header("Content-Length", str(len(body)))
+            self.end_headers()
+            self.wfile.write(body)
+
+        def log_message(self, *args) -> None:
+            return
+
+    server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+    thread = threading.Thread(target=server.serve_forever, name="rp-callback", daemon=True)
+    thread.start()
+    yield CallbackServer(f"http://127.0.0.1:{server.server_port}", hits)
+    server.shutdown()
+
+
+@pytest.fixture
+def tenant(app, client):
+    return make_tenant(app, client)
