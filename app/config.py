@@ -66,7 +66,7 @@ class Config:
             "task_ignore_result": True,
             "task_acks_late": True,
             "task_reject_on_worker_lost": True,
-            "worker_prefetch_multiplier": 1,
+            "worker_prefetch_multiplier": _env_int("WORKER_PREFETCH_MULTIPLIER", 1),
             "task_always_eager": _env_bool("CELERY_ALWAYS_EAGER"),
             "broker_connection_retry_on_startup": True,
             "broker_connection_timeout": 2,
