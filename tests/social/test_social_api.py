@@ -71,7 +71,8 @@ def follow_callback(client, callback: str) -> dict[str, str]:
     return dict(parse_qsl(target.query))
 
 
-def link(client, master, platforms: Platforms, user_id: int, platform: str, account: str) -> None:
+def link(client, master, platforms: Platforms, user_id: int, platform: str, account: str, *, wait: bool = True) -> None:
+    """Link `account` through the whole browser flow; with `wait`, until its first fetch is done."""
     if platform == "platform_a":
         platforms.game_store.openid_user = account
     elif platform == "platform_b":
@@ -80,6 +81,8 @@ def link(client, master, platforms: Platforms, user_id: int, platform: str, acco
         platforms.streaming.authorize_as = account
     outcome = follow_callback(client, visit_platform(start_link(client, master, user_id, platform)))
     assert outcome == {"from": "tessera", "status": "linked", "platform": platform}
+    if wait:
+        wait_for_fetches(client.application, user_id)
 
 
 def links_of(app, user_id: int) -> list[SocialLink]:
@@ -492,7 +495,7 @@ def test_first_fetch_waits_then_answers_202_with_the_job(
     monkeypatch.setattr(jobs_service, "publish_job", lambda *args: held.append(args) or True)
     monkeypatch.setitem(app.config, "SOCIAL_DATA_WAIT", 0.3)
     user_id = create_user(client, master)
-    link(client, master, platforms, user_id, "platform_a", steamid)
+    link(client, master, platforms, user_id, "platform_a", steamid, wait=False)
 
     started = time.monotonic()
     answer = social_data(client, master, user_id)
