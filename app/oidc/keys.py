@@ -151,15 +151,22 @@ def _material(kid: str) -> SigningJWK:
 
 
 def signing_key(alg: str) -> SigningJWK:
-    """The private key that signs new tokens with `alg` (creates the first keys if there are none)."""
+    """The private key that signs new tokens with `alg`.
+
+    With no key yet, the first keys are created in the caller's transaction and deliberately
+    not cached: should that transaction roll back, no process may keep using them.
+    """
     cache = _cache()
     for attempt in range(2):
         published = _refresh(cache, force=attempt > 0)
         for entry in published.values():
             if entry.alg == alg and entry.state == KEY_ACTIVE:
                 return _material(entry.kid)
-        ensure_keys()
-    raise LookupError(f"no active {alg} key")
+    ensure_keys()
+    kid = db.session.execute(
+        select(SigningKey.kid).where(SigningKey.alg == alg, SigningKey.state == KEY_ACTIVE)
+    ).scalar_one()
+    return _material(kid)
 
 
 def verification_key(kid: str, now: datetime | None = None) -> tuple[PublishedKey, SigningJWK] | None:
@@ -178,13 +185,13 @@ def verification_key(kid: str, now: datetime | None = None) -> tuple[PublishedKe
 
 def published_jwks() -> dict:
     """The JWK Set of every key a token may be verified with: next, active and retired-but-live."""
+    now = utcnow()
     published = _refresh(_cache())
     if not any(entry.state == KEY_ACTIVE for entry in published.values()):
         ensure_keys()
-        published = _refresh(_cache(), force=True)
+        published = _load_published(now)  # uncached until committed, as in `signing_key`
     order = {KEY_ACTIVE: 0, KEY_NEXT: 1, KEY_RETIRED: 2}
     entries = sorted(published.values(), key=lambda entry: (order[entry.state], entry.alg, entry.kid))
-    now = utcnow()
     return {
         "keys": [
             dict(entry.public_jwk)
