@@ -758,10 +758,14 @@ def resolve_did(did: str) -> Resolution:
         return _resolution_error(
             400, "INVALID_DID", "Invalid DID", f"Not a DID of this network (did:{did_method()}:<40 hex>)."
         )
-    account = get_account_by_did(did)
-    if account is None:
+    row = db.session.execute(
+        select(AgentAccount, RegistryRecord)
+        .outerjoin(RegistryRecord, RegistryRecord.did == AgentAccount.did)
+        .where(AgentAccount.did == did)
+    ).first()
+    if row is None:
         return _user_resolution(did) or _resolution_error(404, "NOT_FOUND", "DID not found", f"{did} is unknown.")
-    record = get_record(did)
+    account, record = row
     metadata: dict[str, Any] = {"created": isoformat(account.did_bound_at)}
     if account.deactivated_at is not None:
         metadata.update({"deactivated": True, "updated": isoformat(account.deactivated_at)})
