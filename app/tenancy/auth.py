@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Callable
+from copy import deepcopy
 from dataclasses import dataclass
 from datetime import timedelta
 from functools import wraps
@@ -62,12 +63,27 @@ def api_token_required(view: Callable | None = None, *, subclient: bool = False)
             g.caller = authenticate_request(honour_subclient=subclient)
             return func(*args, **kwargs)
 
-        doc: dict[str, Any] = {"security": [{"ApiToken": []}]}
-        if subclient:
-            doc["parameters"] = [_SUBCLIENT_PARAMETER]
-        return problem_doc(401)(Blueprint.doc(**doc)(wrapper))
+        _merge_parameter_docs(wrapper, [_SUBCLIENT_PARAMETER] if subclient else [])
+        return problem_doc(401)(Blueprint.doc(security=[{"ApiToken": []}])(wrapper))
 
     return decorator(view) if view is not None else decorator
+
+
+def _merge_parameter_docs(view: Callable, extra: list[dict]) -> None:
+    """Document header parameters alongside the query/path parameters of `@blp.arguments`.
+
+    flask-smorest replaces (not extends) the generated parameter list with a `doc(parameters=...)`
+    list, which would hide query parameters; parameters listed with the arguments are merged.
+    Parameters documented by inner decorators through `doc` (e.g. Idempotency-Key) move there too.
+    """
+    apidoc = deepcopy(getattr(view, "_apidoc", {}))
+    manual = apidoc.get("manual_doc", {})
+    moved = manual.pop("parameters", [])
+    if not moved and not extra:
+        return
+    parameters = apidoc.setdefault("arguments", {}).setdefault("parameters", [])
+    parameters.extend([*moved, *extra])
+    view._apidoc = apidoc  # type: ignore[attr-defined]
 
 
 def authenticate_request(*, honour_subclient: bool) -> Caller:
