@@ -258,17 +258,22 @@ def local_status_bit(url: str, index: int, purpose: str) -> bool | None:
     list_id = hosted_list_id(url)
     if list_id is None:
         return None
-    status_list = db.session.get(StatusList, list_id) if len(list_id) <= 36 else None
-    if status_list is None:
+    row = None
+    if len(list_id) <= 36:
+        row = db.session.execute(
+            select(StatusList.purpose, StatusList.size, StatusEntry.status)
+            .outerjoin(
+                StatusEntry, (StatusEntry.list_id == StatusList.id) & (StatusEntry.list_index == index)
+            )
+            .where(StatusList.id == list_id)
+        ).first()
+    if row is None:
         raise ProofCheckFailed("status_check_failed", f"status list {url} does not exist")
-    if status_list.purpose != purpose:
+    if row.purpose != purpose:
         raise ProofCheckFailed("status_check_failed", f"the status list at {url} is not for {purpose}")
-    if index >= status_list.size:
+    if index >= row.size:
         raise ProofCheckFailed("status_check_failed", f"statusListIndex {index} is outside the status list")
-    status = db.session.execute(
-        select(StatusEntry.status).where(StatusEntry.list_id == list_id, StatusEntry.list_index == index)
-    ).scalar_one_or_none()
-    return status is not None and status != ACTIVE
+    return row.status is not None and row.status != ACTIVE
 
 
 def hosted_entries_of(vc: dict) -> list[StatusEntry]:

@@ -8,7 +8,7 @@ import uuid
 from pathlib import Path
 from typing import Any
 
-from cryptography.hazmat.primitives.asymmetric import ed25519
+from cryptography.hazmat.primitives.asymmetric import ec, ed25519
 from cryptography.hazmat.primitives.serialization import Encoding, PublicFormat
 
 from app.credentials.cryptosuites import get_suite
@@ -26,13 +26,20 @@ CONTEXTS = [
 _CTX = SuiteContext(loader=make_document_loader(VECTORS / "contexts"))
 
 
-class Issuer:
-    """An issuer with a fresh Ed25519 key, identified by its did:key."""
+_CURVES = {"P-256": ec.SECP256R1, "P-384": ec.SECP384R1}
 
-    def __init__(self) -> None:
-        self.private_key = ed25519.Ed25519PrivateKey.generate()
-        public = self.private_key.public_key().public_bytes(Encoding.Raw, PublicFormat.Raw)
-        self.multikey = encode_multikey("Ed25519", public)
+
+class Issuer:
+    """An issuer with a fresh key (Ed25519, P-256 or P-384), identified by its did:key."""
+
+    def __init__(self, key_type: str = "Ed25519") -> None:
+        if key_type == "Ed25519":
+            self.private_key = ed25519.Ed25519PrivateKey.generate()
+            public = self.private_key.public_key().public_bytes(Encoding.Raw, PublicFormat.Raw)
+        else:
+            self.private_key = ec.generate_private_key(_CURVES[key_type]())
+            public = self.private_key.public_key().public_bytes(Encoding.X962, PublicFormat.CompressedPoint)
+        self.multikey = encode_multikey(key_type, public)
         self.did = f"did:key:{self.multikey}"
         self.verification_method = f"{self.did}#{self.multikey}"
 
