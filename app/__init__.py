@@ -66,10 +66,12 @@ def _init_extensions(app: Flask) -> None:
 
 
 def _configure_sqlite(engine) -> None:
-    """Give SQLite real transactions: BEGIN at the first statement, WAL, foreign keys.
+    """Give SQLite real transactions: BEGIN IMMEDIATE at the first statement, WAL, foreign keys.
 
     pysqlite only opens a transaction before data-changing statements, so a read followed by a
-    write would not be atomic; emitting BEGIN ourselves makes every unit of work serialisable.
+    write would not be atomic. Taking the write lock up front makes every unit of work
+    serialisable and lets concurrent writers queue on the busy timeout instead of failing when a
+    read transaction cannot be upgraded; readers of the WAL are not blocked by it.
     """
 
     @event.listens_for(engine, "connect")
@@ -83,7 +85,7 @@ def _configure_sqlite(engine) -> None:
 
     @event.listens_for(engine, "begin")
     def _on_begin(connection) -> None:
-        connection.exec_driver_sql("BEGIN")
+        connection.exec_driver_sql("BEGIN IMMEDIATE")
 
 
 def _register_request_hooks(app: Flask) -> None:
