@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from datetime import datetime
 
-from sqlalchemy import DateTime, ForeignKey, Index, Integer, String, Text, UniqueConstraint
+from sqlalchemy import Boolean, DateTime, ForeignKey, Index, Integer, String, Text, UniqueConstraint
 from sqlalchemy.orm import Mapped, mapped_column
 
 from app.db import Base, JSONType, utcnow
@@ -19,6 +19,8 @@ class StoredCredential(Base):
 
     `vc_json` is the exact JSON text the client sent; `cid` is computed over its RFC 8785 form.
     One record per (client, cid): storing the same credential again finds this record.
+    `valid_until` (from `validUntil`) keeps expired credentials out of the user's list;
+    `foreign_status` marks credentials whose status lists others host, re-checked periodically.
     """
 
     __tablename__ = "stored_credentials"
@@ -33,6 +35,8 @@ class StoredCredential(Base):
     user_id: Mapped[int] = mapped_column(Integer)
     subject_did: Mapped[str] = mapped_column(String(255))
     vc_json: Mapped[str] = mapped_column(Text)
+    valid_until: Mapped[datetime | None] = mapped_column(DateTime(timezone=True), nullable=True)
+    foreign_status: Mapped[bool] = mapped_column(Boolean, default=False)
     verification_state: Mapped[str] = mapped_column(String(16), default=PENDING)
     verification_reason: Mapped[str | None] = mapped_column(String(64), nullable=True)
     verification_errors: Mapped[list | None] = mapped_column(JSONType, nullable=True)

@@ -8,20 +8,22 @@ from __future__ import annotations
 
 import json
 import re
+from datetime import timedelta
 from typing import Any
 
 import rfc8785
-from sqlalchemy import select
+from sqlalchemy import or_, select
 from sqlalchemy.exc import IntegrityError
 
 from app.credentials import status_lists
-from app.credentials.engine import current_engine
+from app.credentials.cryptosuites.data_integrity import parse_datetime
+from app.credentials.engine import current_engine, setting
 from app.credentials.errors import CredentialInvalid, CredentialNotFound, SubjectUnknown
 from app.credentials.models import FAILED, PENDING, VERIFIED, CredentialStatusLink, StoredCredential
 from app.credentials.multiformats import cid_for
 from app.credentials.schemas import vc_shape_errors
 from app.credentials.verifier import VerificationResult
-from app.db import isoformat, utcnow
+from app.db import isoformat, transaction, utcnow
 from app.extensions import db
 from app.jobs.models import Job
 from app.jobs.service import enqueue_job
@@ -111,12 +113,17 @@ def store_credential(caller: Caller, vc: dict, vc_text: str) -> tuple[StoredCred
     existing = _find_record(caller.acting_client_id, cid)
     if existing is not None:
         return existing, False
+    hosted = status_lists.hosted_entries_of(vc)
+    statuses = vc.get("credentialStatus")
+    status_count = len(statuses) if isinstance(statuses, list) else int(statuses is not None)
     record = StoredCredential(
         cid=cid,
         client_id=caller.acting_client_id,
         user_id=user.id,
         subject_did=user.did,
         vc_json=vc_text,
+        valid_until=parse_datetime(vc["validUntil"], require_offset=False) if vc.get("validUntil") else None,
+        foreign_status=status_count > len(hosted),
         verification_state=PENDING,
         created_at=utcnow(),
     )
@@ -125,7 +132,7 @@ def store_credential(caller: Caller, vc: dict, vc_text: str) -> tuple[StoredCred
             db.session.add(record)
     except IntegrityError:  # the same vc stored concurrently by the same client
         return _find_record(caller.acting_client_id, cid), False
-    for entry in status_lists.hosted_entries_of(vc):
+    for entry in hosted:
         db.session.add(CredentialStatusLink(credential_id=record.id, entry_id=entry.id))
     record.job_id = _start_verification(record).id
     return record, True
@@ -243,11 +250,40 @@ def verify_submitted(vc: Any, options: dict | None = None) -> VerificationResult
     )
 
 
+def recheck_foreign_status(limit: int = 500) -> int:
+    """Queue a fresh verification of verified credentials whose status lists others host.
+
+    Picks those checked longer ago than `STATUS_RECHECK_SECONDS` (default 3600), oldest first,
+    at most `limit`. For the beat task: commits on its own; returns how many were queued.
+    """
+    interval = timedelta(seconds=float(setting("STATUS_RECHECK_SECONDS", 3600)))
+    with transaction():
+        statement = (
+            select(StoredCredential.id)
+            .where(
+                StoredCredential.foreign_status.is_(True),
+                StoredCredential.verification_state == VERIFIED,
+                StoredCredential.checked_at < utcnow() - interval,
+            )
+            .order_by(StoredCredential.checked_at)
+            .limit(limit)
+        )
+        credential_ids = list(db.session.execute(statement).scalars())
+        for credential_id in credential_ids:
+            record = db.session.get(StoredCredential, credential_id)
+            record.job_id = _start_verification(record).id
+    return len(credential_ids)
+
+
 def user_credentials_json(user_id: int) -> str:
-    """`{"data": [vc, ...]}`: the user's verified credentials, newest first, each byte for byte."""
+    """`{"data": [vc, ...]}`: the user's verified, unexpired credentials, newest first, byte for byte."""
     statement = (
         select(StoredCredential.cid, StoredCredential.vc_json)
-        .where(StoredCredential.user_id == user_id, StoredCredential.verification_state == VERIFIED)
+        .where(
+            StoredCredential.user_id == user_id,
+            StoredCredential.verification_state == VERIFIED,
+            or_(StoredCredential.valid_until.is_(None), StoredCredential.valid_until > utcnow()),
+        )
         .order_by(StoredCredential.created_at.desc(), StoredCredential.id.desc())
     )
     seen: set[str] = set()

@@ -64,6 +64,8 @@ def upgrade():
     sa.Column('user_id', sa.Integer(), nullable=False),
     sa.Column('subject_did', sa.String(length=255), nullable=False),
     sa.Column('vc_json', sa.Text(), nullable=False),
+    sa.Column('valid_until', sa.DateTime(timezone=True), nullable=True),
+    sa.Column('foreign_status', sa.Boolean(), nullable=False),
     sa.Column('verification_state', sa.String(length=16), nullable=False),
     sa.Column('verification_reason', sa.String(length=64), nullable=True),
     sa.Column('verification_errors', sa.JSON().with_variant(postgresql.JSONB(astext_type=Text()), 'postgresql'), nullable=True),

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import time
+from datetime import UTC, datetime, timedelta
 
 from tests.credentials.issuing import Issuer, allocate_status
 from tests.credentials.test_store_api import wait_for_verification
@@ -103,3 +104,17 @@ def test_list_needs_a_valid_bearer_token_and_shows_only_the_callers_credentials(
     assert missing.headers["WWW-Authenticate"].startswith("Bearer")
     forged = client.get("/v1/openidc/credentials", headers={"Authorization": "Bearer not.a.token"})
     assert forged.status_code == 401
+
+
+def test_expired_credential_leaves_the_list(app, client):
+    tenant = make_tenant(app, client)
+    issuer = Issuer()
+    valid_until = datetime.now(UTC).replace(microsecond=0) + timedelta(seconds=8)
+    vc = issuer.credential(tenant.did)
+    vc["validUntil"] = valid_until.isoformat().replace("+00:00", "Z")
+    cid = _store(client, tenant.headers, issuer.sign(vc))
+    assert wait_for_verification(client, tenant.headers, cid)["verification"]["state"] == "verified"
+    token = _access_token(client, tenant)
+    assert len(_listed(client, token)) == 1
+    time.sleep(max(0.0, (valid_until - datetime.now(UTC)).total_seconds()) + 0.5)
+    assert _listed(client, token) == []

@@ -6,14 +6,17 @@ import base64
 import gzip
 import json
 import threading
+import time
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from urllib.parse import urlsplit
 
 import pytest
 
 from app.credentials.engine import encode_bitstring
+from tests import conftest
 from tests.conftest import make_master
-from tests.credentials.issuing import Issuer, allocate_status
+from tests.credentials.issuing import Issuer, allocate_status, create_user
+from tests.credentials.test_store_api import wait_for_verification
 
 
 def _path(url: str) -> str:
@@ -273,3 +276,46 @@ def test_foreign_list_with_a_bad_signature_or_too_short_fails(app, client, maste
     publish(_revoked_bits(5), purpose="suspension")
     body = _verify(client, master.headers, _credential_with_foreign_status(url, 5))
     assert "is not for revocation" in body["errors"][0]["detail"]
+
+
+def test_foreign_status_is_rechecked_periodically(app, client, master, foreign_list, monkeypatch, real_worker):
+    from app.credentials.service import recheck_foreign_status
+
+    base, _issuer, publish = foreign_list
+    allowed = urlsplit(base).netloc
+    monkeypatch.setitem(app.config, "STATUS_LIST_ALLOW_HOSTS", allowed)
+    monkeypatch.setitem(app.config, "STATUS_RECHECK_SECONDS", 0)
+    if conftest.USING_POSTGRES:
+        real_worker.stop()
+        real_worker.start(extra_env={"STATUS_LIST_ALLOW_HOSTS": allowed})
+    try:
+        url = publish(bytes(131072 // 8), ttl=0)
+        user = create_user(client, master.headers)
+        issuer = Issuer()
+        status = {
+            "id": f"{url}#77",
+            "type": "BitstringStatusListEntry",
+            "statusPurpose": "revocation",
+            "statusListIndex": "77",
+            "statusListCredential": url,
+        }
+        vc = issuer.sign(issuer.credential(user["did"], status=status))
+        stored = client.post("/v1/vc/issuer/store", json={"vc": vc}, headers=master.headers)
+        cid = stored.json["data"]["cid"]
+        assert wait_for_verification(client, master.headers, cid)["verification"]["state"] == "verified"
+
+        publish(_revoked_bits(77), ttl=0)
+        with app.app_context():
+            assert recheck_foreign_status() >= 1
+        deadline = time.monotonic() + 20
+        while True:
+            record = wait_for_verification(client, master.headers, cid)
+            if record["verification"]["state"] == "failed":
+                break
+            assert time.monotonic() < deadline, record
+            time.sleep(0.05)
+        assert record["verification"]["reason"] == "revoked"
+    finally:
+        if conftest.USING_POSTGRES:
+            real_worker.stop()
+            real_worker.start()
