@@ -5,7 +5,7 @@ from __future__ import annotations
 import hmac
 import json
 
-from flask import Response, current_app, render_template, request, session, url_for
+from flask import Response, render_template, request, session, url_for
 from flask_smorest import Blueprint
 
 from app.agents import service
@@ -62,11 +62,11 @@ def _accepted(job: Job) -> tuple[dict, int, dict]:
 
 
 def _claim_rate_limit() -> str:
-    return current_app.config.get("AGENT_CLAIM_RATE_LIMIT", "10 per hour")
+    return str(service.setting("AGENT_CLAIM_RATE_LIMIT", "10 per hour"))
 
 
 def _challenge_rate_limit() -> str:
-    return current_app.config.get("AGENT_CHALLENGE_RATE_LIMIT", "60 per minute")
+    return str(service.setting("AGENT_CHALLENGE_RATE_LIMIT", "60 per minute"))
 
 
 def _page(html: str, status: int = 200, *, no_store: bool = False) -> Response:
@@ -155,7 +155,7 @@ def claim_page():
         render_template(
             "agents/claim.html",
             csrf_token=token,
-            credits=current_app.config.get("AGENT_CLAIM_CREDITS", 1000),
+            credits=int(service.setting("AGENT_CLAIM_CREDITS", 1000)),
         ),
         no_store=True,
     )
@@ -337,7 +337,7 @@ def get_agent_job(job_id: str):
 def public_agent_card(did: str):
     """The published card of a DID, exactly the bytes that were hosted (public)."""
     card = service.get_public_card(did)
-    cache_seconds = int(current_app.config.get("AGENT_CARD_CACHE_SECONDS", 60))
+    cache_seconds = int(service.setting("AGENT_CARD_CACHE_SECONDS", 60))
     headers = {"ETag": card.etag, "Cache-Control": f"public, max-age={cache_seconds}"}
     if card.etag.strip('"') in request.if_none_match:
         return Response(status=304, headers=headers)
@@ -368,7 +368,7 @@ def resolve_did(did: str):
         body, mimetype = resolution.result["didDocument"], DID_JSON
     else:
         body, mimetype = resolution.result, DID_RESOLUTION
-    cache_seconds = int(current_app.config.get("AGENT_CARD_CACHE_SECONDS", 60))
+    cache_seconds = int(service.setting("AGENT_CARD_CACHE_SECONDS", 60))
     response = Response(json.dumps(body), status=resolution.status, mimetype=mimetype)
     response.headers["Cache-Control"] = f"public, max-age={cache_seconds}"
     response.vary.add("Accept")

@@ -12,6 +12,7 @@ from __future__ import annotations
 import base64
 import hashlib
 import json
+import os
 import re
 import secrets
 from dataclasses import dataclass
@@ -73,38 +74,51 @@ _STATEMENT = "Sign in to the Tessera agent network."
 # -- configuration -----------------------------------------------------------------------------
 
 
+def setting(name: str, default: Any) -> Any:
+    """A setting of the agent network: the app config, else the environment, else ``default``.
+
+    Values from the environment are text; callers convert them.
+    """
+    if current_app.config.get(name) not in (None, ""):
+        return current_app.config[name]
+    return os.environ.get(name) or default
+
+
 def did_method() -> str:
     """The DID method name of this network (config ``DID_METHOD``, default ``tessera``)."""
-    return current_app.config.get("DID_METHOD", "tessera")
+    return setting("DID_METHOD", "tessera")
 
 
 def chain_id() -> int:
     """The EIP-155 chain id used in challenges and ``blockchainAccountId`` (``AGENT_CHAIN_ID``)."""
-    return int(current_app.config.get("AGENT_CHAIN_ID", 1))
+    return int(setting("AGENT_CHAIN_ID", 1))
 
 
 def network_url() -> str:
     """The public URL of the network (``AGENT_NETWORK_URL``, default ``BASE_URL``)."""
-    return (current_app.config.get("AGENT_NETWORK_URL") or current_app.config["BASE_URL"]).rstrip("/")
+    return str(setting("AGENT_NETWORK_URL", current_app.config["BASE_URL"])).rstrip("/")
 
 
 def is_testnet() -> bool:
     """Whether this deployment is a testnet (``AGENT_NETWORK``: ``testnet`` or ``production``)."""
-    return current_app.config.get("AGENT_NETWORK", "testnet") == "testnet"
+    return setting("AGENT_NETWORK", "testnet") == "testnet"
 
 
 def prices() -> dict[str, int]:
-    """The price list in credits (``AGENT_PRICES`` overrides single entries of the defaults)."""
-    return {**DEFAULT_PRICES, **current_app.config.get("AGENT_PRICES", {})}
+    """The price list in credits (``AGENT_PRICES``, a mapping or JSON, overrides single entries)."""
+    overrides = setting("AGENT_PRICES", {})
+    if isinstance(overrides, str):
+        overrides = json.loads(overrides)
+    return {**DEFAULT_PRICES, **{name: int(price) for name, price in overrides.items()}}
 
 
 def registry_contract_version() -> str:
     """The version of the agent-registry contract this implementation provides."""
-    return current_app.config.get("AGENT_REGISTRY_VERSION", "1.7.0")
+    return str(setting("AGENT_REGISTRY_VERSION", "1.7.0"))
 
 
 def _seconds(name: str, default: int) -> timedelta:
-    return timedelta(seconds=int(current_app.config.get(name, default)))
+    return timedelta(seconds=int(setting(name, default)))
 
 
 def _is_network_did(did: str) -> bool:
@@ -258,7 +272,7 @@ def claim_key(kind: str = AGENT) -> tuple[str, AgentAccount]:
     )
     db.session.add(account)
     db.session.flush()
-    _add_entry(account, int(current_app.config.get("AGENT_CLAIM_CREDITS", 1000)), "testnet-claim")
+    _add_entry(account, int(setting("AGENT_CLAIM_CREDITS", 1000)), "testnet-claim")
     return private_key, account
 
 

@@ -225,6 +225,7 @@ class TesseraClient:
             # One key per logical write: a retried request can never start a second job.
             request_headers.setdefault("Idempotency-Key", uuid.uuid4().hex)
         attempt = 0
+        reauthenticated = False
         while True:
             try:
                 response = self._http.request(
@@ -232,6 +233,12 @@ class TesseraClient:
                 )
             except httpx.HTTPError as exc:
                 raise TesseraError(f"cannot reach the network at {self.base_url}: {exc}") from exc
+            if response.status_code == 401 and authenticated and not reauthenticated:
+                # The session expired: sign a fresh challenge once and repeat the request.
+                reauthenticated = True
+                self.authenticate()
+                request_headers["Authorization"] = f"Bearer {self._session_token}"
+                continue
             # 503 means the network wrote nothing and asks to come back after Retry-After.
             if response.status_code != 503 or attempt >= self.unavailable_retries:
                 break
@@ -263,12 +270,10 @@ class TesseraClient:
         return self.wait_for_job(job["id"], progress=progress) if wait else job
 
     def _target(self, agent: str | None) -> str:
-        if agent:
-            return agent
         if self.did is None:
             self.authenticate()
         assert self.did is not None
-        return self.did
+        return agent or self.did
 
     # -- authentication -------------------------------------------------------------------
 

@@ -30,7 +30,11 @@ def live_server(app, real_worker):
     """
     server = make_server("127.0.0.1", 0, app, threaded=True)
     url = f"http://127.0.0.1:{server.server_port}"
-    app.config.update(AGENT_NETWORK_URL=url, AGENT_CLAIM_RATE_LIMIT="10000 per hour")
+    app.config.update(
+        AGENT_NETWORK_URL=url,
+        AGENT_CLAIM_RATE_LIMIT="10000 per hour",
+        AGENT_CHALLENGE_RATE_LIMIT="10000 per minute",
+    )
     thread = threading.Thread(target=server.serve_forever, name="live-server", daemon=True)
     thread.start()
     yield LiveServer(url)

@@ -191,3 +191,17 @@ def test_resolve_network_did_for_other_features(app, agent_client):
         assert document["id"] == agent_client.did
         assert resolve_network_did("did:tessera:" + "0" * 40) is None
         assert resolve_network_did("did:key:z6Mk") is None
+
+
+def test_library_signs_in_again_when_its_session_is_gone(app, agent_client):
+    from sqlalchemy import delete
+
+    from app.agents.models import AgentSession
+    from app.db import transaction
+    from app.extensions import db
+
+    old_token = agent_client._session_token
+    with app.app_context(), transaction():
+        db.session.execute(delete(AgentSession))
+    assert agent_client.whoami()["did"] == agent_client.did
+    assert agent_client._session_token != old_token

@@ -191,3 +191,42 @@ def test_registry_version_below_1_7_0_refuses_deregistration(tessera, app, claim
     with httpx.Client(base_url=live_server.url) as http:
         code, account, _ = tessera("whoami", key=claimed_key)
         assert http.get(f"/api/did/{account['did']}").status_code == 200
+
+
+def test_organisation_flow_through_the_cli(tessera, live_server, claimed_key, tmp_path):
+    from tests.agents.conftest import claim_key_over_http
+
+    org_key = claim_key_over_http(live_server, kind="organisation")
+    _, org, _ = tessera("whoami", key=org_key)
+    _, agent, _ = tessera("whoami", key=claimed_key)
+    assert org["kind"] == "organisation" and agent["kind"] == "agent"
+    card = tmp_path / "card.json"
+    card.write_bytes(b'{"name": "Fleet member 7"}')
+
+    code, error, _ = tessera(
+        "host-card", "--file", str(card), "--owner", org["did"], "--agent", agent["did"], key=org_key
+    )
+    assert code == 1 and error["error"]["status"] == 403
+
+    code, request, output = tessera("consent", "request", "--owner", org["did"], "--agent", agent["did"], key=org_key)
+    assert code == 0, output
+    code, _, human = tessera("consent", "approve", request["consent_url"], key=claimed_key, as_json=False)
+    assert code == 0 and f"{org['did']} now owns {agent['did']}" in human
+
+    code, job, output = tessera(
+        "host-card", "--file", str(card), "--owner", org["did"], "--agent", agent["did"], key=org_key
+    )
+    assert code == 0, output
+    with live_server.http() as http:
+        assert http.get(f"/api/agent-card/{agent['did']}").content == card.read_bytes()
+    _, org_after, _ = tessera("credits", key=org_key)
+    _, agent_after, _ = tessera("credits", key=claimed_key)
+    assert org_after["balance"] == 990 and agent_after["balance"] == 1000
+
+    code, error, _ = tessera("agent", "deregister", "--yes", key=claimed_key)
+    assert code == 1 and error["error"]["kind"] == "OwnerNamedDeregistration"
+    assert error["error"]["owner"] == org["did"]
+    code, _, human = tessera("agent", "deregister", "--yes", key=claimed_key, as_json=False)
+    assert code == 1 and "names the owner" in human and org["did"] in human
+    with live_server.http() as http:
+        assert http.get(f"/api/did/{agent['did']}").status_code == 200
