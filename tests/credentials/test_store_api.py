@@ -198,3 +198,28 @@ def test_another_tree_cannot_read_the_credential(app, client, master, user, issu
 def test_unknown_cid_is_not_found(client, master):
     response = client.get("/v1/vc/issuer/credentials/bafkunknown", headers=master.headers)
     assert response.status_code == 404
+
+
+def test_sub_clients_see_their_own_subtree_only(client, master, issuer):
+    from tests.tenancy.support import create_sub_client, token_for
+
+    branch_a = create_sub_client(client, master.headers, name="Branch A")["client_id"]
+    branch_b = create_sub_client(client, master.headers, name="Branch B")["client_id"]
+    a_headers = {"x-api-token": token_for(client, master.headers, branch_a)}
+    b_headers = {"x-api-token": token_for(client, master.headers, branch_b)}
+    user_a = create_user(client, a_headers)
+
+    vc_text = json.dumps(issuer.sign(issuer.credential(user_a["did"])))
+    # Branch B cannot store for a user of branch A, the master (an ancestor) can act in branch A.
+    refused = _store(client, b_headers, vc_text)
+    assert refused.status_code == 422
+    assert "vc.credentialSubject.id" in refused.json["errors"]
+    stored = _store(client, master.headers, vc_text, **{"x-api-subclient-id": str(branch_a)})
+    assert stored.status_code == 201
+    cid = stored.json["data"]["cid"]
+
+    assert client.get(f"/v1/vc/issuer/credentials/{cid}", headers=a_headers).status_code == 200
+    assert client.get(f"/v1/vc/issuer/credentials/{cid}", headers=master.headers).status_code == 200
+    assert client.get(f"/v1/vc/issuer/credentials/{cid}", headers=b_headers).status_code == 404
+    # Stored while acting in branch A, the record belongs to branch A: storing again there finds it.
+    assert _store(client, a_headers, vc_text).status_code == 200
