@@ -223,3 +223,58 @@ def test_sub_clients_see_their_own_subtree_only(client, master, issuer):
     assert client.get(f"/v1/vc/issuer/credentials/{cid}", headers=b_headers).status_code == 404
     # Stored while acting in branch A, the record belongs to branch A: storing again there finds it.
     assert _store(client, a_headers, vc_text).status_code == 200
+
+
+def _deep(levels: int) -> dict:
+    node: dict = {"leaf": "x"}
+    for _ in range(levels):
+        node = {"nested": node}
+    return node
+
+
+def _hostile_cases():
+    def foreign_context(vc, issuer):
+        signed = issuer.sign(vc)
+        signed["@context"].append("https://evil.example/context.jsonld")
+        return signed
+
+    def bomb(vc, issuer):
+        signed = issuer.sign(vc)
+        signed["credentialSubject"]["bomb"] = _deep(200)
+        return signed
+
+    def short_proof_value(vc, issuer):
+        signed = issuer.sign(vc)
+        signed["proof"]["proofValue"] = signed["proof"]["proofValue"][:40]
+        return signed
+
+    def unknown_suite(vc, issuer):
+        signed = issuer.sign(vc)
+        signed["proof"]["cryptosuite"] = "rot13-2024"
+        return signed
+
+    def did_web_loopback(vc, issuer):
+        vc["issuer"] = "did:web:127.0.0.1%3A9"
+        signed = issuer.sign(vc)
+        signed["proof"]["verificationMethod"] = "did:web:127.0.0.1%3A9#key-1"
+        return signed
+
+    return [
+        ("context_not_allowed", foreign_context),
+        ("canonicalization_limit", bomb),
+        ("malformed_proof_value", short_proof_value),
+        ("unknown_cryptosuite", unknown_suite),
+        ("did_resolution_failed", did_web_loopback),
+    ]
+
+
+@pytest.mark.parametrize(("reason", "make"), _hostile_cases(), ids=[case[0] for case in _hostile_cases()])
+def test_hostile_credential_is_stored_and_fails_verification_with_a_clear_reason(
+    client, master, user, issuer, reason, make
+):
+    vc = make(issuer.credential(user["did"]), issuer)
+    response = _store(client, master.headers, json.dumps(vc))
+    assert response.status_code == 201, response.get_data(as_text=True)
+    verification = wait_for_verification(client, master.headers, response.json["data"]["cid"])["verification"]
+    assert verification["state"] == "failed"
+    assert verification["reason"] == reason, verification
