@@ -17,6 +17,7 @@ from urllib.parse import urlencode
 import httpx
 
 from app.social.connectors.errors import PlatformUnavailable
+from app.social.connectors.http import tls_context
 
 OPENID_NS = "http://specs.openid.net/auth/2.0"
 IDENTIFIER_SELECT = "http://specs.openid.net/auth/2.0/identifier_select"
@@ -128,7 +129,9 @@ def _provider_confirms(
     # Always ask the configured endpoint, never the one named inside the (untrusted) message.
     form = {**openid, "openid.mode": "check_authentication"}
     try:
-        with httpx.Client(timeout=timeout, transport=transport, follow_redirects=False) as client:
+        with httpx.Client(
+            timeout=timeout, transport=transport, follow_redirects=False, verify=tls_context()
+        ) as client:
             response = client.post(op_endpoint, data=form)
     except httpx.HTTPError as exc:
         raise PlatformUnavailable(f"openid provider: {type(exc).__name__}") from exc

@@ -7,6 +7,7 @@ job per link at a time (`request_fetch`).
 
 from __future__ import annotations
 
+import random
 import time
 import uuid
 from collections.abc import Callable, Mapping
@@ -27,6 +28,7 @@ from app.security import decrypt, encrypt, hash_secret, random_token
 from app.social import openid2
 from app.social.budget import CallBudget
 from app.social.connectors import (
+    BudgetExhausted,
     ChatConnector,
     ConnectorError,
     GameStoreConnector,
@@ -236,7 +238,7 @@ def _store_link(
     link.linked_at = now
     link.last_attempted_at = None
     link.last_error = None
-    _set_tokens(link, tokens)
+    store_tokens(link, tokens)
     db.session.flush()
     return link
 
@@ -272,7 +274,8 @@ def _links_of(user_id: int) -> list[SocialLink]:
 # --- tokens ------------------------------------------------------------------------------------
 
 
-def _set_tokens(link: SocialLink, tokens: TokenSet | None) -> None:
+def store_tokens(link: SocialLink, tokens: TokenSet | None) -> None:
+    """Keep `tokens` on the link, encrypted at rest (None clears them). Flushes nothing."""
     for column, value in _token_columns(tokens).items():
         setattr(link, column, value)
 
@@ -383,7 +386,8 @@ def fetch_link_from_job(job: Job) -> dict:
     Success replaces the link's data; a broken link is marked `broken` with its error; a rate limit
     or transient fault raises `FetchDeferred` (the task re-schedules itself; nothing is written
     except a rotated token) until `SOCIAL_MAX_ATTEMPTS`, then the error is recorded and the last
-    good data kept. Returns the job result.
+    good data kept. A spent call budget always defers, without counting against that cap.
+    Returns the job result.
     """
     link = db.session.get(SocialLink, job.payload["link_id"])
     if link is None:
@@ -396,23 +400,32 @@ def fetch_link_from_job(job: Job) -> dict:
     try:
         data = _fetch_platform(config, link, refreshed.append)
     except (RateLimited, PlatformUnavailable) as error:
-        if job.attempts < config.max_attempts:
+        # Our own spent budget is no failure of the platform: wait for it without a cap.
+        if isinstance(error, BudgetExhausted) or job.attempts < config.max_attempts:
             if refreshed:
                 _save_tokens_now(link.id, refreshed[-1])
-            raise FetchDeferred(retry_delay(error, job.attempts), error.detail) from error
+            raise FetchDeferred(_deferral(error, job.attempts), error.detail) from error
         return _record_failure(link, job, error, refreshed)
     except LinkBroken as error:
         link.status = BROKEN
         return _record_failure(link, job, error, refreshed)
     now = utcnow()
     if refreshed:
-        _set_tokens(link, refreshed[-1])
+        store_tokens(link, refreshed[-1])
     link.data = data
     link.last_fetched_at = now
     link.last_attempted_at = now
     link.last_error = None
     _release_fetch(link, job)
     return {"platform": link.platform, "status": "fetched", "fetched_at": isoformat(now)}
+
+
+def _deferral(error: ConnectorError, attempt: int) -> float:
+    delay = retry_delay(error, attempt)
+    if isinstance(error, BudgetExhausted):
+        # Jobs refused together would come back together: spread them over the next second.
+        delay += random.random()
+    return delay
 
 
 def _fetch_platform(
@@ -440,7 +453,7 @@ def _fetch_platform(
 def _record_failure(link: SocialLink, job: Job, error: ConnectorError, refreshed: list[TokenSet]) -> dict:
     now = utcnow()
     if refreshed:
-        _set_tokens(link, refreshed[-1])
+        store_tokens(link, refreshed[-1])
     link.last_error = {"code": error.code, "detail": error.detail, "at": isoformat(now)}
     link.last_attempted_at = now
     _release_fetch(link, job)

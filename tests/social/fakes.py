@@ -63,6 +63,7 @@ class FakePlatform:
         self._forced_429: dict[str, deque[float | None]] = {}
         self._quota: tuple[int, float] | None = None
         self._quota_log: deque[float] = deque()
+        self.api_call_times: list[float] = []  # monotonic arrival times of served API calls
         self._endpoints: dict[str, _Endpoint] = {}
         rules = []
         for path, label, handler, methods, api in self.routes():
@@ -123,16 +124,29 @@ class FakePlatform:
         with self._lock:
             self.calls.clear()
             self.quota_refusals = 0
+            self.api_call_times.clear()
 
     def reset_switches(self) -> None:
         """Forget counters, forced 429s, the quota and the delay (between tests sharing a fake)."""
         with self._lock:
             self.calls.clear()
             self.quota_refusals = 0
+            self.api_call_times.clear()
             self._forced_429.clear()
             self._quota = None
             self._quota_log.clear()
             self.response_delay = 0.0
+
+    def peak_calls(self, per_seconds: float) -> int:
+        """The most API calls served within any window of `per_seconds` seconds."""
+        with self._lock:
+            times = sorted(self.api_call_times)
+        peak, start = 0, 0
+        for end, arrived in enumerate(times):
+            while arrived - times[start] >= per_seconds:
+                start += 1
+            peak = max(peak, end - start + 1)
+        return peak
 
     @property
     def api_calls(self) -> int:
@@ -177,6 +191,8 @@ class FakePlatform:
                     self.quota_refusals += 1
                     return self.rate_limited_response(self._quota_log[0] + per_seconds - now)
                 self._quota_log.append(now)
+            if endpoint.api:
+                self.api_call_times.append(time.monotonic())
         return None
 
 

@@ -21,6 +21,7 @@ from app.social.connectors.http import (
     RetryAfterReader,
     raise_for_platform_status,
     retry_after_header,
+    tls_context,
 )
 
 T = TypeVar("T")
@@ -127,6 +128,7 @@ class OAuthApp:
             redirect_uri=redirect_uri,
             timeout=self._timeout,
             transport=self._transport,
+            verify=tls_context(),
         )
         # Map the platform's own error answers (429 styles, HTML 5xx pages, bodies without an OAuth
         # `error` member) before Authlib tries to read them as a token.
