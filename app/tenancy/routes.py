@@ -41,7 +41,8 @@ tokens_blp = Blueprint(
 )
 
 
-def _id_parameter(name: str, description: str) -> dict:
+def id_parameter(name: str, description: str) -> dict:
+    """OpenAPI description of a positive integer path id (parsed by `path_id`)."""
     return {
         "in": "path",
         "name": name,
@@ -85,7 +86,7 @@ class SubClients(MethodView):
         return service.list_sub_clients(current_caller(), args["page"], args["per_page"])
 
 
-@blp.route("/<subclient_id>", parameters=[_id_parameter("subclient_id", "A client in the acting node's subtree.")])
+@blp.route("/<subclient_id>", parameters=[id_parameter("subclient_id", "A client in the acting node's subtree.")])
 class SubClientById(MethodView):
     @api_token_required(subclient=True)
     @blp.response(200, SubClientEnvelope)
@@ -110,7 +111,7 @@ class SubClientById(MethodView):
 
 @blp.route(
     "/<subclient_id>/client_secret",
-    parameters=[_id_parameter("subclient_id", "A client in the acting node's subtree.")],
+    parameters=[id_parameter("subclient_id", "A client in the acting node's subtree.")],
 )
 class SubClientSecret(MethodView):
     @api_token_required(subclient=True)
@@ -150,7 +151,7 @@ class ApiTokens(MethodView):
         return service.list_api_tokens(current_caller().acting_client_id, args["page"], args["per_page"])
 
 
-@tokens_blp.route("/<token_id>", parameters=[_id_parameter("token_id", "An API token of the acting client.")])
+@tokens_blp.route("/<token_id>", parameters=[id_parameter("token_id", "An API token of the acting client.")])
 class ApiTokenById(MethodView):
     @api_token_required(subclient=True)
     @tokens_blp.response(204)

@@ -7,6 +7,7 @@ from flask_smorest import Blueprint
 from app.http import problem_doc
 from app.idempotency.service import idempotent
 from app.tenancy.auth import api_token_required, current_caller
+from app.tenancy.routes import id_parameter, path_id
 from app.users import service
 from app.users.schemas import UserCreateIn, UserEnvelope
 
@@ -25,3 +26,12 @@ def create_user(args: dict):
     `email_address` is required and unique within the client tree (409 otherwise).
     """
     return {"data": service.create_user(current_caller(), args["profile"])}
+
+
+@blp.route("/<user_id>", methods=["GET"], parameters=[id_parameter("user_id", "A user of the acting subtree.")])
+@api_token_required(subclient=True)
+@blp.response(200, UserEnvelope)
+@problem_doc(404, 422)
+def get_user(user_id: str):
+    """Read a user created anywhere in the acting node's subtree."""
+    return {"data": service.require_user_visible(path_id(user_id, "user_id"), current_caller().acting_path)}

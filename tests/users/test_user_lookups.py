@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from tests.tenancy.support import create_sub_client, token_for
+from tests.tenancy.support import assert_problem, create_sub_client, token_for
 
 
 @pytest.fixture
@@ -67,3 +67,18 @@ def test_user_did_document(app, tree_with_users):
     with app.app_context():
         assert service.user_did_document(did) == {"@context": ["https://www.w3.org/ns/did/v1"], "id": did}
         assert service.user_did_document("did:tessera:" + "f" * 40) is None
+
+
+def test_read_a_user_over_http_within_the_acting_subtree(client, master, other_master, tree_with_users):
+    users = tree_with_users["users"]
+    left_user = users["left"]
+    response = client.get(f"/v1/user/{left_user['user_id']}", headers=master.headers)
+    assert response.status_code == 200
+    assert response.get_json() == {"data": left_user}
+    in_right = {**master.headers, "x-api-subclient-id": str(tree_with_users["right"])}
+    assert_problem(client.get(f"/v1/user/{left_user['user_id']}", headers=in_right), 404)
+    assert_problem(client.get(f"/v1/user/{users['root']['user_id']}", headers=in_right), 404)
+    assert_problem(client.get(f"/v1/user/{left_user['user_id']}", headers=other_master.headers), 404)
+    for bad in ("0", "-1", "abc", "2147483648"):
+        assert_problem(client.get(f"/v1/user/{bad}", headers=master.headers), 422, "user_id")
+    assert_problem(client.get("/v1/user/2147483647", headers=master.headers), 404)
