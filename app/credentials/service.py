@@ -187,17 +187,14 @@ def verification_view(record: StoredCredential) -> dict[str, Any]:
 
 
 def stored_credential_json(record: StoredCredential, *, with_record: bool = False) -> str:
-    """`{"data": {cid, vc, ...}}` as JSON text with `vc` spliced in byte for byte."""
-    head = {"cid": record.cid}
-    tail = {}
+    """`{"data": {cid, vc, ...}}` as JSON text with `vc` spliced in byte for byte.
+
+    With `with_record`, `verification` and `created_at` follow `vc`.
+    """
+    text = '{"data":{"cid":' + json.dumps(record.cid) + ',"vc":' + record.vc_json
     if with_record:
-        tail = {
-            "verification": verification_view(record),
-            "created_at": isoformat(record.created_at),
-        }
-    text = '{"data":{"cid":' + json.dumps(head["cid"]) + ',"vc":' + record.vc_json
-    for name, value in tail.items():
-        text += "," + json.dumps(name) + ":" + json.dumps(value)
+        text += ',"verification":' + json.dumps(verification_view(record))
+        text += ',"created_at":' + json.dumps(isoformat(record.created_at))
     return text + "}}"
 
 
@@ -314,5 +311,4 @@ def change_status_entry(caller: Caller, entry_id: str, status: str) -> dict[str,
 
 def status_list_credential(list_id: str) -> tuple[str, int]:
     """(signed list credential JSON text, cache lifetime in seconds) of a hosted list."""
-    text, _signed_at = status_lists.require_list_credential(list_id)
-    return text, status_lists.list_ttl_seconds()
+    return status_lists.require_list_credential(list_id), status_lists.list_ttl_seconds()

@@ -13,7 +13,6 @@ from __future__ import annotations
 import json
 import secrets
 import uuid
-from datetime import datetime
 from typing import Any
 
 from cryptography.hazmat.primitives.asymmetric import ed25519
@@ -232,12 +231,12 @@ def entry_view(entry: StatusEntry) -> dict[str, Any]:
     }
 
 
-def require_list_credential(list_id: str) -> tuple[str, datetime | None]:
-    """(signed list credential JSON text, when it was signed); `StatusListNotFound` otherwise."""
+def require_list_credential(list_id: str) -> str:
+    """The signed list credential as JSON text; `StatusListNotFound` otherwise."""
     status_list = db.session.get(StatusList, list_id) if len(list_id) <= 36 else None
     if status_list is None or status_list.credential_json is None:
         raise StatusListNotFound("No such status list.")
-    return status_list.credential_json, status_list.signed_at
+    return status_list.credential_json
 
 
 def hosted_list_id(url: str) -> str | None:
