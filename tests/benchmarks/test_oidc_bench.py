@@ -1,0 +1,175 @@
+"""OpenID provider benchmarks: the full code exchange under 32 concurrent connections, and the cost
+of one RS256 versus one ES256 id_token signature.
+
+The exchange runs against gunicorn (the Procfile's web process: `WEB_CONCURRENCY` workers x
+`WEB_THREADS` threads) over real HTTP, on the configured database; codes are issued beforehand, so
+each request is exactly one `POST /v1/openidc/token` (client authentication, atomic consumption of
+the code, two signatures, the commit). Prints figures; never fails on time. Run on PostgreSQL:
+
+    DATABASE_URL=postgresql://postgres@127.0.0.1:5432/test REDIS_URL=redis://127.0.0.1:6379/0 \\
+        pytest -m benchmark tests/benchmarks/test_oidc_bench.py -s
+"""
+
+from __future__ import annotations
+
+import os
+import queue
+import socket
+import statistics
+import subprocess
+import sys
+import threading
+import time
+from datetime import timedelta
+
+import pytest
+import requests
+
+from tests import conftest
+from tests.oidc.helpers import make_tenant
+
+pytestmark = pytest.mark.benchmark
+
+CONCURRENCY = 32
+EXCHANGES = int(os.environ.get("OIDC_BENCH_EXCHANGES", 4000))
+WARMUP = 200
+
+
+def _free_port() -> int:
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        return probe.getsockname()[1]
+
+
+@pytest.fixture
+def gunicorn_server(app):
+    port = _free_port()
+    url = f"http://127.0.0.1:{port}"
+    workers = os.environ.get("WEB_CONCURRENCY", str(os.cpu_count() or 2))
+    threads = os.environ.get("WEB_THREADS", "4")
+    env = {**os.environ, "OIDC_ISSUER": url, "BASE_URL": url, "OIDC_TOKEN_RATE_LIMIT": "10000000 per minute",
+           "LOG_LEVEL": "WARNING", "DB_POOL_SIZE": threads}
+    with open(conftest.TMP_DIR / "gunicorn-oidc-bench.log", "ab") as log:
+        process = subprocess.Popen(
+            [sys.executable, "-m", "gunicorn", "--bind", f"127.0.0.1:{port}", "--workers", workers,
+             "--threads", threads, "--backlog", "2048", "app:create_app()"],
+            cwd=conftest.REPO_ROOT, env=env, stdout=log, stderr=subprocess.STDOUT, start_new_session=True,
+        )
+    deadline = time.monotonic() + 60
+    while True:
+        try:
+            if requests.get(url + "/healthz", timeout=5).status_code == 200:
+                break
+        except requests.RequestException:
+            pass
+        if time.monotonic() > deadline or process.poll() is not None:
+            conftest.stop_process(process)
+            raise AssertionError("gunicorn did not start; see gunicorn-oidc-bench.log")
+        time.sleep(0.2)
+    yield url, f"{workers} workers x {threads} threads"
+    conftest.stop_process(process)
+
+
+def _issue_codes(app, tenant, count: int) -> list[str]:
+    from app.db import transaction, utcnow
+    from app.extensions import db
+    from app.oidc.models import AuthorizationCode
+    from app.security import hash_secret, random_token
+
+    codes = [random_token(32) for _ in range(count)]
+    now = utcnow()
+    with app.app_context(), transaction():
+        db.session.add_all(AuthorizationCode(
+            code_hash=hash_secret(code), client_id=tenant.client_id, user_id=tenant.user_id,
+            redirect_uri=tenant.redirect_uri, scope="openid profile email", nonce="bench-nonce",
+            auth_time=now, created_at=now, expires_at=now + timedelta(hours=1),
+        ) for code in codes)
+    return codes
+
+
+def _run(url: str, tenant, codes: list[str], concurrency: int) -> tuple[list[float], float, int]:
+    pending: queue.SimpleQueue[str] = queue.SimpleQueue()
+    for code in codes:
+        pending.put(code)
+    latencies: list[float] = []
+    failures = [0]
+    lock = threading.Lock()
+    start = threading.Barrier(concurrency + 1)
+
+    def worker() -> None:
+        session = requests.Session()
+        mine: list[float] = []
+        bad = 0
+        start.wait()
+        while True:
+            try:
+                code = pending.get_nowait()
+            except queue.Empty:
+                break
+            began = time.perf_counter()
+            response = session.post(url + "/v1/openidc/token", timeout=60, data={
+                "grant_type": "authorization_code", "code": code, "redirect_uri": tenant.redirect_uri,
+                "client_id": str(tenant.client_id), "client_secret": tenant.client_secret,
+            })
+            mine.append(time.perf_counter() - began)
+            bad += response.status_code != 200
+        with lock:
+            latencies.extend(mine)
+            failures[0] += bad
+
+    threads = [threading.Thread(target=worker) for _ in range(concurrency)]
+    for thread in threads:
+        thread.start()
+    start.wait()
+    began = time.perf_counter()
+    for thread in threads:
+        thread.join()
+    return latencies, time.perf_counter() - began, failures[0]
+
+
+def _percentile(values: list[float], fraction: float) -> float:
+    ordered = sorted(values)
+    return ordered[min(len(ordered) - 1, int(round(fraction * (len(ordered) - 1))))]
+
+
+@pytest.mark.parametrize("signing_alg", ["RS256", "ES256"])
+def test_code_exchange_throughput(app, client, gunicorn_server, signing_alg):
+    url, shape = gunicorn_server
+    tenant = make_tenant(app, client, signing_alg=signing_alg)
+    _run(url, tenant, _issue_codes(app, tenant, WARMUP), CONCURRENCY)
+    latencies, elapsed, failures = _run(url, tenant, _issue_codes(app, tenant, EXCHANGES), CONCURRENCY)
+    database = "postgresql" if conftest.USING_POSTGRES else "sqlite"
+    print(
+        f"\n[oidc bench] code exchange {signing_alg} on {database}, gunicorn {shape}, {CONCURRENCY} connections: "
+        f"{len(latencies)} exchanges in {elapsed:.2f}s = {len(latencies) / elapsed:.0f} exchanges/s; "
+        f"p50 {statistics.median(latencies) * 1000:.1f} ms, p99 {_percentile(latencies, 0.99) * 1000:.1f} ms, "
+        f"max {max(latencies) * 1000:.1f} ms; failures {failures} (load generator on the same {os.cpu_count()} CPUs)"
+    )
+    assert failures == 0
+
+
+def test_signature_cost_rs256_vs_es256(app, client):
+    from app.db import transaction
+    from app.oidc import keys, tokens
+
+    rounds = 500
+    with app.test_request_context(), transaction():
+        for alg in keys.ALGORITHMS:
+            keys.signing_key(alg)
+    figures = {}
+    with app.test_request_context():
+        for alg in keys.ALGORITHMS:
+            access_token, _ = tokens.issue_access_token(client_id=1, user_id=1, scope="openid", alg=alg)
+            began = time.perf_counter()
+            for _ in range(rounds):
+                tokens.issue_id_token(client_id=1, user_id=1, did="did:tessera:" + "0" * 40, auth_time=0,
+                                      nonce="n", access_token=access_token, extra_claims={}, alg=alg)
+            sign = (time.perf_counter() - began) / rounds
+            began = time.perf_counter()
+            for _ in range(rounds):
+                tokens.decode_access_token(access_token)
+            verify = (time.perf_counter() - began) / rounds
+            figures[alg] = (sign, verify)
+            print(f"\n[oidc bench] {alg}: sign id_token {sign * 1e6:.0f} µs, verify access token {verify * 1e6:.0f} µs")
+    ratio = figures["RS256"][0] / figures["ES256"][0]
+    print(f"[oidc bench] RS256 signing costs {ratio:.1f}x ES256 signing")
