@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 from app.agents import service
+from app.db import transaction
+from app.extensions import celery
 from worker.base import job_task
 
 
@@ -29,3 +31,13 @@ def deregister(job):
 @job_task("agents.approve_consent")
 def approve_consent(job):
     return service.approve_consent_from_job(job)
+
+
+@celery.task(name="agents.purge_expired", ignore_result=True)
+def purge_expired() -> int:
+    with transaction():
+        return service.purge_expired()
+
+
+def beat_schedule(app) -> dict:
+    return {"agents-purge-expired": {"task": "agents.purge_expired", "schedule": 3600.0}}

@@ -441,15 +441,16 @@ def host_card_from_job(job: Job) -> dict[str, Any]:
     charged = _charge(payer, "host-card", target.did, job.id)
     _ensure_record(target).updated_at = now
     private = db.session.get(PrivateCard, target.did) or PrivateCard(did=target.did)
-    private.body, private.etag, private.hosted_by_did, private.job_id, private.updated_at = (
-        body,
-        etag,
-        payer.did,
-        job.id,
-        now,
-    )
+    private.body = body
+    private.etag = etag
+    private.hosted_by_did = payer.did
+    private.job_id = job.id
+    private.updated_at = now
     public = db.session.get(PublicCard, target.did) or PublicCard(did=target.did)
-    public.body, public.etag, public.job_id, public.published_at = body, etag, job.id, now
+    public.body = body
+    public.etag = etag
+    public.job_id = job.id
+    public.published_at = now
     db.session.add_all([private, public])
     db.session.flush()
     return {
@@ -710,6 +711,17 @@ def approve_consent_from_job(job: Job) -> dict[str, Any]:
     consent.state, consent.signature, consent.approved_at = APPROVED, job.payload["signature"], now
     db.session.flush()
     return {"agent": target.did, "owner": consent.owner_did, "consent": consent.id}
+
+
+# -- housekeeping ------------------------------------------------------------------------------
+
+
+def purge_expired() -> int:
+    """Delete expired sign-in challenges and sessions; returns how many rows went. Flushes only."""
+    now = utcnow()
+    removed = db.session.execute(delete(AuthChallenge).where(AuthChallenge.expires_at < now)).rowcount
+    removed += db.session.execute(delete(AgentSession).where(AgentSession.expires_at < now)).rowcount
+    return removed
 
 
 # -- DID resolution ----------------------------------------------------------------------------

@@ -389,6 +389,11 @@ class TesseraClient:
         body = _problem_of(response)
         if response.status_code == 410 and full and body:
             return body
+        if response.status_code == 410:
+            raise ApiError(
+                410,
+                {"code": "did_deactivated", "title": "DID deactivated", "detail": f"{did} was deregistered"},
+            )
         if response.status_code >= 400:
             error = (body.get("didResolutionMetadata") or {}).get("error") or {}
             problem = error if isinstance(error, dict) else {"title": str(error)}

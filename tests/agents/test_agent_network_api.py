@@ -205,3 +205,30 @@ def test_library_signs_in_again_when_its_session_is_gone(app, agent_client):
         db.session.execute(delete(AgentSession))
     assert agent_client.whoami()["did"] == agent_client.did
     assert agent_client._session_token != old_token
+
+
+def test_expired_challenges_and_sessions_are_purged(app, live_server, agent_client):
+    from datetime import timedelta
+
+    from sqlalchemy import func, select, update
+
+    from app.agents.models import AgentSession, AuthChallenge
+    from app.db import transaction, utcnow
+    from app.extensions import db
+    from worker.agents import purge_expired
+
+    key = ethereum.generate_private_key()
+    with live_server.http() as http:
+        _challenge(http, ethereum.address_from_private_key(key))
+    past = utcnow() - timedelta(seconds=1)
+    with app.app_context(), transaction():
+        db.session.execute(update(AuthChallenge).values(expires_at=past))
+        db.session.execute(update(AgentSession).values(expires_at=past))
+    assert purge_expired() >= 2
+    with app.app_context():
+        left = db.session.scalar(select(func.count()).select_from(AuthChallenge)) + db.session.scalar(
+            select(func.count()).select_from(AgentSession)
+        )
+        db.session.rollback()
+    assert left == 0
+    assert agent_client.whoami()["did"] == agent_client.did
