@@ -41,10 +41,9 @@ def parse_date_time(text: str) -> datetime:
     if not _DATE_TIME_RE.match(text):
         raise InvalidSiweMessage(f"{text!r} is not an RFC 3339 date-time")
     try:
-        parsed = datetime.fromisoformat(text.upper().replace("Z", "+00:00"))
-    except ValueError as exc:
+        return datetime.fromisoformat(text.upper().replace("Z", "+00:00")).astimezone(UTC)
+    except (ValueError, OverflowError) as exc:
         raise InvalidSiweMessage(f"{text!r} is not a valid date-time") from exc
-    return parsed.astimezone(UTC)
 
 
 def format_date_time(moment: datetime) -> str:

@@ -97,6 +97,8 @@ def _replace_line(text: str, prefix: str, new_line: str | None) -> str:
         lambda t: _replace_line(t, "Chain ID: ", "Chain ID: one"),
         lambda t: _replace_line(t, "Issued At: ", "Issued At: 2026-11-21 12:00:00"),
         lambda t: _replace_line(t, "Issued At: ", None),
+        lambda t: _replace_line(t, "Issued At: ", "Issued At: 2026-13-01T00:00:00Z"),
+        lambda t: _replace_line(t, "Issued At: ", "Issued At: 9999-12-31T23:59:59-23:59"),
         lambda t: _replace_line(t, "URI: ", "URI: not a uri"),
         lambda t: _replace_line(t, "Expiration Time: ", "Expiration Time: tomorrow"),
         lambda t: t.replace("Version: 1\nChain ID: 31337", "Chain ID: 31337\nVersion: 1"),
