@@ -28,7 +28,11 @@ _CLIENT_ID = re.compile(r"^[0-9]{1,10}$")
 
 @dataclass(frozen=True)
 class Caller:
-    """Who is calling (the token's client) and where in its tree the request acts."""
+    """Who is calling (the token's client) and where in its tree the request acts.
+
+    `path` and `acting_path` are materialised paths ("/1/5/") used for subtree filters;
+    `is_master` describes the token's own client, whatever node the request acts in.
+    """
 
     client_id: int
     token_id: int

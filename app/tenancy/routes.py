@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import re
 
+from flask import url_for
 from flask.views import MethodView
 from flask_smorest import Blueprint
 
@@ -25,6 +26,7 @@ from app.tenancy.schemas import (
 )
 
 MAX_ID = 2**31 - 1
+LOCATION_HEADER = {"Location": {"description": "URL of the created resource.", "schema": {"type": "string"}}}
 _DIGITS = re.compile(r"^[0-9]{1,10}$")
 
 blp = Blueprint(
@@ -67,7 +69,7 @@ class SubClients(MethodView):
     @api_token_required(subclient=True)
     @idempotent
     @blp.arguments(SubClientCreateIn)
-    @blp.response(201, SubClientEnvelope)
+    @blp.response(201, SubClientEnvelope, headers=LOCATION_HEADER)
     @problem_doc(400, 404, 409, 413, 415, 422)
     def post(self, fields: dict):
         """Create a sub-client as a child of the acting node.
@@ -75,7 +77,8 @@ class SubClients(MethodView):
         `name` is required. `(subdomain, domain)` must be unused (409). The new client has no
         client secret until one is created with `POST /v1/sub_client/{subclient_id}/client_secret`.
         """
-        return {"data": service.create_sub_client(current_caller(), fields)}
+        created = service.create_sub_client(current_caller(), fields)
+        return {"data": created}, 201, {"Location": url_for("sub_clients.SubClientById", subclient_id=created.id)}
 
     @api_token_required(subclient=True)
     @blp.arguments(PageArgs, location="query")

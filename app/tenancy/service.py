@@ -8,6 +8,7 @@ flush but never commit: the request, task or CLI command that called them owns t
 from __future__ import annotations
 
 import math
+import os
 import uuid
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -71,6 +72,14 @@ def paginate(statement: Select, page: int, per_page: int) -> Page:
     total = db.session.scalar(select(func.count()).select_from(statement.order_by(None).subquery())) or 0
     items = db.session.execute(statement.limit(per_page).offset((page - 1) * per_page)).scalars().all()
     return Page(data=items, per_page=per_page, current_page=page, total_pages=math.ceil(total / per_page))
+
+
+def _setting(name: str, default: Any) -> Any:
+    """A setting from the app config, else the environment, else `default`."""
+    value = current_app.config.get(name)
+    if value is None or value == "":
+        value = os.environ.get(name) or default
+    return value
 
 
 # --- clients -------------------------------------------------------------------------------------
@@ -226,7 +235,7 @@ def from_email_address(client: Client) -> str:
     """The sender address of the client's e-mail: `no-reply@<subdomain>.<domain>` or the default."""
     if client.subdomain and client.domain:
         return f"no-reply@{client.subdomain}.{client.domain}"
-    configured = current_app.config.get("MAIL_DEFAULT_FROM")
+    configured = _setting("MAIL_DEFAULT_FROM", None)
     if configured:
         return configured
     host = urlsplit(current_app.config["BASE_URL"]).hostname or "localhost"
@@ -292,7 +301,7 @@ def rotate_client_secret(caller: Caller, client_id: int) -> IssuedClientSecret:
     """
     client = require_sub_client(caller, client_id)
     secret = random_token(32)
-    grace = float(current_app.config.get("CLIENT_SECRET_GRACE_SECONDS", DEFAULT_CLIENT_SECRET_GRACE_SECONDS))
+    grace = float(_setting("CLIENT_SECRET_GRACE_SECONDS", DEFAULT_CLIENT_SECRET_GRACE_SECONDS))
     if client.secret_hash and grace > 0:
         client.previous_secret_hash = client.secret_hash
         client.previous_secret_expires_at = utcnow() + timedelta(seconds=grace)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import secrets
 
 from flask import current_app
@@ -20,8 +21,8 @@ DID_CORE_CONTEXT = "https://www.w3.org/ns/did/v1"
 
 
 def did_method() -> str:
-    """The DID method of this network (`DID_METHOD`, default `tessera`)."""
-    return current_app.config.get("DID_METHOD") or "tessera"
+    """The DID method of this network: `DID_METHOD` from the app config, else the environment, else `tessera`."""
+    return current_app.config.get("DID_METHOD") or os.environ.get("DID_METHOD") or "tessera"
 
 
 def new_user_did() -> str:

@@ -30,3 +30,12 @@ def test_keys_are_per_client(client, app, master, other_master):
     theirs = client.post("/v1/sub_client", json={"name": "Mine"}, headers={**other_master.headers, **key}).get_json()
     assert mine["data"]["client_id"] != theirs["data"]["client_id"]
     assert theirs["data"]["parent_client_id"] == other_master.client_id
+
+
+def test_created_resources_have_a_location(client, master):
+    created = client.post("/v1/sub_client", json={"name": "Located"}, headers=master.headers)
+    location = created.headers["Location"]
+    assert location.endswith(f"/v1/sub_client/{created.get_json()['data']['client_id']}")
+    assert client.get(location, headers=master.headers).get_json() == created.get_json()
+    user = client.post("/v1/user/create", json={"profile": {"email_address": "loc@ex.org"}}, headers=master.headers)
+    assert client.get(user.headers["Location"], headers=master.headers).get_json() == user.get_json()
