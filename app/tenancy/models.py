@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from datetime import datetime
 
-from sqlalchemy import Boolean, DateTime, Float, ForeignKey, Integer, String, UniqueConstraint
+from sqlalchemy import Boolean, DateTime, Float, ForeignKey, Index, Integer, String, UniqueConstraint
 from sqlalchemy.orm import Mapped, mapped_column
 
 from app.db import Base, JSONType, utcnow
@@ -14,7 +14,11 @@ class Client(Base):
     """An organisation using the service: a master client (root) or a sub-client (node)."""
 
     __tablename__ = "clients"
-    __table_args__ = (UniqueConstraint("subdomain", "domain", name="uq_clients_subdomain_domain"),)
+    __table_args__ = (
+        UniqueConstraint("subdomain", "domain", name="uq_clients_subdomain_domain"),
+        # Subtree filters are `path LIKE '/1/5/%'`; PostgreSQL needs pattern ops to use an index for it.
+        Index("ix_clients_path_pattern", "path", postgresql_ops={"path": "varchar_pattern_ops"}),
+    )
 
     id: Mapped[int] = mapped_column(Integer, primary_key=True)
     parent_id: Mapped[int | None] = mapped_column(ForeignKey("clients.id"), nullable=True, index=True)
