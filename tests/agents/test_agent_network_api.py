@@ -232,3 +232,16 @@ def test_expired_challenges_and_sessions_are_purged(app, live_server, agent_clie
         db.session.rollback()
     assert left == 0
     assert agent_client.whoami()["did"] == agent_client.did
+
+
+def test_user_dids_resolve_in_the_network_method(client, master):
+    created = client.post(
+        "/v1/user/create",
+        json={"profile": {"email_address": f"{uuid.uuid4().hex}@example.com"}},
+        headers=master.headers,
+    )
+    assert created.status_code == 201, created.get_data(as_text=True)
+    did = created.get_json()["data"]["did"]
+    resolved = client.get(f"/api/did/{did}")
+    assert resolved.status_code == 200
+    assert resolved.get_json()["id"] == did
