@@ -144,10 +144,7 @@ def _account_for_address(address: str, *, create: bool) -> AgentAccount | None:
 
 def issue_challenge(address: str) -> AuthChallenge:
     """Store and return an EIP-4361 challenge for ``address`` (any case; normalised to EIP-55)."""
-    try:
-        checksummed = ethereum.parse_address(address)
-    except ethereum.InvalidAddress as exc:
-        raise ValidationFailed(errors={"address": [str(exc)]}) from exc
+    checksummed = _checked_address(address)
     now = utcnow().replace(microsecond=0)
     parsed = urlparse(network_url())
     message = SiweMessage(
@@ -274,6 +271,35 @@ def claim_key(kind: str = AGENT) -> tuple[str, AgentAccount]:
     db.session.flush()
     _add_entry(account, int(setting("AGENT_CLAIM_CREDITS", 1000)), "testnet-claim")
     return private_key, account
+
+
+def grant_credits(address: str, amount: int, reason: str = "operator-grant") -> AgentAccount:
+    """Credit an account (created for the address if new); for operators. Raises ``ValidationFailed``."""
+    if amount <= 0:
+        raise ValidationFailed(errors={"amount": ["Must be a positive number of credits."]})
+    account = _account_for_address(_checked_address(address), create=True)
+    assert account is not None
+    _lock_account(account.id)
+    _add_entry(account, amount, reason)
+    return account
+
+
+def set_account_kind(address: str, kind: str) -> AgentAccount:
+    """Make an account an agent or an organisation (created for the address if new); for operators."""
+    if kind not in (AGENT, ORGANISATION):
+        raise ValidationFailed(errors={"kind": ["Must be agent or organisation."]})
+    account = _account_for_address(_checked_address(address), create=True)
+    assert account is not None
+    account.kind = kind
+    db.session.flush()
+    return account
+
+
+def _checked_address(address: str) -> str:
+    try:
+        return ethereum.parse_address(address)
+    except ethereum.InvalidAddress as exc:
+        raise ValidationFailed(errors={"address": [str(exc)]}) from exc
 
 
 def _add_entry(
