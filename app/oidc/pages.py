@@ -12,6 +12,7 @@ import hmac
 from urllib.parse import urlsplit
 
 from flask import Blueprint, Response, current_app, redirect, render_template, request, url_for
+from flask_limiter.errors import RateLimitExceeded
 
 from app.extensions import limiter
 from app.http import accepts
@@ -141,8 +142,22 @@ def _error_page(error: AuthorizationPageError) -> Response:
     return _page("error.html", error.status, browser_token=browser_token, new_browser=new, message=error.message)
 
 
+@blp.errorhandler(RateLimitExceeded)
+def _rate_limited_page(error: RateLimitExceeded) -> Response:
+    browser_token, new = _browser_token()
+    response = _page("error.html", 429, browser_token=browser_token, new_browser=new,
+                     message="Too many sign-in attempts from your network. Wait a minute and try again.")
+    response.headers["Retry-After"] = error.get_response().headers.get("Retry-After", "60")
+    return response
+
+
 def _login_rate_limit() -> str:
     return current_app.config["OIDC_LOGIN_RATE_LIMIT"]
+
+
+def _login_rate_key() -> str:
+    """Sign-in attempts are limited per network address (per issuer, so deployments may share Redis)."""
+    return f"oidc-login:{current_app.config['OIDC_ISSUER']}:{request.remote_addr or 'unknown'}"
 
 
 def _step_page(handle: str, outcome: Outcome, browser_token: str, *, code: int = 303) -> Response:
@@ -208,7 +223,7 @@ def login():
 
 
 @blp.route("/v1/openidc/login", methods=["POST"])
-@limiter.limit(_login_rate_limit)
+@limiter.limit(_login_rate_limit, key_func=_login_rate_key)
 @accepts(FORM)
 def send_code():
     """Mail a one-time code to the address (if it has an account) and ask for the code."""
@@ -224,7 +239,7 @@ def send_code():
 
 
 @blp.route("/v1/openidc/login/code", methods=["POST"])
-@limiter.limit(_login_rate_limit)
+@limiter.limit(_login_rate_limit, key_func=_login_rate_key)
 @accepts(FORM)
 def check_code():
     """Check the one-time code; on success sign the browser in and continue the authorization."""

@@ -76,6 +76,15 @@ def callback_server():
     server.shutdown()
 
 
+@pytest.fixture(autouse=True)
+def generous_login_rate_limit(app):
+    """Every test signs in from 127.0.0.1; the limit itself is tested on its own."""
+    previous = app.config["OIDC_LOGIN_RATE_LIMIT"]
+    app.config["OIDC_LOGIN_RATE_LIMIT"] = "100000 per minute"
+    yield
+    app.config["OIDC_LOGIN_RATE_LIMIT"] = previous
+
+
 @pytest.fixture
 def tenant(app, client):
     return make_tenant(app, client)

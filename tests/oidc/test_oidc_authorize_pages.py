@@ -432,3 +432,24 @@ def test_smtp_backend_sends_from_a_job_with_the_code_sealed(app, client, tenant)
     finally:
         app.config.update(previous)
         smtp.shutdown()
+
+
+def test_sign_in_attempts_are_rate_limited(app, client, live_server):
+    import requests
+
+    tenant = make_tenant(app, client)
+    browser = requests.Session()
+    response = browser.get(live_server.url + authorize_query(tenant), allow_redirects=False, timeout=10)
+    page = browser.get(live_server.url + path_of(response.headers["Location"]), timeout=10)
+    fields = form_fields(page.text)
+    previous = live_server.app.config["OIDC_LOGIN_RATE_LIMIT"]
+    live_server.app.config["OIDC_LOGIN_RATE_LIMIT"] = "2 per minute"
+    try:
+        responses = [browser.post(live_server.url + "/v1/openidc/login", data={**fields, "email": tenant.email},
+                                  timeout=10) for _ in range(3)]
+    finally:
+        live_server.app.config["OIDC_LOGIN_RATE_LIMIT"] = previous
+    assert [response.status_code for response in responses] == [200, 200, 429]
+    limited = responses[-1]
+    assert limited.headers["Content-Type"].startswith("text/html") and int(limited.headers["Retry-After"]) > 0
+    assert "Too many sign-in attempts" in limited.text
