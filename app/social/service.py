@@ -8,6 +8,7 @@ job per link at a time (`request_fetch`).
 from __future__ import annotations
 
 import random
+import re
 import time
 import uuid
 from collections.abc import Callable, Mapping
@@ -145,6 +146,10 @@ def complete_link(platform: str, params: Mapping[str, str]) -> str:
     require_platform(platform)
     config = settings()
     attempt = _consume_attempt(platform, params.get("state", ""))
+    refusal = params.get("error")
+    if refusal:  # the user declined consent, or the platform refused the request
+        code = refusal if re.fullmatch(r"[a-z_]{1,40}", refusal) else "authorization_failed"
+        return _with_query(attempt.return_to, status="error", platform=platform, error=code)
     try:
         if platform == "platform_a":
             account_id, account_name, tokens = _verify_openid(config, attempt, params)
@@ -206,8 +211,8 @@ def _exchange_code(
     config: SocialSettings, platform: str, params: Mapping[str, str]
 ) -> tuple[str, str | None, TokenSet | None]:
     code = params.get("code")
-    if params.get("error") or not code:
-        raise LinkBroken(f"{platform}: authorization {params.get('error') or 'without a code'}")
+    if not code:
+        raise LinkBroken(f"{platform}: callback without an authorization code")
     tokens = _oauth_app(config, platform).exchange_code(code=code, redirect_uri=config.callback_url(platform))
     if platform == "platform_b":
         with ChatConnector(api_base=config.b_api_base, timeout=config.http_timeout) as chat:

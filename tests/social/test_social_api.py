@@ -239,7 +239,7 @@ def test_denied_oauth_consent_returns_an_error_to_the_tenant(app, client, master
     user_id = create_user(client, master)
     outcome = follow_callback(client, visit_platform(start_link(client, master, user_id, "platform_c")))
     assert outcome["status"] == "error"
-    assert outcome["error"] == "link_broken"
+    assert outcome["error"] == "access_denied"
     assert platforms.streaming.calls["oauth2.token"] == 0
 
 
@@ -528,6 +528,7 @@ def test_background_refresh_fetches_stale_links(app, client, master, platforms: 
     age_links(app, user_id, seconds=10**6)  # older than anything other tests leave behind
     platforms.game_store.reset_calls()
 
+    assert app.extensions["celery"].conf.beat_schedule["social-refresh"]["task"] == "social.refresh_stale"
     refresh_stale.apply()
     wait_for_fetches(app, user_id)
     (after,) = links_of(app, user_id)

@@ -145,3 +145,14 @@ def test_redis_window_expires(redis_url: str) -> None:
     assert 0 < budget.acquire("platform_c") <= 0.3
     time.sleep(0.35)
     assert budget.acquire("platform_c") == 0.0
+
+
+def test_budget_setting_is_parsed() -> None:
+    from app.social.settings import DEFAULT_BUDGETS, parse_budgets
+
+    assert parse_budgets("platform_a=100000/86400, 10/1; platform_c=800/60") == {
+        "platform_a": [Rate(100000, 86400.0), Rate(10, 1.0)],
+        "platform_c": [Rate(800, 60.0)],
+    }
+    assert set(parse_budgets(DEFAULT_BUDGETS)) == {"platform_a", "platform_b", "platform_c"}
+    assert parse_budgets("") == {}

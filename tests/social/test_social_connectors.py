@@ -343,3 +343,25 @@ def test_streaming_quota_is_enforced_by_the_fake(streaming: FakeStreaming) -> No
             connector.fetch_current_user(token)
     assert raised.value.retry_after > 50
     assert streaming.quota_refusals == 1
+
+
+# --- retry delays --------------------------------------------------------------------------------
+
+
+def test_retry_delay_prefers_the_platform_hint_with_a_little_jitter() -> None:
+    from app.social.connectors import retry_delay
+
+    hinted = RateLimited("x", retry_after=10.0)
+    assert retry_delay(hinted, 1, rng=lambda: 0.0) == 10.0
+    assert retry_delay(hinted, 1, rng=lambda: 1.0) == pytest.approx(11.0)
+    assert retry_delay(RateLimited("x", retry_after=5000.0), 1, cap=900) == 900
+
+
+def test_retry_delay_without_hint_backs_off_exponentially_with_full_jitter() -> None:
+    from app.social.connectors import retry_delay
+
+    silent = RateLimited("x")
+    assert [retry_delay(silent, attempt, rng=lambda: 1.0) for attempt in (1, 2, 3, 4)] == [2.0, 4.0, 8.0, 16.0]
+    assert retry_delay(silent, 30, rng=lambda: 1.0) == 900.0
+    assert retry_delay(PlatformUnavailable("down"), 3, rng=lambda: 0.5) == 4.0
+    assert retry_delay(silent, 1, rng=lambda: 0.0) == 0.1
