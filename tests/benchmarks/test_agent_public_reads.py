@@ -229,6 +229,11 @@ def test_public_reads_gunicorn_vs_nginx(app, real_worker):
     nginx = _ensure_nginx()
     workdir = Path(tempfile.mkdtemp(prefix="tessera-bench-"))
     env = {**os.environ, "RATELIMIT_ENABLED": "0", "LOG_LEVEL": "WARNING"}
+    # On PostgreSQL + Redis the test process reaches them through fault-injection proxies; the
+    # server under test connects directly, as a deployment would.
+    for name in ("DATABASE_URL", "REDIS_URL"):
+        if os.environ.get(f"DIRECT_{name}"):
+            env[name] = os.environ[f"DIRECT_{name}"]
     gunicorn_port, nginx_port = _free_port(), _free_port()
     gunicorn = _start_gunicorn(gunicorn_port, env)
     nginx_process = None
