@@ -6,72 +6,14 @@ from typing import Any
 
 import marshmallow as ma
 
-from app.db import isoformat, utcnow
+from app.db import utcnow
 from app.tenancy import service, validation
+from app.tenancy.fields import DnsLabel, HostName, PlainText, RedirectUri, UtcTimestamp
 from app.users.schemas import PROFILE_FIELDS
 
 MAX_REDIRECT_URIS = 20
 MAX_ID_TOKEN_CLAIMS = 20
 MAX_PAGE = 2**31 - 1
-
-
-class UtcTimestamp(ma.fields.Field):
-    """A datetime written as ISO 8601 UTC with `Z` (output only)."""
-
-    def __init__(self, **kwargs: Any) -> None:
-        metadata = {"type": "string", "format": "date-time"}
-        metadata.update(kwargs.pop("metadata", {}))
-        super().__init__(dump_only=True, metadata=metadata, **kwargs)
-
-    def _serialize(self, value: Any, attr: str | None, obj: Any, **kwargs: Any) -> str | None:
-        return isoformat(value)
-
-
-class HostName(ma.fields.String):
-    """A DNS host name (at least two labels), stored lower case in A-label form."""
-
-    def __init__(self, **kwargs: Any) -> None:
-        metadata = {"format": "hostname", "maxLength": 253, "example": "example.org"}
-        metadata.update(kwargs.pop("metadata", {}))
-        super().__init__(metadata=metadata, **kwargs)
-
-    def _deserialize(self, value: Any, attr: str | None, data: Any, **kwargs: Any) -> str:
-        canonical = validation.canonical_host_name(super()._deserialize(value, attr, data, **kwargs))
-        if canonical is None:
-            raise ma.ValidationError("Must be a DNS host name such as example.org.")
-        return canonical
-
-
-class DnsLabel(ma.fields.String):
-    """One DNS label, stored lower case."""
-
-    def __init__(self, **kwargs: Any) -> None:
-        metadata = {"pattern": "^(?!-)[A-Za-z0-9-]{1,63}(?<!-)$", "minLength": 1, "maxLength": 63}
-        metadata.update(kwargs.pop("metadata", {}))
-        super().__init__(metadata=metadata, **kwargs)
-
-    def _deserialize(self, value: Any, attr: str | None, data: Any, **kwargs: Any) -> str:
-        canonical = validation.canonical_dns_label(super()._deserialize(value, attr, data, **kwargs))
-        if canonical is None:
-            raise ma.ValidationError("Must be one DNS label: 1 to 63 letters, digits or inner hyphens.")
-        return canonical
-
-
-class RedirectUri(ma.fields.String):
-    def __init__(self, **kwargs: Any) -> None:
-        metadata = {
-            "format": "uri",
-            "maxLength": validation.MAX_REDIRECT_URI_LENGTH,
-            "description": "Absolute https URI, or http to a loopback address; no fragment.",
-        }
-        super().__init__(metadata=metadata, **kwargs)
-
-    def _deserialize(self, value: Any, attr: str | None, data: Any, **kwargs: Any) -> str:
-        uri = super()._deserialize(value, attr, data, **kwargs)
-        problem = validation.redirect_uri_problem(uri)
-        if problem:
-            raise ma.ValidationError(problem)
-        return uri
 
 
 def _unique_uris(uris: list[str]) -> None:
@@ -85,8 +27,8 @@ def _valid_claim_names(claims: dict[str, str]) -> None:
         raise ma.ValidationError(problems)
 
 
-def _text(max_length: int, description: str, **kwargs: Any) -> ma.fields.String:
-    return ma.fields.String(
+def _text(max_length: int, description: str, **kwargs: Any) -> PlainText:
+    return PlainText(
         validate=ma.validate.Length(min=1, max=max_length), metadata={"description": description}, **kwargs
     )
 
@@ -213,7 +155,7 @@ def _in_future(value: Any) -> None:
 
 
 class ApiTokenIn(ma.Schema):
-    name = ma.fields.String(
+    name = PlainText(
         load_default="", validate=ma.validate.Length(max=100), metadata={"description": "A label for your records."}
     )
     expires_at = ma.fields.AwareDateTime(

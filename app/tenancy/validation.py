@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import ipaddress
 import re
+import unicodedata
 import zoneinfo
 from functools import lru_cache
 from urllib.parse import urlsplit
@@ -24,6 +25,14 @@ RESERVED_CLAIMS = frozenset(
     }
 )  # fmt: skip
 MAX_REDIRECT_URI_LENGTH = 2048
+
+
+def has_unstorable_characters(value: str) -> bool:
+    """Whether `value` holds control characters (NUL included) or lone surrogates.
+
+    Neither belongs in a name or an address, and PostgreSQL cannot store NUL or lone surrogates.
+    """
+    return any(unicodedata.category(ch) in {"Cc", "Cs"} for ch in value)
 
 
 @lru_cache(maxsize=1)
@@ -82,8 +91,8 @@ def redirect_uri_problem(uri: str) -> str | None:
     """
     if len(uri) > MAX_REDIRECT_URI_LENGTH:
         return f"Must be at most {MAX_REDIRECT_URI_LENGTH} characters."
-    if not uri.isascii() or any(ch.isspace() for ch in uri):
-        return "Must be an ASCII URI without spaces."
+    if not uri.isascii() or any(ch.isspace() for ch in uri) or has_unstorable_characters(uri):
+        return "Must be an ASCII URI without spaces or control characters."
     try:
         parts = urlsplit(uri)
         host = parts.hostname

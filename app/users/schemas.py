@@ -9,6 +9,7 @@ from typing import Any
 import marshmallow as ma
 
 from app.db import isoformat
+from app.tenancy.fields import PlainText
 from app.users import formats
 
 _DATE = re.compile(r"^[0-9]{4}-[0-9]{2}-[0-9]{2}$")
@@ -77,8 +78,8 @@ class PastDate(ma.fields.String):
         return text
 
 
-def _name(description: str, max_length: int = 100) -> ma.fields.String:
-    return ma.fields.String(validate=ma.validate.Length(min=1, max=max_length), metadata={"description": description})
+def _name(description: str, max_length: int = 100) -> PlainText:
+    return PlainText(validate=ma.validate.Length(min=1, max=max_length), metadata={"description": description})
 
 
 class ProfileSchema(ma.Schema):

@@ -104,3 +104,35 @@ def test_unknown_methods_and_paths_are_problems(client, master):
 def test_huge_header_values_are_refused_cleanly(client, master):
     _problem_4xx(client.get("/v1/sub_client", headers={"x-api-token": "t" * 100_000}))
     _problem_4xx(client.get("/v1/sub_client", headers={**master.headers, "x-api-subclient-id": "9" * 10_000}))
+
+
+UNSTORABLE = ["a\u0000b", "\ud800", "line\nbreak", "tab\there", "\u007f"]
+SUB_CLIENT_STRINGS = ["name", "address_1", "address_2", "country", "province", "city", "timezone", "domain",
+                      "subdomain"]  # fmt: skip
+
+
+@pytest.mark.parametrize("value", UNSTORABLE, ids=["nul", "surrogate", "newline", "tab", "del"])
+def test_control_characters_and_lone_surrogates_are_422_everywhere(client, app, master, value):
+    """PostgreSQL cannot store NUL or lone surrogates; every string member refuses them up front."""
+    sub = create_sub_client(client, master.headers)
+    before = count_clients(app, master.client_id)
+    for field in SUB_CLIENT_STRINGS:
+        response = client.post("/v1/sub_client", json={"name": "x", field: value}, headers=master.headers)
+        assert response.status_code == 422 and field in response.get_json()["errors"], (field, response.get_json())
+        response = client.put(f"/v1/sub_client/{sub['client_id']}", json={field: value}, headers=master.headers)
+        assert response.status_code == 422 and field in response.get_json()["errors"], (field, response.get_json())
+    for member in ({"redirect_uris": [f"https://a.example/{value}"]}, {"id_token_claims": {value: "user_name"}},
+                   {"id_token_claims": {"claim": value}}):  # fmt: skip
+        response = client.post("/v1/sub_client", json={"name": "x", **member}, headers=master.headers)
+        assert response.status_code == 422, (member, response.get_json())
+    assert client.post("/v1/api_tokens", json={"name": value}, headers=master.headers).status_code == 422
+    assert count_clients(app, master.client_id) == before
+    from app.users.schemas import ProfileSchema
+
+    for field in ProfileSchema._declared_fields:
+        sample = [value] if field == "language_others" else value
+        profile = {"email_address": "cc@example.org", field: sample}
+        if field == "email_address":
+            profile = {"email_address": f"c{value}c@example.org"}
+        response = client.post("/v1/user/create", json={"profile": profile}, headers=master.headers)
+        assert response.status_code == 422, (field, response.get_json())

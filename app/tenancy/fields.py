@@ -1,0 +1,79 @@
+"""Marshmallow fields shared by the tenancy and users schemas (no Flask import)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import marshmallow as ma
+
+from app.db import isoformat
+from app.tenancy import validation
+
+
+class PlainText(ma.fields.String):
+    """A string without control characters or lone surrogates (422 otherwise)."""
+
+    def _deserialize(self, value: Any, attr: str | None, data: Any, **kwargs: Any) -> str:
+        text = super()._deserialize(value, attr, data, **kwargs)
+        if validation.has_unstorable_characters(text):
+            raise ma.ValidationError("Must not contain control characters.")
+        return text
+
+
+class UtcTimestamp(ma.fields.Field):
+    """A datetime written as ISO 8601 UTC with `Z` (output only)."""
+
+    def __init__(self, **kwargs: Any) -> None:
+        metadata = {"type": "string", "format": "date-time"}
+        metadata.update(kwargs.pop("metadata", {}))
+        super().__init__(dump_only=True, metadata=metadata, **kwargs)
+
+    def _serialize(self, value: Any, attr: str | None, obj: Any, **kwargs: Any) -> str | None:
+        return isoformat(value)
+
+
+class HostName(ma.fields.String):
+    """A DNS host name (at least two labels), stored lower case in A-label form."""
+
+    def __init__(self, **kwargs: Any) -> None:
+        metadata = {"format": "hostname", "maxLength": 253, "example": "example.org"}
+        metadata.update(kwargs.pop("metadata", {}))
+        super().__init__(metadata=metadata, **kwargs)
+
+    def _deserialize(self, value: Any, attr: str | None, data: Any, **kwargs: Any) -> str:
+        canonical = validation.canonical_host_name(super()._deserialize(value, attr, data, **kwargs))
+        if canonical is None:
+            raise ma.ValidationError("Must be a DNS host name such as example.org.")
+        return canonical
+
+
+class DnsLabel(ma.fields.String):
+    """One DNS label, stored lower case."""
+
+    def __init__(self, **kwargs: Any) -> None:
+        metadata = {"pattern": "^(?!-)[A-Za-z0-9-]{1,63}(?<!-)$", "minLength": 1, "maxLength": 63}
+        metadata.update(kwargs.pop("metadata", {}))
+        super().__init__(metadata=metadata, **kwargs)
+
+    def _deserialize(self, value: Any, attr: str | None, data: Any, **kwargs: Any) -> str:
+        canonical = validation.canonical_dns_label(super()._deserialize(value, attr, data, **kwargs))
+        if canonical is None:
+            raise ma.ValidationError("Must be one DNS label: 1 to 63 letters, digits or inner hyphens.")
+        return canonical
+
+
+class RedirectUri(ma.fields.String):
+    def __init__(self, **kwargs: Any) -> None:
+        metadata = {
+            "format": "uri",
+            "maxLength": validation.MAX_REDIRECT_URI_LENGTH,
+            "description": "Absolute https URI, or http to a loopback address; no fragment.",
+        }
+        super().__init__(metadata=metadata, **kwargs)
+
+    def _deserialize(self, value: Any, attr: str | None, data: Any, **kwargs: Any) -> str:
+        uri = super()._deserialize(value, attr, data, **kwargs)
+        problem = validation.redirect_uri_problem(uri)
+        if problem:
+            raise ma.ValidationError(problem)
+        return uri
