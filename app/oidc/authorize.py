@@ -91,13 +91,24 @@ def validate_redirect_target(raw: Mapping[str, str]) -> tuple[Client, str]:
     return client, redirect_uri
 
 
-def validate_authorization_request(raw: Mapping[str, str]) -> AuthorizationParams:
-    """Check every parameter; redirect-safe errors raise AuthorizationRedirectError (RFC 6749 §4.1.2.1)."""
+def validate_authorization_request(
+    raw: Mapping[str, str], repeated: frozenset[str] = frozenset()
+) -> AuthorizationParams:
+    """Check every parameter; redirect-safe errors raise AuthorizationRedirectError (RFC 6749 §4.1.2.1).
+
+    `repeated` names parameters sent more than once, which RFC 6749 §3.1 forbids.
+    """
+    if repeated & {"client_id", "redirect_uri"}:
+        raise AuthorizationPageError("The application sent an ambiguous request, so we stopped here.")
     client, redirect_uri = validate_redirect_target(raw)
+    if repeated:
+        raise AuthorizationRedirectError("invalid_request", f"Repeated parameter: {sorted(repeated)[0]}.")
     if raw.get("request"):
         raise AuthorizationRedirectError("request_not_supported", "Request objects are not supported.")
     if raw.get("request_uri"):
         raise AuthorizationRedirectError("request_uri_not_supported", "request_uri is not supported.")
+    if not raw.get("response_type"):
+        raise AuthorizationRedirectError("invalid_request", "response_type is required.")
     if raw.get("response_type") != "code":
         raise AuthorizationRedirectError("unsupported_response_type", "Only response_type=code is supported.")
     if raw.get("response_mode") not in (None, "", "query"):

@@ -176,8 +176,9 @@ def authorization():
         return _redirect(url_for("oidc_pages.authorization", **request.form.to_dict()), code=303)
     browser_token, new_browser = _browser_token()
     values = request.args.to_dict()
+    repeated = frozenset(name for name, given in request.args.lists() if len(given) > 1)
     try:
-        params = authorize.validate_authorization_request(values)
+        params = authorize.validate_authorization_request(values, repeated)
     except AuthorizationRedirectError as error:
         client, redirect_uri = authorize.validate_redirect_target(values)
         target = authorize.redirect_uri_with(redirect_uri, {

@@ -69,6 +69,7 @@ def test_unregistered_redirect_uri_is_an_error_page_never_a_redirect(client, ten
     ({"prompt": "none login"}, "invalid_request"),
     ({"max_age": "soon"}, "invalid_request"),
     ({"request": "eyJ..."}, "request_not_supported"),
+    ({"response_type": ""}, "invalid_request"),
 ])
 def test_invalid_requests_redirect_with_the_error_and_state(app, client, tenant, params, error):
     response = client.get(authorize_query(tenant, state="s-1", **params))
@@ -77,6 +78,13 @@ def test_invalid_requests_redirect_with_the_error_and_state(app, client, tenant,
     assert location.startswith(REDIRECT_URI)
     query = query_of(location)
     assert query["error"] == error and query["state"] == "s-1" and query["iss"] == app.config["OIDC_ISSUER"]
+
+
+def test_repeated_parameters_are_refused(client, tenant):
+    repeated_scope = client.get(authorize_query(tenant) + "&scope=openid")
+    assert query_of(repeated_scope.headers["Location"])["error"] == "invalid_request"
+    repeated_client = client.get(authorize_query(tenant) + f"&client_id={tenant.client_id}")
+    assert repeated_client.status_code == 400 and "Location" not in repeated_client.headers
 
 
 def test_pages_are_branded_and_secured(client, tenant):
