@@ -25,6 +25,11 @@ def create_app(config: dict | None = None) -> Flask:
     if config:
         app.config.update(config)
     configure_logging(app.config["LOG_LEVEL"])
+    if app.config["TRUSTED_PROXIES"]:
+        from werkzeug.middleware.proxy_fix import ProxyFix
+
+        hops = app.config["TRUSTED_PROXIES"]
+        app.wsgi_app = ProxyFix(app.wsgi_app, x_for=hops, x_proto=hops, x_host=hops)
     INSTANCE_DIR.mkdir(parents=True, exist_ok=True)
 
     _import_models()

@@ -81,6 +81,9 @@ class Config:
         self.RATELIMIT_ENABLED = _env_bool("RATELIMIT_ENABLED", True)
 
         self.MAX_CONTENT_LENGTH = 1024 * 1024
+        # Number of reverse proxies in front of the service whose X-Forwarded-* headers are trusted
+        # (client addresses for rate limits, scheme and host for generated URLs).
+        self.TRUSTED_PROXIES = _env_int("TRUSTED_PROXIES", 0)
         self.BASE_URL = os.environ.get("BASE_URL", "http://127.0.0.1:5000").rstrip("/")
         self.LOG_LEVEL = os.environ.get("LOG_LEVEL", "INFO")
 

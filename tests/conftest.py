@@ -140,7 +140,7 @@ def app():
 
     from app import create_app
 
-    application = create_app({"TESTING": True})
+    application = create_app({"TESTING": True, "RATELIMIT_KEY_PREFIX": f"tessera-test-{RUN_ID}"})
     with application.app_context():
         upgrade()
     return application

@@ -156,7 +156,7 @@ def run_job(job_id: str, handler: JobHandler) -> None:
             result = handler(job)
             _finish(job, SUCCEEDED, result=result or {})
     except DomainError as error:
-        fail_job(job_id, {"code": error.code, "detail": error.detail})
+        fail_job(job_id, {"code": error.code, "detail": error.detail, **error.extra})
 
 
 def fail_job(job_id: str, error: dict) -> None:
