@@ -17,7 +17,8 @@ from email.utils import formataddr
 from urllib.parse import parse_qsl, urlencode, urlsplit, urlunsplit
 
 from flask import current_app
-from sqlalchemy import delete, select
+from sqlalchemy import delete, select, update
+from sqlalchemy.orm.attributes import set_committed_value
 
 from app.db import as_utc, utcnow
 from app.extensions import db
@@ -323,10 +324,17 @@ def verify_login_code(request: AuthorizationRequest, client: Client, code: str) 
     if as_utc(request.login_code_expires_at) <= utcnow():
         return LoginStep(request, client, "This code has expired. Request a new code.", error=True)
     limit = current_app.config["OIDC_LOGIN_CODE_ATTEMPTS"]
-    if request.login_code_attempts >= limit:
+    # Counted atomically, so concurrent guesses cannot share one attempt.
+    attempts = db.session.execute(
+        update(AuthorizationRequest)
+        .where(AuthorizationRequest.id == request.id, AuthorizationRequest.login_code_attempts < limit)
+        .values(login_code_attempts=AuthorizationRequest.login_code_attempts + 1)
+        .returning(AuthorizationRequest.login_code_attempts)
+        .execution_options(synchronize_session=False)
+    ).scalar_one_or_none()
+    if attempts is None:
         return LoginStep(request, client, "Too many wrong codes. Request a new code.", error=True)
-    request.login_code_attempts += 1
-    db.session.flush()
+    set_committed_value(request, "login_code_attempts", attempts)
     submitted = re.sub(r"\s", "", code or "")
     expected = hash_secret(f"login:{request.id}:{submitted}")
     matches = secrets.compare_digest(expected, request.login_code_hash)

@@ -461,3 +461,42 @@ def test_sign_in_attempts_are_rate_limited(app, client, live_server):
     limited = responses[-1]
     assert limited.headers["Content-Type"].startswith("text/html") and int(limited.headers["Retry-After"]) > 0
     assert "Too many sign-in attempts" in limited.text
+
+
+def test_concurrent_guesses_cannot_exceed_the_attempt_limit(app, client, live_server):
+    import requests
+
+    from tests.oidc.helpers import latest_code_over_http
+
+    tenant = make_tenant(app, client)
+    browser = requests.Session()
+    response = browser.get(live_server.url + authorize_query(tenant), allow_redirects=False, timeout=10)
+    page = browser.get(live_server.url + path_of(response.headers["Location"]), timeout=10)
+    code_page = browser.post(live_server.url + "/v1/openidc/login",
+                             data={**form_fields(page.text), "email": tenant.email}, timeout=10)
+    code = latest_code_over_http(browser, live_server.url, tenant.email)
+    wrong = f"{(int(code) + 1) % 1_000_000:06d}"
+    fields = {**form_fields(code_page.text), "code": wrong}
+    barrier = threading.Barrier(12)
+    answers: list[str] = []
+
+    def guess() -> None:
+        barrier.wait()
+        answer = browser.post(live_server.url + "/v1/openidc/login/code", data=fields, timeout=30)
+        answers.append(answer.text)
+
+    threads = [threading.Thread(target=guess) for _ in range(12)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    # Keep guessing one at a time until the code is dead (requests refused by a busy SQLite count for nothing).
+    for _ in range(12):
+        answer = browser.post(live_server.url + "/v1/openidc/login/code", data=fields, timeout=10).text
+        answers.append(answer)
+        if "Too many wrong codes" in answer:
+            break
+    # Four wrong answers say "not right", the fifth kills the code: never more, however concurrent.
+    assert sum("not right" in text for text in answers) <= 4
+    assert "Too many wrong codes" in browser.post(live_server.url + "/v1/openidc/login/code",
+                                                  data={**fields, "code": code}, timeout=10).text
