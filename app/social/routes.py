@@ -10,7 +10,7 @@ from app.http import problem_doc
 from app.idempotency.service import idempotent
 from app.jobs.schemas import JobEnvelope
 from app.social import service
-from app.social.schemas import LinkIn, LinkStartedEnvelope, SocialDataOut, SocialLinksEnvelope
+from app.social.schemas import LinkIn, LinkStartedOut, SocialDataOut, SocialLinksEnvelope
 from app.tenancy.auth import api_token_required, current_caller
 
 blp = Blueprint("social", __name__, url_prefix="/v1", description="Linked platform accounts and their data")
@@ -20,7 +20,7 @@ blp = Blueprint("social", __name__, url_prefix="/v1", description="Linked platfo
 @api_token_required(subclient=True)
 @idempotent
 @blp.arguments(LinkIn)
-@blp.response(200, LinkStartedEnvelope)
+@blp.response(200, LinkStartedOut)
 @problem_doc(404, 415, 422, 503)
 def start_link(args: dict, user_id: int, platform: str):
     """Start linking a platform account: send the user to `authorization_url` before `expires_at`.
@@ -28,7 +28,7 @@ def start_link(args: dict, user_id: int, platform: str):
     Platforms: `platform_a` (game store, OpenID 2.0), `platform_b` (chat) and `platform_c`
     (streaming), both OAuth 2.0. After proving the account the user lands on `return_to`.
     """
-    return {"data": service.start_link(current_caller(), user_id, platform, args["return_to"])}
+    return service.start_link(current_caller(), user_id, platform, args["return_to"])
 
 
 @blp.route("/social/<string:platform>/callback", methods=["GET"])

@@ -34,10 +34,6 @@ class LinkStartedOut(ma.Schema):
     expires_at = ma.fields.Function(lambda started: isoformat(started.expires_at), required=True)
 
 
-class LinkStartedEnvelope(ma.Schema):
-    data = ma.fields.Nested(LinkStartedOut, required=True)
-
-
 class SocialLinkError(ma.Schema):
     code = ma.fields.String(required=True)
     detail = ma.fields.String(required=True)

@@ -46,6 +46,9 @@ def pytest_configure(config: pytest.Config) -> None:
             "PLATFORM_C_OAUTH_BASE": streaming.oauth_base,
             "PLATFORM_C_CLIENT_ID": streaming.oauth.client_id,
             "PLATFORM_C_CLIENT_SECRET": streaming.oauth.client_secret,
+            # Budgets are exercised by the connector tests and the benchmark; here they must not
+            # turn eager (in-process, immediately retried) jobs into busy loops.
+            "SOCIAL_BUDGETS": "platform_a=100000/1;platform_b=100000/1;platform_c=100000/1",
         }
     )
 

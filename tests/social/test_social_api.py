@@ -50,8 +50,9 @@ def start_link(client, master, user_id: int, platform: str) -> str:
         f"/v1/user/{user_id}/social/{platform}/link", json={"return_to": RETURN_TO}, headers=master.headers
     )
     assert answer.status_code == 200, answer.json
-    assert answer.json["data"]["expires_at"].endswith("Z")
-    return answer.json["data"]["authorization_url"]
+    assert set(answer.json) == {"authorization_url", "expires_at"}
+    assert answer.json["expires_at"].endswith("Z")
+    return answer.json["authorization_url"]
 
 
 def visit_platform(authorization_url: str) -> str:
