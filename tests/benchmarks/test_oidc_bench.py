@@ -143,7 +143,8 @@ def test_code_exchange_throughput(app, client, gunicorn_server, signing_alg):
         f"\n[oidc bench] code exchange {signing_alg} on {database}, gunicorn {shape}, {CONCURRENCY} connections: "
         f"{len(latencies)} exchanges in {elapsed:.2f}s = {len(latencies) / elapsed:.0f} exchanges/s; "
         f"p50 {statistics.median(latencies) * 1000:.1f} ms, p99 {_percentile(latencies, 0.99) * 1000:.1f} ms, "
-        f"max {max(latencies) * 1000:.1f} ms; failures {failures} (load generator on the same {os.cpu_count()} CPUs)"
+        f"max {max(latencies) * 1000:.1f} ms; failures {failures} (load generator on the same {os.cpu_count()} CPUs, "
+        f"load average {os.getloadavg()[0]:.1f})"
     )
     assert failures == 0
 

@@ -314,3 +314,15 @@ def test_scheduled_rotation_rotates_only_due_keys(app):
             activated = signing_keys.rotate_keys_if_due()
             assert len(activated) == 1
             assert db.session.get(SigningKey, activated[0]).alg == "ES256"
+
+
+def test_discovery_lives_under_an_issuer_with_a_path(app):
+    from app import create_app
+    from app.extensions import celery
+
+    tenant_issuer = "https://id.example.test/tenant-a"
+    other = create_app({"TESTING": True, "OIDC_ISSUER": tenant_issuer + "/"})
+    celery.flask_app = app
+    meta = other.test_client().get("/tenant-a/.well-known/openid-configuration").get_json()
+    assert meta["issuer"] == tenant_issuer
+    assert meta["authorization_endpoint"] == "https://id.example.test/v1/openidc/authorize"
