@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import random
 import re
+import threading
 import time
 import uuid
 from collections.abc import Callable, Mapping
@@ -63,6 +64,7 @@ _CLAIM_TTL_SECONDS = 10.0
 _WAIT_POLL_SECONDS = 0.05
 
 _shared: dict[tuple[str, str], Any] = {}
+_shared_lock = threading.Lock()
 
 
 def settings() -> SocialSettings:
@@ -70,19 +72,23 @@ def settings() -> SocialSettings:
     return load_settings(current_app.config)
 
 
+def _process_wide(key: tuple[str, str], build: Callable[[], Any]) -> Any:
+    # One object per process and configuration, so the in-memory fallbacks are shared by threads.
+    with _shared_lock:
+        if key not in _shared:
+            _shared[key] = build()
+        return _shared[key]
+
+
 def _call_budget(config: SocialSettings) -> CallBudget:
-    # One budget object per process and configuration, so the in-memory fallback is shared too.
-    key = ("budget", f"{config.redis_url}|{sorted(config.budgets.items())}")
-    if key not in _shared:
-        _shared[key] = CallBudget(config.budgets, redis_url=config.redis_url or None)
-    return _shared[key]
+    return _process_wide(
+        ("budget", f"{config.redis_url}|{sorted(config.budgets.items())}"),
+        lambda: CallBudget(config.budgets, redis_url=config.redis_url or None),
+    )
 
 
 def _claims(config: SocialSettings) -> ShortClaims:
-    key = ("claims", config.redis_url)
-    if key not in _shared:
-        _shared[key] = ShortClaims(config.redis_url or None)
-    return _shared[key]
+    return _process_wide(("claims", config.redis_url), lambda: ShortClaims(config.redis_url or None))
 
 
 def require_platform(platform: str) -> str:
@@ -116,7 +122,7 @@ def start_link(caller: Caller, user_id: int, platform: str, return_to: str) -> L
         SocialLinkAttempt(
             state_hash=hash_secret(state),
             user_id=user.id,
-            client_id=user.client_id,
+            client_id=caller.acting_client_id,
             platform=platform,
             return_to=return_to,
             created_at=utcnow(),
@@ -152,7 +158,7 @@ def complete_link(platform: str, params: Mapping[str, str]) -> str:
         return _with_query(attempt.return_to, status="error", platform=platform, error=code)
     try:
         if platform == "platform_a":
-            account_id, account_name, tokens = _verify_openid(config, attempt, params)
+            account_id, account_name, tokens = _verify_openid(config, params)
         else:
             account_id, account_name, tokens = _exchange_code(config, platform, params)
     except openid2.OpenIdVerificationFailed:
@@ -186,13 +192,10 @@ def _consume_attempt(platform: str, state: str) -> SocialLinkAttempt:
     return attempt
 
 
-def _verify_openid(
-    config: SocialSettings, attempt: SocialLinkAttempt, params: Mapping[str, str]
-) -> tuple[str, str | None, TokenSet | None]:
-    state = params["state"]
+def _verify_openid(config: SocialSettings, params: Mapping[str, str]) -> tuple[str, str | None, TokenSet | None]:
     assertion = openid2.verify_id_res(
         params,
-        return_to=_openid_return_to(config, state),
+        return_to=_openid_return_to(config, params["state"]),
         op_endpoint=config.a_openid_url,
         claimed_id_prefix=config.a_claimed_id_prefix,
         timeout=config.http_timeout,
