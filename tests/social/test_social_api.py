@@ -6,7 +6,7 @@ import secrets
 import threading
 import time
 from datetime import timedelta
-from urllib.parse import parse_qsl, urlsplit
+from urllib.parse import parse_qsl, urlencode, urlsplit
 
 import httpx
 import pytest
@@ -16,7 +16,7 @@ from app.db import as_utc, transaction, utcnow
 from app.extensions import db
 from app.jobs import service as jobs_service
 from app.jobs.models import Job
-from app.social.models import SocialLink
+from app.social.models import OpenIdNonce, SocialLink
 
 from .conftest import Platforms
 from .fakes import SteamGame
@@ -215,7 +215,19 @@ def test_replayed_openid_callback_is_refused(app, client, master, platforms: Pla
     replay = client.get(callback)
     assert replay.status_code == 400
     assert replay.json["code"] == "invalid_link_state"
-    assert platforms.game_store.calls["openid.check_authentication"] == 1
+
+    # The same assertion carried into a fresh link attempt of someone else's.
+    other_user = create_user(client, master)
+    fresh_state = dict(parse_qsl(urlsplit(
+        visit_platform(start_link(client, master, other_user, "platform_a"))).query))["state"]
+    assertion = dict(parse_qsl(urlsplit(callback).query))
+    smuggled = client.get("/v1/social/platform_a/callback?" + urlencode({**assertion, "state": fresh_state}))
+    assert smuggled.status_code == 302
+    assert dict(parse_qsl(urlsplit(smuggled.headers["Location"]).query))["error"] == "assertion_refused"
+    assert client.get(f"/v1/user/{other_user}/social", headers=master.headers).json == {"data": []}
+    with app.app_context():
+        assert db.session.get(OpenIdNonce, assertion["openid.response_nonce"]) is not None
+        db.session.rollback()
 
 
 def test_wrong_oauth_state_is_refused_before_any_exchange(app, client, master, platforms: Platforms) -> None:
