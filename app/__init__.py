@@ -12,6 +12,7 @@ from sqlalchemy import event
 from sqlalchemy.exc import IntegrityError, OperationalError
 
 from app.config import INSTANCE_DIR, Config
+from app.http import BoundedArgumentsParser, BoundedJSONProvider
 from app.ops.logging import configure_logging, new_request_id, request_id_var
 
 _REQUEST_ID = re.compile(r"^[A-Za-z0-9._-]{1,64}$")
@@ -21,6 +22,7 @@ MIGRATIONS_DIR = Path(__file__).resolve().parent.parent / "migrations"
 def create_app(config: dict | None = None) -> Flask:
     """Build the Flask application; `config` overrides settings read from the environment."""
     app = Flask(__name__, instance_path=str(INSTANCE_DIR))
+    app.json = BoundedJSONProvider(app)
     app.config.update(Config().as_dict())
     if config:
         app.config.update(config)
@@ -50,10 +52,13 @@ def _import_models() -> None:
 
 
 def _init_extensions(app: Flask) -> None:
+    from flask_smorest import Blueprint
+
     from app.errors import register_error_handlers
     from app.extensions import api, celery, db, limiter, migrate
     from app.ops.metrics import init_metrics
 
+    Blueprint.ARGUMENTS_PARSER = BoundedArgumentsParser()
     db.init_app(app)
     migrate.init_app(app, db, directory=str(MIGRATIONS_DIR), render_as_batch=True, compare_type=True)
     api.init_app(app)

@@ -2,13 +2,16 @@
 
 from __future__ import annotations
 
+import json
 from collections.abc import Callable
 from functools import wraps
 from http import HTTPStatus
 from typing import Any
 
 from flask import request
+from flask.json.provider import DefaultJSONProvider
 from flask_smorest import Blueprint
+from webargs.flaskparser import FlaskParser
 
 from app.errors import DomainError
 
@@ -79,3 +82,24 @@ def no_store(view: Callable) -> Callable:
         return response
 
     return wrapper
+
+
+def _parse_json_bounded(load: Callable[[], Any]) -> Any:
+    try:
+        return load()
+    except RecursionError as exc:
+        raise json.JSONDecodeError("JSON nested too deeply", "(request body)", 0) from exc
+
+
+class BoundedJSONProvider(DefaultJSONProvider):
+    """Flask's JSON, with nesting too deep for the parser reported as invalid JSON (400), not a crash."""
+
+    def loads(self, s: str | bytes, **kwargs: Any) -> Any:
+        return _parse_json_bounded(lambda: super(BoundedJSONProvider, self).loads(s, **kwargs))
+
+
+class BoundedArgumentsParser(FlaskParser):
+    """webargs' parser with the same treatment of deeply nested JSON bodies."""
+
+    def _raw_load_json(self, req: Any) -> Any:
+        return _parse_json_bounded(lambda: super(BoundedArgumentsParser, self)._raw_load_json(req))

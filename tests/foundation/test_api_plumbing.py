@@ -164,3 +164,9 @@ def test_idempotency_keys_are_per_tenant(app, client, master):
 @pytest.mark.parametrize("path", ["/healthz", "/readyz", "/openapi.json"])
 def test_probes_need_no_token(client, path):
     assert client.get(path).status_code == 200
+
+
+def test_json_nested_too_deeply_is_400(client, master):
+    body = "[" * 100_000 + "]" * 100_000
+    response = client.post("/v1/jobs/canary", data=body, content_type="application/json", headers=master.headers)
+    assert_problem(response, 400, "malformed_json")
