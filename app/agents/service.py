@@ -444,7 +444,7 @@ def validate_card(body: bytes) -> None:
         raise InvalidCard("The card is not valid UTF-8.", errors={"card": ["Not valid UTF-8."]}) from exc
     try:
         card = json.loads(text, parse_constant=_reject_constant)
-    except ValueError as exc:
+    except (ValueError, RecursionError) as exc:
         raise InvalidCard("The card is not JSON.", errors={"card": [f"Not JSON: {exc}"]}) from exc
     if not isinstance(card, dict):
         raise InvalidCard("The card must be one JSON object.", errors={"card": ["Not a JSON object."]})

@@ -54,8 +54,15 @@ def test_16384_bytes_accepted_16385_refused_with_413(live_server, agent_client, 
 
 @pytest.mark.parametrize(
     "body",
-    [b'[{"name": "an array"}]', b"not json at all", b'{"name": "\xff\xfe broken utf-8"}', b'"a string"', b'{"a": NaN}'],
-    ids=["array", "not-json", "invalid-utf8", "string", "nan"],
+    [
+        b'[{"name": "an array"}]',
+        b"not json at all",
+        b'{"name": "\xff\xfe broken utf-8"}',
+        b'"a string"',
+        b'{"a": NaN}',
+        b'{"a": ' + b"[" * 8000 + b"]" * 8000 + b"}",
+    ],
+    ids=["array", "not-json", "invalid-utf8", "string", "nan", "nested-too-deeply"],
 )
 def test_non_object_bodies_are_refused_with_422_and_nothing_written(live_server, agent_client, body):
     answer = _put(live_server, agent_client, agent_client.did, body)
