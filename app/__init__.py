@@ -131,20 +131,31 @@ def _register_request_hooks(app: Flask) -> None:
 
 
 def _register_blueprints(app: Flask) -> None:
+    from app.agents.routes import blp as agents_blp
+    from app.credentials.routes import blp as credentials_blp
     from app.extensions import api
     from app.jobs.routes import blp as jobs_blp
+    from app.oidc.pages import blp as oidc_pages_blp
+    from app.oidc.routes import blp as oidc_blp
     from app.ops.routes import blp as ops_blp
+    from app.social.routes import blp as social_blp
+    from app.tenancy.routes import blp as tenancy_blp
+    from app.tenancy.routes import tokens_blp
+    from app.users.routes import blp as users_blp
 
     app.register_blueprint(ops_blp)
-    api.register_blueprint(jobs_blp)
-    api.register_blueprint(importlib.import_module("app.tenancy.routes").blp)
-    api.register_blueprint(importlib.import_module("app.tenancy.routes").tokens_blp)
-    api.register_blueprint(importlib.import_module("app.users.routes").blp)
-    api.register_blueprint(importlib.import_module("app.agents.routes").blp)
-    api.register_blueprint(importlib.import_module("app.social.routes").blp)
-    api.register_blueprint(importlib.import_module("app.credentials.routes").blp)
-    api.register_blueprint(importlib.import_module("app.oidc.routes").blp)
-    app.register_blueprint(importlib.import_module("app.oidc.pages").blp)
+    app.register_blueprint(oidc_pages_blp)
+    for blueprint in (
+        jobs_blp,
+        tenancy_blp,
+        tokens_blp,
+        users_blp,
+        oidc_blp,
+        credentials_blp,
+        social_blp,
+        agents_blp,
+    ):
+        api.register_blueprint(blueprint)
 
 
 def _register_tasks(app: Flask) -> None:
@@ -160,9 +171,10 @@ def _register_tasks(app: Flask) -> None:
 
 
 def _register_commands(app: Flask) -> None:
+    from app.agents.cli import agents_cli
     from app.jobs.cli import outbox_cli
+    from app.oidc.cli import keys_cli
     from app.tenancy.cli import clients_cli
 
-    app.cli.add_command(clients_cli)
-    app.cli.add_command(outbox_cli)
-    app.cli.add_command(importlib.import_module("app.oidc.cli").keys_cli)
+    for group in (clients_cli, outbox_cli, keys_cli, agents_cli):
+        app.cli.add_command(group)

@@ -10,7 +10,6 @@ from flask_smorest import Blueprint
 
 from app.agents import service
 from app.agents.auth import agent_session_required, current_account
-from app.agents.cli import agents_cli
 from app.agents.errors import ClaimUnavailable
 from app.agents.schemas import (
     AccountEnvelope,
@@ -46,7 +45,6 @@ blp = Blueprint(
     description="Agent network: identities, credits, cards, registry",
     template_folder="templates",
 )
-blp.cli = agents_cli
 
 DID_JSON = "application/did+json"
 DID_RESOLUTION = "application/did-resolution"
