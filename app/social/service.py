@@ -18,6 +18,7 @@ from datetime import UTC, datetime, timedelta
 from typing import Any
 from urllib.parse import parse_qsl, urlencode, urlsplit, urlunsplit
 
+from cryptography.exceptions import InvalidTag
 from flask import current_app
 from sqlalchemy import delete, or_, select, update
 from sqlalchemy.exc import IntegrityError
@@ -308,11 +309,16 @@ def _tokens_of(link: SocialLink) -> TokenSet:
     if not link.access_token_encrypted:
         raise LinkBroken(f"{link.platform}: no token stored")
     expires_at = as_utc(link.token_expires_at)
-    return TokenSet(
-        access_token=decrypt(link.access_token_encrypted, _TOKEN_PURPOSE).decode(),
-        refresh_token=(
+    try:
+        access_token = decrypt(link.access_token_encrypted, _TOKEN_PURPOSE).decode()
+        refresh_token = (
             decrypt(link.refresh_token_encrypted, _TOKEN_PURPOSE).decode() if link.refresh_token_encrypted else None
-        ),
+        )
+    except (ValueError, InvalidTag) as exc:  # its encryption key was retired from the configuration
+        raise LinkBroken(f"{link.platform}: stored token cannot be decrypted") from exc
+    return TokenSet(
+        access_token=access_token,
+        refresh_token=refresh_token,
         expires_at=expires_at.timestamp() if expires_at else None,
         scope=link.scope,
     )
