@@ -122,7 +122,7 @@ def validate_authorization_request(
         raise AuthorizationRedirectError("invalid_request", "prompt has an unsupported value.")
     max_age = None
     if raw.get("max_age") not in (None, ""):
-        if not str(raw["max_age"]).isdigit():
+        if not (str(raw["max_age"]).isascii() and str(raw["max_age"]).isdigit()):
             raise AuthorizationRedirectError("invalid_request", "max_age must be a non-negative integer.")
         max_age = int(raw["max_age"])
     challenge = raw.get("code_challenge") or None

@@ -33,6 +33,7 @@ from app.oidc.models import AuthorizationCode, RevokedToken
 from app.oidc.tokens import AccessTokenClaims, TokenInvalid
 from app.security import hash_secret
 from app.tenancy.models import Client
+from app.tenancy.service import verify_client_secret
 from app.users.models import User
 
 TOKEN_TYPE = "Bearer"
@@ -47,7 +48,7 @@ def client_alg(client: Client) -> str:
 def get_relying_party(client_id: str | None) -> Client | None:
     """The enabled client whose OpenID `client_id` (decimal id) is given, else None."""
     value = (client_id or "").strip()
-    if not value.isdigit() or len(value) > 18 or int(value) <= 0:
+    if not (value.isascii() and value.isdigit()) or len(value) > 18 or int(value) <= 0:
         return None
     client = db.session.get(Client, int(value))
     if client is None or client.disabled_at is not None:
@@ -60,8 +61,6 @@ def authenticate_client(client_id: str | None, client_secret: str | None) -> Cli
 
     Raises InvalidClient (401) without saying which part was wrong.
     """
-    from app.tenancy.service import verify_client_secret
-
     client = get_relying_party(client_id)
     if client is None or not client_secret or not verify_client_secret(client, client_secret):
         raise InvalidClient()
