@@ -5,6 +5,7 @@ from __future__ import annotations
 import http
 
 from celery import Celery, Task
+from flask import current_app, has_app_context
 from flask_limiter import Limiter
 from flask_limiter.util import get_remote_address
 from flask_migrate import Migrate
@@ -37,7 +38,10 @@ class FlaskTask(Task):
     """A Celery task that runs inside the Flask application context."""
 
     def __call__(self, *args, **kwargs):
-        with self.app.flask_app.app_context():
+        # Run eagerly (tests, embedded use) the task belongs to the application that published it;
+        # in a worker process there is one application, the one `create_app` bound last.
+        app = current_app._get_current_object() if has_app_context() else self.app.flask_app
+        with app.app_context():
             return self.run(*args, **kwargs)
 
 
