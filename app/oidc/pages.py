@@ -48,6 +48,54 @@ SCOPE_DESCRIPTIONS = {
 @blp.record_once
 def _setup(state) -> None:
     install_settings(state.app)
+    _document_browser_endpoints()
+
+
+def _document_browser_endpoints() -> None:
+    """Put the browser-facing endpoints a relying party links to into the OpenAPI document."""
+    from werkzeug.routing import Rule
+
+    from app.extensions import api
+
+    def query(name: str, description: str, required: bool = False) -> dict:
+        return {"name": name, "in": "query", "required": required, "description": description,
+                "schema": {"type": "string"}}
+
+    html = {"text/html": {"schema": {"type": "string"}}}
+    authorize_parameters = [
+        query("response_type", "`code`.", True),
+        query("client_id", "The client's numeric id as a string.", True),
+        query("redirect_uri", "Exactly one of the client's registered redirect URIs.", True),
+        query("scope", "Space-separated; must include `openid` (also `profile`, `email`, `phone`, `address`).", True),
+        query("state", "Returned unchanged to the client."),
+        query("nonce", "Copied into the id_token."),
+        query("prompt", "`none`, `login`, `consent` or `select_account`."),
+        query("max_age", "Seconds since the last sign-in after which the user must sign in again."),
+        query("login_hint", "E-mail address to prefill on the sign-in page."),
+        query("code_challenge", "PKCE challenge (RFC 7636)."),
+        query("code_challenge_method", "`S256` (the only method supported)."),
+    ]
+    authorize_responses = {
+        "302": {"description": "To the sign-in or consent page, or back to `redirect_uri` with `code`, `state`"
+                               " and `iss` (or `error`)."},
+        "400": {"description": "Unknown client or unregistered redirect_uri: an error page, never a redirect.",
+                "content": html},
+    }
+    api.spec.path(rule=Rule("/v1/openidc/authorize"), operations={
+        "get": {"tags": ["oidc"], "summary": "OpenID authorization endpoint (hosted sign-in by e-mail code)",
+                "parameters": authorize_parameters, "responses": authorize_responses},
+        "post": {"tags": ["oidc"], "summary": "OpenID authorization endpoint, form-encoded; continues as GET",
+                 "responses": {"303": {"description": "The same request as a GET."}}},
+    })
+    api.spec.path(rule=Rule("/v1/openidc/logout"), operations={
+        "get": {"tags": ["oidc"], "summary": "RP-initiated logout (ends the single sign-on session)",
+                "parameters": [query("id_token_hint", "An id_token we issued; without it the user confirms."),
+                               query("client_id", "The client, when no id_token_hint is sent."),
+                               query("post_logout_redirect_uri", "A redirect URI registered for the client."),
+                               query("state", "Returned unchanged.")],
+                "responses": {"200": {"description": "Confirmation or signed-out page.", "content": html},
+                              "303": {"description": "To post_logout_redirect_uri."}}},
+    })
 
 
 def _secure_cookies() -> bool:

@@ -326,3 +326,13 @@ def test_discovery_lives_under_an_issuer_with_a_path(app):
     meta = other.test_client().get("/tenant-a/.well-known/openid-configuration").get_json()
     assert meta["issuer"] == tenant_issuer
     assert meta["authorization_endpoint"] == "https://id.example.test/v1/openidc/authorize"
+
+
+def test_openapi_documents_every_provider_endpoint(client):
+    paths = client.get("/openapi.json").get_json()["paths"]
+    for path in ("/v1/openidc/authorize", "/v1/openidc/token", "/v1/openidc/user", "/v1/openidc/revoke",
+                 "/v1/openidc/introspect", "/v1/openidc/logout", "/certs/jwks.json",
+                 "/.well-known/openid-configuration"):
+        assert path in paths, path
+    token = paths["/v1/openidc/token"]["post"]
+    assert {"application/json", "application/x-www-form-urlencoded"} <= set(token["requestBody"]["content"])
