@@ -316,16 +316,20 @@ def test_scheduled_rotation_rotates_only_due_keys(app):
             assert db.session.get(SigningKey, activated[0]).alg == "ES256"
 
 
-def test_discovery_lives_under_an_issuer_with_a_path(app):
+def test_https_issuer_with_a_path_discovery_and_secure_cookies(app, tenant):
     from app import create_app
     from app.extensions import celery
+    from tests.oidc.helpers import authorize_query
 
     tenant_issuer = "https://id.example.test/tenant-a"
     other = create_app({"TESTING": True, "OIDC_ISSUER": tenant_issuer + "/"})
     celery.flask_app = app
-    meta = other.test_client().get("/tenant-a/.well-known/openid-configuration").get_json()
+    browser = other.test_client()
+    meta = browser.get("/tenant-a/.well-known/openid-configuration").get_json()
     assert meta["issuer"] == tenant_issuer
     assert meta["authorization_endpoint"] == "https://id.example.test/v1/openidc/authorize"
+    cookie = browser.get(authorize_query(tenant)).headers["Set-Cookie"]
+    assert "Secure" in cookie and "HttpOnly" in cookie and "SameSite=Lax" in cookie
 
 
 def test_openapi_documents_every_provider_endpoint(client):
