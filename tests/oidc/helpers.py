@@ -63,23 +63,15 @@ def make_tenant(app, http, *, redirect_uris: list[str] | None = None, signing_al
     return Tenant(client_id, secret, token, uris[0], data["user_id"], email, data["did"], profile)
 
 
-def add_sub_client(app, parent: Tenant, *, redirect_uris: list[str], name: str = "Second App"):
-    """A sub-client of `parent`'s tree with its own secret; returns (client_id, secret)."""
-    from app.db import transaction
-    from app.extensions import db
-    from app.security import hash_secret
-    from app.tenancy.models import Client
-    from app.tenancy.service import new_esp_token
-
-    secret = secrets.token_urlsafe(32)
-    with app.app_context(), transaction():
-        root = db.session.get(Client, parent.client_id)
-        child = Client(name=name, parent_id=root.id, root_id=root.root_id or root.id, esp_token=new_esp_token(),
-                       redirect_uris=redirect_uris, id_token_claims={}, secret_hash=hash_secret(secret))
-        db.session.add(child)
-        db.session.flush()
-        child.path = f"{root.path}{child.id}/"
-        return child.id, secret
+def add_sub_client(http, parent: Tenant, *, redirect_uris: list[str], name: str = "Second App") -> tuple[int, str]:
+    """A sub-client of `parent`'s tree made through the API, with its client secret: (client_id, secret)."""
+    created = http.post("/v1/sub_client", json={"name": name, "redirect_uris": redirect_uris},
+                        headers=parent.headers)
+    assert created.status_code == 201, created.get_data(as_text=True)
+    client_id = created.get_json()["data"]["client_id"]
+    secret = http.post(f"/v1/sub_client/{client_id}/client_secret", headers=parent.headers)
+    assert secret.status_code == 200, secret.get_data(as_text=True)
+    return client_id, secret.get_json()["data"]["client_secret"]
 
 
 def pkce_pair() -> tuple[str, str]:

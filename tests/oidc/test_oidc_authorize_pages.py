@@ -237,7 +237,7 @@ def test_prompt_none_without_session(app, tenant):
 
 def test_consent_is_per_client_and_remembered(app, client, tenant):
     second_uri = "https://second.example.test/cb"
-    sub_id, sub_secret = add_sub_client(app, tenant, redirect_uris=[second_uri])
+    sub_id, sub_secret = add_sub_client(client, tenant, redirect_uris=[second_uri])
     sign_in(client, tenant)
     sub_params = {"client_id": str(sub_id), "redirect_uri": second_uri}
     first_visit = client.get(authorize_query(tenant, **sub_params))

@@ -129,7 +129,7 @@ def test_expired_code_then_a_new_code(app, client, live_server, callback_server,
 def test_single_sign_on_on_a_second_client(app, client, live_server, callback_server, browser):
     first_uri, second_uri = callback_server.url + "/first", callback_server.url + "/second"
     tenant = make_tenant(app, client, redirect_uris=[first_uri])
-    second_id, second_secret = add_sub_client(app, tenant, redirect_uris=[second_uri], name="Second Campus App")
+    second_id, second_secret = add_sub_client(client, tenant, redirect_uris=[second_uri], name="Second Campus App")
 
     browser.get(live_server.url + authorize_query(tenant))
     _send_code(browser, tenant.email)
