@@ -68,7 +68,9 @@ def api_token_required(view: Callable | None = None, *, subclient: bool = False)
             return func(*args, **kwargs)
 
         _merge_parameter_docs(wrapper, [_SUBCLIENT_PARAMETER] if subclient else [])
-        return problem_doc(401)(Blueprint.doc(security=[{"ApiToken": []}])(wrapper))
+        # A malformed x-api-subclient-id is a 422 and a node outside the subtree a 404.
+        statuses = (401, 404, 422) if subclient else (401,)
+        return problem_doc(*statuses)(Blueprint.doc(security=[{"ApiToken": []}])(wrapper))
 
     return decorator(view) if view is not None else decorator
 

@@ -58,3 +58,37 @@ def assert_problem(response, status: int, field: str | None = None) -> dict:
     if field is not None:
         assert any(key == field or key.startswith(f"{field}.") for key in body["errors"]), body
     return body
+
+
+def expected_error_statuses(spec: dict, path: str, method: str) -> set[str]:
+    """Problem statuses an operation can answer by what it takes, whatever its own rules.
+
+    A request body can be malformed (400), too large (413), of another media type (415) or
+    invalid (422); a security requirement can fail (401); the x-api-subclient-id header can be
+    malformed (422) or name a node outside the caller's subtree (404).
+    """
+    operation = spec["paths"][path][method]
+    expected: set[str] = set()
+    if "requestBody" in operation:
+        expected |= {"400", "413", "415", "422"}
+    if any(requirement for requirement in operation.get("security", [])):
+        expected.add("401")
+    headers = {parameter["name"] for parameter in operation.get("parameters", []) if parameter["in"] == "header"}
+    if "x-api-subclient-id" in headers:
+        expected |= {"404", "422"}
+    return expected
+
+
+def undocumented_error_statuses(spec: dict, path_prefixes: tuple[str, ...]) -> dict[str, set[str]]:
+    """`{"METHOD path": statuses}` of the operations under `path_prefixes` missing expected statuses."""
+    missing: dict[str, set[str]] = {}
+    for path, operations in spec["paths"].items():
+        if not path.startswith(path_prefixes):
+            continue
+        for method, operation in operations.items():
+            if method not in {"get", "post", "put", "patch", "delete"}:
+                continue
+            absent = expected_error_statuses(spec, path, method) - set(operation["responses"])
+            if absent:
+                missing[f"{method.upper()} {path}"] = absent
+    return missing
