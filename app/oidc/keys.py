@@ -135,7 +135,8 @@ def ensure_keys() -> None:
     invalidate_key_cache()
 
 
-def _material(kid: str) -> SigningJWK:
+def private_key(kid: str) -> SigningJWK:
+    """The decrypted key `kid`, whatever its state (cached; raises LookupError if it is not stored)."""
     cache = _cache()
     key = cache.material.get(kid)
     if key is None:
@@ -161,12 +162,12 @@ def signing_key(alg: str) -> SigningJWK:
         published = _refresh(cache, force=attempt > 0)
         for entry in published.values():
             if entry.alg == alg and entry.state == KEY_ACTIVE:
-                return _material(entry.kid)
+                return private_key(entry.kid)
     ensure_keys()
     kid = db.session.execute(
         select(SigningKey.kid).where(SigningKey.alg == alg, SigningKey.state == KEY_ACTIVE)
     ).scalar_one()
-    return _material(kid)
+    return private_key(kid)
 
 
 def verification_key(kid: str, now: datetime | None = None) -> tuple[PublishedKey, SigningJWK] | None:
@@ -180,7 +181,7 @@ def verification_key(kid: str, now: datetime | None = None) -> tuple[PublishedKe
         return None
     if entry.state == KEY_RETIRED and (entry.publish_until is None or entry.publish_until <= (now or utcnow())):
         return None
-    return entry, _material(kid)
+    return entry, private_key(kid)
 
 
 def published_jwks() -> dict:

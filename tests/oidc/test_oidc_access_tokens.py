@@ -290,7 +290,7 @@ def test_retired_key_after_its_retention_is_refused_even_for_an_unexpired_token(
         db.session.rollback()
     _run_cli(app, "keys", "rotate", "--alg", "RS256")
     with app.app_context():
-        retired = signing_keys._material(old_kid)
+        retired = signing_keys.private_key(old_kid)
         db.session.rollback()
     forged = _sign(app, _good_claims(app, tenant), key=retired)
     assert _userinfo(client, forged).status_code == 200  # still within its retention
