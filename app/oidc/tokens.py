@@ -121,7 +121,7 @@ def _verified_claims(raw: str, *, typ: set[str]) -> dict:
         raise TokenInvalid("The token is not a signed JWT.")
     try:
         header = _b64_json(parts[0])
-    except (ValueError, UnicodeError) as exc:
+    except (ValueError, UnicodeError, RecursionError) as exc:
         raise TokenInvalid("The token header is malformed.") from exc
     alg = header.get("alg")
     if alg not in ALLOWED_ALGORITHMS:

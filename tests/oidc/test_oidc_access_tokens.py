@@ -87,6 +87,11 @@ def test_alg_none_is_refused(app, client, tenant):
     _refused(client, unsigned, "algorithm is not accepted")
 
 
+def test_header_nested_too_deeply_is_refused(client):
+    header = _b64(b"[" * 3000 + b"]" * 3000)
+    _refused(client, f"{header}.{_segment({'sub': '1'})}.c2ln", "header is malformed")
+
+
 def test_hs256_signed_with_the_public_key_is_refused(app, client, tenant):
     key = _active_key(app)
     public_pem = key.as_pem(private=False)
