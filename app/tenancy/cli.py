@@ -43,15 +43,24 @@ def _check_redirect_uris(uris: tuple[str, ...]) -> None:
 @click.option("--name", required=True, help="Organisation name (1 to 70 characters).")
 @click.option("--redirect-uri", "redirect_uris", multiple=True, help="OpenID redirect URI (repeatable).")
 @click.option("--id-token-claim", "claims", multiple=True, help="CLAIM=FIELD mapping for id_tokens.")
+@click.option(
+    "--signing-alg",
+    type=click.Choice(service.SIGNING_ALGORITHMS),
+    default=service.DEFAULT_SIGNING_ALG,
+    show_default=True,
+    help="JWS algorithm of this client's tokens.",
+)
 @click.option("--json", "as_json", is_flag=True, help="Print one JSON object.")
-def create_master(name: str, redirect_uris: tuple[str, ...], claims: tuple[str, ...], as_json: bool) -> None:
+def create_master(
+    name: str, redirect_uris: tuple[str, ...], claims: tuple[str, ...], signing_alg: str, as_json: bool
+) -> None:
     """Create a master client; prints its client_id, client_secret and an API token once."""
     if not 1 <= len(name) <= 70:
         raise click.BadParameter("must be 1 to 70 characters", param_hint="--name")
     _check_redirect_uris(redirect_uris)
     with transaction():
         client, secret = service.create_master_client(
-            name, redirect_uris=list(redirect_uris), id_token_claims=_parse_claims(claims)
+            name, redirect_uris=list(redirect_uris), id_token_claims=_parse_claims(claims), signing_alg=signing_alg
         )
         issued = service.issue_api_token(client.id, name="created by operator")
         output = {"client_id": client.id, "client_secret": secret, "api_token": issued.plaintext}

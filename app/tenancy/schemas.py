@@ -9,6 +9,7 @@ import marshmallow as ma
 from app.db import utcnow
 from app.tenancy import service, validation
 from app.tenancy.fields import DnsLabel, HostName, PlainText, RedirectUri, UtcTimestamp
+from app.tenancy.service import SIGNING_ALGORITHMS
 from app.users.schemas import PROFILE_FIELDS
 
 MAX_REDIRECT_URIS = 20
@@ -58,6 +59,11 @@ class SubClientFields(ma.Schema):
         RedirectUri(),
         validate=[ma.validate.Length(max=MAX_REDIRECT_URIS), _unique_uris],
         metadata={"description": f"OpenID redirect URIs (at most {MAX_REDIRECT_URIS}), matched exactly."},
+    )
+    signing_alg = ma.fields.String(
+        validate=ma.validate.OneOf(SIGNING_ALGORITHMS),
+        allow_none=True,
+        metadata={"description": "JWS algorithm of this client's id_tokens and access tokens; `RS256` when null."},
     )
     id_token_claims = ma.fields.Dict(
         keys=ma.fields.String(metadata={"pattern": validation.CLAIM_NAME_PATTERN}),
@@ -122,6 +128,7 @@ class SubClientOut(ma.Schema):
     )
     redirect_uris = ma.fields.List(ma.fields.String(), required=True)
     id_token_claims = ma.fields.Dict(keys=ma.fields.String(), values=ma.fields.String(), required=True)
+    signing_alg = ma.fields.String(required=True, validate=ma.validate.OneOf(SIGNING_ALGORITHMS))
 
 
 class SubClientEnvelope(ma.Schema):

@@ -36,8 +36,10 @@ MAX_ACTIVE_TOKENS_PER_CLIENT = 100
 DEFAULT_CLIENT_SECRET_GRACE_SECONDS = 24 * 3600
 _SUB_CLIENT_MEMBERS = (
     "name", "address_1", "address_2", "country", "province", "city", "timezone", "domain", "subdomain",
-    "redirect_uris", "id_token_claims",
+    "redirect_uris", "id_token_claims", "signing_alg",
 )  # fmt: skip
+SIGNING_ALGORITHMS = ("RS256", "ES256")
+DEFAULT_SIGNING_ALG = "RS256"
 
 
 @dataclass(frozen=True)
@@ -90,6 +92,7 @@ def create_master_client(
     *,
     redirect_uris: list[str] | None = None,
     id_token_claims: dict[str, str] | None = None,
+    signing_alg: str = DEFAULT_SIGNING_ALG,
 ) -> tuple[Client, str]:
     """Create a master client (a tree root) and its client secret. Flushes; returns (client, secret)."""
     secret = random_token(32)
@@ -99,6 +102,7 @@ def create_master_client(
         esp_token=new_esp_token(),
         redirect_uris=list(redirect_uris or []),
         id_token_claims=dict(id_token_claims or {}),
+        signing_alg=signing_alg,
         secret_hash=hash_secret(secret),
         created_at=utcnow(),
     )
@@ -162,6 +166,7 @@ def create_sub_client(caller: Caller, fields: dict[str, Any]) -> Client:
         timezone="UTC",
         redirect_uris=[],
         id_token_claims={},
+        signing_alg=DEFAULT_SIGNING_ALG,
         created_at=utcnow(),
     )
     _apply_members(client, fields)
@@ -208,6 +213,8 @@ def _apply_members(client: Client, members: dict[str, Any]) -> None:
         value = members[name]
         if name == "timezone" and value is None:
             value = "UTC"
+        if name == "signing_alg" and value is None:
+            value = DEFAULT_SIGNING_ALG
         setattr(client, name, value)
 
 
