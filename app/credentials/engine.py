@@ -65,7 +65,7 @@ def _host_list(value: Any) -> frozenset[str]:
 
 
 def _parse_status_index(value: Any) -> int:
-    if isinstance(value, str) and value.isdigit() and len(value) <= 10:
+    if isinstance(value, str) and value.isascii() and value.isdigit() and len(value) <= 10:
         return int(value)
     raise ProofCheckFailed("status_check_failed", "statusListIndex must be a non-negative integer in a string")
 

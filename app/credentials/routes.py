@@ -32,6 +32,15 @@ blp = Blueprint(
 )
 
 STATUS_LIST_MIMETYPE = "application/vc+ld+json"
+NOT_VERIFIED_RESPONSE = {
+    "400": {
+        "description": "Not verified (`errors` says why), or a body that is not JSON (a problem).",
+        "content": {
+            "application/json": {"schema": CredentialVerifyOut},
+            "application/problem+json": {"schema": {"$ref": "#/components/schemas/Problem"}},
+        },
+    }
+}
 
 
 def _json_text(text: str, status: int, headers: dict[str, str] | None = None) -> Response:
@@ -57,7 +66,7 @@ def _token_unless_open(view: Callable) -> Callable:
 @blp.arguments(StoreCredentialIn)
 @blp.response(201, StoredCredentialEnvelope, headers={"Location": {"schema": {"type": "string"}}})
 @blp.alt_response(200, schema=StoredCredentialEnvelope, description="The same credential was already stored.")
-@problem_doc(415, 422)
+@problem_doc(400, 413, 415, 422)
 def store_credential(_args: dict):
     """Store a signed credential for a user of your tree; its proofs are then checked by a job.
 
@@ -102,8 +111,8 @@ def _verify(args: dict):
 @api_token_required
 @blp.arguments(CredentialVerifyIn)
 @blp.response(200, CredentialVerifyOut)
-@blp.alt_response(400, schema=CredentialVerifyOut, description="Not verified; `errors` says why.")
-@problem_doc(415, 422)
+@blp.doc(responses=NOT_VERIFIED_RESPONSE)
+@problem_doc(413, 415, 422)
 def verify_credential(args: dict):
     """Verify a credential at once (W3C VC API); stores nothing.
 
@@ -117,8 +126,8 @@ def verify_credential(args: dict):
 @_token_unless_open
 @blp.arguments(CredentialVerifyIn)
 @blp.response(200, CredentialVerifyOut)
-@blp.alt_response(400, schema=CredentialVerifyOut, description="Not verified; `errors` says why.")
-@problem_doc(415, 422)
+@blp.doc(responses=NOT_VERIFIED_RESPONSE)
+@problem_doc(413, 415, 422)
 def verify_credential_vc_api(args: dict):
     """The W3C VC API path of `POST /v1/vc/verify`; open without a token when `VC_VERIFY_OPEN` is set."""
     return _verify(args)
@@ -129,7 +138,7 @@ def verify_credential_vc_api(args: dict):
 @idempotent
 @blp.arguments(StatusEntryIn)
 @blp.response(201, StatusEntryEnvelope)
-@problem_doc(415, 422)
+@problem_doc(400, 413, 415, 422)
 def create_status_entry(args: dict):
     """Allocate a Bitstring Status List entry to put in `credentialStatus` before signing."""
     return {"data": service.allocate_status_entry(current_caller(), args["statusPurpose"])}
@@ -148,7 +157,7 @@ def get_status_entry(entry_id: str):
 @api_token_required(subclient=True)
 @blp.arguments(StatusEntryPatch)
 @blp.response(200, StatusEntryEnvelope)
-@problem_doc(404, 409, 415, 422)
+@problem_doc(400, 404, 409, 413, 415, 422)
 def update_status_entry(args: dict, entry_id: str):
     """Revoke (final), suspend or reinstate an entry; its list is re-signed at once.
 

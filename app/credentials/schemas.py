@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from typing import Any
 
 import marshmallow as ma
@@ -36,6 +37,10 @@ def vc_shape_errors(vc: Any) -> dict[str, list[str]]:
     def problem(member: str, message: str) -> None:
         errors.setdefault(f"vc.{member}", []).append(message)
 
+    unstorable = _unstorable_text_member(vc)
+    if unstorable is not None:
+        problem(unstorable, "Must not contain U+0000 or unpaired surrogates.")
+
     context = vc.get("@context")
     if not isinstance(context, list) or not context or context[0] != CREDENTIALS_V2:
         problem("@context", f"Must be an array starting with {CREDENTIALS_V2}.")
@@ -63,6 +68,32 @@ def vc_shape_errors(vc: Any) -> dict[str, list[str]]:
         problem("credentialSubject.id", "Must be the DID of a user.")
     _proof_errors(vc.get("proof"), problem)
     return errors
+
+
+_UNSTORABLE = re.compile("[\x00\ud800-\udfff]")
+
+
+def _unstorable_text_member(document: dict) -> str | None:
+    """Dotted path of the first member whose name or string value holds NUL or a lone surrogate.
+
+    Such text can be neither stored nor looked up in PostgreSQL, and no signature suite signs it
+    reliably. Walks iteratively, so nesting depth is bounded only by the JSON parser.
+    """
+    pending: list[tuple[str, Any]] = [("", document)]
+    while pending:
+        path, value = pending.pop()
+        if isinstance(value, str):
+            if _UNSTORABLE.search(value):
+                return path or "vc"
+        elif isinstance(value, dict):
+            for name, member in value.items():
+                member_path = f"{path}.{name}" if path else str(name)
+                if _UNSTORABLE.search(name):
+                    return path or "vc"
+                pending.append((member_path, member))
+        elif isinstance(value, list):
+            pending.extend((f"{path}.{index}", item) for index, item in enumerate(value))
+    return None
 
 
 def _proof_errors(proof: Any, problem) -> None:

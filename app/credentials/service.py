@@ -32,6 +32,9 @@ from app.tenancy.service import subtree_client_ids
 
 VERIFY_JOB = "credentials.verify"
 _WHITESPACE = re.compile(r"[ \t\n\r]*")
+# The multibase base32 (lower case, no padding) form every stored `cid` has.
+_CID = re.compile(r"^b[a-z2-7]{1,79}$")
+_UNSTORABLE = re.compile("[\x00\ud800-\udfff]")
 
 
 class _DuplicateMember(ValueError):
@@ -171,7 +174,7 @@ def require_credential(caller: Caller, cid: str) -> StoredCredential:
         .order_by(StoredCredential.client_id != caller.acting_client_id, StoredCredential.id)
         .limit(1)
     )
-    record = db.session.execute(statement).scalar_one_or_none() if len(cid) <= 80 else None
+    record = db.session.execute(statement).scalar_one_or_none() if _CID.match(cid) else None
     if record is None:
         raise CredentialNotFound("No such credential.")
     return record
@@ -213,9 +216,21 @@ def verify_stored_credential_from_job(job: Job) -> dict[str, Any]:
     result = current_engine().verify(json.loads(record.vc_json), local_bit=status_lists.local_status_bit)
     record.verification_state = VERIFIED if result.verified else FAILED
     record.verification_reason = result.reason
-    record.verification_errors = result.errors
+    record.verification_errors = _storable(result.errors)
     record.checked_at = utcnow()
     return {"cid": record.cid, "state": record.verification_state, "reason": record.verification_reason}
+
+
+def _storable(errors: list[dict]) -> list[dict]:
+    """Failure details with NUL and lone surrogates replaced, so PostgreSQL's JSON can hold them.
+
+    Details may quote what a remote party served (a did:web document, a status list).
+    """
+
+    def clean(value: Any) -> Any:
+        return _UNSTORABLE.sub("\ufffd", value) if isinstance(value, str) else value
+
+    return [{clean(name): clean(value) for name, value in error.items()} for error in errors]
 
 
 def recheck_credentials(credential_ids: list[int]) -> None:

@@ -11,6 +11,7 @@ Functions flush, never commit.
 from __future__ import annotations
 
 import json
+import re
 import secrets
 import uuid
 from typing import Any
@@ -173,9 +174,22 @@ def allocate_status_entry(client_id: int, purpose: str) -> StatusEntry:
     raise ServiceUnavailable("No free status list index was found; try again.")
 
 
+_UUID = re.compile(r"^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$")
+MAX_LIST_INDEX = 2**31 - 1
+
+
+def is_hosted_id(value: str) -> bool:
+    """Whether `value` has the shape of a list or entry id the service issues (a lower-case UUID).
+
+    Anything else names nothing, so it is refused before a query (PostgreSQL cannot even
+    compare a text holding NUL).
+    """
+    return bool(_UUID.match(value))
+
+
 def require_status_entry(entry_id: str, client_ids: set[int]) -> StatusEntry:
     """The entry if one of `client_ids` owns it; `StatusEntryNotFound` otherwise."""
-    entry = db.session.get(StatusEntry, entry_id)
+    entry = db.session.get(StatusEntry, entry_id) if is_hosted_id(entry_id) else None
     if entry is None or entry.client_id not in client_ids:
         raise StatusEntryNotFound("No such status entry.")
     return entry
@@ -233,7 +247,7 @@ def entry_view(entry: StatusEntry) -> dict[str, Any]:
 
 def require_list_credential(list_id: str) -> str:
     """The signed list credential as JSON text; `StatusListNotFound` otherwise."""
-    status_list = db.session.get(StatusList, list_id) if len(list_id) <= 36 else None
+    status_list = db.session.get(StatusList, list_id) if is_hosted_id(list_id) else None
     if status_list is None or status_list.credential_json is None:
         raise StatusListNotFound("No such status list.")
     return status_list.credential_json
@@ -257,8 +271,10 @@ def local_status_bit(url: str, index: int, purpose: str) -> bool | None:
     list_id = hosted_list_id(url)
     if list_id is None:
         return None
+    if index > MAX_LIST_INDEX:
+        raise ProofCheckFailed("status_check_failed", f"statusListIndex {index} is outside the status list")
     row = None
-    if len(list_id) <= 36:
+    if is_hosted_id(list_id):
         row = db.session.execute(
             select(StatusList.purpose, StatusList.size, StatusEntry.status)
             .outerjoin(
@@ -284,7 +300,7 @@ def hosted_entries_of(vc: dict) -> list[StatusEntry]:
             continue
         list_id = hosted_list_id(status.get("statusListCredential"))
         index = status.get("statusListIndex")
-        if list_id is None or not isinstance(index, str) or not index.isdigit() or len(index) > 10:
+        if list_id is None or not is_hosted_id(list_id) or not _is_list_index(index):
             continue
         entry = db.session.execute(
             select(StatusEntry).where(StatusEntry.list_id == list_id, StatusEntry.list_index == int(index))
@@ -292,3 +308,7 @@ def hosted_entries_of(vc: dict) -> list[StatusEntry]:
         if entry is not None and entry not in found:
             found.append(entry)
     return found
+
+
+def _is_list_index(value: Any) -> bool:
+    return isinstance(value, str) and value.isascii() and value.isdigit() and int(value) <= MAX_LIST_INDEX
