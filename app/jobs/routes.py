@@ -2,9 +2,12 @@
 
 from __future__ import annotations
 
+import re
+
 from flask import url_for
 from flask_smorest import Blueprint
 
+from app.errors import NotFound
 from app.http import problem_doc
 from app.idempotency.service import idempotent
 from app.jobs import service
@@ -14,6 +17,19 @@ from app.tenancy.auth import api_token_required, current_caller
 from app.tenancy.service import subtree_client_ids
 
 blp = Blueprint("jobs", __name__, url_prefix="/v1/jobs", description="Results of slow work")
+
+_JOB_ID = re.compile(r"^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$")
+
+
+def job_id_or_404(job_id: str) -> str:
+    """`job_id` if it has the shape every job id has (a lower-case UUID); `NotFound` otherwise.
+
+    Nothing else names a job, so the database is not asked (PostgreSQL cannot even compare a
+    text holding NUL).
+    """
+    if not _JOB_ID.match(job_id):
+        raise NotFound("No such job.")
+    return job_id
 
 
 def accepted(job: Job, endpoint: str = "jobs.get_job") -> tuple[dict, int, dict]:
@@ -28,7 +44,7 @@ def accepted(job: Job, endpoint: str = "jobs.get_job") -> tuple[dict, int, dict]
 def get_job(job_id: str):
     """Read a job started by your client tree."""
     caller = current_caller()
-    return {"data": service.require_job_for_client(job_id, lambda: subtree_client_ids(caller.path))}
+    return {"data": service.require_job_for_client(job_id_or_404(job_id), lambda: subtree_client_ids(caller.path))}
 
 
 @blp.route("/canary", methods=["POST"])
@@ -36,7 +52,7 @@ def get_job(job_id: str):
 @idempotent
 @blp.arguments(CanaryIn)
 @blp.response(202, JobEnvelope, headers={"Location": {"schema": {"type": "string"}}})
-@problem_doc(415, 422)
+@problem_doc(400, 413, 415, 422)
 def start_canary(args: dict):
     """Start a canary job that proves outbox, broker, worker and database work end to end."""
     return accepted(service.start_canary(current_caller().client_id, args["delay_ms"]))
