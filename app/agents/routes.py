@@ -36,6 +36,7 @@ from app.extensions import limiter
 from app.http import accepts, problem_doc
 from app.idempotency.service import idempotent
 from app.jobs.models import Job
+from app.jobs.routes import job_id_or_404
 from app.jobs.service import require_job_for_agent
 from app.security import random_token
 
@@ -84,7 +85,7 @@ def _page(html: str, status: int = 200, *, no_store: bool = False) -> Response:
 @limiter.limit(_challenge_rate_limit)
 @blp.arguments(ChallengeIn)
 @blp.response(200, ChallengeEnvelope)
-@problem_doc(422, 429)
+@problem_doc(400, 413, 415, 422, 429)
 def auth_challenge(args: dict):
     """Get an EIP-4361 message to sign with the agent key."""
     challenge = service.issue_challenge(args["address"])
@@ -100,7 +101,7 @@ def auth_challenge(args: dict):
 @blp.route("/api/auth/verify", methods=["POST"])
 @blp.arguments(VerifyIn)
 @blp.response(200, SessionEnvelope)
-@problem_doc(401, 422)
+@problem_doc(400, 401, 413, 415, 422)
 def auth_verify(args: dict):
     """Exchange the signed message for a session token; the key's DID is bound on first use."""
     issued = service.verify_challenge(args["message"], args["signature"])
@@ -145,6 +146,7 @@ def get_credits():
 
 @blp.route("/claim", methods=["GET"])
 @blp.doc(responses={"200": {"description": "HTML claim form", "content": {"text/html": {}}}})
+@problem_doc(404)
 def claim_page():
     """Testnet only: a form that issues a fresh agent key with test credits."""
     if not service.is_testnet():
@@ -164,7 +166,31 @@ def claim_page():
 @blp.route("/claim", methods=["POST"])
 @limiter.limit(_claim_rate_limit, methods=["POST"])
 @accepts("application/x-www-form-urlencoded", "multipart/form-data")
-@blp.doc(responses={"200": {"description": "HTML page showing the new key once", "content": {"text/html": {}}}})
+@blp.doc(
+    requestBody={
+        "required": True,
+        "content": {
+            "application/x-www-form-urlencoded": {
+                "schema": {
+                    "type": "object",
+                    "properties": {
+                        "csrf_token": {"type": "string", "description": "The token of the claim form."},
+                        "kind": {"type": "string", "enum": ["agent", "organisation"], "default": "agent"},
+                    },
+                    "required": ["csrf_token"],
+                }
+            }
+        },
+    },
+    responses={
+        "200": {"description": "HTML page showing the new key once", "content": {"text/html": {}}},
+        "400": {
+            "description": "HTML page: the form expired (its CSRF token is missing or was used); load it again",
+            "content": {"text/html": {}},
+        },
+    }
+)
+@problem_doc(404, 413, 415, 422, 429)
 def claim_submit():
     """Testnet only: issue a fresh key with test credits and show it once (rate limited)."""
     if not service.is_testnet():
@@ -230,7 +256,7 @@ def delete_public_card(did: str):
 @idempotent
 @blp.arguments(CardUriIn)
 @blp.response(202, AgentJobEnvelope, headers={"Location": {"schema": {"type": "string"}}})
-@problem_doc(402, 403, 404, 410, 422)
+@problem_doc(400, 402, 403, 404, 410, 413, 415, 422)
 def put_card_uri(args: dict, did: str):
     """set-card: a job registers the card URI; it then appears as the DID document's AgentService."""
     return _accepted(service.request_set_card(current_account(), did, args["uri"]))
@@ -274,7 +300,7 @@ def current_contract(args: dict):
 @idempotent
 @blp.arguments(ConsentIn)
 @blp.response(201, ConsentEnvelope)
-@problem_doc(403, 404, 409, 410, 422)
+@problem_doc(400, 403, 404, 409, 410, 413, 415, 422)
 def create_consent(args: dict):
     """As an organisation, ask an agent to accept it as owner; answers with the consent link."""
     consent = service.request_consent(current_account(), args["owner"], args["agent"])
@@ -295,7 +321,7 @@ def get_consent(consent_id: str):
 @idempotent
 @blp.arguments(ApproveIn)
 @blp.response(202, AgentJobEnvelope, headers={"Location": {"schema": {"type": "string"}}})
-@problem_doc(403, 404, 409, 422)
+@problem_doc(400, 403, 404, 409, 413, 415, 422)
 def approve_consent(args: dict, consent_id: str):
     """As the agent, approve with a signature of the message; a job names the owner in the record."""
     return _accepted(service.request_consent_approval(current_account(), consent_id, args["signature"]))
@@ -303,6 +329,7 @@ def approve_consent(args: dict, consent_id: str):
 
 @blp.route("/consent/<string:consent_id>", methods=["GET"])
 @blp.doc(responses={"200": {"description": "HTML consent page", "content": {"text/html": {}}}})
+@problem_doc(404)
 def consent_page(consent_id: str):
     """The consent link: tells the agent how to approve with its key."""
     consent = service.get_consent(consent_id)
@@ -320,7 +347,7 @@ def consent_page(consent_id: str):
 @problem_doc(404)
 def get_agent_job(job_id: str):
     """A job started by the authenticated account."""
-    return {"data": require_job_for_agent(job_id, current_account().did)}
+    return {"data": require_job_for_agent(job_id_or_404(job_id), current_account().did)}
 
 
 # -- public reads ------------------------------------------------------------------------------

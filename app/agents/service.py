@@ -69,6 +69,8 @@ DID_RESOLUTION_CONTEXT = "https://w3id.org/did-resolution/v1"
 _DID_SYNTAX = re.compile(r"^did:[a-z0-9]+:[A-Za-z0-9._:%-]+$")
 _ABSOLUTE_URI = re.compile(r"^[A-Za-z][A-Za-z0-9+.\-]*:[^\s\x00-\x1f\x7f]+$")
 _STATEMENT = "Sign in to the Tessera agent network."
+# Consent ids are 16 random bytes in hex; nothing else names one.
+_CONSENT_ID = re.compile(r"[0-9a-f]{32}")
 
 
 # -- configuration -----------------------------------------------------------------------------
@@ -530,7 +532,7 @@ def card_unpublish_from_job(job: Job) -> dict[str, Any]:
 
 def get_public_card(did: str) -> PublicCard:
     """The published card of ``did``; ``CardNotFound`` when none is published."""
-    card = db.session.get(PublicCard, did)
+    card = db.session.get(PublicCard, did) if _is_network_did(did) else None
     if card is None:
         raise CardNotFound(f"No card is published for {did}.")
     return card
@@ -695,12 +697,12 @@ def request_consent(caller: AgentAccount, owner: str, agent: str) -> Consent:
 
 def get_consent(consent_id: str) -> Consent | None:
     """A consent by id, or None (the consent page is reachable by its unguessable link)."""
-    return db.session.get(Consent, consent_id)
+    return db.session.get(Consent, consent_id) if _CONSENT_ID.fullmatch(consent_id) else None
 
 
 def get_consent_for(caller: AgentAccount, consent_id: str) -> Consent:
     """A consent the caller is party to (owner or agent); ``NotFound`` otherwise."""
-    consent = db.session.get(Consent, consent_id)
+    consent = get_consent(consent_id)
     if consent is None or caller.did not in (consent.owner_did, consent.agent_did):
         raise NotFound("No such consent.")
     return consent
