@@ -20,6 +20,7 @@ from sqlalchemy.exc import IntegrityError
 from app.db import as_utc, utcnow
 from app.errors import Conflict, ValidationFailed
 from app.extensions import db
+from app.http import problem_doc
 from app.idempotency.models import IdempotencyRecord
 
 HEADER = "Idempotency-Key"
@@ -37,6 +38,10 @@ class IdempotencyKeyInFlight(Conflict):
 def _request_hash() -> str:
     digest = hashlib.sha256()
     digest.update(request.method.encode() + b" " + request.path.encode() + b"\n")
+    # The same body sent while acting in another node of the tree is another request.
+    caller = g.get("caller")
+    if caller is not None:
+        digest.update(f"acting:{caller.acting_client_id}\n".encode())
     digest.update(request.get_data(cache=True))
     return digest.hexdigest()
 
@@ -98,15 +103,17 @@ def idempotent(view: Callable) -> Callable:
                 raise IdempotencyKeyInFlight() from exc
         return response
 
-    return Blueprint.doc(
+    documented = Blueprint.doc(
         parameters=[
             {
                 "name": HEADER,
                 "in": "header",
                 "required": False,
                 "description": "Repeat a request safely: the same key with the same body within 24 h "
-                "replays the first response; with a different body the request is refused (422).",
+                "replays the first response; with a different body the request is refused (422); "
+                "while the first request with the key is still running, 409.",
                 "schema": {"type": "string", "minLength": 1, "maxLength": 255},
             }
         ]
     )(wrapper)
+    return problem_doc(409, 422)(documented)
