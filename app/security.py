@@ -1,7 +1,9 @@
 """Secrets: random tokens, keyed hashes for high-entropy secrets, encryption at rest.
 
 Hashing uses HMAC-SHA256 keyed with `SECRET_HASH_KEY`: API tokens and client secrets carry at
-least 256 random bits, so a slow password hash would add latency without adding safety.
+least 256 random bits, so a slow password hash would add latency without adding safety. The
+setting lists keys newest first (comma-separated): new hashes use the first, long-lived secrets
+(API tokens, client secrets) are still recognised under the older ones, so the key can be rotated.
 Encryption uses AES-256-GCM; `ENCRYPTION_KEYS` lists keys newest first, so old ciphertexts stay
 readable while new ones use the first key.
 """
@@ -25,17 +27,30 @@ def random_token(nbytes: int = 32) -> str:
     return secrets.token_urlsafe(nbytes)
 
 
-def hash_secret(secret: str) -> str:
-    """Keyed hash of a high-entropy secret, for storage and lookup."""
-    key = current_app.config["SECRET_HASH_KEY"].encode()
+def _hash_keys() -> list[bytes]:
+    keys = [key.strip() for key in current_app.config["SECRET_HASH_KEY"].split(",") if key.strip()]
+    return [key.encode() for key in keys]
+
+
+def _keyed_hash(key: bytes, secret: str) -> str:
     return hmac.new(key, secret.encode(), hashlib.sha256).hexdigest()
 
 
+def hash_secret(secret: str) -> str:
+    """Keyed hash of a high-entropy secret under the current key, for storage and lookup."""
+    return _keyed_hash(_hash_keys()[0], secret)
+
+
+def secret_hash_candidates(secret: str) -> list[str]:
+    """The hashes of `secret` under every configured key, newest first (to look up by hash)."""
+    return [_keyed_hash(key, secret) for key in _hash_keys()]
+
+
 def verify_secret(secret: str, hashed: str | None) -> bool:
-    """Constant-time check of `secret` against a stored `hash_secret` value."""
+    """Constant-time check of `secret` against a stored hash made under any configured key."""
     if not hashed:
         return False
-    return hmac.compare_digest(hash_secret(secret), hashed)
+    return any(hmac.compare_digest(candidate, hashed) for candidate in secret_hash_candidates(secret))
 
 
 def _derive_key(material: str, purpose: str) -> bytes:

@@ -23,7 +23,7 @@ from sqlalchemy.exc import IntegrityError
 from app.db import as_utc, utcnow
 from app.errors import NotFound
 from app.extensions import db
-from app.security import hash_secret, random_token, verify_secret
+from app.security import hash_secret, random_token, secret_hash_candidates, verify_secret
 from app.tenancy.errors import ClientTreeTooDeep, MasterClientRequired, SubdomainTaken, TooManyApiTokens
 from app.tenancy.models import ApiToken, Client
 
@@ -406,7 +406,7 @@ def find_active_token(plaintext: str) -> tuple[ApiToken | None, Client | None]:
     statement = (
         select(ApiToken, Client)
         .join(Client, Client.id == ApiToken.client_id)
-        .where(ApiToken.token_hash == hash_secret(plaintext))
+        .where(ApiToken.token_hash.in_(secret_hash_candidates(plaintext)))
     )
     row = db.session.execute(statement).first()
     if row is None:
