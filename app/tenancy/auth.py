@@ -124,7 +124,7 @@ def authenticate_request(*, honour_subclient: bool) -> Caller:
 
 
 def _acting_node(client: Client, value: str) -> Client:
-    if not _CLIENT_ID.match(value) or not 0 < int(value) <= MAX_CLIENT_ID:
+    if not _CLIENT_ID.fullmatch(value) or not 0 < int(value) <= MAX_CLIENT_ID:
         raise ValidationFailed(
             f"{SUBCLIENT_HEADER} must be a client id from 1 to {MAX_CLIENT_ID}.",
             errors={SUBCLIENT_HEADER: [f"Must be a client id from 1 to {MAX_CLIENT_ID}."]},

@@ -56,7 +56,7 @@ def id_parameter(name: str, description: str) -> dict:
 
 def path_id(raw: str, name: str) -> int:
     """A positive integer id from a path segment; 422 naming the parameter otherwise."""
-    if not _DIGITS.match(raw) or not 0 < int(raw) <= MAX_ID:
+    if not _DIGITS.fullmatch(raw) or not 0 < int(raw) <= MAX_ID:
         raise ValidationFailed(
             f"{name} must be an integer from 1 to {MAX_ID}.",
             errors={name: [f"Must be an integer from 1 to {MAX_ID}."]},

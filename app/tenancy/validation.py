@@ -13,6 +13,7 @@ import zoneinfo
 from functools import lru_cache
 from urllib.parse import urlsplit
 
+# Used with fullmatch: `$` alone also matches before a trailing newline.
 _LABEL = re.compile(r"^(?!-)[a-z0-9-]{1,63}(?<!-)$")
 _CLAIM_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_.:-]{0,63}$")
 CLAIM_NAME_PATTERN = _CLAIM_NAME.pattern
@@ -48,7 +49,7 @@ def is_time_zone(name: str) -> bool:
 def canonical_dns_label(value: str) -> str | None:
     """One DNS label (letters, digits, inner hyphens; 1 to 63 characters), lower case."""
     lowered = value.lower()
-    return lowered if lowered.isascii() and _LABEL.match(lowered) else None
+    return lowered if lowered.isascii() and _LABEL.fullmatch(lowered) else None
 
 
 def canonical_host_name(value: str) -> str | None:
@@ -112,7 +113,7 @@ def redirect_uri_problem(uri: str) -> str | None:
 
 def claim_name_problem(name: str) -> str | None:
     """Why `name` cannot be a custom id_token claim, or None when it can."""
-    if not _CLAIM_NAME.match(name):
+    if not _CLAIM_NAME.fullmatch(name):
         return "Claim names are 1 to 64 characters: letters, digits, _ . : - (not starting with a digit)."
     if name in RESERVED_CLAIMS:
         return f"{name!r} is set by the service and cannot be mapped."

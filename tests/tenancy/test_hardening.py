@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from tests.tenancy.support import assert_problem, undocumented_error_statuses
+from tests.tenancy.support import assert_problem, count_clients, undocumented_error_statuses
 
 
 @pytest.fixture(scope="module")
@@ -40,3 +40,22 @@ def test_an_acting_node_of_another_tree_is_a_404(client, master, other_master):
         "/v1/sub_client", headers={**master.headers, "x-api-subclient-id": str(other_master.client_id)}
     )
     assert assert_problem(response, 404)["code"] == "not_found"
+
+
+@pytest.mark.parametrize(
+    ("fields", "field"),
+    [
+        ({"subdomain": "mail\n", "domain": "example.org"}, "subdomain"),
+        ({"id_token_claims": {"edu_username\n": "user_name"}}, "id_token_claims"),
+    ],
+)
+def test_a_trailing_newline_is_refused_and_nothing_is_created(app, client, master, fields, field):
+    before = count_clients(app, master.client_id)
+    response = client.post("/v1/sub_client", json={"name": "Newline", **fields}, headers=master.headers)
+    assert_problem(response, 422, field)
+    assert count_clients(app, master.client_id) == before
+
+
+def test_a_path_id_with_a_trailing_newline_is_a_422(client, master):
+    response = client.get(f"/v1/sub_client/{master.client_id}%0A", headers=master.headers)
+    assert_problem(response, 422, "subclient_id")
