@@ -187,7 +187,7 @@ def canonical_language_tag(value: str) -> str | None:
     if lowered in _GRANDFATHERED:
         return _GRANDFATHERED[lowered]
     subtags = lowered.split("-")
-    if any(not subtag or not _ALNUM.match(subtag) for subtag in subtags):
+    if any(not subtag or not _ALNUM.fullmatch(subtag) for subtag in subtags):
         return None
     if subtags[0] == "x":
         return lowered if _private_use_ok(subtags[1:]) else None
@@ -202,7 +202,7 @@ def _parse_langtag(subtags: list[str]) -> str | None:
     out: list[str] = []
     index = 0
     language = subtags[0]
-    if not _ALPHA.match(language) or not (2 <= len(language) <= 3):
+    if not _ALPHA.fullmatch(language) or not (2 <= len(language) <= 3):
         # 4-letter subtags are reserved and 5-8 letter languages are not in use.
         return None
     if language not in _language_codes() and not _is_private_language(language):
@@ -210,13 +210,13 @@ def _parse_langtag(subtags: list[str]) -> str | None:
     out.append(language)
     index = 1
     extlangs = 0
-    while index < len(subtags) and len(subtags[index]) == 3 and _ALPHA.match(subtags[index]):
+    while index < len(subtags) and len(subtags[index]) == 3 and _ALPHA.fullmatch(subtags[index]):
         if extlangs == 3 or subtags[index] not in _language_codes():
             return None
         out.append(subtags[index])
         extlangs += 1
         index += 1
-    if index < len(subtags) and len(subtags[index]) == 4 and _ALPHA.match(subtags[index]):
+    if index < len(subtags) and len(subtags[index]) == 4 and _ALPHA.fullmatch(subtags[index]):
         script = subtags[index]
         if script not in _script_codes() and not _is_private_script(script):
             return None
@@ -224,12 +224,12 @@ def _parse_langtag(subtags: list[str]) -> str | None:
         index += 1
     if index < len(subtags):
         region = subtags[index]
-        if len(region) == 2 and _ALPHA.match(region):
+        if len(region) == 2 and _ALPHA.fullmatch(region):
             if region.upper() not in _region_codes() and not _is_private_region(region):
                 return None
             out.append(region.upper())
             index += 1
-        elif len(region) == 3 and _DIGITS.match(region):
+        elif len(region) == 3 and _DIGITS.fullmatch(region):
             if region not in _M49_REGIONS:
                 return None
             out.append(region)

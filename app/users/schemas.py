@@ -13,6 +13,15 @@ from app.tenancy.fields import PlainText
 from app.users import formats
 
 _DATE = re.compile(r"^[0-9]{4}-[0-9]{2}-[0-9]{2}$")
+_CALLING_CODE = re.compile(r"^\+[0-9]{1,3}$")
+
+
+def _calling_code(value: str) -> None:
+    # fullmatch: `$` alone also matches before a trailing newline.
+    if not _CALLING_CODE.fullmatch(value):
+        raise ma.ValidationError("Must be + followed by 1 to 3 digits.")
+
+
 MAX_MOBILE_NUMBER = 10**15 - 1  # E.164 numbers have at most 15 digits.
 
 
@@ -100,8 +109,8 @@ class ProfileSchema(ma.Schema):
         metadata={"description": "Subscriber number without the country code; a positive integer."},
     )
     mobile_country_code = ma.fields.String(
-        validate=ma.validate.Regexp(r"^\+[0-9]{1,3}$", error="Must be + followed by 1 to 3 digits."),
-        metadata={"description": "International calling code, e.g. `+44`."},
+        validate=_calling_code,
+        metadata={"pattern": _CALLING_CODE.pattern, "description": "International calling code, e.g. `+44`."},
     )
     avatar = ma.fields.URL(
         schemes={"http", "https"},
