@@ -38,6 +38,8 @@ PROMPTS = frozenset({"none", "login", "consent", "select_account"})
 _CODE_CHALLENGE = re.compile(r"^[A-Za-z0-9._~-]{43,128}$")
 _EMAIL = re.compile(r"^[^@\s]{1,64}@[^@\s]{1,253}\.[^@\s]{1,63}$")
 _MAX_STATE = 2048
+# The request row keeps max_age in a 32-bit column.
+MAX_AGE_LIMIT = 2**31 - 1
 
 
 @dataclass(frozen=True)
@@ -122,9 +124,12 @@ def validate_authorization_request(
         raise AuthorizationRedirectError("invalid_request", "prompt has an unsupported value.")
     max_age = None
     if raw.get("max_age") not in (None, ""):
-        if not (str(raw["max_age"]).isascii() and str(raw["max_age"]).isdigit()):
+        text = str(raw["max_age"])
+        if not (text.isascii() and text.isdigit()):
             raise AuthorizationRedirectError("invalid_request", "max_age must be a non-negative integer.")
-        max_age = int(raw["max_age"])
+        if len(text) > len(str(MAX_AGE_LIMIT)) or int(text) > MAX_AGE_LIMIT:
+            raise AuthorizationRedirectError("invalid_request", f"max_age must be at most {MAX_AGE_LIMIT} seconds.")
+        max_age = int(text)
     challenge = raw.get("code_challenge") or None
     method = raw.get("code_challenge_method") or None
     if challenge is not None:

@@ -68,6 +68,9 @@ def test_unregistered_redirect_uri_is_an_error_page_never_a_redirect(client, ten
     ({"code_challenge_method": "S256"}, "invalid_request"),
     ({"prompt": "none login"}, "invalid_request"),
     ({"max_age": "soon"}, "invalid_request"),
+    ({"max_age": "99999999999"}, "invalid_request"),
+    ({"max_age": "2147483648"}, "invalid_request"),
+    ({"max_age": "9" * 5000}, "invalid_request"),
     ({"request": "eyJ..."}, "request_not_supported"),
     ({"response_type": ""}, "invalid_request"),
 ])
@@ -78,6 +81,11 @@ def test_invalid_requests_redirect_with_the_error_and_state(app, client, tenant,
     assert location.startswith(REDIRECT_URI)
     query = query_of(location)
     assert query["error"] == error and query["state"] == "s-1" and query["iss"] == app.config["OIDC_ISSUER"]
+
+
+def test_the_largest_max_age_is_accepted(app, tenant):
+    page = _start_login(app.test_client(), tenant, max_age=str(2**31 - 1))
+    assert 'name="email"' in page.get_data(as_text=True)
 
 
 def test_repeated_parameters_are_refused(client, tenant):
