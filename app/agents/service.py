@@ -21,7 +21,9 @@ from typing import Any
 from urllib.parse import urlparse
 
 from flask import current_app
-from sqlalchemy import delete, select
+from sqlalchemy import delete, select, update
+from sqlalchemy.dialects.postgresql import insert as postgresql_insert
+from sqlalchemy.dialects.sqlite import insert as sqlite_insert
 
 from app.agents import ethereum
 from app.agents.errors import (
@@ -67,6 +69,7 @@ DEFAULT_PRICES = {"host-card": 10, "set-card": 5, "card-unpublish": 1, "deregist
 DID_CONTEXTS = ["https://www.w3.org/ns/did/v1", "https://w3id.org/security/suites/secp256k1recovery-2020/v2"]
 DID_RESOLUTION_CONTEXT = "https://w3id.org/did-resolution/v1"
 _DID_SYNTAX = re.compile(r"^did:[a-z0-9]+:[A-Za-z0-9._:%-]+$")
+# Used with fullmatch: `$` alone also matches before a trailing newline.
 _ABSOLUTE_URI = re.compile(r"^[A-Za-z][A-Za-z0-9+.\-]*:[^\s\x00-\x1f\x7f]+$")
 _STATEMENT = "Sign in to the Tessera agent network."
 # Consent ids are 16 random bytes in hex; nothing else names one.
@@ -135,12 +138,40 @@ def get_account_by_did(did: str) -> AgentAccount | None:
     return db.session.execute(select(AgentAccount).where(AgentAccount.did == did)).scalar_one_or_none()
 
 
-def _account_for_address(address: str, *, create: bool) -> AgentAccount | None:
-    account = db.session.execute(select(AgentAccount).where(AgentAccount.address == address)).scalar_one_or_none()
-    if account is None and create:
-        account = AgentAccount(address=address, kind=AGENT, balance=0, created_at=utcnow())
-        db.session.add(account)
-        db.session.flush()
+def _lock_or_create_account(address: str) -> AgentAccount:
+    """The account of ``address``, created as an agent if new, locked until the transaction ends.
+
+    Concurrent first uses of one address race on the unique address: the insert does nothing
+    when another transaction got there first, and the locking read then waits for that row.
+    """
+    insert = postgresql_insert if db.session.get_bind().dialect.name == "postgresql" else sqlite_insert
+    db.session.execute(
+        insert(AgentAccount)
+        .values(address=address, kind=AGENT, balance=0, created_at=utcnow())
+        .on_conflict_do_nothing(index_elements=[AgentAccount.address])
+    )
+    return db.session.execute(
+        select(AgentAccount)
+        .where(AgentAccount.address == address)
+        .with_for_update()
+        .execution_options(populate_existing=True)
+    ).scalar_one()
+
+
+def _bind_did(account: AgentAccount, now: datetime) -> AgentAccount:
+    """Give ``account`` a fresh DID unless it has one; returns the account as stored.
+
+    The update only applies to a row still without a DID, so of concurrent first sign-ins one
+    DID wins and every caller reads that one back.
+    """
+    if account.did is None:
+        db.session.execute(
+            update(AgentAccount)
+            .where(AgentAccount.id == account.id, AgentAccount.did.is_(None))
+            .values(did=f"did:{did_method()}:{secrets.token_bytes(20).hex()}", did_bound_at=now)
+            .execution_options(synchronize_session=False)
+        )
+        db.session.refresh(account)
     return account
 
 
@@ -215,11 +246,7 @@ def verify_challenge(message_text: str, signature: str) -> IssuedSession:
     )
     if spent.rowcount != 1:
         raise AuthenticationFailed("The challenge was already used; request a new one.")
-    account = _account_for_address(signer, create=True)
-    assert account is not None
-    if account.did is None:
-        account.did = f"did:{did_method()}:{secrets.token_bytes(20).hex()}"
-        account.did_bound_at = now
+    account = _bind_did(_lock_or_create_account(signer), now)
     token = random_token(32)
     expires_at = now + _seconds("AGENT_SESSION_SECONDS", 3600)
     db.session.add(
@@ -279,9 +306,7 @@ def grant_credits(address: str, amount: int, reason: str = "operator-grant") -> 
     """Credit an account (created for the address if new); for operators. Raises ``ValidationFailed``."""
     if amount <= 0:
         raise ValidationFailed(errors={"amount": ["Must be a positive number of credits."]})
-    account = _account_for_address(_checked_address(address), create=True)
-    assert account is not None
-    _lock_account(account.id)
+    account = _lock_or_create_account(_checked_address(address))
     _add_entry(account, amount, reason)
     return account
 
@@ -290,8 +315,7 @@ def set_account_kind(address: str, kind: str) -> AgentAccount:
     """Make an account an agent or an organisation (created for the address if new); for operators."""
     if kind not in (AGENT, ORGANISATION):
         raise ValidationFailed(errors={"kind": ["Must be agent or organisation."]})
-    account = _account_for_address(_checked_address(address), create=True)
-    assert account is not None
+    account = _lock_or_create_account(_checked_address(address))
     account.kind = kind
     db.session.flush()
     return account
@@ -363,7 +387,12 @@ def ledger_view(account: AgentAccount, limit: int = 100) -> dict[str, Any]:
 
 
 def _lock_account(account_id: int) -> AgentAccount:
-    return db.session.execute(select(AgentAccount).where(AgentAccount.id == account_id).with_for_update()).scalar_one()
+    return db.session.execute(
+        select(AgentAccount)
+        .where(AgentAccount.id == account_id)
+        .with_for_update()
+        .execution_options(populate_existing=True)
+    ).scalar_one()
 
 
 def _require_target(did: str) -> AgentAccount:
@@ -540,7 +569,7 @@ def get_public_card(did: str) -> PublicCard:
 
 def validate_card_uri(uri: Any) -> str:
     """Return ``uri`` if it is an absolute URI of at most 2048 bytes; ``ValidationFailed`` otherwise."""
-    if not isinstance(uri, str) or not _ABSOLUTE_URI.match(uri):
+    if not isinstance(uri, str) or not _ABSOLUTE_URI.fullmatch(uri):
         raise ValidationFailed(errors={"uri": ["Must be an absolute URI."]})
     if len(uri.encode("utf-8")) > MAX_CARD_URI_BYTES:
         raise ValidationFailed(errors={"uri": [f"Must be at most {MAX_CARD_URI_BYTES} bytes."]})

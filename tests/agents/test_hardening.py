@@ -78,3 +78,13 @@ def test_a_claim_form_without_its_token_is_an_html_400_and_issues_nothing(live_s
     assert answer.headers["Content-Type"].startswith("text/html")
     assert 'id="agent-key"' not in answer.text
     assert claim_key_over_http(live_server).startswith("0x")
+
+
+def test_a_card_uri_with_a_trailing_newline_is_a_422_and_charges_nothing(live_server, session):
+    headers = {"Authorization": session["Authorization"]}
+    with live_server.http() as http:
+        before = http.get("/api/credits", headers=headers).json()["data"]["balance"]
+        path = f"/api/agents/{session['did']}/registry/card-uri"
+        answer = http.put(path, json={"uri": "https://example.org/card\n"}, headers=headers)
+        assert "uri" in _is_problem(answer, 422)["errors"]
+        assert http.get("/api/credits", headers=headers).json()["data"]["balance"] == before
