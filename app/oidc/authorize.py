@@ -28,6 +28,7 @@ from app.oidc.errors import AuthorizationPageError, AuthorizationRedirectError
 from app.oidc.mail import send_mail
 from app.oidc.models import AuthorizationCode, AuthorizationRequest, Consent, LoginSession
 from app.oidc.service import get_relying_party
+from app.oidc.text import has_unstorable
 from app.security import hash_secret, random_token
 from app.tenancy.models import Client
 from app.tenancy.service import from_email_address
@@ -35,7 +36,11 @@ from app.users.models import User
 from app.users.service import find_user_by_email, get_user_in_tree
 
 PROMPTS = frozenset({"none", "login", "consent", "select_account"})
-_CODE_CHALLENGE = re.compile(r"^[A-Za-z0-9._~-]{43,128}$")
+_KNOWN_PARAMETERS = frozenset({
+    "response_type", "client_id", "redirect_uri", "scope", "state", "nonce", "prompt", "max_age",
+    "login_hint", "code_challenge", "code_challenge_method", "response_mode", "request", "request_uri",
+})
+_CODE_CHALLENGE = re.compile(r"[A-Za-z0-9._~-]{43,128}")
 _EMAIL = re.compile(r"^[^@\s]{1,64}@[^@\s]{1,253}\.[^@\s]{1,63}$")
 _MAX_STATE = 2048
 # The request row keeps max_age in a 32-bit column.
@@ -104,6 +109,23 @@ def validate_authorization_request(
     if repeated & {"client_id", "redirect_uri"}:
         raise AuthorizationPageError("The application sent an ambiguous request, so we stopped here.")
     client, redirect_uri = validate_redirect_target(raw)
+    try:
+        return _validated_parameters(raw, repeated, client, redirect_uri)
+    except AuthorizationRedirectError as error:
+        state = raw.get("state")
+        location = redirect_uri_with(redirect_uri, {
+            "error": error.error, "error_description": error.description,
+            "state": None if has_unstorable(state) else state, "iss": tokens.issuer(),
+        })
+        raise AuthorizationRedirectError(error.error, error.description, location=location) from None
+
+
+def _validated_parameters(raw: Mapping[str, str], repeated: frozenset[str], client: Client,
+                          redirect_uri: str) -> AuthorizationParams:
+    for name, value in raw.items():
+        if name != "login_hint" and has_unstorable(value):
+            named = name if name in _KNOWN_PARAMETERS else "A parameter"
+            raise AuthorizationRedirectError("invalid_request", f"{named} holds a NUL byte or an unpaired surrogate.")
     if repeated:
         raise AuthorizationRedirectError("invalid_request", f"Repeated parameter: {sorted(repeated)[0]}.")
     if raw.get("request"):
@@ -135,14 +157,16 @@ def validate_authorization_request(
     if challenge is not None:
         if (method or "plain") != "S256":
             raise AuthorizationRedirectError("invalid_request", "Only code_challenge_method=S256 is supported.")
-        if not _CODE_CHALLENGE.match(challenge):
+        if not _CODE_CHALLENGE.fullmatch(challenge):
             raise AuthorizationRedirectError("invalid_request", "code_challenge is malformed.")
     elif method is not None:
         raise AuthorizationRedirectError("invalid_request", "code_challenge_method without code_challenge.")
     state, nonce = raw.get("state") or None, raw.get("nonce") or None
     if (state and len(state) > _MAX_STATE) or (nonce and len(nonce) > _MAX_STATE):
         raise AuthorizationRedirectError("invalid_request", "state or nonce is too long.")
-    login_hint = (raw.get("login_hint") or "").strip()[:254] or None
+    # A hint is only a convenience: one we could not store is dropped rather than refused.
+    hint = raw.get("login_hint") or ""
+    login_hint = None if has_unstorable(hint) else hint.strip()[:254] or None
     return AuthorizationParams(
         client=client, redirect_uri=redirect_uri, scopes=tuple(scopes), state=state, nonce=nonce,
         code_challenge=challenge, prompt=prompt, max_age=max_age, login_hint=login_hint,

@@ -88,9 +88,13 @@ class AuthorizationPageError(Exception):
 
 
 class AuthorizationRedirectError(Exception):
-    """An error to send back to the client's (already validated) redirect_uri, per RFC 6749 §4.1.2.1."""
+    """An error to send back to the client's (already validated) redirect_uri, per RFC 6749 §4.1.2.1.
 
-    def __init__(self, error: str, description: str) -> None:
+    `location` is that redirect, filled in by the validation that knows the redirect_uri.
+    """
+
+    def __init__(self, error: str, description: str, *, location: str | None = None) -> None:
         super().__init__(description)
         self.error = error
         self.description = description
+        self.location = location

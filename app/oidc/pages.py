@@ -228,12 +228,7 @@ def authorization():
     try:
         params = authorize.validate_authorization_request(values, repeated)
     except AuthorizationRedirectError as error:
-        client, redirect_uri = authorize.validate_redirect_target(values)
-        target = authorize.redirect_uri_with(redirect_uri, {
-            "error": error.error, "error_description": error.description, "state": values.get("state"),
-            "iss": current_app.config["OIDC_ISSUER"],
-        })
-        return _redirect(target)
+        return _redirect(error.location)
     outcome = authorize.start_authorization(
         params, browser_token=browser_token, session_token=request.cookies.get(SESSION_COOKIE)
     )

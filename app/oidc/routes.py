@@ -31,6 +31,7 @@ from app.oidc.schemas import (
     UserInfoOut,
 )
 from app.oidc.settings import install_settings
+from app.oidc.text import has_unstorable
 
 blp = Blueprint("oidc", __name__, description="OpenID Connect provider: tokens, userinfo, keys")
 
@@ -88,8 +89,12 @@ def _parameters() -> dict[str, str]:
         body = request.get_json(silent=True)
         if not isinstance(body, dict):
             raise InvalidRequest("The body must be a JSON object.")
-        return {key: value for key, value in body.items() if isinstance(value, str)}
-    return {key: value for key, value in request.form.items()}
+        values = {key: value for key, value in body.items() if isinstance(value, str)}
+    else:
+        values = dict(request.form.items())
+    if any(has_unstorable(value) for value in values.values()):
+        raise InvalidRequest("A parameter holds a NUL byte or an unpaired surrogate.")
+    return values
 
 
 def _client_credentials(values: dict[str, str]) -> tuple[str | None, str | None]:

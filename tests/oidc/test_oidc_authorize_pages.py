@@ -83,6 +83,43 @@ def test_invalid_requests_redirect_with_the_error_and_state(app, client, tenant,
     assert query["error"] == error and query["state"] == "s-1" and query["iss"] == app.config["OIDC_ISSUER"]
 
 
+@pytest.mark.parametrize("name", ["state", "nonce", "code_challenge", "scope", "prompt", "response_type"])
+def test_nul_bytes_in_parameters_are_invalid_request(app, client, tenant, name):
+    params = {"state": "s-1", name: "a\x00b"}
+    if name == "code_challenge":
+        params.update(code_challenge="A" * 43 + "\x00", code_challenge_method="S256")
+    response = client.get(authorize_query(tenant, **params))
+    assert response.status_code == 302
+    query = query_of(response.headers["Location"])
+    assert response.headers["Location"].startswith(REDIRECT_URI) and query["error"] == "invalid_request"
+    # A state we could not store is not echoed either.
+    assert query.get("state") == (None if name == "state" else "s-1")
+
+
+def test_nul_bytes_in_the_redirect_uri_are_an_error_page(client, tenant):
+    response = client.get(authorize_query(tenant, redirect_uri=REDIRECT_URI + "\x00"))
+    assert response.status_code == 400 and "Location" not in response.headers
+
+
+def test_a_login_hint_with_a_nul_byte_is_dropped(client, tenant):
+    html = _start_login(client, tenant, login_hint="a\x00b@example.org").get_data(as_text=True)
+    assert 'name="email"' in html and "example.org" not in html
+
+
+def test_lone_surrogates_are_refused_before_any_query(app, tenant):
+    from app.oidc.authorize import validate_authorization_request
+    from app.oidc.errors import AuthorizationRedirectError
+
+    base = query_of(authorize_query(tenant, state="s-1"))
+    with app.app_context():
+        for name in ("state", "nonce", "code_challenge", "scope"):
+            with pytest.raises(AuthorizationRedirectError) as caught:
+                validate_authorization_request({**base, name: "a\ud800b"})
+            assert caught.value.error == "invalid_request"
+            assert query_of(caught.value.location).get("state") == (None if name == "state" else "s-1")
+        assert validate_authorization_request({**base, "login_hint": "\udc80@example.org"}).login_hint is None
+
+
 def test_the_largest_max_age_is_accepted(app, tenant):
     page = _start_login(app.test_client(), tenant, max_age=str(2**31 - 1))
     assert 'name="email"' in page.get_data(as_text=True)

@@ -214,3 +214,12 @@ def test_concurrent_exchanges_exactly_one_succeeds(app, client, live_server):
         revoked = requests.get(base + "/v1/openidc/user", timeout=10,
                                headers={"Authorization": f"Bearer {winners[0].json()['access_token']}"})
         assert revoked.status_code == 401
+
+
+def test_nul_bytes_and_lone_surrogates_in_the_body_are_invalid_request(client, tenant):
+    for code in ("a\x00b", "a\ud800b"):
+        response = exchange(client, tenant, code)
+        assert response.status_code == 400 and response.get_json()["error"] == "invalid_request", code
+    form = client.post("/v1/openidc/token", data={"grant_type": "authorization_code", "code": "x",
+                                                  "redirect_uri": tenant.redirect_uri + "\x00"})
+    assert form.status_code == 400 and form.get_json()["error"] == "invalid_request"
