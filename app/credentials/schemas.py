@@ -161,7 +161,7 @@ class CredentialListEnvelope(ma.Schema):
 class CredentialVerifyIn(ma.Schema):
     """The W3C VC API verify request."""
 
-    verifiableCredential = ma.fields.Raw(required=True)  # noqa: N815 (wire name)
+    verifiableCredential = ma.fields.Raw(required=True)
     options = ma.fields.Dict(load_default=dict)
 
     class Meta:
@@ -176,7 +176,7 @@ class CredentialVerifyOut(ma.Schema):
 
 
 class StatusEntryIn(ma.Schema):
-    statusPurpose = ma.fields.String(  # noqa: N815 (wire name)
+    statusPurpose = ma.fields.String(
         required=True, validate=ma.validate.OneOf([REVOCATION, SUSPENSION])
     )
 
@@ -192,7 +192,7 @@ class StatusEntryPatch(ma.Schema):
 class StatusEntryOut(ma.Schema):
     id = ma.fields.String()
     status = ma.fields.String()
-    credentialStatus = ma.fields.Dict(  # noqa: N815 (wire name)
+    credentialStatus = ma.fields.Dict(
         metadata={"description": "The BitstringStatusListEntry to put in the credential before signing."}
     )
     created_at = ma.fields.String()

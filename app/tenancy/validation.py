@@ -96,8 +96,7 @@ def redirect_uri_problem(uri: str) -> str | None:
         return "Must be an ASCII URI without spaces or control characters."
     try:
         parts = urlsplit(uri)
-        host = parts.hostname
-        parts.port  # noqa: B018 - raises ValueError on a malformed port
+        host, _port = parts.hostname, parts.port  # reading the port raises ValueError when it is malformed
     except ValueError:
         return "Not a valid URI."
     if parts.scheme not in {"https", "http"} or not host:

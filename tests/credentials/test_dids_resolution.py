@@ -397,7 +397,7 @@ class DidWebServer:
         server = self
 
         class Handler(BaseHTTPRequestHandler):
-            def do_GET(self) -> None:  # noqa: N802 (http.server's naming)
+            def do_GET(self) -> None:
                 server.hosts.append(self.headers.get("Host", ""))
                 status, headers, body = server.routes.get(self.path, (404, {}, b"not found"))
                 self.send_response(status)

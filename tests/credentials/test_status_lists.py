@@ -170,7 +170,7 @@ class _ListServer(BaseHTTPRequestHandler):
     document: bytes = b"{}"
     hits: list[str] = []
 
-    def do_GET(self) -> None:  # noqa: N802 (http.server API)
+    def do_GET(self) -> None:
         type(self).hits.append(self.path)
         self.send_response(200)
         self.send_header("Content-Type", "application/vc+ld+json")

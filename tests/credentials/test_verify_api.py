@@ -181,7 +181,7 @@ def test_unknown_cryptosuite(client, master):
 class _Recorder(BaseHTTPRequestHandler):
     hits: list[str] = []
 
-    def do_GET(self) -> None:  # noqa: N802 (http.server API)
+    def do_GET(self) -> None:
         type(self).hits.append(self.path)
         self.send_response(200)
         self.send_header("Content-Type", "application/json")

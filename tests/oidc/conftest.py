@@ -57,7 +57,7 @@ def callback_server():
     hits: list[str] = []
 
     class Handler(BaseHTTPRequestHandler):
-        def do_GET(self) -> None:  # noqa: N802 - the http.server API
+        def do_GET(self) -> None:
             hits.append(self.path)
             body = b"<!doctype html><title>Relying party</title><p id='rp'>callback received</p>"
             self.send_response(200)

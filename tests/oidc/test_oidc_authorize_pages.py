@@ -376,7 +376,7 @@ class _FakeRecaptcha:
         calls = self.requests
 
         class Handler(BaseHTTPRequestHandler):
-            def do_POST(self) -> None:  # noqa: N802 - the http.server API
+            def do_POST(self) -> None:
                 form = {key: values[0] for key, values in
                         parse_qs(self.rfile.read(int(self.headers["Content-Length"])).decode()).items()}
                 calls.append(form)

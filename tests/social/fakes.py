@@ -95,7 +95,7 @@ class FakePlatform:
             self._server.server_close()
             self._server = None
 
-    def __enter__(self):  # noqa: ANN204 - returns the concrete fake
+    def __enter__(self):
         return self.start()
 
     def __exit__(self, *exc_info: object) -> None:
