@@ -2,12 +2,14 @@
 
 from __future__ import annotations
 
-from flask import jsonify, redirect, request, url_for
+from flask import Response, make_response, redirect, request
 from flask_smorest import Blueprint
 
 from app.db import commit
 from app.http import problem_doc
 from app.idempotency.service import idempotent
+from app.jobs.models import Job
+from app.jobs.routes import accepted
 from app.jobs.schemas import JobEnvelope
 from app.social import service
 from app.social.schemas import LinkIn, LinkStartedOut, SocialDataOut, SocialLinksEnvelope
@@ -64,7 +66,9 @@ def list_links(user_id: str):
 @api_token_required(subclient=True)
 @blp.response(200, SocialDataOut, headers={"Age": {"description": "Seconds since the oldest member was fetched.",
                                                     "schema": {"type": "integer"}}})
-@blp.alt_response(202, schema=JobEnvelope, description="First fetch still running: poll the job, then ask again.")
+@blp.alt_response(202, schema=JobEnvelope, description="First fetch still running: poll the job, then ask again.",
+                  headers={"Location": {"description": "The job to poll.", "schema": {"type": "string"}}},
+                  success=True)
 @problem_doc(404, 422)
 def social_data(user_id: str):
     """The user's social data (spec 2.5) from the latest fetch of each linked platform.
@@ -73,17 +77,21 @@ def social_data(user_id: str):
     in the background. With links but nothing fetched yet, waits up to `SOCIAL_DATA_WAIT` seconds,
     then answers 202 with the fetch job.
     """
-    caller = current_caller()
-    user = path_id(user_id, "user_id")
-    view = service.read_social_data(caller, user)
-    if view.waiting:
-        commit()  # publish the first fetch before waiting for it
-        view = service.wait_for_social_data(caller, user, service.settings().data_wait)
-    if view.waiting and view.pending:
-        job = view.pending[0]
-        response = jsonify(JobEnvelope().dump({"data": job}))
-        response.status_code = 202
-        response.headers["Location"] = url_for("jobs.get_job", job_id=job.id)
-        return response
-    headers = {"Age": str(view.age_seconds)} if view.age_seconds is not None else {}
-    return view.data or {}, 200, headers
+    # The request commits after answering, too late for a first fetch this request must wait for:
+    # the service calls this one early commit to publish that fetch job before waiting.
+    answer = service.social_data_or_first_fetch(
+        current_caller(), path_id(user_id, "user_id"), publish_first_fetch=commit
+    )
+    if isinstance(answer, Job):
+        return _accepted_response(answer)
+    return answer.data, 200, _age_header(answer.age_seconds)
+
+
+def _accepted_response(job: Job) -> Response:
+    # This view's response schema is the 200 data; the 202 job envelope is serialised here.
+    body, status, headers = accepted(job)
+    return make_response(JobEnvelope().dump(body), status, headers)
+
+
+def _age_header(age_seconds: int | None) -> dict[str, str]:
+    return {} if age_seconds is None else {"Age": str(age_seconds)}

@@ -2,7 +2,8 @@
 
 Services flush, never commit; the request or task around them owns the transaction. Fetching
 happens only in `fetch_link_from_job` (run by the worker); web requests start at most one fetch
-job per link at a time (`request_fetch`).
+job per link at a time (`request_fetch`). `social_data_or_first_fetch` ends read-only
+transactions while it waits for a first fetch, after the edge's own early commit (see there).
 """
 
 from __future__ import annotations
@@ -511,47 +512,55 @@ def purge_expired_link_records(older_than: timedelta = timedelta(days=1)) -> Non
 
 
 @dataclass(frozen=True)
-class SocialDataView:
-    """What `GET social_data` answers: the data (with its age), or None while a first fetch runs."""
+class SocialData:
+    """The user's spec 2.5 object and the age in seconds of its oldest member (None when empty)."""
 
-    data: dict[str, Any] | None
+    data: dict[str, Any]
+    age_seconds: int | None
+
+
+@dataclass(frozen=True)
+class _SocialDataView:
+    data: dict[str, Any] | None  # None while a first fetch runs and nothing was ever fetched
     age_seconds: int | None
     pending: tuple[Job, ...]
 
-    @property
-    def waiting(self) -> bool:
-        return self.data is None
 
+def social_data_or_first_fetch(
+    caller: Caller, user_id: int, *, publish_first_fetch: Callable[[], None]
+) -> SocialData | Job:
+    """The user's spec 2.5 data, or the fetch job of a first fetch still running after the wait.
 
-def read_social_data(caller: Caller, user_id: int) -> SocialDataView:
-    """The user's spec 2.5 object from the latest data of each link, starting due refreshes.
-
-    A link whose last attempt is older than `SOCIAL_DATA_MAX_AGE` gets one de-duplicated refresh
-    and its current data is still returned. When the user has links but no data at all yet, the
-    view has `data=None` and the pending jobs: the edge commits, then calls `wait_for_social_data`.
-    Flushes; raises `NotFound`.
+    Data of a link last tried more than `SOCIAL_DATA_MAX_AGE` ago starts one de-duplicated refresh
+    and is still returned at once. When the user has links but nothing fetched yet, calls
+    `publish_first_fetch` (the edge's commit: a fetch job reaches the worker only once committed,
+    and it must before it can be waited for), then polls for up to `SOCIAL_DATA_WAIT` seconds;
+    each poll ends its read-only transaction with `rollback()` to see the worker's writes, the one
+    place this feature's services end a transaction, on behalf of the edge. Returns the pending
+    job when the wait ran out. Flushes; raises `NotFound`.
     """
     user = require_user_visible(user_id, caller.acting_path)
-    return _view_of(_links_of(user.id), start_refreshes=True)
+    view = _view_of(_links_of(user.id), start_refreshes=True)
+    if view.data is None:
+        publish_first_fetch()
+        view = _wait_for_first_fetch(caller, user_id, settings().data_wait)
+    if view.data is None and view.pending:
+        return view.pending[0]
+    return SocialData(data=view.data or {}, age_seconds=view.age_seconds)
 
 
-def wait_for_social_data(caller: Caller, user_id: int, timeout: float) -> SocialDataView:
-    """Poll for a first fetch for up to `timeout` seconds; the view's `pending` names what is still running.
-
-    Call only after the edge committed (so the fetch job is published): each poll ends the
-    read-only transaction to see the worker's writes.
-    """
+def _wait_for_first_fetch(caller: Caller, user_id: int, timeout: float) -> _SocialDataView:
     deadline = time.monotonic() + timeout
     while True:
         rollback()
         user = require_user_visible(user_id, caller.acting_path)
         view = _view_of(_links_of(user.id), start_refreshes=False)
-        if not view.waiting or time.monotonic() >= deadline:
+        if view.data is not None or time.monotonic() >= deadline:
             return view
         time.sleep(_WAIT_POLL_SECONDS)
 
 
-def _view_of(links: list[SocialLink], *, start_refreshes: bool) -> SocialDataView:
+def _view_of(links: list[SocialLink], *, start_refreshes: bool) -> _SocialDataView:
     config = settings()
     now = utcnow()
     data: dict[str, Any] = {}
@@ -576,9 +585,9 @@ def _view_of(links: list[SocialLink], *, start_refreshes: bool) -> SocialDataVie
         if link.status == LINKED and not link.data and (job is not None or link.last_attempted_at is None):
             first_fetch_running = True
     if not data and first_fetch_running:
-        return SocialDataView(data=None, age_seconds=None, pending=tuple(pending))
+        return _SocialDataView(data=None, age_seconds=None, pending=tuple(pending))
     age = max(0, int((now - oldest).total_seconds())) if oldest is not None else None
-    return SocialDataView(data=data, age_seconds=age, pending=tuple(pending))
+    return _SocialDataView(data=data, age_seconds=age, pending=tuple(pending))
 
 
 def _claim_user_refresh(config: SocialSettings, user_id: int) -> bool:

@@ -514,6 +514,9 @@ def test_first_fetch_waits_then_answers_202_with_the_job(
     answer = social_data(client, master, user_id)
     assert answer.status_code == 202
     assert time.monotonic() - started >= 0.3
+    assert answer.mimetype == "application/json"
+    assert set(answer.json) == {"data"}
+    assert "Age" not in answer.headers
     job = answer.json["data"]
     assert job["kind"] == "social.fetch"
     assert job["state"] == "queued"
@@ -528,6 +531,18 @@ def test_first_fetch_waits_then_answers_202_with_the_job(
     answer = social_data(client, master, user_id)
     assert answer.status_code == 200
     assert answer.json["platform_a"]["platform_a_id"] == steamid
+    assert int(answer.headers["Age"]) >= 0
+    # The job ran from the first request's early commit: the 202s published nothing else.
+    assert len(held) == 1
+    assert platforms.game_store.calls["GetPlayerSummaries"] == 1
+
+
+def test_social_data_documents_both_answers(client) -> None:
+    responses = client.get("/openapi.json").json["paths"]["/v1/user/{user_id}/social_data"]["get"]["responses"]
+    assert responses["200"]["content"]["application/json"]["schema"]["$ref"].endswith("/SocialDataOut")
+    assert "Age" in responses["200"]["headers"]
+    assert responses["202"]["content"]["application/json"]["schema"]["$ref"].endswith("/JobEnvelope")
+    assert "Location" in responses["202"]["headers"]
 
 
 def test_background_refresh_fetches_stale_links(app, client, master, platforms: Platforms) -> None:
