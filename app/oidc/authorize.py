@@ -41,7 +41,9 @@ _KNOWN_PARAMETERS = frozenset({
     "login_hint", "code_challenge", "code_challenge_method", "response_mode", "request", "request_uri",
 })
 _CODE_CHALLENGE = re.compile(r"[A-Za-z0-9._~-]{43,128}")
-_EMAIL = re.compile(r"^[^@\s]{1,64}@[^@\s]{1,253}\.[^@\s]{1,63}$")
+# No whitespace, control characters (NUL cannot be stored) or lone surrogates anywhere.
+_EMAIL_CHAR = r"[^@\s\x00-\x1f\x7f\ud800-\udfff]"
+_EMAIL = re.compile(rf"{_EMAIL_CHAR}{{1,64}}@{_EMAIL_CHAR}{{1,253}}\.{_EMAIL_CHAR}{{1,63}}")
 _MAX_STATE = 2048
 # The request row keeps max_age in a 32-bit column.
 MAX_AGE_LIMIT = 2**31 - 1
@@ -314,7 +316,7 @@ def send_login_code(request: AuthorizationRequest, client: Client, email: str, *
     one and resets the attempt counter.
     """
     address = (email or "").strip().lower()
-    if not _EMAIL.match(address) or len(address) > 254:
+    if not _EMAIL.fullmatch(address) or len(address) > 254:
         return LoginStep(request, client, "Enter a valid e-mail address.", error=True)
     if client.recaptcha_enabled and not recaptcha.recaptcha_passes(client, recaptcha_token, remote_ip):
         return LoginStep(request, client, "We could not confirm you are not a robot. Please try again.", error=True)

@@ -4,6 +4,9 @@ from __future__ import annotations
 
 import marshmallow as ma
 
+from app.db import isoformat
+from app.oidc.text import has_unstorable
+
 
 class TokenRequest(ma.Schema):
     grant_type = ma.fields.String(required=True, validate=ma.validate.OneOf(["authorization_code"]))
@@ -66,22 +69,22 @@ class JWKSetOut(ma.Schema):
     keys = ma.fields.List(ma.fields.Dict(), required=True)
 
 
+def _storable(value: str) -> None:
+    if has_unstorable(value):
+        raise ma.ValidationError("Must not contain NUL bytes or unpaired surrogates.")
+
+
 class OutboxArgs(ma.Schema):
-    to = ma.fields.String(metadata={"description": "Only messages to this address."})
+    to = ma.fields.String(validate=_storable, metadata={"description": "Only messages to this address."})
 
 
 class OutboxMailOut(ma.Schema):
     to = ma.fields.String(attribute="to_address", required=True)
     subject = ma.fields.String(required=True)
     text = ma.fields.String(required=True)
-    sent_at = ma.fields.Function(lambda mail: _iso(mail.sent_at), required=True)
+    sent_at = ma.fields.Function(lambda mail: isoformat(mail.sent_at), required=True)
 
 
 class OutboxOut(ma.Schema):
     data = ma.fields.List(ma.fields.Nested(OutboxMailOut), required=True)
 
-
-def _iso(value):
-    from app.db import isoformat
-
-    return isoformat(value)

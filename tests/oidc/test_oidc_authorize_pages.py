@@ -359,6 +359,18 @@ def test_logout_without_hint_asks_first_and_never_redirects_to_unregistered_uris
     assert query_of(client.get(authorize_query(tenant, prompt="none")).headers["Location"])["error"] == "login_required"
 
 
+@pytest.mark.parametrize("email", ["a\x00b@x.org", "a b@x.org", "a\tb@x.org", "ab@x.org\x00"])
+def test_an_address_with_nul_or_whitespace_is_refused_on_the_page(client, tenant, email):
+    response = _submit_email(client, _start_login(client, tenant), email)
+    assert response.status_code == 400 and response.mimetype == "text/html"
+    assert "Enter a valid e-mail address." in response.get_data(as_text=True)
+
+
+def test_dev_outbox_refuses_a_nul_byte(client):
+    response = client.get("/dev/outbox?to=a%00")
+    assert response.status_code == 422 and "to" in response.get_json()["errors"]
+
+
 def test_dev_outbox_is_off_unless_enabled(app, client):
     app.config["DEV_OUTBOX"] = False
     try:
