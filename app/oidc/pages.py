@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import hashlib
 import hmac
-from urllib.parse import urlsplit
+from urllib.parse import urlencode, urlsplit
 
 from flask import Blueprint, Response, current_app, redirect, render_template, request, url_for
 from flask_limiter.errors import RateLimitExceeded
@@ -221,7 +221,9 @@ def authorization():
     """OpenID authorization endpoint: sends the browser to login, consent, or back with a code."""
     if request.method == "POST":
         # A cross-site POST carries no SameSite=Lax cookie: continue as a GET so SSO can apply.
-        return _redirect(url_for("oidc_pages.authorization", **request.form.to_dict()), code=303)
+        # Every field is carried as sent (repeated ones too, so the GET can refuse them).
+        query = urlencode(list(request.form.items(multi=True)))
+        return _redirect(f"{url_for('oidc_pages.authorization')}?{query}", code=303)
     browser_token, new_browser = _browser_token()
     values = request.args.to_dict()
     repeated = frozenset(name for name, given in request.args.lists() if len(given) > 1)

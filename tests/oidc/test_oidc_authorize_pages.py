@@ -324,6 +324,29 @@ def test_post_to_the_authorization_endpoint_continues_as_get(client, tenant):
     assert response.status_code == 303 and response.headers["Location"].startswith("/v1/openidc/authorize?")
 
 
+def test_post_fields_named_like_url_for_arguments_are_carried_as_parameters(client, tenant):
+    fields = {"response_type": "code", "client_id": str(tenant.client_id), "redirect_uri": tenant.redirect_uri,
+              "scope": "openid", "endpoint": "x", "_scheme": "javascript", "_external": "1", "_anchor": "a"}
+    response = client.post("/v1/openidc/authorize", data=fields)
+    assert response.status_code == 303
+    location = response.headers["Location"]
+    assert location.startswith("/v1/openidc/authorize?") and "#" not in location
+    assert query_of(location) == fields
+    assert client.get(location).status_code == 302
+
+
+def test_repeated_parameters_in_a_post_are_refused(client, tenant):
+    response = client.post("/v1/openidc/authorize", data={
+        "response_type": "code", "client_id": str(tenant.client_id), "redirect_uri": tenant.redirect_uri,
+        "scope": ["openid", "openid email"], "state": "s-2",
+    })
+    assert response.status_code == 303
+    followed = client.get(response.headers["Location"])
+    query = query_of(followed.headers["Location"])
+    assert followed.headers["Location"].startswith(REDIRECT_URI)
+    assert query["error"] == "invalid_request" and query["state"] == "s-2"
+
+
 def test_nonce_and_state_round_trip(client, tenant):
     query = sign_in(client, tenant, state="state-xyz", nonce="nonce-123")
     assert query["state"] == "state-xyz"
