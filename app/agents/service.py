@@ -18,7 +18,7 @@ import secrets
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 from typing import Any
-from urllib.parse import urlparse
+from urllib.parse import urlparse, urlsplit
 
 from flask import current_app
 from sqlalchemy import delete, select, update
@@ -64,6 +64,7 @@ from app.security import hash_secret, random_token
 
 MAX_CARD_BYTES = 16384
 MAX_CARD_URI_BYTES = 2048
+CARD_URI_SCHEMES = ("https", "http")
 REGISTRY_CONTRACT = "agent-registry"
 DEFAULT_PRICES = {"host-card": 10, "set-card": 5, "card-unpublish": 1, "deregister": 0}
 DID_CONTEXTS = ["https://www.w3.org/ns/did/v1", "https://w3id.org/security/suites/secp256k1recovery-2020/v2"]
@@ -568,9 +569,20 @@ def get_public_card(did: str) -> PublicCard:
 
 
 def validate_card_uri(uri: Any) -> str:
-    """Return ``uri`` if it is an absolute URI of at most 2048 bytes; ``ValidationFailed`` otherwise."""
+    """Return ``uri`` if it is an absolute https or http URL of at most 2048 bytes.
+
+    Anything else (``javascript:``, ``data:``, relative or host-less URIs) raises
+    ``ValidationFailed``: the URI becomes the DID document's ``serviceEndpoint``, which
+    resolvers and browsers follow.
+    """
     if not isinstance(uri, str) or not _ABSOLUTE_URI.fullmatch(uri):
         raise ValidationFailed(errors={"uri": ["Must be an absolute URI."]})
+    try:
+        parts = urlsplit(uri)
+    except ValueError as exc:
+        raise ValidationFailed(errors={"uri": [f"Not a valid URI: {exc}"]}) from exc
+    if parts.scheme.lower() not in CARD_URI_SCHEMES or not parts.hostname:
+        raise ValidationFailed(errors={"uri": ["Must be an absolute https or http URL with a host."]})
     if len(uri.encode("utf-8")) > MAX_CARD_URI_BYTES:
         raise ValidationFailed(errors={"uri": [f"Must be at most {MAX_CARD_URI_BYTES} bytes."]})
     return uri

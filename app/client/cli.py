@@ -318,7 +318,7 @@ def host_card(settings: Settings, card_file: Path, owner: str | None, agent_did:
 
 
 @main.command("set-card")
-@click.option("--uri", required=True, help="Absolute URI of the card to register.")
+@click.option("--uri", required=True, help="Absolute https (or http) URL of the card to register.")
 @click.option("--agent", "agent_did", help="Agent DID (organisations acting for an owned agent).")
 @pass_settings
 def set_card(settings: Settings, uri: str, agent_did: str | None) -> None:

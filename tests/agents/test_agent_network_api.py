@@ -129,15 +129,41 @@ def test_pricing_and_contract_version_are_public(live_server):
 def test_set_card_uri_is_validated(live_server, agent_client):
     headers = {"Authorization": f"Bearer {agent_client._session_token}"}
     with live_server.http() as http:
-        for uri in ("relative/path", "https://x.example/" + "a" * 2048, ""):
+        refused = (
+            "relative/path",
+            "https://x.example/" + "a" * 2048,
+            "",
+            "javascript:alert(1)",
+            "JavaScript:alert(document.cookie)",
+            "data:text/html,<script>alert(1)</script>",
+            "vbscript:msgbox(1)",
+            "file:///etc/passwd",
+            "ftp://x.example/card.json",
+            "https:///no-host",
+            "http://[::1/card.json",
+            "mailto:agent@x.example",
+        )
+        for uri in refused:
             answer = http.put(f"/api/agents/{agent_client.did}/registry/card-uri", json={"uri": uri}, headers=headers)
             assert answer.status_code == 422, uri
+            assert "uri" in answer.json()["errors"], uri
+        plain_http = http.put(
+            f"/api/agents/{agent_client.did}/registry/card-uri",
+            json={"uri": "http://127.0.0.1:8080/card.json"},
+            headers=headers,
+        )
+        assert plain_http.status_code == 202, plain_http.text
+        assert agent_client.wait_for_job(plain_http.json()["data"]["id"])["state"] == "succeeded"
         ok = http.put(
             f"/api/agents/{agent_client.did}/registry/card-uri",
             json={"uri": "https://x.example/" + "a" * (2048 - len("https://x.example/"))},
             headers=headers,
         )
     assert ok.status_code == 202
+    assert agent_client.wait_for_job(ok.json()["data"]["id"])["state"] == "succeeded"
+    document = agent_client.get_did(agent_client.did)
+    assert document["service"][0]["serviceEndpoint"].startswith("https://x.example/")
+    assert agent_client.credits()["balance"] == 1000 - 2 * 5
 
 
 def test_jobs_of_other_accounts_are_not_visible(live_server, agent_client):
