@@ -190,8 +190,8 @@ def error_redirect(params_or_request: AuthorizationParams | AuthorizationRequest
     })
 
 
-def find_session(session_token: str | None, root_client_id: int) -> LoginSession | None:
-    """The live single sign-on session of this browser for the client tree, if any."""
+def _live_session(session_token: str | None) -> LoginSession | None:
+    """The unexpired, not ended single sign-on session behind this browser's cookie, if any."""
     if not session_token:
         return None
     session = db.session.execute(
@@ -199,7 +199,13 @@ def find_session(session_token: str | None, root_client_id: int) -> LoginSession
     ).scalar_one_or_none()
     if session is None or session.ended_at is not None or as_utc(session.expires_at) <= utcnow():
         return None
-    if session.root_client_id != root_client_id:
+    return session
+
+
+def find_session(session_token: str | None, root_client_id: int) -> LoginSession | None:
+    """The live single sign-on session of this browser for the client tree, if any."""
+    session = _live_session(session_token)
+    if session is None or session.root_client_id != root_client_id:
         return None
     return session
 
@@ -444,24 +450,31 @@ def signed_in_user(request: AuthorizationRequest) -> User | None:
 
 def end_session(session_token: str | None) -> bool:
     """End the browser's single sign-on session; True if there was one."""
-    if not session_token:
-        return False
-    session = db.session.execute(
-        select(LoginSession).where(LoginSession.token_hash == hash_secret("sso:" + session_token))
-    ).scalar_one_or_none()
-    if session is None or session.ended_at is not None:
+    session = _live_session(session_token)
+    if session is None:
         return False
     session.ended_at = utcnow()
     db.session.flush()
     return True
 
 
-def logout_target(id_token_hint: str | None, client_id: str | None, post_logout_redirect_uri: str | None,
-                  state: str | None) -> tuple[str | None, bool]:
-    """Where to send the browser after logout and whether the hint proves the request came from the RP.
+@dataclass(frozen=True)
+class LogoutPlan:
+    """Where the browser goes after logout, and whether the user must confirm it first."""
+
+    target: str | None
+    needs_confirmation: bool
+
+
+def plan_logout(*, id_token_hint: str | None, client_id: str | None, post_logout_redirect_uri: str | None,
+                state: str | None, session_token: str | None) -> LogoutPlan:
+    """Decide an RP-initiated logout: its post-logout target and whether to ask the user first.
 
     The post-logout URI is honoured only when it is registered for the client named by the hint
-    (or by `client_id`), never otherwise.
+    (or by `client_id`), never otherwise. Confirmation is skipped only when the hint is an
+    id_token of the very user signed in on this browser, from a client of the session's tree
+    (or when there is no session to end): were any id_token enough, a third-party page could
+    sign the browser out with one of its own.
     """
     hint = tokens.decode_id_token_hint(id_token_hint) if id_token_hint else None
     audience = hint.get("aud") if hint else None
@@ -472,7 +485,12 @@ def logout_target(id_token_hint: str | None, client_id: str | None, post_logout_
     target = None
     if client is not None and post_logout_redirect_uri and post_logout_redirect_uri in (client.redirect_uris or []):
         target = redirect_uri_with(post_logout_redirect_uri, {"state": state})
-    return target, hint is not None
+    session = _live_session(session_token)
+    hint_proves_request = hint is not None and client is not None and (
+        session is None
+        or (str(hint.get("sub")) == str(session.user_id) and _root_id(client) == session.root_client_id)
+    )
+    return LogoutPlan(target=target, needs_confirmation=not hint_proves_request)
 
 
 def purge_expired(now: datetime | None = None) -> int:

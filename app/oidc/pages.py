@@ -89,7 +89,7 @@ def _document_browser_endpoints() -> None:
     })
     api.spec.path(rule=Rule("/v1/openidc/logout"), operations={
         "get": {"tags": ["oidc"], "summary": "RP-initiated logout (ends the single sign-on session)",
-                "parameters": [query("id_token_hint", "An id_token we issued; without it the user confirms."),
+                "parameters": [query("id_token_hint", "An id_token of the user signed in here; otherwise the user confirms."),
                                query("client_id", "The client, when no id_token_hint is sent."),
                                query("post_logout_redirect_uri", "A redirect URI registered for the client."),
                                query("state", "Returned unchanged.")],
@@ -334,23 +334,24 @@ def decide():
 def logout():
     """RP-initiated logout: ends the single sign-on session, then returns to a registered URI.
 
-    With a valid `id_token_hint` the logout happens at once; without one, the user confirms it
-    on a page (so a third-party link cannot sign anyone out).
+    With an `id_token_hint` of the user signed in here the logout happens at once; otherwise
+    the user confirms it on a page (so a third-party link cannot sign anyone out).
     """
     browser_token, new_browser = _browser_token()
     values = request.values.to_dict()
-    target, hinted = authorize.logout_target(
-        values.get("id_token_hint"), values.get("client_id"), values.get("post_logout_redirect_uri"),
-        values.get("state"),
+    plan = authorize.plan_logout(
+        id_token_hint=values.get("id_token_hint"), client_id=values.get("client_id"),
+        post_logout_redirect_uri=values.get("post_logout_redirect_uri"), state=values.get("state"),
+        session_token=request.cookies.get(SESSION_COOKIE),
     )
     confirmed = request.method == "POST" and values.get("confirm") == "yes"
     if confirmed:
         _check_csrf(browser_token)
-    if not (hinted or confirmed):
+    if plan.needs_confirmation and not confirmed:
         return _page("logout.html", browser_token=browser_token, new_browser=new_browser,
-                     redirect_uri=target, values=values)
+                     redirect_uri=plan.target, values=values)
     authorize.end_session(request.cookies.get(SESSION_COOKIE))
-    response = (_redirect(target, code=303) if target else
+    response = (_redirect(plan.target, code=303) if plan.target else
                 _page("logged_out.html", browser_token=browser_token, new_browser=new_browser))
     response.delete_cookie(SESSION_COOKIE, path=COOKIE_PATH, secure=_secure_cookies(), httponly=True,
                            samesite="Lax")

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import re
 import socketserver
@@ -368,6 +369,37 @@ def test_logout_with_id_token_hint_ends_the_session(app, client, tenant):
     assert response.headers["Location"] == tenant.redirect_uri + "?state=bye"
     after = client.get(authorize_query(tenant, prompt="none"))
     assert query_of(after.headers["Location"])["error"] == "login_required"
+
+
+def _id_token_of(http, tenant) -> str:
+    return exchange(http, tenant, sign_in(http, tenant)["code"]).get_json()["id_token"]
+
+
+def _still_signed_in(http, tenant) -> bool:
+    return "code" in query_of(http.get(authorize_query(tenant, prompt="none")).headers["Location"])
+
+
+def test_logout_with_the_id_token_of_someone_else_asks_first(app, client, tenant):
+    sign_in(client, tenant)
+    other_tree = make_tenant(app, client)
+    same_tree = dataclasses.replace(tenant, email=f"second-{tenant.email}")
+    created = client.post("/v1/user/create", headers=tenant.headers,
+                          json={"profile": {"email_address": same_tree.email, "first_name": "Grace"}})
+    assert created.status_code == 201, created.get_data(as_text=True)
+    for someone_else in (other_tree, same_tree):
+        hint = _id_token_of(app.test_client(), someone_else)
+        page = client.get("/v1/openidc/logout", query_string={
+            "id_token_hint": hint, "post_logout_redirect_uri": someone_else.redirect_uri, "state": "bye",
+        })
+        assert page.status_code == 200 and "Sign out?" in page.get_data(as_text=True)
+        assert "Location" not in page.headers
+        assert _still_signed_in(client, tenant)
+    # Confirming on the page does sign out, and still returns to the hinted client.
+    fields = form_fields(page.get_data(as_text=True))
+    assert fields["id_token_hint"] == hint
+    done = client.post("/v1/openidc/logout", data={**fields, "confirm": "yes"})
+    assert done.status_code == 303 and done.headers["Location"] == same_tree.redirect_uri + "?state=bye"
+    assert not _still_signed_in(client, tenant)
 
 
 def test_logout_without_hint_asks_first_and_never_redirects_to_unregistered_uris(client, tenant):
