@@ -89,7 +89,8 @@ def _document_browser_endpoints() -> None:
     })
     api.spec.path(rule=Rule("/v1/openidc/logout"), operations={
         "get": {"tags": ["oidc"], "summary": "RP-initiated logout (ends the single sign-on session)",
-                "parameters": [query("id_token_hint", "An id_token of the user signed in here; otherwise the user confirms."),
+                "parameters": [query("id_token_hint",
+                                     "An id_token of the user signed in here; otherwise the user confirms."),
                                query("client_id", "The client, when no id_token_hint is sent."),
                                query("post_logout_redirect_uri", "A redirect URI registered for the client."),
                                query("state", "Returned unchanged.")],
