@@ -4,6 +4,13 @@ Services flush, never commit; the request or task around them owns the transacti
 happens only in `fetch_link_from_job` (run by the worker); web requests start at most one fetch
 job per link at a time (`request_fetch`). `social_data_or_first_fetch` ends read-only
 transactions while it waits for a first fetch, after the edge's own early commit (see there).
+
+One deliberate exception commits inside this module: `_commit_rotated_tokens`. A platform rotates
+the refresh token on every refresh, so the old one is dead the moment a new one is issued; when the
+fetch is then deferred (rate limit, transient fault) the task's unit of work rolls back, and the
+new tokens would be lost with it, breaking the link. They are committed at once instead, ending
+the task's transaction early: at that point it holds nothing else (a deferred fetch writes nothing
+more). A second connection cannot do it: on SQLite the task's transaction holds the write lock.
 """
 
 from __future__ import annotations
@@ -24,7 +31,7 @@ from flask import current_app
 from sqlalchemy import delete, or_, select, update
 from sqlalchemy.exc import IntegrityError
 
-from app.db import after_commit_publish, as_utc, isoformat, rollback, utcnow
+from app.db import after_commit_publish, as_utc, commit, isoformat, rollback, utcnow
 from app.extensions import db
 from app.jobs.models import Job
 from app.jobs.service import enqueue_job
@@ -325,11 +332,14 @@ def _tokens_of(link: SocialLink) -> TokenSet:
     )
 
 
-def _save_tokens_now(link_id: int, tokens: TokenSet) -> None:
-    # A rotated refresh token is the only one that still works: it must survive the rollback of the
-    # task's unit of work that follows (the task is re-scheduled), so it is written on its own.
-    with db.engine.begin() as connection:
-        connection.execute(update(SocialLink).where(SocialLink.id == link_id).values(**_token_columns(tokens)))
+def _commit_rotated_tokens(link: SocialLink, tokens: TokenSet) -> None:
+    """Store rotated tokens and commit them now (the module's one commit, see its docstring).
+
+    Only for a fetch about to be deferred, which has written nothing else: the rollback that
+    follows the deferral must not take the only working refresh token with it.
+    """
+    store_tokens(link, tokens)
+    commit()
 
 
 def _oauth_app(config: SocialSettings, platform: str) -> OAuthApp:
@@ -418,7 +428,7 @@ def fetch_link_from_job(job: Job) -> dict:
         # Our own spent budget is no failure of the platform: wait for it without a cap.
         if isinstance(error, BudgetExhausted) or job.attempts < config.max_attempts:
             if refreshed:
-                _save_tokens_now(link.id, refreshed[-1])
+                _commit_rotated_tokens(link, refreshed[-1])
             raise FetchDeferred(_deferral(error, job.attempts), error.detail) from error
         return _record_failure(link, job, error, refreshed)
     except LinkBroken as error:

@@ -407,6 +407,49 @@ def test_expired_token_is_refreshed_once_and_rotated(app, client, master, platfo
     assert links_of(app, user_id)[0].status == "linked"
 
 
+def test_tokens_rotated_before_a_rate_limit_survive_the_deferred_fetch(
+    app, client, master, platforms: Platforms
+) -> None:
+    account = new_numeric_id()
+    platforms.chat.add_user(account)
+    user_id = create_user(client, master)
+    link(client, master, platforms, user_id, "platform_b", account)
+    (before,) = links_of(app, user_id)
+
+    platforms.chat.expire_tokens(account)
+    with app.app_context(), transaction():
+        db.session.execute(
+            update(SocialLink).where(SocialLink.id == before.id)
+            .values(token_expires_at=utcnow() - timedelta(minutes=5))
+        )
+    age_links(app, user_id)
+    platforms.chat.reset_calls()
+    platforms.chat.rate_limit_next("users/@me/guilds", retry_after=0.2)
+    social_data(client, master, user_id)
+    wait_for_fetches(app, user_id)
+
+    # Refreshed once before the 429; the retry ran on the rotated tokens saved despite the
+    # deferral (the old refresh token is dead: using it again would have broken the link).
+    assert platforms.chat.calls["oauth2.token"] == 1
+    assert platforms.chat.calls["users/@me/guilds"] == 2
+    (after,) = links_of(app, user_id)
+    assert after.status == "linked"
+    assert after.last_error is None
+    assert as_utc(after.last_fetched_at) > as_utc(before.last_fetched_at)
+    assert after.refresh_token_encrypted != before.refresh_token_encrypted
+    assert as_utc(after.token_expires_at) > utcnow()
+
+    # And the stored refresh token is the live one: the next expiry refreshes with it.
+    platforms.chat.expire_tokens(account)
+    age_links(app, user_id)
+    social_data(client, master, user_id)
+    wait_for_fetches(app, user_id)
+    assert platforms.chat.calls["oauth2.token"] == 2
+    (last,) = links_of(app, user_id)
+    assert last.status == "linked"
+    assert last.last_error is None
+
+
 def test_wrong_api_key_is_a_link_error_without_retries(app, client, master, platforms: Platforms) -> None:
     steamid = new_steamid()
     platforms.game_store.add_player(steamid)
