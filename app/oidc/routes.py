@@ -111,7 +111,13 @@ def _client_credentials(values: dict[str, str]) -> tuple[str | None, str | None]
 
 
 def _client_rate_key() -> str:
-    """Rate-limit bucket of the calling client (per issuer, so deployments may share one Redis)."""
+    """Rate-limit bucket of the named client *from this network address* (per issuer, so
+    deployments may share one Redis).
+
+    The client is named before it authenticates, so a bucket per client alone would let anyone
+    exhaust a victim client's budget with junk requests; keyed by address too, they only
+    exhaust their own.
+    """
     auth = request.authorization
     if auth is not None and auth.username:
         client = unquote_plus(auth.username)
@@ -120,7 +126,8 @@ def _client_rate_key() -> str:
             client = _parameters().get("client_id") or ""
         except OAuthError:
             client = ""
-    return f"oidc-client:{current_app.config['OIDC_ISSUER']}:{client or request.remote_addr or 'unknown'}"
+    issuer = current_app.config["OIDC_ISSUER"]
+    return f"oidc-client:{issuer}:{request.remote_addr or 'unknown'}:{client[:32]}"
 
 
 def _token_rate_limit() -> str:

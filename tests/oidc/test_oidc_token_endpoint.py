@@ -223,3 +223,22 @@ def test_nul_bytes_and_lone_surrogates_in_the_body_are_invalid_request(client, t
     form = client.post("/v1/openidc/token", data={"grant_type": "authorization_code", "code": "x",
                                                   "redirect_uri": tenant.redirect_uri + "\x00"})
     assert form.status_code == 400 and form.get_json()["error"] == "invalid_request"
+
+
+def test_junk_requests_from_elsewhere_do_not_spend_a_clients_budget(app, client, tenant):
+    code = sign_in(client, tenant)["code"]
+    attacker = app.test_client()
+    victim = app.test_client()
+    junk = {"grant_type": "authorization_code", "code": "nope", "redirect_uri": tenant.redirect_uri,
+            "client_id": str(tenant.client_id), "client_secret": "wrong"}
+    real = {**junk, "code": code, "client_secret": tenant.client_secret}
+    previous = app.config["OIDC_TOKEN_RATE_LIMIT"]
+    app.config["OIDC_TOKEN_RATE_LIMIT"] = "3 per minute"
+    try:
+        answers = [attacker.post("/v1/openidc/token", data=junk, environ_base={"REMOTE_ADDR": "203.0.113.66"})
+                   for _ in range(4)]
+        assert [answer.status_code for answer in answers] == [401, 401, 401, 429]
+        exchanged = victim.post("/v1/openidc/token", data=real, environ_base={"REMOTE_ADDR": "198.51.100.10"})
+        assert exchanged.status_code == 200, exchanged.get_json()
+    finally:
+        app.config["OIDC_TOKEN_RATE_LIMIT"] = previous
