@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from datetime import UTC
 from typing import Any
 
 import marshmallow as ma
@@ -157,7 +158,12 @@ class SubClientPage(_PageMeta):
 
 
 def _in_future(value: Any) -> None:
-    if value <= utcnow():
+    try:
+        # The time is stored and shown in UTC, where it must still be a representable datetime.
+        in_utc = value.astimezone(UTC)
+    except OverflowError:
+        raise ma.ValidationError("Must be before the year 10000 in UTC.") from None
+    if in_utc <= utcnow():
         raise ma.ValidationError("Must be in the future.")
 
 

@@ -59,3 +59,12 @@ def test_a_trailing_newline_is_refused_and_nothing_is_created(app, client, maste
 def test_a_path_id_with_a_trailing_newline_is_a_422(client, master):
     response = client.get(f"/v1/sub_client/{master.client_id}%0A", headers=master.headers)
     assert_problem(response, 422, "subclient_id")
+
+
+def test_a_token_expiry_beyond_year_9999_in_utc_is_a_422_and_no_token_is_issued(client, master):
+    listed = client.get("/v1/api_tokens", headers=master.headers).get_json()["data"]
+    response = client.post(
+        "/v1/api_tokens", json={"name": "far", "expires_at": "9999-12-31T23:59:59-05:00"}, headers=master.headers
+    )
+    assert_problem(response, 422, "expires_at")
+    assert client.get("/v1/api_tokens", headers=master.headers).get_json()["data"] == listed
