@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import re
+from datetime import UTC, datetime
 from typing import Any
 
 import marshmallow as ma
@@ -13,6 +14,21 @@ from app.credentials.models import ACTIVE, REVOCATION, REVOKED, SUSPENDED, SUSPE
 
 CREDENTIALS_V2 = "https://www.w3.org/ns/credentials/v2"
 REQUIRED_PROOF_MEMBERS = ("type", "cryptosuite", "proofPurpose", "verificationMethod", "proofValue")
+
+
+def utc_datetime(value: Any) -> datetime | None:
+    """The UTC moment of an ISO 8601 date-time (UTC when it has no offset), or None.
+
+    None too when the moment falls outside years 1 to 9999 in UTC, which neither Python nor the
+    database drivers can read back.
+    """
+    moment = parse_datetime(value, require_offset=False)
+    if moment is None:
+        return None
+    try:
+        return moment.astimezone(UTC)
+    except OverflowError:
+        return None
 
 
 def _is_did(value: Any) -> bool:
@@ -57,10 +73,10 @@ def vc_shape_errors(vc: Any) -> dict[str, list[str]]:
     issuer_id = issuer.get("id") if isinstance(issuer, dict) else issuer
     if not _is_did(issuer_id):
         problem("issuer", "Must be a DID (or an object whose id is a DID).")
-    if "validFrom" in vc and parse_datetime(vc["validFrom"], require_offset=False) is None:
-        problem("validFrom", "Must be an ISO 8601 date-time.")
-    if "validUntil" in vc and vc["validUntil"] != "" and parse_datetime(vc["validUntil"], require_offset=False) is None:
-        problem("validUntil", "Must be an ISO 8601 date-time or an empty string.")
+    if "validFrom" in vc and utc_datetime(vc["validFrom"]) is None:
+        problem("validFrom", "Must be an ISO 8601 date-time (years 1 to 9999 in UTC).")
+    if "validUntil" in vc and vc["validUntil"] != "" and utc_datetime(vc["validUntil"]) is None:
+        problem("validUntil", "Must be an ISO 8601 date-time (years 1 to 9999 in UTC) or an empty string.")
     subject = vc.get("credentialSubject")
     if not isinstance(subject, dict):
         problem("credentialSubject", "Must be an object.")

@@ -16,12 +16,11 @@ from sqlalchemy import or_, select
 from sqlalchemy.exc import IntegrityError
 
 from app.credentials import status_lists
-from app.credentials.cryptosuites.data_integrity import parse_datetime
 from app.credentials.engine import current_engine, setting
 from app.credentials.errors import CredentialInvalid, CredentialNotFound, SubjectUnknown
 from app.credentials.models import FAILED, PENDING, VERIFIED, CredentialStatusLink, StoredCredential
 from app.credentials.multiformats import cid_for
-from app.credentials.schemas import vc_shape_errors
+from app.credentials.schemas import utc_datetime, vc_shape_errors
 from app.credentials.verifier import VerificationResult
 from app.db import isoformat, transaction, utcnow
 from app.extensions import db
@@ -125,7 +124,7 @@ def store_credential(caller: Caller, vc: dict, vc_text: str) -> tuple[StoredCred
         user_id=user.id,
         subject_did=user.did,
         vc_json=vc_text,
-        valid_until=parse_datetime(vc["validUntil"], require_offset=False) if vc.get("validUntil") else None,
+        valid_until=utc_datetime(vc["validUntil"]) if vc.get("validUntil") else None,
         foreign_status=status_count > len(hosted),
         verification_state=PENDING,
         created_at=utcnow(),

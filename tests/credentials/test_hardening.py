@@ -90,3 +90,15 @@ def test_an_impossible_hosted_status_index_is_stored_and_fails_verification(clie
     verified = client.post("/v1/vc/verify", json={"verifiableCredential": vc}, headers=master.headers)
     assert verified.status_code == 400
     assert verified.json["errors"][0]["code"] == "status_check_failed"
+
+
+@pytest.mark.parametrize(
+    ("member", "value"), [("validUntil", "9999-12-31T23:59:59-05:00"), ("validFrom", "0001-01-01T00:00:00+05:00")]
+)
+def test_a_validity_time_outside_years_1_to_9999_in_utc_is_a_422(app, client, master, user, member, value):
+    issuer = Issuer()
+    vc = issuer.sign({**issuer.credential(user["did"]), member: value})
+    response = client.post("/v1/vc/issuer/store", json={"vc": vc}, headers=master.headers)
+    problem = assert_problem(response, 422, "vc")
+    assert f"vc.{member}" in problem["errors"], problem
+    assert _stored_count(app, master.client_id) == 0
