@@ -3,10 +3,11 @@
 They are installed into `app.config` when the blueprint is registered (values already present,
 e.g. from `create_app(config=...)`, win), so every setting can be overridden per application.
 
-Mail (`MAIL_BACKEND`): `outbox` stores messages in the database, readable at `/dev/outbox` when
-`DEV_OUTBOX=1`; `console` logs them; `smtp` sends them from a worker job through `SMTP_HOST`:
-`SMTP_PORT` (587), with `SMTP_USERNAME`/`SMTP_PASSWORD`, `SMTP_STARTTLS` (on) or `SMTP_SSL`,
-`SMTP_TIMEOUT` seconds. The sender is the client's `from_email_address`.
+Mail (`MAIL_BACKEND`, default `outbox` with `DEV_OUTBOX=1`, else `smtp`): `outbox` stores
+messages in the database, readable at `/dev/outbox` when `DEV_OUTBOX=1`; `console` logs recipient
+and subject only (never a body: it holds a login code); `smtp` sends them from a worker job through
+`SMTP_HOST`:`SMTP_PORT` (587), with `SMTP_USERNAME`/`SMTP_PASSWORD`, `SMTP_STARTTLS` (on) or
+`SMTP_SSL`, `SMTP_TIMEOUT` seconds. The sender is the client's `from_email_address`.
 """
 
 from __future__ import annotations
@@ -43,7 +44,7 @@ def _defaults(app: Flask) -> dict[str, Any]:
         "RECAPTCHA_VERIFY_URL": env.get("RECAPTCHA_VERIFY_URL", "https://www.google.com/recaptcha/api/siteverify"),
         "RECAPTCHA_SCRIPT_URL": env.get("RECAPTCHA_SCRIPT_URL", "https://www.google.com/recaptcha/api.js"),
         "DEV_OUTBOX": dev_outbox,
-        "MAIL_BACKEND": env.get("MAIL_BACKEND", "outbox" if dev_outbox else "console"),
+        "MAIL_BACKEND": env.get("MAIL_BACKEND", "outbox" if dev_outbox else "smtp"),
         "SMTP_HOST": env.get("SMTP_HOST", "localhost"),
         "SMTP_PORT": int(env.get("SMTP_PORT", 587)),
         "SMTP_USERNAME": env.get("SMTP_USERNAME", ""),

@@ -1,0 +1,50 @@
+"""Mail backends: the production default and what the console backend may log."""
+
+from __future__ import annotations
+
+import logging
+import re
+
+import pytest
+from flask import Flask
+
+from tests.oidc.helpers import authorize_query, form_fields, path_of
+
+
+@pytest.mark.parametrize(("dev_outbox", "backend"), [("0", "smtp"), ("1", "outbox")])
+def test_mail_goes_through_smtp_unless_the_development_outbox_is_on(monkeypatch, dev_outbox, backend):
+    from app.oidc.settings import install_settings
+
+    monkeypatch.delenv("MAIL_BACKEND", raising=False)
+    monkeypatch.setenv("DEV_OUTBOX", dev_outbox)
+    fresh = Flask("mail-defaults")
+    fresh.config["BASE_URL"] = "https://id.example.org"
+    install_settings(fresh)
+    assert fresh.config["MAIL_BACKEND"] == backend
+
+
+def test_console_backend_never_logs_the_login_code(app, client, tenant, caplog):
+    from app.extensions import db
+    from app.oidc.models import AuthorizationRequest
+
+    start = client.get(authorize_query(tenant))
+    page = client.get(path_of(start.headers["Location"]))
+    previous = app.config["MAIL_BACKEND"]
+    app.config["MAIL_BACKEND"] = "console"
+    try:
+        with caplog.at_level(logging.INFO, logger="app.oidc.mail"):
+            sent = client.post("/v1/openidc/login", data={**form_fields(page.get_data(as_text=True)),
+                                                          "email": tenant.email})
+    finally:
+        app.config["MAIL_BACKEND"] = previous
+    assert sent.status_code == 200
+    with app.app_context():
+        row = db.session.query(AuthorizationRequest).filter_by(email=tenant.email).one()
+        assert row.login_code_hash is not None  # a code was made and mailed
+        db.session.rollback()
+    records = [record for record in caplog.records if record.name == "app.oidc.mail"]
+    assert records and any(tenant.email in record.getMessage() for record in records)
+    for record in records:
+        # The recipient's own address may hold digits; nothing else may.
+        message = record.getMessage().replace(tenant.email, "<to>")
+        assert not re.search(r"\d{6}", message) and "valid for" not in message
