@@ -21,6 +21,7 @@ from app.oidc.authorize import LoginStep, Outcome
 from app.oidc.claims import SCOPE_CLAIMS
 from app.oidc.errors import AuthorizationPageError, AuthorizationRedirectError
 from app.oidc.recaptcha import LOGIN_ACTION
+from app.oidc.service import get_relying_party
 from app.oidc.settings import install_settings
 from app.security import random_token
 from app.tenancy.service import privacy_link
@@ -86,6 +87,12 @@ def _document_browser_endpoints() -> None:
                 "parameters": authorize_parameters, "responses": authorize_responses},
         "post": {"tags": ["oidc"], "summary": "OpenID authorization endpoint, form-encoded; continues as GET",
                  "responses": {"303": {"description": "The same request as a GET."}}},
+    })
+    api.spec.path(rule=Rule("/privacy/<client_id>"), operations={
+        "get": {"tags": ["oidc"], "summary": "Default privacy page of a client (linked from its sign-in pages)",
+                "parameters": [{"name": "client_id", "in": "path", "required": True, "schema": {"type": "string"}}],
+                "responses": {"200": {"description": "The page.", "content": html},
+                              "404": {"description": "Unknown or disabled client.", "content": html}}},
     })
     api.spec.path(rule=Rule("/v1/openidc/logout"), operations={
         "get": {"tags": ["oidc"], "summary": "RP-initiated logout (ends the single sign-on session)",
@@ -328,6 +335,16 @@ def decide():
     request_row, client = authorize.require_request(handle, browser_token)
     location = authorize.decide_consent(request_row, client, request.form.get("decision", ""))
     return _redirect(location, code=303)
+
+
+@blp.route("/privacy/<client_id>", methods=["GET"])
+def privacy(client_id: str):
+    """The default privacy page of a client, where its sign-in pages link when it set no link of its own."""
+    browser_token, _ = _browser_token()
+    client = get_relying_party(client_id)
+    if client is None:
+        raise AuthorizationPageError("There is no such application.", status=404)
+    return _page("privacy.html", browser_token=browser_token, client=client)
 
 
 @blp.route("/v1/openidc/logout", methods=["GET", "POST"])

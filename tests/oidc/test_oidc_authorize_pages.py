@@ -146,6 +146,30 @@ def test_pages_are_branded_and_secured(client, tenant):
     assert "<script" not in html
 
 
+def test_the_default_privacy_link_leads_to_a_page(app, client, tenant):
+    html = _start_login(client, tenant).get_data(as_text=True)
+    href = re.search(r'<a href="([^"]+)" id="privacy-link"', html).group(1)
+    page = client.get(path_of(href))
+    assert page.status_code == 200 and page.mimetype == "text/html"
+    text = page.get_data(as_text=True)
+    assert "Example University" in text and "should publish its notice" in text
+    assert "frame-ancestors 'none'" in page.headers["Content-Security-Policy"]
+    assert page.headers["X-Frame-Options"] == "DENY" and "<script" not in text
+
+
+def test_privacy_page_of_an_unknown_or_disabled_client_is_404(app, client, tenant):
+    from app.db import transaction
+    from app.tenancy.service import disable_client
+
+    assert client.get("/privacy/987654321").status_code == 404
+    assert client.get("/privacy/not-a-client").status_code == 404
+    assert client.get("/privacy/1%00").status_code == 404
+    with app.app_context(), transaction():
+        disable_client(tenant.client_id)
+    gone = client.get(f"/privacy/{tenant.client_id}")
+    assert gone.status_code == 404 and gone.mimetype == "text/html"
+
+
 def test_cookies_are_http_only_and_same_site_lax(client, tenant):
     response = client.get(authorize_query(tenant))
     cookie = response.headers["Set-Cookie"]
