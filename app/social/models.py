@@ -19,7 +19,8 @@ class SocialLink(Base):
 
     `data` holds the platform's spec 2.5 members from the last successful fetch (kept when a later
     fetch fails). Tokens are encrypted (`app.security.encrypt`). `fetch_job_id` names the fetch job
-    that owns the next refresh; while that job is not final, nobody starts another.
+    that owns the next refresh; while that job is not final, nobody starts another. No refresh
+    starts before `next_fetch_at` (set when the platform refused the service's own configuration).
     """
 
     __tablename__ = "social_links"
@@ -42,6 +43,7 @@ class SocialLink(Base):
     last_attempted_at: Mapped[datetime | None] = mapped_column(DateTime(timezone=True), nullable=True, index=True)
     last_error: Mapped[dict | None] = mapped_column(JSONType, nullable=True)
     fetch_job_id: Mapped[str | None] = mapped_column(String(64), nullable=True)
+    next_fetch_at: Mapped[datetime | None] = mapped_column(DateTime(timezone=True), nullable=True)
 
 
 class SocialLinkAttempt(Base):

@@ -46,7 +46,9 @@ class SocialLinkOut(ma.Schema):
     status = ma.fields.String(
         required=True,
         validate=ma.validate.OneOf(["linked", "broken"]),
-        metadata={"description": "`broken`: the platform refuses the link (revoked, bad key); link again."},
+        metadata={"description": "`broken`: the platform refuses the link (revoked grant, account gone); link again. "
+                  "A fault of the service's own platform configuration leaves the link `linked` "
+                  "with `last_error` set; data returns once it is fixed."},
     )
     linked_at = ma.fields.Function(lambda link: isoformat(link.linked_at), required=True)
     last_fetched_at = ma.fields.Function(lambda link: isoformat(link.last_fetched_at), allow_none=True)

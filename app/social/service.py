@@ -45,6 +45,7 @@ from app.social.connectors import (
     GameStoreConnector,
     LinkBroken,
     OAuthApp,
+    PlatformMisconfigured,
     PlatformUnavailable,
     RateLimited,
     StreamingConnector,
@@ -255,6 +256,7 @@ def _store_link(
     link.linked_at = now
     link.last_attempted_at = None
     link.last_error = None
+    link.next_fetch_at = None
     store_tokens(link, tokens)
     db.session.flush()
     return link
@@ -411,7 +413,9 @@ def fetch_link_from_job(job: Job) -> dict:
     Success replaces the link's data; a broken link is marked `broken` with its error; a rate limit
     or transient fault raises `FetchDeferred` (the task re-schedules itself; nothing is written
     except a rotated token) until `SOCIAL_MAX_ATTEMPTS`, then the error is recorded and the last
-    good data kept. A spent call budget always defers, without counting against that cap.
+    good data kept. A spent call budget always defers, without counting against that cap. A fault
+    of the service's own platform configuration (refused API key, missing credentials) is recorded
+    on the link, which stays `linked` and is not fetched again for `SOCIAL_CONFIG_FAULT_DELAY`.
     Returns the job result.
     """
     link = db.session.get(SocialLink, job.payload["link_id"])
@@ -434,6 +438,11 @@ def fetch_link_from_job(job: Job) -> dict:
     except LinkBroken as error:
         link.status = BROKEN
         return _record_failure(link, job, error, refreshed)
+    except (PlatformMisconfigured, PlatformNotConfigured) as error:
+        # Every link of the platform fails alike until an operator fixes the configuration: the
+        # link keeps its status (no relinking afterwards) and waits instead of calling again soon.
+        link.next_fetch_at = utcnow() + timedelta(seconds=config.config_fault_delay)
+        return _record_failure(link, job, error, refreshed)
     now = utcnow()
     if refreshed:
         store_tokens(link, refreshed[-1])
@@ -441,6 +450,7 @@ def fetch_link_from_job(job: Job) -> dict:
     link.last_fetched_at = now
     link.last_attempted_at = now
     link.last_error = None
+    link.next_fetch_at = None
     _release_fetch(link, job)
     return {"platform": link.platform, "status": "fetched", "fetched_at": isoformat(now)}
 
@@ -475,7 +485,9 @@ def _fetch_platform(
         return call_with_refresh(streaming.fetch_social_data, tokens, oauth, on_refreshed)
 
 
-def _record_failure(link: SocialLink, job: Job, error: ConnectorError, refreshed: list[TokenSet]) -> dict:
+def _record_failure(
+    link: SocialLink, job: Job, error: ConnectorError | PlatformNotConfigured, refreshed: list[TokenSet]
+) -> dict:
     now = utcnow()
     if refreshed:
         store_tokens(link, refreshed[-1])
@@ -497,12 +509,14 @@ def schedule_stale_refreshes(limit: int | None = None) -> int:
     The platforms' budgets are enforced when the jobs call out (they re-schedule when spent).
     """
     config = settings()
-    cutoff = utcnow() - timedelta(seconds=config.data_max_age)
+    now = utcnow()
+    cutoff = now - timedelta(seconds=config.data_max_age)
     candidates = db.session.execute(
         select(SocialLink)
         .where(
             SocialLink.status == LINKED,
             or_(SocialLink.last_attempted_at.is_(None), SocialLink.last_attempted_at < cutoff),
+            or_(SocialLink.next_fetch_at.is_(None), SocialLink.next_fetch_at <= now),
         )
         .order_by(SocialLink.last_attempted_at.asc().nulls_first(), SocialLink.id)
         .limit(limit or config.refresh_batch)
@@ -611,6 +625,9 @@ def _claim_user_refresh(config: SocialSettings, user_id: int) -> bool:
 
 def _refresh_due(link: SocialLink, now: datetime, max_age: float) -> bool:
     if link.status != LINKED:
+        return False
+    not_before = as_utc(link.next_fetch_at)
+    if not_before is not None and now < not_before:
         return False
     attempted = as_utc(link.last_attempted_at)
     return attempted is None or (now - attempted).total_seconds() >= max_age

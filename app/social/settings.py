@@ -42,6 +42,7 @@ class SocialSettings:
     data_wait: float
     link_ttl: float
     max_attempts: int
+    config_fault_delay: float
     refresh_batch: int
     refresh_interval: float
     budgets: dict[str, list[Rate]]
@@ -80,6 +81,7 @@ def load_settings(config: Mapping[str, Any]) -> SocialSettings:
         data_wait=float(get("SOCIAL_DATA_WAIT", 5)),
         link_ttl=float(get("SOCIAL_LINK_TTL", 600)),
         max_attempts=int(get("SOCIAL_MAX_ATTEMPTS", 8)),
+        config_fault_delay=float(get("SOCIAL_CONFIG_FAULT_DELAY", 3600)),
         refresh_batch=int(get("SOCIAL_REFRESH_BATCH", 200)),
         refresh_interval=float(get("SOCIAL_REFRESH_INTERVAL", 60)),
         budgets=parse_budgets(str(get("SOCIAL_BUDGETS", DEFAULT_BUDGETS))),

@@ -450,10 +450,28 @@ def test_tokens_rotated_before_a_rate_limit_survive_the_deferred_fetch(
     assert last.last_error is None
 
 
-def test_wrong_api_key_is_a_link_error_without_retries(app, client, master, platforms: Platforms) -> None:
+def pass_fetch_deferral(app, user_id: int) -> None:
+    """Move the user's links past any deferral after a configuration fault."""
+    with app.app_context(), transaction():
+        db.session.execute(
+            update(SocialLink).where(SocialLink.user_id == user_id)
+            .values(next_fetch_at=utcnow() - timedelta(seconds=1))
+        )
+
+
+def link_statuses(client, master, user_id: int) -> dict[str, dict]:
+    listed = client.get(f"/v1/user/{user_id}/social", headers=master.headers).json["data"]
+    return {item["platform"]: item for item in listed}
+
+
+def test_wrong_api_key_is_a_configuration_fault_that_heals_without_relinking(
+    app, client, master, platforms: Platforms, monkeypatch
+) -> None:
+    from worker.social import refresh_stale
+
     steamid = new_steamid()
     platforms.game_store.add_player(steamid)
-    platforms.game_store.api_key = "rotated-by-the-operator"
+    monkeypatch.setattr(platforms.game_store, "api_key", "rotated-by-the-platform")  # ours is now wrong
     user_id = create_user(client, master)
     link(client, master, platforms, user_id, "platform_a", steamid)
     wait_for_fetches(app, user_id)
@@ -462,11 +480,61 @@ def test_wrong_api_key_is_a_link_error_without_retries(app, client, master, plat
     for _ in range(3):
         age_links(app, user_id)
         social_data(client, master, user_id)
-    listed = client.get(f"/v1/user/{user_id}/social", headers=master.headers).json["data"]
-    assert listed[0]["status"] == "broken"
-    assert listed[0]["last_error"]["code"] == "link_broken"
+        wait_for_fetches(app, user_id)
+    refresh_stale.apply()
+    assert links_of(app, user_id)[0].fetch_job_id is None  # the background refresh waits too
+    status = link_statuses(client, master, user_id)["platform_a"]
+    assert status["status"] == "linked"
+    assert status["last_error"]["code"] == "platform_misconfigured"
+    assert "403" in status["last_error"]["detail"]
     assert platforms.game_store.calls["GetPlayerSummaries"] == 1
     assert platforms.game_store.api_calls == 1
+
+    # The operator fixes the key; once the deferral is over the data comes back, no relinking.
+    monkeypatch.undo()
+    age_links(app, user_id)
+    pass_fetch_deferral(app, user_id)
+    social_data(client, master, user_id)
+    wait_for_fetches(app, user_id)
+    answer = social_data(client, master, user_id)
+    assert answer.status_code == 200
+    assert answer.json["platform_a"]["platform_a_id"] == steamid
+    status = link_statuses(client, master, user_id)["platform_a"]
+    assert status["status"] == "linked"
+    assert status["last_error"] is None
+
+
+def test_refused_oauth_client_credentials_are_a_configuration_fault(
+    app, client, master, platforms: Platforms, monkeypatch
+) -> None:
+    account = new_numeric_id()
+    platforms.chat.add_user(account)
+    user_id = create_user(client, master)
+    link(client, master, platforms, user_id, "platform_b", account)
+    first = social_data(client, master, user_id).json
+
+    monkeypatch.setattr(platforms.chat.oauth, "client_secret", "rotated-at-the-platform")
+    platforms.chat.expire_tokens(account)
+    platforms.chat.reset_calls()
+    for _ in range(2):
+        age_links(app, user_id)
+        social_data(client, master, user_id)
+        wait_for_fetches(app, user_id)
+    status = link_statuses(client, master, user_id)["platform_b"]
+    assert status["status"] == "linked"
+    assert status["last_error"]["code"] == "platform_misconfigured"
+    assert platforms.chat.calls["oauth2.token"] == 1
+    assert social_data(client, master, user_id).json == first  # last good data kept
+
+    monkeypatch.undo()
+    age_links(app, user_id)
+    pass_fetch_deferral(app, user_id)
+    social_data(client, master, user_id)
+    wait_for_fetches(app, user_id)
+    status = link_statuses(client, master, user_id)["platform_b"]
+    assert status["status"] == "linked"
+    assert status["last_error"] is None
+    assert platforms.chat.calls["oauth2.token"] == 2
 
 
 def test_a_failing_platform_keeps_the_others_last_good_data(app, client, master, platforms: Platforms) -> None:

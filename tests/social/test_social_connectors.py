@@ -11,6 +11,7 @@ from app.social.connectors import (
     ChatConnector,
     GameStoreConnector,
     LinkBroken,
+    PlatformMisconfigured,
     PlatformUnavailable,
     RateLimited,
     StreamingConnector,
@@ -99,9 +100,9 @@ def test_rate_limit_without_hint_then_success(game_store: FakeGameStore) -> None
     assert game_store.calls["GetPlayerSummaries"] == 2
 
 
-def test_wrong_api_key_is_a_broken_link_after_one_call(game_store: FakeGameStore) -> None:
+def test_wrong_api_key_is_a_configuration_fault_after_one_call(game_store: FakeGameStore) -> None:
     game_store.add_player(STEAMID)
-    with game_store_connector(game_store, api_key="wrong") as connector, pytest.raises(LinkBroken):
+    with game_store_connector(game_store, api_key="wrong") as connector, pytest.raises(PlatformMisconfigured):
         connector.fetch_social_data(STEAMID)
     assert game_store.api_calls == 1
 

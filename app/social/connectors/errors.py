@@ -2,7 +2,8 @@
 
 Callers decide from the class alone: `RateLimited` and `PlatformUnavailable` are transient (retry
 later, never by sleeping in a worker), `TokenExpired` asks for one token refresh, `LinkBroken` is
-final for the link until the user links again.
+final for the link until the user links again, `PlatformMisconfigured` is the service's own fault
+(every link of the platform fails alike until an operator fixes the configuration).
 """
 
 from __future__ import annotations
@@ -53,6 +54,15 @@ class LinkBroken(ConnectorError):
     """The link cannot be used (bad API key, revoked grant, unknown account): do not retry."""
 
     code = "link_broken"
+
+
+class PlatformMisconfigured(ConnectorError):
+    """The platform refused the service's own credentials (a wrong API key), not the user's link.
+
+    Retrying soon cannot help and the link is not to blame: keep it, wait for the operator.
+    """
+
+    code = "platform_misconfigured"
 
 
 class PlatformUnavailable(ConnectorError):

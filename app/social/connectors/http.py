@@ -43,7 +43,8 @@ class PlatformHttp:
 
     Every call first takes one unit of the platform's shared budget (when one is given); a spent
     budget raises `BudgetExhausted` without sending anything. `read_retry_after` extracts the
-    platform's own delay hint from a 429; `unauthorized` is the error a 401 means on this platform.
+    platform's own delay hint from a 429; `unauthorized` and `forbidden` are the errors a 401 and a
+    403 mean on this platform.
     """
 
     def __init__(
@@ -52,6 +53,7 @@ class PlatformHttp:
         *,
         read_retry_after: RetryAfterReader,
         unauthorized: type[ConnectorError] = TokenExpired,
+        forbidden: type[ConnectorError] = LinkBroken,
         timeout: float = DEFAULT_TIMEOUT,
         max_bytes: int = DEFAULT_MAX_BYTES,
         budget: CallBudgetLike | None = None,
@@ -61,6 +63,7 @@ class PlatformHttp:
         self.platform = platform
         self._read_retry_after = read_retry_after
         self._unauthorized = unauthorized
+        self._forbidden = forbidden
         self._max_bytes = max_bytes
         self._budget = budget
         self._client = httpx.Client(
@@ -87,7 +90,9 @@ class PlatformHttp:
             raise PlatformUnavailable(f"{self.platform}: timed out") from exc
         except httpx.TransportError as exc:
             raise PlatformUnavailable(f"{self.platform}: {type(exc).__name__}") from exc
-        raise_for_platform_status(self.platform, response, body, self._read_retry_after, self._unauthorized)
+        raise_for_platform_status(
+            self.platform, response, body, self._read_retry_after, self._unauthorized, self._forbidden
+        )
         try:
             return json.loads(body)
         except ValueError as exc:
@@ -117,6 +122,7 @@ def raise_for_platform_status(
     body: bytes,
     read_retry_after: RetryAfterReader,
     unauthorized: type[ConnectorError] = TokenExpired,
+    forbidden: type[ConnectorError] = LinkBroken,
 ) -> None:
     """Raise the connector error a non-2xx `response` means; return quietly on success."""
     status = response.status_code
@@ -126,6 +132,8 @@ def raise_for_platform_status(
         raise RateLimited(f"{platform}: rate limited", retry_after=read_retry_after(response, body))
     if status == 401:
         raise unauthorized(f"{platform}: 401 unauthorized")
+    if status == 403:
+        raise forbidden(f"{platform}: 403 forbidden")
     if status >= 500:
         raise PlatformUnavailable(f"{platform}: HTTP {status}")
     raise LinkBroken(f"{platform}: HTTP {status}")

@@ -7,6 +7,7 @@ is dead). `call_with_refresh` runs an API call with the "refresh on expiry or on
 
 from __future__ import annotations
 
+import json
 import time
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
@@ -15,7 +16,7 @@ from typing import Any, TypeVar
 import httpx
 from authlib.integrations.httpx_client import OAuth2Client, OAuthError
 
-from app.social.connectors.errors import LinkBroken, PlatformUnavailable, TokenExpired
+from app.social.connectors.errors import LinkBroken, PlatformMisconfigured, PlatformUnavailable, TokenExpired
 from app.social.connectors.http import (
     DEFAULT_TIMEOUT,
     RetryAfterReader,
@@ -67,7 +68,8 @@ class OAuthApp:
 
     Client credentials go in the form body (`client_secret_post`), which both platforms accept and
     platform C requires. Failures raise: `LinkBroken` (grant refused: invalid/used code, revoked or
-    rotated-away refresh token), `RateLimited`, `PlatformUnavailable`. `read_retry_after` reads the
+    rotated-away refresh token), `PlatformMisconfigured` (our client id/secret refused:
+    `invalid_client`), `RateLimited`, `PlatformUnavailable`. `read_retry_after` reads the
     platform's delay hint from a 429 of its token endpoint.
     """
 
@@ -139,6 +141,8 @@ class OAuthApp:
     def _check_token_response(self, response: httpx.Response) -> httpx.Response:
         if response.status_code >= 400:
             body = response.read()
+            if _oauth_error(body) == "invalid_client":
+                raise PlatformMisconfigured(f"{self.platform}: token endpoint refused the service's client credentials")
             raise_for_platform_status(
                 self.platform, response, body, self._read_retry_after, unauthorized=LinkBroken
             )
@@ -148,6 +152,10 @@ class OAuthApp:
         try:
             token = fetch()
         except OAuthError as exc:
+            if exc.error == "invalid_client":
+                raise PlatformMisconfigured(
+                    f"{self.platform}: token endpoint refused the service's client credentials"
+                ) from exc
             raise LinkBroken(f"{self.platform}: token endpoint refused: {exc.error}") from exc
         except httpx.TimeoutException as exc:
             raise PlatformUnavailable(f"{self.platform}: token endpoint timed out") from exc
@@ -158,6 +166,14 @@ class OAuthApp:
         if "access_token" not in token:
             raise PlatformUnavailable(f"{self.platform}: token answer without access_token")
         return token
+
+
+def _oauth_error(body: bytes) -> str | None:
+    try:
+        payload = json.loads(body)
+    except ValueError:
+        return None
+    return payload.get("error") if isinstance(payload, dict) else None
 
 
 def call_with_refresh(

@@ -2,8 +2,9 @@
 
 Maps the answers to the spec 2.5 members `platform_a`, `owned_games` and `recent_played_games`:
 fields the platform does not disclose (private profile or game details) are omitted, `appid` is a
-string and a missing `playtime_2weeks` is 0. A wrong API key (403 HTML) raises `LinkBroken`; a 429
-carries no delay hint (`RateLimited.retry_after is None`: back off exponentially).
+string and a missing `playtime_2weeks` is 0. A wrong API key (403 HTML) raises
+`PlatformMisconfigured` (the service's key, not the player, is refused); a 429 carries no delay
+hint (`RateLimited.retry_after is None`: back off exponentially).
 """
 
 from __future__ import annotations
@@ -12,7 +13,7 @@ from typing import Any
 
 import httpx
 
-from app.social.connectors.errors import LinkBroken, PlatformUnavailable
+from app.social.connectors.errors import LinkBroken, PlatformMisconfigured, PlatformUnavailable
 from app.social.connectors.http import DEFAULT_TIMEOUT, CallBudgetLike, PlatformHttp
 
 PLATFORM = "platform_a"
@@ -45,6 +46,7 @@ class GameStoreConnector:
             PLATFORM,
             read_retry_after=_no_hint,
             unauthorized=LinkBroken,
+            forbidden=PlatformMisconfigured,
             timeout=timeout,
             budget=budget,
             transport=transport,
