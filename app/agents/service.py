@@ -26,6 +26,7 @@ from sqlalchemy.dialects.postgresql import insert as postgresql_insert
 from sqlalchemy.dialects.sqlite import insert as sqlite_insert
 
 from app.agents import ethereum
+from app.agents.consent_message import ConsentTerms, format_consent_message
 from app.agents.errors import (
     AlreadyOwned,
     AuthenticationFailed,
@@ -711,16 +712,15 @@ def request_consent(caller: AgentAccount, owner: str, agent: str) -> Consent:
     now = utcnow().replace(microsecond=0)
     consent_id = secrets.token_hex(16)
     expires_at = now + _seconds("AGENT_CONSENT_SECONDS", 7 * 24 * 3600)
-    message = "\n".join(
-        [
-            f"{urlparse(network_url()).netloc} asks you to accept an owner for your agent:",
-            agent,
-            "",
-            f"Owner: {owner}",
-            f"Consent: {consent_id}",
-            f"Issued At: {format_date_time(now)}",
-            f"Expiration Time: {format_date_time(expires_at)}",
-        ]
+    message = format_consent_message(
+        ConsentTerms(
+            network_host=urlparse(network_url()).netloc,
+            agent_did=agent,
+            owner_did=owner,
+            consent_id=consent_id,
+            issued_at=format_date_time(now),
+            expires_at=format_date_time(expires_at),
+        )
     )
     consent = Consent(
         id=consent_id,

@@ -381,9 +381,15 @@ def consent_request(settings: Settings, owner: str, agent_did: str) -> None:
 
 @consent.command("approve")
 @click.argument("link")
+@click.option("--owner", help="The organisation DID you expect; a consent naming another is refused.")
+@click.option("--yes", is_flag=True, help="Do not ask for confirmation.")
 @pass_settings
-def consent_approve(settings: Settings, link: str) -> None:
-    """As the agent, approve a consent link by signing it with the agent key."""
-    with _translate_errors(settings), settings.client() as client, _job_progress(settings, "consent") as cb:
-        job = client.consent_approve(link, progress=cb)
+def consent_approve(settings: Settings, link: str, owner: str | None, yes: bool) -> None:
+    """As the agent, accept the owner named by a consent link by signing it with the agent key."""
+    with _translate_errors(settings), settings.client() as client:
+        consent = client.review_consent(link, owner)
+        click.echo(f"Owner:   {consent['owner']}\nAgent:   {consent['agent']}\nConsent: {consent['id']}", err=True)
+        _confirm(yes, f"Accept {consent['owner']} as the owner of this agent?")
+        with _job_progress(settings, "consent") as cb:
+            job = client.consent_approve(link, consent["owner"], progress=cb)
     _emit(settings, job, lambda: click.echo(f"{job['result']['owner']} now owns {job['result']['agent']}"))

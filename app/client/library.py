@@ -23,6 +23,7 @@ from urllib.parse import quote, urlparse
 import httpx
 
 from app.agents import ethereum
+from app.agents.consent_message import InvalidConsentMessage, parse_consent_message
 from app.client.cards import MAX_CARD_BYTES, find_placeholders_in_bytes
 
 REGISTRY_CONTRACT = "agent-registry"
@@ -94,6 +95,10 @@ class CardHasPlaceholders(TesseraError):
         self.pointers = pointers
         where = ", ".join(p or "(body)" for p in pointers)
         super().__init__(f"the card still contains scaffold placeholders at {where}; replace or remove them")
+
+
+class ConsentRefused(TesseraError):
+    """The consent does not say exactly that this agent accepts the expected owner; nothing was signed."""
 
 
 class JobFailed(TesseraError):
@@ -442,12 +447,50 @@ class TesseraClient:
             raise TesseraError(f"--owner {owner} is not the authenticated account {self.did}")
         return self._data("POST", "/api/consents", authenticated=True, json_body={"owner": owner, "agent": agent})
 
-    def consent_approve(
-        self, link_or_id: str, *, wait: bool = True, progress: ProgressCallback | None = None
-    ) -> dict[str, Any]:
-        """As the agent, sign the consent message behind a consent link; the record then names the owner."""
+    def get_consent(self, link_or_id: str) -> dict[str, Any]:
+        """Return a consent this account is party to: ``{id, owner, agent, state, message, ...}``."""
+        return self._data("GET", f"/api/consents/{quote(consent_id_from_link(link_or_id))}", authenticated=True)
+
+    def review_consent(self, link_or_id: str, owner: str | None = None) -> dict[str, Any]:
+        """Return the consent behind a link once it is checked to be safe for this agent to sign.
+
+        Its message must be exactly the network's consent text naming this network, this agent's
+        DID, this consent and the owner the consent names — ``owner`` too when given. Anything
+        else raises ``ConsentRefused``.
+        """
         consent_id = consent_id_from_link(link_or_id)
-        consent = self._data("GET", f"/api/consents/{quote(consent_id)}", authenticated=True)
+        consent = self.get_consent(consent_id)
+        agent_did = self._target(None)
+        expected_owner = owner if owner is not None else consent.get("owner")
+        message = consent.get("message")
+        try:
+            terms = parse_consent_message(message if isinstance(message, str) else "")
+        except InvalidConsentMessage as exc:
+            raise ConsentRefused(f"refusing to sign consent {consent_id}: {exc}") from exc
+        expectations = [
+            ("network", terms.network_host, urlparse(self.base_url).netloc),
+            ("agent", terms.agent_did, agent_did),
+            ("agent", consent.get("agent"), agent_did),
+            ("owner", terms.owner_did, expected_owner),
+            ("owner", consent.get("owner"), expected_owner),
+            ("consent", terms.consent_id, consent_id),
+            ("consent", consent.get("id"), consent_id),
+        ]
+        mismatches = [f"{name} {found} (expected {wanted})" for name, found, wanted in expectations if found != wanted]
+        if mismatches:
+            raise ConsentRefused(f"refusing to sign consent {consent_id}: it names " + ", ".join(mismatches))
+        return consent
+
+    def consent_approve(
+        self, link_or_id: str, owner: str, *, wait: bool = True, progress: ProgressCallback | None = None
+    ) -> dict[str, Any]:
+        """As the agent, accept ``owner`` by signing the consent behind a link; the record then names it.
+
+        Signs only after ``review_consent`` accepts the consent for ``owner``; otherwise
+        ``ConsentRefused`` is raised and nothing is signed or sent.
+        """
+        consent = self.review_consent(link_or_id, owner)
+        consent_id = consent_id_from_link(link_or_id)
         assert self._api_key is not None
         signature = ethereum.sign_personal_message(consent["message"], self._api_key)
         return self._job(

@@ -115,7 +115,7 @@ def test_organisation_needs_consent_then_hosts_on_its_own_credits(live_server, a
             assert page.status_code == 200 and agent_client.did in page.text
             assert page.headers["X-Frame-Options"] == "DENY"
 
-        approved = agent_client.consent_approve(request["consent_url"])
+        approved = agent_client.consent_approve(request["consent_url"], org.did)
         assert approved["result"] == {"agent": agent_client.did, "owner": org.did, "consent": request["id"]}
 
         job = org.host_card(card, owner=org.did, agent=agent_client.did)

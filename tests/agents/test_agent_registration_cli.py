@@ -211,7 +211,13 @@ def test_organisation_flow_through_the_cli(tessera, live_server, claimed_key, tm
     code, request, output = tessera("consent", "request", "--owner", org["did"], "--agent", agent["did"], key=org_key)
     assert code == 0, output
     code, _, human = tessera("consent", "approve", request["consent_url"], key=claimed_key, as_json=False)
-    assert code == 0 and f"{org['did']} now owns {agent['did']}" in human
+    assert code == 2 and "--yes" in human, "without a terminal the owner must be accepted with --yes"
+    code, _, human = tessera(
+        "consent", "approve", request["consent_url"], "--yes", "--owner", org["did"], key=claimed_key, as_json=False
+    )
+    assert code == 0, human
+    assert f"Owner:   {org['did']}" in human
+    assert f"{org['did']} now owns {agent['did']}" in human
 
     code, job, output = tessera(
         "host-card", "--file", str(card), "--owner", org["did"], "--agent", agent["did"], key=org_key

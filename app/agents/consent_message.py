@@ -1,0 +1,65 @@
+"""The text an agent signs to accept an owner organisation (no Flask imports).
+
+The network writes it with ``format_consent_message``; the client reads it back with
+``parse_consent_message`` and compares every term with what it expects before signing, so a
+network (or anything in between) cannot get the agent key to sign other text.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+
+_TIME = r"\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}(?:\.\d{3})?Z"
+_NETWORK_DID = r"did:[a-z0-9]+:[0-9a-f]{40}"
+_MESSAGE = re.compile(
+    r"(?P<network_host>[A-Za-z0-9.\-]+(?::\d{1,5})?) asks you to accept an owner for your agent:\n"
+    rf"(?P<agent_did>{_NETWORK_DID})\n"
+    r"\n"
+    rf"Owner: (?P<owner_did>{_NETWORK_DID})\n"
+    r"Consent: (?P<consent_id>[0-9a-f]{32})\n"
+    rf"Issued At: (?P<issued_at>{_TIME})\n"
+    rf"Expiration Time: (?P<expires_at>{_TIME})"
+)
+
+
+class InvalidConsentMessage(ValueError):
+    """The text is not a consent message in exactly the network's format."""
+
+
+@dataclass(frozen=True)
+class ConsentTerms:
+    """What a consent message says: on which network, which agent accepts which owner, and when.
+
+    ``issued_at`` and ``expires_at`` are RFC 3339 UTC texts as they appear in the message.
+    """
+
+    network_host: str
+    agent_did: str
+    owner_did: str
+    consent_id: str
+    issued_at: str
+    expires_at: str
+
+
+def format_consent_message(terms: ConsentTerms) -> str:
+    """The exact text the agent signs (EIP-191 personal_sign) to accept ``terms.owner_did``."""
+    return "\n".join(
+        [
+            f"{terms.network_host} asks you to accept an owner for your agent:",
+            terms.agent_did,
+            "",
+            f"Owner: {terms.owner_did}",
+            f"Consent: {terms.consent_id}",
+            f"Issued At: {terms.issued_at}",
+            f"Expiration Time: {terms.expires_at}",
+        ]
+    )
+
+
+def parse_consent_message(text: str) -> ConsentTerms:
+    """Read the terms of a consent message; ``InvalidConsentMessage`` unless it is exactly that format."""
+    match = _MESSAGE.fullmatch(text)
+    if match is None:
+        raise InvalidConsentMessage("not a consent message of the Tessera network")
+    return ConsentTerms(**match.groupdict())

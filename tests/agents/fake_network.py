@@ -1,0 +1,103 @@
+"""A tiny stand-in for the Tessera network over real HTTP on loopback, scripted by each test.
+
+It answers sign-in, consents and jobs the way a network would, but says what the test tells it
+to (a tampered consent, a job that stays queued for a while) and records what clients sent.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import threading
+from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from typing import Any
+
+JOB_ID = "5b0d3c8e-3f6a-4a51-9d59-2f1e8c7a9b10"
+
+
+@dataclass
+class FakeNetwork:
+    """Scripted answers (``consent``, ``job_states``, ``job_result``) and what was received."""
+
+    agent_did: str
+    consent: dict[str, Any] | None = None
+    job_states: list[str] = field(default_factory=lambda: ["succeeded"])
+    job_result: dict[str, Any] = field(default_factory=dict)
+    approvals: list[dict[str, Any]] = field(default_factory=list)
+    hosted: list[bytes] = field(default_factory=list)
+    polls: int = 0
+    url: str = ""
+
+    def job(self) -> dict[str, Any]:
+        """The job as the next poll sees it: the scripted states in turn, the last one repeated."""
+        state = self.job_states[min(self.polls, len(self.job_states) - 1)]
+        self.polls += 1
+        final = state in ("succeeded", "failed")
+        return {"id": JOB_ID, "state": state, "result": self.job_result if final else None, "error": None}
+
+
+def _handler(network: FakeNetwork) -> type[BaseHTTPRequestHandler]:
+    class Handler(BaseHTTPRequestHandler):
+        def log_message(self, format: str, *args: Any) -> None:
+            return
+
+        def _send(self, status: int, body: dict[str, Any]) -> None:
+            payload = json.dumps(body).encode()
+            self.send_response(status)
+            self.send_header("Content-Type", "application/json")
+            self.send_header("Content-Length", str(len(payload)))
+            self.end_headers()
+            self.wfile.write(payload)
+
+        def _body(self) -> bytes:
+            return self.rfile.read(int(self.headers.get("Content-Length") or 0))
+
+        def do_POST(self) -> None:
+            body = self._body()
+            if self.path == "/api/auth/challenge":
+                message = "fake.example wants you to sign in"
+                self._send(200, {"data": {"message": message, "nonce": "0" * 32, "expires_at": "2999-01-01T00:00:00Z"}})
+            elif self.path == "/api/auth/verify":
+                session = {"token": "fake-session", "token_type": "Bearer", "did": network.agent_did, "kind": "agent"}
+                self._send(200, {"data": session})
+            elif re.fullmatch(r"/api/consents/[^/]+/approve", self.path):
+                network.approvals.append(json.loads(body))
+                self._send(202, {"data": {"id": JOB_ID, "state": "queued"}})
+            else:
+                self._send(404, {"status": 404, "code": "not_found", "title": "Not Found"})
+
+        def do_PUT(self) -> None:
+            body = self._body()
+            if re.fullmatch(r"/api/agents/[^/]+/card", self.path):
+                network.hosted.append(body)
+                self._send(202, {"data": {"id": JOB_ID, "state": "queued"}})
+            else:
+                self._send(404, {"status": 404, "code": "not_found", "title": "Not Found"})
+
+        def do_GET(self) -> None:
+            if self.path.startswith("/api/consents/") and network.consent is not None:
+                self._send(200, {"data": network.consent})
+            elif self.path == f"/api/jobs/{JOB_ID}":
+                self._send(200, {"data": network.job()})
+            else:
+                self._send(404, {"status": 404, "code": "not_found", "title": "Not Found"})
+
+    return Handler
+
+
+@contextmanager
+def serve(network: FakeNetwork) -> Iterator[FakeNetwork]:
+    """Serve ``network`` on a loopback port (its ``url``) for the duration of a ``with`` block."""
+    server = ThreadingHTTPServer(("127.0.0.1", 0), _handler(network))
+    thread = threading.Thread(target=server.serve_forever, name="fake-network", daemon=True)
+    network.url = f"http://127.0.0.1:{server.server_port}"
+    thread.start()
+    try:
+        yield network
+    finally:
+        server.shutdown()
+        server.server_close()
+        thread.join(timeout=10)
