@@ -5,10 +5,11 @@ already published, so relying parties have it cached before it signs anything. R
 the active key, promotes the next one and creates a new next key; a retired key stays published
 (and accepted) until every token it signed has expired, then it is deleted.
 
-Decrypted key material is cached per application forever (a kid never changes its key); which
-kids are published and in which state is re-read after `OIDC_KEY_CACHE_SECONDS`, so a rotation in
-another process is seen within that time (signing meanwhile with the previous key is safe: it is
-still published).
+Which kids are published and in which state is re-read after `OIDC_KEY_CACHE_SECONDS`, so a
+rotation in another process is seen within that time (signing meanwhile with the previous key is
+safe: it is still published). Verification uses only the published public keys; a private key is
+decrypted and kept in memory only while it is the active key of its algorithm, and forgotten at
+the first refresh after it stops being active.
 """
 
 from __future__ import annotations
@@ -50,7 +51,8 @@ class PublishedKey:
 class _KeyCache:
     def __init__(self) -> None:
         self.lock = threading.Lock()
-        self.material: dict[str, SigningJWK] = {}
+        self.signing: dict[str, SigningJWK] = {}  # private keys, of active kids only
+        self.verifying: dict[str, SigningJWK] = {}  # public keys, of published kids only
         self.published: dict[str, PublishedKey] = {}
         self.loaded_at = float("-inf")
 
@@ -107,6 +109,9 @@ def _refresh(cache: _KeyCache, *, force: bool = False) -> dict[str, PublishedKey
         published = _load_published(utcnow())
         with cache.lock:
             cache.published = published
+            cache.signing = {kid: key for kid, key in cache.signing.items()
+                             if kid in published and published[kid].state == KEY_ACTIVE}
+            cache.verifying = {kid: key for kid, key in cache.verifying.items() if kid in published}
             cache.loaded_at = time.monotonic()
     return cache.published
 
@@ -135,19 +140,25 @@ def ensure_keys() -> None:
     invalidate_key_cache()
 
 
+def _key_class(alg: str) -> type[RSAKey] | type[ECKey]:
+    return RSAKey if alg == "RS256" else ECKey
+
+
 def private_key(kid: str) -> SigningJWK:
-    """The decrypted key `kid`, whatever its state (cached; raises LookupError if it is not stored)."""
-    cache = _cache()
-    key = cache.material.get(kid)
+    """The decrypted private key `kid`, whatever its state (not cached; raises LookupError if not stored)."""
+    row = db.session.get(SigningKey, kid)
+    if row is None:
+        raise LookupError(kid)
+    pem = decrypt(row.private_key_encrypted, _PURPOSE)
+    return _key_class(row.alg).import_key(pem, parameters={"kid": row.kid, "use": "sig", "alg": row.alg})
+
+
+def _active_private_key(cache: _KeyCache, kid: str) -> SigningJWK:
+    key = cache.signing.get(kid)
     if key is None:
-        row = db.session.get(SigningKey, kid)
-        if row is None:
-            raise LookupError(kid)
-        pem = decrypt(row.private_key_encrypted, _PURPOSE)
-        cls = RSAKey if row.alg == "RS256" else ECKey
-        key = cls.import_key(pem, parameters={"kid": row.kid, "use": "sig", "alg": row.alg})
+        key = private_key(kid)
         with cache.lock:
-            cache.material[kid] = key
+            cache.signing[kid] = key
     return key
 
 
@@ -162,7 +173,7 @@ def signing_key(alg: str) -> SigningJWK:
         published = _refresh(cache, force=attempt > 0)
         for entry in published.values():
             if entry.alg == alg and entry.state == KEY_ACTIVE:
-                return private_key(entry.kid)
+                return _active_private_key(cache, entry.kid)
     ensure_keys()
     kid = db.session.execute(
         select(SigningKey.kid).where(SigningKey.alg == alg, SigningKey.state == KEY_ACTIVE)
@@ -171,7 +182,7 @@ def signing_key(alg: str) -> SigningJWK:
 
 
 def verification_key(kid: str, now: datetime | None = None) -> tuple[PublishedKey, SigningJWK] | None:
-    """The published key `kid` and its material, or None if it is unknown or no longer published."""
+    """The published key `kid` and its public key, or None if it is unknown or no longer published."""
     cache = _cache()
     published = _refresh(cache)
     entry = published.get(kid)
@@ -181,7 +192,12 @@ def verification_key(kid: str, now: datetime | None = None) -> tuple[PublishedKe
         return None
     if entry.state == KEY_RETIRED and (entry.publish_until is None or entry.publish_until <= (now or utcnow())):
         return None
-    return entry, private_key(kid)
+    key = cache.verifying.get(kid)
+    if key is None:
+        key = _key_class(entry.alg).import_key(entry.public_jwk)
+        with cache.lock:
+            cache.verifying[kid] = key
+    return entry, key
 
 
 def published_jwks() -> dict:

@@ -345,3 +345,24 @@ def test_openapi_documents_every_provider_endpoint(client):
         assert path in paths, path
     token = paths["/v1/openidc/token"]["post"]
     assert {"application/json", "application/x-www-form-urlencoded"} <= set(token["requestBody"]["content"])
+
+
+def test_verification_uses_public_keys_and_retired_private_keys_leave_memory(app, client, tenant):
+    from app.extensions import db
+    from app.oidc import keys as signing_keys
+    from app.oidc.models import KEY_ACTIVE, SigningKey
+
+    token = exchange(client, tenant, sign_in(client, tenant)["code"]).get_json()["access_token"]
+    with app.app_context():
+        old_kid = db.session.query(SigningKey).filter_by(alg="RS256", state=KEY_ACTIVE).one().kid
+        signing_keys.signing_key("RS256")
+        db.session.rollback()
+    _run_cli(app, "keys", "rotate", "--alg", "RS256")
+    assert _userinfo(client, token).status_code == 200
+    with app.app_context():
+        signing_keys.invalidate_key_cache()
+        published, key = signing_keys.verification_key(old_kid)
+        assert published.state == "retired" and not key.is_private
+        cache = app.extensions["oidc_keys"]
+        assert old_kid not in cache.signing and all(not held.is_private for held in cache.verifying.values())
+        db.session.rollback()
