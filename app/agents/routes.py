@@ -10,7 +10,6 @@ from flask_smorest import Blueprint
 
 from app.agents import service
 from app.agents.auth import agent_session_required, current_account
-from app.agents.errors import ClaimUnavailable
 from app.agents.schemas import (
     AccountEnvelope,
     AgentJobEnvelope,
@@ -149,18 +148,10 @@ def get_credits():
 @problem_doc(404)
 def claim_page():
     """Testnet only: a form that issues a fresh agent key with test credits."""
-    if not service.is_testnet():
-        raise ClaimUnavailable("The claim page exists only on a testnet.")
+    credits = service.claim_grant()
     token = session.get("claim_csrf") or random_token(24)
     session["claim_csrf"] = token
-    return _page(
-        render_template(
-            "agents/claim.html",
-            csrf_token=token,
-            credits=int(service.setting("AGENT_CLAIM_CREDITS", 1000)),
-        ),
-        no_store=True,
-    )
+    return _page(render_template("agents/claim.html", csrf_token=token, credits=credits), no_store=True)
 
 
 @blp.route("/claim", methods=["POST"])
@@ -193,8 +184,6 @@ def claim_page():
 @problem_doc(404, 413, 415, 422, 429)
 def claim_submit():
     """Testnet only: issue a fresh key with test credits and show it once (rate limited)."""
-    if not service.is_testnet():
-        raise ClaimUnavailable("The claim page exists only on a testnet.")
     expected = session.pop("claim_csrf", None)
     supplied = request.form.get("csrf_token", "")
     if not expected or not hmac.compare_digest(expected, supplied):
@@ -287,9 +276,7 @@ def deregister(did: str):
 @problem_doc(404, 422)
 def current_contract(args: dict):
     """The version of a registry contract (``name=agent-registry``)."""
-    if args["name"] != service.REGISTRY_CONTRACT:
-        raise NotFound(f"No contract is named {args['name']!r}.")
-    return {"data": {"name": service.REGISTRY_CONTRACT, "version": service.registry_contract_version()}}
+    return {"data": service.require_contract(args["name"])}
 
 
 # -- consent -----------------------------------------------------------------------------------

@@ -32,6 +32,7 @@ from app.agents.errors import (
     AuthenticationFailed,
     CardNotFound,
     CardTooLarge,
+    ClaimUnavailable,
     ConsentNotPending,
     DidDeactivated,
     InsufficientCredits,
@@ -122,6 +123,13 @@ def prices() -> dict[str, int]:
 def registry_contract_version() -> str:
     """The version of the agent-registry contract this implementation provides."""
     return str(setting("AGENT_REGISTRY_VERSION", "1.7.0"))
+
+
+def require_contract(name: str) -> dict[str, str]:
+    """The contract called ``name`` with its version (``{name, version}``); ``NotFound`` for others."""
+    if name != REGISTRY_CONTRACT:
+        raise NotFound(f"No contract is named {name!r}.")
+    return {"name": REGISTRY_CONTRACT, "version": registry_contract_version()}
 
 
 def _seconds(name: str, default: int) -> timedelta:
@@ -285,13 +293,20 @@ def account_view(account: AgentAccount) -> dict[str, Any]:
 # -- credits and the claim page ----------------------------------------------------------------
 
 
+def claim_grant() -> int:
+    """The credits a claimed key receives; ``ClaimUnavailable`` (404) outside a testnet."""
+    if not is_testnet():
+        raise ClaimUnavailable("The claim page exists only on a testnet.")
+    return int(setting("AGENT_CLAIM_CREDITS", 1000))
+
+
 def claim_key(kind: str = AGENT) -> tuple[str, AgentAccount]:
     """Issue a fresh key with the testnet grant of credits; return (private key hex, account).
 
-    The key is returned once and never stored. Raises ``NotFound`` outside a testnet.
+    The key is returned once and never stored. Raises ``ClaimUnavailable`` (404) outside a
+    testnet and ``ValidationFailed`` for an unknown kind.
     """
-    if not is_testnet():
-        raise NotFound("The claim page exists only on a testnet.")
+    grant = claim_grant()
     if kind not in (AGENT, ORGANISATION):
         raise ValidationFailed(errors={"kind": ["Must be agent or organisation."]})
     private_key = ethereum.generate_private_key()
@@ -300,7 +315,7 @@ def claim_key(kind: str = AGENT) -> tuple[str, AgentAccount]:
     )
     db.session.add(account)
     db.session.flush()
-    _add_entry(account, int(setting("AGENT_CLAIM_CREDITS", 1000)), "testnet-claim")
+    _add_entry(account, grant, "testnet-claim")
     return private_key, account
 
 

@@ -124,6 +124,7 @@ def test_pricing_and_contract_version_are_public(live_server):
     assert pricing["prices"] == {"host-card": 10, "set-card": 5, "card-unpublish": 1, "deregister": 0}
     assert contract.json()["data"] == {"name": "agent-registry", "version": "1.7.0"}
     assert unknown.status_code == 404
+    assert unknown.json()["code"] == "not_found" and "'other'" in unknown.json()["detail"]
 
 
 def test_set_card_uri_is_validated(live_server, agent_client):
@@ -200,13 +201,22 @@ def test_claim_needs_the_form_token(live_server):
 
 
 def test_claim_page_is_testnet_only(live_server, app):
-    app.config["AGENT_NETWORK"] = "production"
-    try:
-        with live_server.http() as http:
-            answer = http.get("/claim")
-    finally:
-        app.config.pop("AGENT_NETWORK")
-    assert answer.status_code == 404
+    with live_server.http() as http:
+        form = http.get("/claim")
+        token = re.search(r'name="csrf_token" value="([^"]+)"', form.text).group(1)
+        app.config["AGENT_NETWORK"] = "production"
+        try:
+            page = http.get("/claim")
+            # A form fetched while the network was a testnet no longer issues a key.
+            submitted = http.post("/claim", data={"csrf_token": token, "kind": "agent"})
+        finally:
+            app.config.pop("AGENT_NETWORK")
+    for answer in (page, submitted):
+        assert answer.status_code == 404
+        assert answer.headers["Content-Type"].startswith("application/problem+json")
+        assert answer.json()["code"] == "not_found"
+        assert "testnet" in answer.json()["detail"]
+    assert "agent-key" not in submitted.text
 
 
 def test_resolve_network_did_for_other_features(app, agent_client):
