@@ -63,6 +63,7 @@ from app.extensions import db
 from app.jobs.models import Job
 from app.jobs.service import enqueue_job
 from app.security import hash_secret, random_token
+from app.users.service import user_did_document
 
 MAX_CARD_BYTES = 16384
 MAX_CARD_URI_BYTES = 2048
@@ -899,10 +900,6 @@ def resolve_did(did: str) -> Resolution:
 
 def _user_resolution(did: str) -> Resolution | None:
     """Users of the identity platform hold DIDs in this network's method too."""
-    try:
-        from app.users.service import user_did_document  # type: ignore[attr-defined]
-    except ImportError:
-        return None
     document = user_did_document(did)
     if document is None:
         return None
