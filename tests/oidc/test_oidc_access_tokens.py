@@ -144,12 +144,17 @@ def test_unknown_kid_is_refused(app, client, tenant):
 def test_revoked_token_is_refused_everywhere(client, tenant):
     issued = _tokens(client, tenant)
     access_token = issued["access_token"]
+    bearer = {"Authorization": f"Bearer {access_token}"}
     assert _userinfo(client, access_token).status_code == 200
+    assert client.get("/v1/openidc/credentials", headers=bearer).status_code == 200
     response = client.post("/v1/openidc/revoke", data={
         "token": access_token, "client_id": str(tenant.client_id), "client_secret": tenant.client_secret,
     })
     assert response.status_code == 200
     _refused(client, access_token, "revoked")
+    credentials = client.get("/v1/openidc/credentials", headers=bearer)
+    assert credentials.status_code == 401 and "revoked" in credentials.get_json()["detail"]
+    assert credentials.headers["WWW-Authenticate"].startswith("Bearer")
     introspection = client.post("/v1/openidc/introspect", data={
         "token": access_token, "client_id": str(tenant.client_id), "client_secret": tenant.client_secret,
     })

@@ -553,29 +553,40 @@ class _FakeSmtp(socketserver.ThreadingTCPServer):
         threading.Thread(target=self.serve_forever, daemon=True).start()
 
 
-def test_smtp_backend_sends_from_a_job_with_the_code_sealed(app, client, tenant):
+def test_smtp_backend_sends_from_a_job_with_the_code_sealed(app, client, tenant, real_worker, wait_for_job):
     from app.extensions import db
     from app.jobs.models import Job
     from app.oidc import mail
+    from tests import conftest
 
     smtp = _FakeSmtp()
+    server = {"SMTP_HOST": "127.0.0.1", "SMTP_PORT": str(smtp.server_address[1]), "SMTP_STARTTLS": "0",
+              "SMTP_SSL": "0"}
     changes = {"MAIL_BACKEND": "smtp", "SMTP_HOST": "127.0.0.1", "SMTP_PORT": smtp.server_address[1],
                "SMTP_STARTTLS": False, "SMTP_SSL": False}
     previous = {name: app.config[name] for name in changes}
     app.config.update(changes)
+    if conftest.USING_POSTGRES:  # the worker process reads the SMTP server from its environment
+        real_worker.stop()
+        real_worker.start(extra_env=server)
     try:
         assert _submit_email(client, _start_login(client, tenant), tenant.email).status_code == 200
         with app.app_context():
             job = db.session.query(Job).filter_by(kind=mail.SEND_MAIL_TASK).order_by(Job.created_at.desc()).first()
             assert job is not None and tenant.email not in json.dumps(job.payload)
-            if not smtp.messages:  # with a real worker process the job ran elsewhere; deliver it here
-                mail.deliver_sealed(job.payload)
+            job_id = job.id
             db.session.rollback()
+        done = wait_for_job(job_id, timeout=60)
+        assert done["state"] == "succeeded", done
+        assert done["result"] == {"sent_to": tenant.email}
         assert any(tenant.email in message and re.search(r"\b\d{6}\b", message) for message in smtp.messages)
         assert _outbox(client, tenant.email) == []
     finally:
         app.config.update(previous)
         smtp.shutdown()
+        if conftest.USING_POSTGRES:
+            real_worker.stop()
+            real_worker.start()
 
 
 def test_sign_in_attempts_are_rate_limited(app, client, live_server):
