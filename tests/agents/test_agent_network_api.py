@@ -229,6 +229,15 @@ def test_resolve_network_did_for_other_features(app, agent_client):
         assert resolve_network_did("did:key:z6Mk") is None
 
 
+def _account_id(did: str) -> int:
+    from sqlalchemy import select
+
+    from app.agents.models import AgentAccount
+    from app.extensions import db
+
+    return db.session.scalar(select(AgentAccount.id).where(AgentAccount.did == did))
+
+
 def test_library_signs_in_again_when_its_session_is_gone(app, agent_client):
     from sqlalchemy import delete
 
@@ -238,7 +247,10 @@ def test_library_signs_in_again_when_its_session_is_gone(app, agent_client):
 
     old_token = agent_client._session_token
     with app.app_context(), transaction():
-        db.session.execute(delete(AgentSession))
+        removed = db.session.execute(
+            delete(AgentSession).where(AgentSession.account_id == _account_id(agent_client.did))
+        )
+        assert removed.rowcount >= 1
     assert agent_client.whoami()["did"] == agent_client.did
     assert agent_client._session_token != old_token
 
@@ -253,20 +265,28 @@ def test_expired_challenges_and_sessions_are_purged(app, live_server, agent_clie
     from app.extensions import db
     from worker.agents import purge_expired
 
-    key = ethereum.generate_private_key()
+    expiring, staying = (ethereum.address_from_private_key(ethereum.generate_private_key()) for _ in range(2))
     with live_server.http() as http:
-        _challenge(http, ethereum.address_from_private_key(key))
+        _challenge(http, expiring)
+        _challenge(http, staying)
     past = utcnow() - timedelta(seconds=1)
     with app.app_context(), transaction():
-        db.session.execute(update(AuthChallenge).values(expires_at=past))
-        db.session.execute(update(AgentSession).values(expires_at=past))
+        account_id = _account_id(agent_client.did)
+        db.session.execute(update(AuthChallenge).where(AuthChallenge.address == expiring).values(expires_at=past))
+        db.session.execute(update(AgentSession).where(AgentSession.account_id == account_id).values(expires_at=past))
     assert purge_expired() >= 2
+
+    def count(model, *conditions) -> int:
+        return db.session.scalar(select(func.count()).select_from(model).where(*conditions))
+
     with app.app_context():
-        left = db.session.scalar(select(func.count()).select_from(AuthChallenge)) + db.session.scalar(
-            select(func.count()).select_from(AgentSession)
+        left = count(AuthChallenge, AuthChallenge.address == expiring) + count(
+            AgentSession, AgentSession.account_id == account_id
         )
+        kept = count(AuthChallenge, AuthChallenge.address == staying)
         db.session.rollback()
     assert left == 0
+    assert kept == 1
     assert agent_client.whoami()["did"] == agent_client.did
 
 
