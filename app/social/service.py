@@ -416,6 +416,7 @@ def fetch_link_from_job(job: Job) -> dict:
     good data kept. A spent call budget always defers, without counting against that cap. A fault
     of the service's own platform configuration (refused API key, missing credentials) is recorded
     on the link, which stays `linked` and is not fetched again for `SOCIAL_CONFIG_FAULT_DELAY`.
+    A malformed platform answer is recorded at once and waits for the next regular refresh.
     Returns the job result.
     """
     link = db.session.get(SocialLink, job.payload["link_id"])
@@ -442,6 +443,8 @@ def fetch_link_from_job(job: Job) -> dict:
         # Every link of the platform fails alike until an operator fixes the configuration: the
         # link keeps its status (no relinking afterwards) and waits instead of calling again soon.
         link.next_fetch_at = utcnow() + timedelta(seconds=config.config_fault_delay)
+        return _record_failure(link, job, error, refreshed)
+    except ConnectorError as error:  # a malformed answer: the next regular refresh tries again
         return _record_failure(link, job, error, refreshed)
     now = utcnow()
     if refreshed:

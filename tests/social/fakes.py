@@ -7,6 +7,8 @@ Each fake runs in a background thread on an ephemeral port (`with FakeGameStore(
 - `rate_limit_next(endpoint, times=1, retry_after=...)`: the next answers of `endpoint` are 429 in
   the platform's own style (A: no hint; B: `Retry-After` + JSON `retry_after`; C: `Ratelimit-Reset`).
 - `expire_tokens(user_id)` (B, C): the user's current access tokens answer 401 until refreshed.
+- `answer_next(endpoint, body)`: the next answer of `endpoint` is `body` as JSON, whatever it is
+  (malformed answers: a game without `appid`, a guild that is not an object, ...).
 - `set_quota(calls, per_seconds)`: enforce a platform limit on API calls; refusals are counted in
   `quota_refusals` (proof that our budget kept us under it).
 - `response_delay`: seconds every API answer waits (makes races and benchmarks realistic).
@@ -61,6 +63,7 @@ class FakePlatform:
         self.response_delay = 0.0
         self._lock = threading.Lock()
         self._forced_429: dict[str, deque[float | None]] = {}
+        self._forced_answers: dict[str, deque[Any]] = {}
         self._quota: tuple[int, float] | None = None
         self._quota_log: deque[float] = deque()
         self.api_call_times: list[float] = []  # monotonic arrival times of served API calls
@@ -114,6 +117,12 @@ class FakePlatform:
         with self._lock:
             self._forced_429.setdefault(endpoint, deque()).extend([retry_after] * times)
 
+    def answer_next(self, endpoint: str, body: Any) -> None:
+        """The next request to `endpoint` gets `body` (any JSON value) with status 200."""
+        assert endpoint in self._endpoints, f"unknown endpoint {endpoint}"
+        with self._lock:
+            self._forced_answers.setdefault(endpoint, deque()).append(body)
+
     def set_quota(self, calls: int, per_seconds: float) -> None:
         """Refuse API calls beyond `calls` in any `per_seconds` window (sliding), like the platform."""
         with self._lock:
@@ -133,6 +142,7 @@ class FakePlatform:
             self.quota_refusals = 0
             self.api_call_times.clear()
             self._forced_429.clear()
+            self._forced_answers.clear()
             self._quota = None
             self._quota_log.clear()
             self.response_delay = 0.0
@@ -182,6 +192,9 @@ class FakePlatform:
             forced = self._forced_429.get(endpoint.label)
             if forced:
                 return self.rate_limited_response(forced.popleft())
+            answers = self._forced_answers.get(endpoint.label)
+            if answers:
+                return json_response(answers.popleft())
             if endpoint.api and self._quota is not None:
                 calls, per_seconds = self._quota
                 now = time.monotonic()

@@ -537,6 +537,49 @@ def test_refused_oauth_client_credentials_are_a_configuration_fault(
     assert platforms.chat.calls["oauth2.token"] == 2
 
 
+@pytest.mark.parametrize(
+    ("platform", "endpoint", "body", "named"),
+    [
+        ("platform_a", "GetOwnedGames", {"response": {"game_count": 1, "games": [{"name": "TF2"}]}}, "appid"),
+        ("platform_b", "users/@me/guilds", [["a guild as an array"]], "guilds[0] should be an object"),
+        ("platform_c", "channels/followed", {"total": 1, "data": [{"broadcaster_login": "x"}]}, "broadcaster_name"),
+    ],
+)
+def test_malformed_platform_answer_is_recorded_and_keeps_the_last_good_data(
+    app, client, master, platforms: Platforms, platform: str, endpoint: str, body, named: str
+) -> None:
+    account = new_steamid() if platform == "platform_a" else new_numeric_id()
+    fake = dict(zip(("platform_a", "platform_b", "platform_c"), platforms.all(), strict=True))[platform]
+    if platform == "platform_a":
+        fake.add_player(account, games=[SteamGame(440, "TF2", 10, 1)])
+    else:
+        fake.add_user(account)
+    user_id = create_user(client, master)
+    link(client, master, platforms, user_id, platform, account)
+    first = social_data(client, master, user_id).json
+    assert platform in first
+
+    fake.reset_calls()
+    fake.answer_next(endpoint, body)
+    age_links(app, user_id)
+    social_data(client, master, user_id)
+    wait_for_fetches(app, user_id)
+
+    status = link_statuses(client, master, user_id)[platform]
+    assert status["status"] == "linked"
+    assert status["last_error"]["code"] == "malformed_answer"
+    assert named in status["last_error"]["detail"]
+    assert social_data(client, master, user_id).json == first
+    assert fake.calls[endpoint] == 1  # not retried at once
+
+    # The next regular refresh reads the platform again, and the error clears.
+    age_links(app, user_id)
+    social_data(client, master, user_id)
+    wait_for_fetches(app, user_id)
+    assert fake.calls[endpoint] == 2
+    assert link_statuses(client, master, user_id)[platform]["last_error"] is None
+
+
 def test_a_failing_platform_keeps_the_others_last_good_data(app, client, master, platforms: Platforms) -> None:
     steamid, discord_id = new_steamid(), new_numeric_id()
     platforms.game_store.add_player(steamid)

@@ -3,7 +3,8 @@
 Callers decide from the class alone: `RateLimited` and `PlatformUnavailable` are transient (retry
 later, never by sleeping in a worker), `TokenExpired` asks for one token refresh, `LinkBroken` is
 final for the link until the user links again, `PlatformMisconfigured` is the service's own fault
-(every link of the platform fails alike until an operator fixes the configuration).
+(every link of the platform fails alike until an operator fixes the configuration),
+`MalformedAnswer` is an answer out of the platform's documented shape.
 """
 
 from __future__ import annotations
@@ -63,6 +64,15 @@ class PlatformMisconfigured(ConnectorError):
     """
 
     code = "platform_misconfigured"
+
+
+class MalformedAnswer(ConnectorError):
+    """The platform answered, but not in its documented shape (a game without `appid`, ...).
+
+    Not retried soon (the same answer would come again); the next regular refresh tries again.
+    """
+
+    code = "malformed_answer"
 
 
 class PlatformUnavailable(ConnectorError):

@@ -16,7 +16,14 @@ from typing import Any, TypeVar
 import httpx
 from authlib.integrations.httpx_client import OAuth2Client, OAuthError
 
-from app.social.connectors.errors import LinkBroken, PlatformMisconfigured, PlatformUnavailable, TokenExpired
+from app.social.connectors.answers import member
+from app.social.connectors.errors import (
+    LinkBroken,
+    MalformedAnswer,
+    PlatformMisconfigured,
+    PlatformUnavailable,
+    TokenExpired,
+)
 from app.social.connectors.http import (
     DEFAULT_TIMEOUT,
     RetryAfterReader,
@@ -161,10 +168,13 @@ class OAuthApp:
             raise PlatformUnavailable(f"{self.platform}: token endpoint timed out") from exc
         except httpx.TransportError as exc:
             raise PlatformUnavailable(f"{self.platform}: token endpoint {type(exc).__name__}") from exc
-        except (ValueError, KeyError) as exc:
-            raise PlatformUnavailable(f"{self.platform}: unreadable token answer") from exc
-        if "access_token" not in token:
-            raise PlatformUnavailable(f"{self.platform}: token answer without access_token")
+        except (ValueError, KeyError, TypeError) as exc:
+            raise MalformedAnswer(f"{self.platform}: unreadable token answer ({type(exc).__name__})") from exc
+        member(self.platform, token, "access_token", str, "token answer")
+        member(self.platform, token, "refresh_token", str, "token answer", default=None)
+        member(self.platform, token, "expires_in", (int, float), "token answer", default=None)
+        member(self.platform, token, "expires_at", (int, float), "token answer", default=None)
+        member(self.platform, token, "scope", (str, list), "token answer", default=None)
         return token
 
 

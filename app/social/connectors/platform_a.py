@@ -13,13 +13,14 @@ from typing import Any
 
 import httpx
 
-from app.social.connectors.errors import LinkBroken, PlatformMisconfigured, PlatformUnavailable
+from app.social.connectors.answers import expect, member, objects
+from app.social.connectors.errors import LinkBroken, PlatformMisconfigured
 from app.social.connectors.http import DEFAULT_TIMEOUT, CallBudgetLike, PlatformHttp
 
 PLATFORM = "platform_a"
 DEFAULT_API_BASE = "https://api.steampowered.com"
 
-_SUMMARY_FIELDS = ("personaname", "profileurl", "avatar", "personastate", "timecreated")
+_SUMMARY_FIELDS = {"personaname": str, "profileurl": str, "avatar": str, "personastate": int, "timecreated": int}
 
 
 def _no_hint(response: httpx.Response, body: bytes) -> float | None:
@@ -65,14 +66,14 @@ class GameStoreConnector:
     def fetch_player_summary(self, steamid: str) -> dict[str, Any]:
         """Return the `platform_a` member; raises `LinkBroken` when the account does not exist."""
         body = self._get("/ISteamUser/GetPlayerSummaries/v2/", {"steamids": steamid})
-        players = _response(body).get("players")
-        if not isinstance(players, list):
-            raise PlatformUnavailable(f"{PLATFORM}: unexpected player summary answer")
-        player = next((p for p in players if isinstance(p, dict) and p.get("steamid") == steamid), None)
+        players = objects(PLATFORM, _response(body).get("players"), "GetPlayerSummaries response.players")
+        player = next((p for p in players if p.get("steamid") == steamid), None)
         if player is None:
             raise LinkBroken(f"{PLATFORM}: account {steamid} not found")
         summary: dict[str, Any] = {"platform_a_id": steamid}
-        summary.update({field: player[field] for field in _SUMMARY_FIELDS if field in player})
+        for field, kind in _SUMMARY_FIELDS.items():
+            if player.get(field) is not None:
+                summary[field] = member(PLATFORM, player, field, kind, "player")
         return summary
 
     def fetch_owned_games(self, steamid: str) -> dict[str, Any] | None:
@@ -81,12 +82,12 @@ class GameStoreConnector:
             "/IPlayerService/GetOwnedGames/v1/",
             {"steamid": steamid, "include_appinfo": 1, "include_played_free_games": 1},
         )
-        return _game_list(_response(body), "game_count")
+        return _game_list(_response(body), "game_count", "GetOwnedGames")
 
     def fetch_recently_played_games(self, steamid: str) -> dict[str, Any] | None:
         """Return the `recent_played_games` member, or None when the player hides game details."""
         body = self._get("/IPlayerService/GetRecentlyPlayedGames/v1/", {"steamid": steamid})
-        return _game_list(_response(body), "total_count")
+        return _game_list(_response(body), "total_count", "GetRecentlyPlayedGames")
 
     def fetch_social_data(self, steamid: str) -> dict[str, Any]:
         """Return this platform's spec 2.5 members; undisclosed members are left out (3 API calls)."""
@@ -106,24 +107,22 @@ class GameStoreConnector:
 
 
 def _response(body: Any) -> dict[str, Any]:
-    response = body.get("response") if isinstance(body, dict) else None
-    if not isinstance(response, dict):
-        raise PlatformUnavailable(f"{PLATFORM}: answer without a response object")
-    return response
+    return member(PLATFORM, expect(PLATFORM, body, dict, "answer"), "response", dict, "answer")
 
 
-def _game_list(response: dict[str, Any], count_field: str) -> dict[str, Any] | None:
+def _game_list(response: dict[str, Any], count_field: str, call: str) -> dict[str, Any] | None:
     # A private profile answers 200 with an empty response object: nothing disclosed.
     if count_field not in response:
         return None
-    games = response.get("games") or []
-    return {count_field: response[count_field], "games": [_game(game) for game in games]}
+    count = member(PLATFORM, response, count_field, int, f"{call} response")
+    games = objects(PLATFORM, response.get("games") or [], f"{call} response.games")
+    return {count_field: count, "games": [_game(game, f"{call} game") for game in games]}
 
 
-def _game(game: dict[str, Any]) -> dict[str, Any]:
-    mapped: dict[str, Any] = {"appid": str(game["appid"])}
-    if "name" in game:
-        mapped["name"] = game["name"]
-    mapped["playtime_2weeks"] = game.get("playtime_2weeks", 0)
-    mapped["playtime_forever"] = game.get("playtime_forever", 0)
+def _game(game: dict[str, Any], what: str) -> dict[str, Any]:
+    mapped: dict[str, Any] = {"appid": str(member(PLATFORM, game, "appid", int, what))}
+    if game.get("name") is not None:
+        mapped["name"] = member(PLATFORM, game, "name", str, what)
+    mapped["playtime_2weeks"] = member(PLATFORM, game, "playtime_2weeks", int, what, default=0)
+    mapped["playtime_forever"] = member(PLATFORM, game, "playtime_forever", int, what, default=0)
     return mapped

@@ -12,7 +12,7 @@ from typing import Any
 
 import httpx
 
-from app.social.connectors.errors import PlatformUnavailable
+from app.social.connectors.answers import expect, member, objects
 from app.social.connectors.http import DEFAULT_TIMEOUT, CallBudgetLike, PlatformHttp, retry_after_header
 from app.social.connectors.oauth import OAuthApp
 
@@ -89,40 +89,46 @@ class ChatConnector:
 
     def fetch_current_user(self, access_token: str) -> dict[str, Any]:
         """The raw `users/@me` object (`id`, `username`, and with the email scope `verified`)."""
-        user = self._get("/users/@me", access_token)
-        if not isinstance(user, dict) or "id" not in user:
-            raise PlatformUnavailable(f"{PLATFORM}: unexpected user answer")
+        user = expect(PLATFORM, self._get("/users/@me", access_token), dict, "users/@me")
+        member(PLATFORM, user, "id", (str, int), "users/@me")
+        member(PLATFORM, user, "username", str, "users/@me", default=None)
         return user
 
     def fetch_guilds(self, access_token: str) -> list[dict[str, Any]]:
-        """Every guild of the user, following `after` pagination to the last page."""
+        """Every guild of the user as `{id, name, owner}`, following `after` pagination to the end."""
         guilds: list[dict[str, Any]] = []
         after: str | None = None
         while True:
             params: dict[str, Any] = {"limit": self._guild_page_limit}
             if after is not None:
                 params["after"] = after
-            page = self._get("/users/@me/guilds", access_token, params)
-            if not isinstance(page, list):
-                raise PlatformUnavailable(f"{PLATFORM}: unexpected guild page")
+            page = [
+                _guild(guild)
+                for guild in objects(PLATFORM, self._get("/users/@me/guilds", access_token, params), "guilds")
+            ]
             guilds.extend(page)
             if len(page) < self._guild_page_limit:
                 return guilds
-            after = str(page[-1]["id"])
+            after = page[-1]["id"]
 
     def fetch_social_data(self, access_token: str) -> dict[str, Any]:
         """Return `{"platform_b": {email_verified?, guilds}}`; `email_verified` only when disclosed."""
         user = self.fetch_current_user(access_token)
-        member: dict[str, Any] = {}
+        chat: dict[str, Any] = {}
         if isinstance(user.get("verified"), bool):
-            member["email_verified"] = user["verified"]
-        member["guilds"] = [
-            {"id": str(guild["id"]), "name": guild["name"], "owner": bool(guild.get("owner", False))}
-            for guild in self.fetch_guilds(access_token)
-        ]
-        return {"platform_b": member}
+            chat["email_verified"] = user["verified"]
+        chat["guilds"] = self.fetch_guilds(access_token)
+        return {"platform_b": chat}
 
     def _get(self, path: str, access_token: str, params: dict[str, Any] | None = None) -> Any:
         return self._http.get_json(
             f"{self._api_base}{path}", params=params, headers={"Authorization": f"Bearer {access_token}"}
         )
+
+
+def _guild(guild: dict[str, Any]) -> dict[str, Any]:
+    return {
+        "id": str(member(PLATFORM, guild, "id", (str, int), "guild")),
+        "name": member(PLATFORM, guild, "name", str, "guild"),
+        "owner": member(PLATFORM, guild, "owner", bool, "guild", default=False),
+    }

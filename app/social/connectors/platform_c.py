@@ -13,7 +13,8 @@ from typing import Any
 
 import httpx
 
-from app.social.connectors.errors import PlatformUnavailable
+from app.social.connectors.answers import expect, member, objects
+from app.social.connectors.errors import MalformedAnswer
 from app.social.connectors.http import (
     DEFAULT_TIMEOUT,
     CallBudgetLike,
@@ -28,6 +29,8 @@ DEFAULT_API_BASE = "https://api.twitch.tv/helix"
 DEFAULT_OAUTH_BASE = "https://id.twitch.tv/oauth2"
 SCOPE = "user:read:follows"
 FOLLOWED_PAGE_SIZE = 100
+
+_BROADCASTER_FIELDS = ("broadcaster_login", "broadcaster_name", "followed_at")
 
 
 def retry_after_reader(clock: Callable[[], float] = time.time) -> RetryAfterReader:
@@ -107,10 +110,12 @@ class StreamingConnector:
 
     def fetch_current_user(self, access_token: str) -> dict[str, Any]:
         """The token owner's user object (`id`, `login`, `display_name`, `view_count`, ...)."""
-        body = self._get("/users", access_token)
-        users = body.get("data") if isinstance(body, dict) else None
-        if not users or not isinstance(users[0], dict) or "id" not in users[0]:
-            raise PlatformUnavailable(f"{PLATFORM}: unexpected user answer")
+        body = expect(PLATFORM, self._get("/users", access_token), dict, "users")
+        users = objects(PLATFORM, body.get("data"), "users.data")
+        if not users:
+            raise MalformedAnswer(f"{PLATFORM}: users.data is empty for the token's own user")
+        member(PLATFORM, users[0], "id", (str, int), "users.data[0]")
+        member(PLATFORM, users[0], "login", str, "users.data[0]")
         return users[0]
 
     def fetch_followed_channels(self, access_token: str, user_id: str) -> dict[str, Any]:
@@ -122,40 +127,34 @@ class StreamingConnector:
             params: dict[str, Any] = {"user_id": user_id, "first": self._page_size}
             if cursor:
                 params["after"] = cursor
-            page = self._get("/channels/followed", access_token, params)
-            if not isinstance(page, dict) or not isinstance(page.get("data"), list):
-                raise PlatformUnavailable(f"{PLATFORM}: unexpected followed-channels page")
-            total = page.get("total", total)
+            page = expect(PLATFORM, self._get("/channels/followed", access_token, params), dict, "channels/followed")
+            items = objects(PLATFORM, page.get("data"), "channels/followed data")
+            total = member(PLATFORM, page, "total", int, "channels/followed", default=total)
             broadcasters.extend(
-                {
-                    "broadcaster_login": item["broadcaster_login"],
-                    "broadcaster_name": item["broadcaster_name"],
-                    "followed_at": item["followed_at"],
-                }
-                for item in page["data"]
+                {field: member(PLATFORM, item, field, str, "followed channel") for field in _BROADCASTER_FIELDS}
+                for item in items
             )
-            cursor = (page.get("pagination") or {}).get("cursor")
+            pagination = member(PLATFORM, page, "pagination", dict, "channels/followed", default={})
+            cursor = member(PLATFORM, pagination, "cursor", str, "channels/followed pagination", default=None)
             # The last page may still carry a cursor; an empty page ends the walk as well.
-            if not cursor or not page["data"]:
+            if not cursor or not items:
                 return {"total": total, "broadcasters": broadcasters}
 
     def fetch_follower_count(self, access_token: str, user_id: str) -> int:
         """The user's follower total (given even when `data` is withheld without moderator scope)."""
         body = self._get("/channels/followers", access_token, {"broadcaster_id": user_id, "first": 1})
-        if not isinstance(body, dict) or not isinstance(body.get("total"), int):
-            raise PlatformUnavailable(f"{PLATFORM}: unexpected followers answer")
-        return body["total"]
+        return member(PLATFORM, expect(PLATFORM, body, dict, "channels/followers"), "total", int, "channels/followers")
 
     def fetch_social_data(self, access_token: str) -> dict[str, Any]:
         """Return `{"platform_c": {username, view_count?, follower_count, followed_channels}}`."""
         user = self.fetch_current_user(access_token)
         user_id = str(user["id"])
-        member: dict[str, Any] = {"username": user["login"]}
-        if isinstance(user.get("view_count"), int):
-            member["view_count"] = user["view_count"]
-        member["follower_count"] = self.fetch_follower_count(access_token, user_id)
-        member["followed_channels"] = self.fetch_followed_channels(access_token, user_id)
-        return {"platform_c": member}
+        streaming: dict[str, Any] = {"username": user["login"]}
+        if isinstance(user.get("view_count"), int) and not isinstance(user["view_count"], bool):
+            streaming["view_count"] = user["view_count"]
+        streaming["follower_count"] = self.fetch_follower_count(access_token, user_id)
+        streaming["followed_channels"] = self.fetch_followed_channels(access_token, user_id)
+        return {"platform_c": streaming}
 
     def _get(self, path: str, access_token: str, params: dict[str, Any] | None = None) -> Any:
         return self._http.get_json(
