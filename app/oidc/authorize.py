@@ -26,7 +26,7 @@ from app.oidc import recaptcha, tokens
 from app.oidc.claims import parse_scope
 from app.oidc.errors import AuthorizationPageError, AuthorizationRedirectError
 from app.oidc.mail import send_mail
-from app.oidc.models import AuthorizationCode, AuthorizationRequest, Consent, LoginSession
+from app.oidc.models import AuthorizationCode, AuthorizationRequest, Consent, LoginSession, RevokedToken
 from app.oidc.service import get_relying_party
 from app.oidc.text import has_unstorable
 from app.security import hash_secret, random_token
@@ -418,6 +418,14 @@ def _finish(request: AuthorizationRequest, client: Client) -> str:
     return location
 
 
+def signed_in_for(request: AuthorizationRequest) -> bool:
+    """Whether the user has already signed in for this request, so the login page is not needed.
+
+    With `prompt=login` the user must sign in again even when a session covered the request.
+    """
+    return request.user_id is not None and "login" not in request.prompt.split()
+
+
 def require_signed_in(request: AuthorizationRequest) -> None:
     if request.user_id is None or request.auth_time is None:
         raise AuthorizationPageError("Sign in first. Go back to the application and start again.")
@@ -495,8 +503,6 @@ def plan_logout(*, id_token_hint: str | None, client_id: str | None, post_logout
 
 def purge_expired(now: datetime | None = None) -> int:
     """Delete expired codes, requests, sessions and deny-list entries; returns rows removed."""
-    from app.oidc.models import RevokedToken
-
     now = now or utcnow()
     removed = 0
     # A used code is kept until its token has expired, so a late replay can still revoke it.

@@ -22,6 +22,7 @@ from sqlalchemy import select
 
 from app.db import utcnow
 from app.extensions import db
+from app.jobs.service import enqueue_job
 from app.oidc.models import OutboxMail
 from app.security import decrypt, encrypt
 
@@ -38,8 +39,6 @@ def send_mail(*, to: str, sender: str, subject: str, text: str) -> None:
     if backend == "outbox":
         db.session.add(OutboxMail(to_address=to, from_address=sender, subject=subject, text=text, sent_at=utcnow()))
     elif backend == "smtp":
-        from app.jobs.service import enqueue_job
-
         sealed = encrypt(json.dumps({"to": to, "from": sender, "subject": subject, "text": text}).encode(), _PURPOSE)
         enqueue_job(SEND_MAIL_TASK, {"sealed": sealed})
     elif backend == "console":

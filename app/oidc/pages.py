@@ -13,8 +13,9 @@ from urllib.parse import urlencode, urlsplit
 
 from flask import Blueprint, Response, current_app, redirect, render_template, request, url_for
 from flask_limiter.errors import RateLimitExceeded
+from werkzeug.routing import Rule
 
-from app.extensions import limiter
+from app.extensions import api, limiter
 from app.http import accepts
 from app.oidc import authorize
 from app.oidc.authorize import LoginStep, Outcome
@@ -54,10 +55,6 @@ def _setup(state) -> None:
 
 def _document_browser_endpoints() -> None:
     """Put the browser-facing endpoints a relying party links to into the OpenAPI document."""
-    from werkzeug.routing import Rule
-
-    from app.extensions import api
-
     def query(name: str, description: str, required: bool = False) -> dict:
         return {"name": name, "in": "query", "required": required, "description": description,
                 "schema": {"type": "string"}}
@@ -271,7 +268,7 @@ def login():
     browser_token, _ = _browser_token()
     handle = request.args.get("request", "")
     request_row, client = authorize.require_request(handle, browser_token)
-    if request_row.user_id is not None and "login" not in request_row.prompt.split():
+    if authorize.signed_in_for(request_row):
         return _redirect(url_for("oidc_pages.consent", request=handle))
     return _login_page(LoginStep(request_row, client), handle, browser_token, code_sent=False)
 

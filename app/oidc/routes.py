@@ -13,12 +13,13 @@ from flask_limiter.errors import RateLimitExceeded
 from flask_smorest import Blueprint
 
 from app.db import commit as commit_unit_of_work
-from app.errors import NotFound
+from app.errors import NotFound, handle_http_exception
 from app.extensions import limiter
 from app.http import accepts, no_store, problem_doc
 from app.oidc import keys, mail, service
+from app.oidc.auth import require_bearer_token
 from app.oidc.claims import SCOPE_CLAIMS, SUPPORTED_SCOPES
-from app.oidc.errors import InvalidRequest, OAuthError, UnsupportedGrantType
+from app.oidc.errors import InvalidRequest, OAuthError
 from app.oidc.schemas import (
     IntrospectionOut,
     JWKSetOut,
@@ -72,8 +73,6 @@ def _handle_oauth_error(error: OAuthError) -> Response:
 @blp.errorhandler(RateLimitExceeded)
 def _handle_rate_limited(error: RateLimitExceeded) -> Response:
     if request.endpoint not in {"oidc.token", "oidc.revoke", "oidc.introspect"}:
-        from app.errors import handle_http_exception
-
         return handle_http_exception(error)
     response = jsonify({"error": "slow_down", "error_description": "Too many requests; retry later."})
     response.status_code = 429
@@ -148,16 +147,10 @@ def token():
     single use: a second exchange answers `invalid_grant` and revokes the tokens of the first.
     """
     values = _parameters()
-    if values.get("grant_type") != "authorization_code":
-        if not values.get("grant_type"):
-            raise InvalidRequest("grant_type is required.")
-        raise UnsupportedGrantType("Only grant_type=authorization_code is supported.")
-    for name in ("code", "redirect_uri"):
-        service.require_token_parameter(values.get(name), name)
     client_id, client_secret = _client_credentials(values)
     return service.exchange_code(
-        client_id, client_secret, code=values["code"], redirect_uri=values["redirect_uri"],
-        code_verifier=values.get("code_verifier"),
+        client_id, client_secret, grant_type=values.get("grant_type"), code=values.get("code"),
+        redirect_uri=values.get("redirect_uri"), code_verifier=values.get("code_verifier"),
     ).as_dict()
 
 
@@ -173,7 +166,7 @@ def userinfo():
     Also the client's application claims (its `id_token_claims` mapping, e.g. `edu_username`).
     """
     # A Response passes through the schema untouched: application claims are not known to it.
-    return jsonify(service.userinfo(service.require_bearer_token("openid")))
+    return jsonify(service.userinfo(require_bearer_token("openid")))
 
 
 def _authenticated_client_for(values: dict[str, str]):
@@ -191,7 +184,7 @@ def revoke():
     """RFC 7009 token revocation for the client the token was issued to (always 200 once authenticated)."""
     values = _parameters()
     client = _authenticated_client_for(values)
-    service.revoke_token(client, service.require_token_parameter(values.get("token"), "token"))
+    service.revoke_token(client, values.get("token"))
     return ""
 
 
@@ -205,7 +198,7 @@ def introspect():
     """RFC 7662 token introspection, for the client the token was issued to."""
     values = _parameters()
     client = _authenticated_client_for(values)
-    return service.introspect_token(client, service.require_token_parameter(values.get("token"), "token"))
+    return service.introspect_token(client, values.get("token"))
 
 
 @blp.route("/certs/jwks.json", methods=["GET"])

@@ -1,4 +1,4 @@
-"""Use cases of the token side: client authentication, code exchange, bearer checks, userinfo,
+"""Use cases of the token side: client authentication, code exchange, access-token checks, userinfo,
 revocation and introspection. Functions flush but never commit; the edge commits.
 """
 
@@ -13,7 +13,7 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import NoReturn
 
-from flask import current_app, g, request
+from flask import current_app
 from sqlalchemy import select, update
 from sqlalchemy.dialects import postgresql, sqlite
 
@@ -22,12 +22,11 @@ from app.extensions import db
 from app.oidc import keys, tokens
 from app.oidc.claims import application_claims, claims_for_scopes, standard_claims
 from app.oidc.errors import (
-    InsufficientScope,
     InvalidBearerToken,
     InvalidClient,
     InvalidGrant,
     InvalidRequest,
-    MissingBearerToken,
+    UnsupportedGrantType,
 )
 from app.oidc.models import AuthorizationCode, RevokedToken
 from app.oidc.tokens import AccessTokenClaims, TokenInvalid
@@ -112,9 +111,13 @@ class TokenResponse:
 
 
 def exchange_code(
-    client_id: str | None, client_secret: str | None, *, code: str, redirect_uri: str, code_verifier: str | None
+    client_id: str | None, client_secret: str | None, *, grant_type: str | None, code: str | None,
+    redirect_uri: str | None, code_verifier: str | None
 ) -> TokenResponse:
     """Authenticate the client and redeem an authorization code for an access token and an id_token.
+
+    Only `grant_type=authorization_code` (else UnsupportedGrantType); a missing parameter raises
+    InvalidRequest before anything is read.
 
     The code is consumed by the transaction's first statement, one conditional UPDATE, so of
     concurrent exchanges exactly one wins (PostgreSQL row lock; SQLite write lock taken before
@@ -122,6 +125,12 @@ def exchange_code(
     code. A code already used answers `invalid_grant` and puts the token issued from it on the
     deny-list; that error has `keep_changes` set so the edge commits the revocation.
     """
+    if grant_type != "authorization_code":
+        if not grant_type:
+            raise InvalidRequest("grant_type is required.")
+        raise UnsupportedGrantType("Only grant_type=authorization_code is supported.")
+    code = require_token_parameter(code, "code")
+    redirect_uri = require_token_parameter(redirect_uri, "redirect_uri")
     code_hash = hash_secret(code)
     now = utcnow()
     issued_at = int(time.time())
@@ -194,18 +203,6 @@ def _refuse_reuse(code_hash: str, client: Client) -> NoReturn:
                        keep_changes=True)
 
 
-def _bearer_from_request() -> str:
-    header = request.headers.get("Authorization", "")
-    scheme, _, value = header.partition(" ")
-    if scheme.lower() == "bearer" and value.strip():
-        return value.strip()
-    if request.method == "POST" and request.mimetype == "application/x-www-form-urlencoded":
-        form_token = request.form.get("access_token", "")
-        if form_token:
-            return form_token
-    raise MissingBearerToken("Send the access token as `Authorization: Bearer <token>`.")
-
-
 def verify_access_token(raw: str) -> AccessTokenClaims:
     """A valid, unrevoked access token of an existing, enabled client; raises InvalidBearerToken."""
     try:
@@ -216,21 +213,6 @@ def verify_access_token(raw: str) -> AccessTokenClaims:
         raise InvalidBearerToken("The token has been revoked.")
     if get_relying_party(claims.client_id) is None:
         raise InvalidBearerToken("The token's client no longer exists.")
-    return claims
-
-
-def require_bearer_token(scope: str | None = None) -> AccessTokenClaims:
-    """Authenticate this request by its Bearer access token; for every user-facing endpoint.
-
-    Checks signature (published keys only, algorithm allow-list), `typ`, `iss`, `aud`,
-    `exp`, the `jti` deny-list and that the client still exists. Raises MissingBearerToken /
-    InvalidBearerToken (401 with `WWW-Authenticate: Bearer`) or InsufficientScope (403).
-    The claims are also left in `flask.g.access_token`.
-    """
-    claims = verify_access_token(_bearer_from_request())
-    if scope and not claims.has_scope(scope):
-        raise InsufficientScope(scope)
-    g.access_token = claims
     return claims
 
 
@@ -255,16 +237,22 @@ def _token_of_client(raw: str, client: Client) -> AccessTokenClaims | None:
     return claims if claims.client_id == str(client.id) else None
 
 
-def revoke_token(client: Client, token: str) -> None:
-    """RFC 7009: revoke an access token issued to `client`; anything else is silently ignored."""
-    claims = _token_of_client(token, client)
+def revoke_token(client: Client, token: str | None) -> None:
+    """RFC 7009: revoke an access token issued to `client`; anything else is silently ignored.
+
+    A missing token raises InvalidRequest.
+    """
+    claims = _token_of_client(require_token_parameter(token, "token"), client)
     if claims is not None:
         deny_token(claims.jti, datetime.fromtimestamp(claims.exp, UTC), "revoked_by_client")
 
 
-def introspect_token(client: Client, token: str) -> dict:
-    """RFC 7662: whether the token is active, with its claims, for the client it was issued to."""
-    claims = _token_of_client(token, client)
+def introspect_token(client: Client, token: str | None) -> dict:
+    """RFC 7662: whether the token is active, with its claims, for the client it was issued to.
+
+    A missing token raises InvalidRequest.
+    """
+    claims = _token_of_client(require_token_parameter(token, "token"), client)
     if claims is None or is_revoked(claims.jti):
         return {"active": False}
     return {
@@ -283,6 +271,7 @@ def introspect_token(client: Client, token: str) -> dict:
 
 
 def require_token_parameter(value: str | None, name: str) -> str:
+    """`value` itself; InvalidRequest naming the parameter when it is missing or empty."""
     if not value:
         raise InvalidRequest(f"{name} is required.")
     return value
