@@ -33,7 +33,7 @@ from sqlalchemy.exc import IntegrityError
 
 from app.db import after_commit_publish, as_utc, commit, isoformat, rollback, utcnow
 from app.extensions import db
-from app.jobs.models import Job
+from app.jobs.models import FAILED, Job
 from app.jobs.service import enqueue_job
 from app.security import decrypt, encrypt, hash_secret, random_token
 from app.social import openid2
@@ -274,9 +274,15 @@ def unlink(caller: Caller, user_id: int, platform: str) -> None:
 
 
 def list_links(caller: Caller, user_id: int) -> list[SocialLink]:
-    """The user's links, in platform order. Raises `NotFound`."""
+    """The user's links, in platform order, with failed fetches settled (see `pending_fetch`).
+
+    Flushes; raises `NotFound`.
+    """
     user = require_user_visible(user_id, caller.acting_path)
-    return _links_of(user.id)
+    links = _links_of(user.id)
+    for link in links:
+        pending_fetch(link)
+    return links
 
 
 def _find_link(user_id: int, platform: str) -> SocialLink | None:
@@ -364,11 +370,40 @@ def _oauth_app(config: SocialSettings, platform: str) -> OAuthApp:
 
 
 def pending_fetch(link: SocialLink) -> Job | None:
-    """The link's fetch job while it is queued or running, else None."""
+    """The link's fetch job while it is queued or running, else None.
+
+    A fetch job that ended failed without the service recording it (the worker gave up after
+    retrying a database fault, or rolled the handler back) still names the link: its error becomes
+    the link's `last_error` here. Flushes.
+    """
     if not link.fetch_job_id:
         return None
     job = db.session.get(Job, link.fetch_job_id)
+    if job is not None and job.state == FAILED:
+        _settle_failed_fetch(link, job)
     return job if job is not None and not job.is_final else None
+
+
+def _settle_failed_fetch(link: SocialLink, job: Job) -> None:
+    error = job.error if isinstance(job.error, dict) else {}
+    ended = as_utc(job.finished_at) or utcnow()
+    # Conditional on the job id: of concurrent readers one settles, and a newer fetch is never undone.
+    settled = db.session.execute(
+        update(SocialLink)
+        .where(SocialLink.id == link.id, SocialLink.fetch_job_id == job.id)
+        .values(
+            fetch_job_id=None,
+            last_attempted_at=ended,
+            last_error={
+                "code": str(error.get("code") or "fetch_failed"),
+                "detail": str(error.get("detail") or "The fetch job failed."),
+                "at": isoformat(ended),
+            },
+        ),
+        execution_options={"synchronize_session": False},
+    )
+    if settled.rowcount:
+        db.session.refresh(link)
 
 
 def request_fetch(link: SocialLink) -> Job | None:

@@ -716,3 +716,85 @@ def test_background_refresh_fetches_stale_links(app, client, master, platforms: 
     (after,) = links_of(app, user_id)
     assert as_utc(after.last_fetched_at) > utcnow() - timedelta(seconds=60)
     assert platforms.game_store.calls["GetPlayerSummaries"] == 1
+
+
+# --- failures that end a fetch job ----------------------------------------------------------------
+
+
+def hold_next_fetch(app, client, master, platforms: Platforms, monkeypatch) -> tuple[int, str]:
+    """A linked, fetched game-store user whose next fetch job is created but not published."""
+    steamid = new_steamid()
+    platforms.game_store.add_player(steamid)
+    user_id = create_user(client, master)
+    link(client, master, platforms, user_id, "platform_a", steamid)
+    held: list[tuple] = []
+    publish_job = jobs_service.publish_job
+    monkeypatch.setattr(jobs_service, "publish_job", lambda *args: held.append(args) or True)
+    age_links(app, user_id)
+    assert social_data(client, master, user_id).status_code == 200
+    monkeypatch.setattr(jobs_service, "publish_job", publish_job)
+    ((job_id, kind, _),) = held
+    assert kind == "social.fetch"
+    platforms.game_store.reset_calls()
+    return user_id, job_id
+
+
+def run_fetch_here(app, job_id: str) -> None:
+    from worker.social import fetch
+
+    with app.app_context():
+        fetch.apply(args=[job_id])
+
+
+def test_missing_platform_configuration_is_recorded_on_the_link(
+    app, client, master, platforms: Platforms, monkeypatch
+) -> None:
+    user_id, job_id = hold_next_fetch(app, client, master, platforms, monkeypatch)
+    monkeypatch.delenv("PLATFORM_A_API_KEY")
+    monkeypatch.setitem(app.config, "PLATFORM_A_API_KEY", "")
+
+    run_fetch_here(app, job_id)
+
+    status = link_statuses(client, master, user_id)["platform_a"]
+    assert status["status"] == "linked"
+    assert status["last_error"]["code"] == "platform_not_configured"
+    assert platforms.game_store.api_calls == 0
+    (after,) = links_of(app, user_id)
+    assert after.fetch_job_id is None
+    assert as_utc(after.next_fetch_at) > utcnow() + timedelta(minutes=30)
+
+
+def test_exhausted_rate_limit_retries_are_recorded_on_the_link(
+    app, client, master, platforms: Platforms, monkeypatch
+) -> None:
+    user_id, job_id = hold_next_fetch(app, client, master, platforms, monkeypatch)
+    monkeypatch.setitem(app.config, "SOCIAL_MAX_ATTEMPTS", 1)
+    platforms.game_store.rate_limit_next("GetPlayerSummaries")
+
+    run_fetch_here(app, job_id)
+
+    status = link_statuses(client, master, user_id)["platform_a"]
+    assert status["status"] == "linked"
+    assert status["last_error"]["code"] == "rate_limited"
+    assert platforms.game_store.calls["GetPlayerSummaries"] == 1
+    assert "platform_a" in social_data(client, master, user_id).json  # the last good data stays
+
+
+def test_a_fetch_job_the_worker_gave_up_on_is_recorded_on_the_link(
+    app, client, master, platforms: Platforms, monkeypatch
+) -> None:
+    user_id, job_id = hold_next_fetch(app, client, master, platforms, monkeypatch)
+    with app.app_context():
+        # What the worker does when retries of a database fault are exhausted.
+        jobs_service.fail_job(job_id, {"code": "retries_exhausted", "detail": "database unavailable"})
+
+    status = link_statuses(client, master, user_id)["platform_a"]
+    assert status["status"] == "linked"
+    assert status["last_error"]["code"] == "retries_exhausted"
+    assert status["last_error"]["detail"] == "database unavailable"
+    (after,) = links_of(app, user_id)
+    assert after.fetch_job_id is None
+    answer = social_data(client, master, user_id)
+    assert answer.status_code == 200
+    assert "platform_a" in answer.json
+    assert platforms.game_store.api_calls == 0  # no immediate re-fetch after the failure
