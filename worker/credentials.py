@@ -5,6 +5,7 @@ from __future__ import annotations
 import os
 
 from app.credentials import service
+from app.db import transaction
 from app.extensions import celery
 from worker.base import job_task
 
@@ -16,7 +17,9 @@ def verify_stored_credential(job):
 
 @celery.task(name="credentials.recheck_status", ignore_result=True)
 def recheck_status() -> int:
-    return service.recheck_foreign_status()
+    """Queue fresh checks of credentials whose foreign status lists are due; one commit."""
+    with transaction():
+        return service.recheck_foreign_status()
 
 
 def beat_schedule(app) -> dict:

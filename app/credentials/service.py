@@ -22,7 +22,7 @@ from app.credentials.models import FAILED, PENDING, VERIFIED, CredentialStatusLi
 from app.credentials.multiformats import cid_for
 from app.credentials.schemas import utc_datetime, vc_shape_errors
 from app.credentials.verifier import VerificationResult
-from app.db import isoformat, transaction, utcnow
+from app.db import isoformat, utcnow
 from app.extensions import db
 from app.jobs.models import Job
 from app.jobs.service import enqueue_job
@@ -265,25 +265,25 @@ def recheck_foreign_status(limit: int = 500) -> int:
     """Queue a fresh verification of verified credentials whose status lists others host.
 
     Picks those checked longer ago than `STATUS_RECHECK_SECONDS` (default 3600), oldest first,
-    at most `limit`. For the beat task: commits on its own; returns how many were queued.
+    at most `limit`; returns how many were queued. Flushes only: the caller (the beat task)
+    owns the transaction, and the jobs are published once it commits.
     """
     interval = timedelta(seconds=float(setting("STATUS_RECHECK_SECONDS", 3600)))
-    with transaction():
-        statement = (
-            select(StoredCredential.id)
-            .where(
-                StoredCredential.foreign_status.is_(True),
-                StoredCredential.verification_state == VERIFIED,
-                StoredCredential.checked_at < utcnow() - interval,
-            )
-            .order_by(StoredCredential.checked_at)
-            .limit(limit)
+    statement = (
+        select(StoredCredential)
+        .where(
+            StoredCredential.foreign_status.is_(True),
+            StoredCredential.verification_state == VERIFIED,
+            StoredCredential.checked_at < utcnow() - interval,
         )
-        credential_ids = list(db.session.execute(statement).scalars())
-        for credential_id in credential_ids:
-            record = db.session.get(StoredCredential, credential_id)
-            record.job_id = _start_verification(record).id
-    return len(credential_ids)
+        .order_by(StoredCredential.checked_at)
+        .limit(limit)
+    )
+    records = list(db.session.execute(statement).scalars())
+    for record in records:
+        record.job_id = _start_verification(record).id
+    db.session.flush()
+    return len(records)
 
 
 def user_credentials_json(user_id: int) -> str:

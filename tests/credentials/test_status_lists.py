@@ -279,7 +279,12 @@ def test_foreign_list_with_a_bad_signature_or_too_short_fails(app, client, maste
 
 
 def test_foreign_status_is_rechecked_periodically(app, client, master, foreign_list, monkeypatch, real_worker):
+    from sqlalchemy import func, select
+
     from app.credentials.service import recheck_foreign_status
+    from app.extensions import db
+    from app.jobs.models import Job
+    from worker.credentials import recheck_status
 
     base, _issuer, publish = foreign_list
     allowed = urlsplit(base).netloc
@@ -305,8 +310,15 @@ def test_foreign_status_is_rechecked_periodically(app, client, master, foreign_l
         assert wait_for_verification(client, master.headers, cid)["verification"]["state"] == "verified"
 
         publish(_revoked_bits(77), ttl=0)
+        count_jobs = select(func.count()).select_from(Job).where(Job.kind == "credentials.verify")
         with app.app_context():
+            jobs_before = db.session.scalar(count_jobs)
             assert recheck_foreign_status() >= 1
+            db.session.rollback()
+            assert db.session.scalar(count_jobs) == jobs_before, "the service must leave the commit to its task"
+            db.session.rollback()
+        with app.app_context():
+            assert recheck_status() >= 1
         deadline = time.monotonic() + 20
         while True:
             record = wait_for_verification(client, master.headers, cid)
