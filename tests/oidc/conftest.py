@@ -10,6 +10,8 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 import pytest
 from werkzeug.serving import make_server
 
+from app import create_app
+from app.extensions import celery
 from tests.oidc.helpers import make_tenant
 
 
@@ -22,9 +24,6 @@ class LiveServer:
 @pytest.fixture(scope="session")
 def live_server(app, real_worker):
     """The application served over real HTTP on 127.0.0.1, with its issuer set to that address."""
-    from app import create_app
-    from app.extensions import celery
-
     holder: dict = {}
     server = make_server("127.0.0.1", 0, lambda environ, start: holder["app"](environ, start), threaded=True)
     url = f"http://127.0.0.1:{server.server_port}"

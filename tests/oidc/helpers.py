@@ -11,6 +11,11 @@ import uuid
 from dataclasses import dataclass, field
 from urllib.parse import parse_qs, urlencode, urlsplit
 
+from app.db import transaction
+from app.extensions import db
+from app.tenancy import service
+from app.tenancy.models import Client
+
 REDIRECT_URI = "https://rp.example.test/callback"
 
 
@@ -35,11 +40,6 @@ class Tenant:
 def make_tenant(app, http, *, redirect_uris: list[str] | None = None, signing_alg: str = "RS256",
                 id_token_claims: dict | None = None, name: str = "Example University") -> Tenant:
     """A master client with redirect URIs and a user created through the API."""
-    from app.db import transaction
-    from app.extensions import db
-    from app.tenancy import service
-    from app.tenancy.models import Client
-
     uris = redirect_uris or [REDIRECT_URI]
     with app.app_context(), transaction():
         created, secret = service.create_master_client(

@@ -13,7 +13,14 @@ from datetime import timedelta
 import pytest
 from joserfc import jwt
 
-from tests.oidc.helpers import exchange, make_tenant, sign_in
+from app import create_app
+from app.db import transaction, utcnow
+from app.extensions import celery, db
+from app.oidc import keys
+from app.oidc import keys as signing_keys
+from app.oidc.keys import generate_key, invalidate_key_cache
+from app.oidc.models import KEY_ACTIVE, SigningKey
+from tests.oidc.helpers import authorize_query, exchange, make_tenant, sign_in
 
 
 def _b64(data: bytes) -> str:
@@ -40,9 +47,6 @@ def _userinfo(client, token: str):
 
 
 def _active_key(app, alg: str = "RS256"):
-    from app.db import transaction
-    from app.oidc import keys
-
     with app.app_context(), transaction():
         return keys.signing_key(alg)
 
@@ -133,8 +137,6 @@ def test_id_token_is_not_an_access_token(client, tenant):
 
 
 def test_unknown_kid_is_refused(app, client, tenant):
-    from app.oidc.keys import generate_key
-
     kid, stranger = generate_key("RS256")
     token = jwt.encode({"alg": "RS256", "kid": kid, "typ": "at+jwt"}, _good_claims(app, tenant), stranger,
                        algorithms=["RS256"])
@@ -236,9 +238,6 @@ def test_discovery_document(client, app):
 
 
 def test_signing_keys_are_encrypted_at_rest(app):
-    from app.extensions import db
-    from app.oidc.models import SigningKey
-
     _active_key(app)
     with app.app_context():
         for row in db.session.query(SigningKey).all():
@@ -254,11 +253,6 @@ def _run_cli(app, *args: str):
 
 
 def _age_retired_keys(app, kids: set[str]) -> None:
-    from app.db import transaction, utcnow
-    from app.extensions import db
-    from app.oidc.keys import invalidate_key_cache
-    from app.oidc.models import SigningKey
-
     with app.app_context(), transaction():
         for kid in kids:
             db.session.get(SigningKey, kid).publish_until = utcnow() - timedelta(seconds=1)
@@ -291,10 +285,6 @@ def test_rotation_keeps_live_tokens_valid_until_their_key_retires(app, client, a
 
 
 def test_retired_key_after_its_retention_is_refused_even_for_an_unexpired_token(app, client, tenant):
-    from app.extensions import db
-    from app.oidc import keys as signing_keys
-    from app.oidc.models import KEY_ACTIVE, SigningKey
-
     with app.app_context():
         old_kid = db.session.query(SigningKey).filter_by(alg="RS256", state=KEY_ACTIVE).one().kid
         db.session.rollback()
@@ -309,11 +299,6 @@ def test_retired_key_after_its_retention_is_refused_even_for_an_unexpired_token(
 
 
 def test_scheduled_rotation_rotates_only_due_keys(app):
-    from app.db import transaction, utcnow
-    from app.extensions import db
-    from app.oidc import keys as signing_keys
-    from app.oidc.models import KEY_ACTIVE, SigningKey
-
     with app.app_context():
         with transaction():
             signing_keys.ensure_keys()
@@ -327,10 +312,6 @@ def test_scheduled_rotation_rotates_only_due_keys(app):
 
 
 def test_https_issuer_with_a_path_discovery_and_secure_cookies(app, tenant):
-    from app import create_app
-    from app.extensions import celery
-    from tests.oidc.helpers import authorize_query
-
     tenant_issuer = "https://id.example.test/tenant-a"
     other = create_app({"TESTING": True, "OIDC_ISSUER": tenant_issuer + "/"})
     celery.flask_app = app
@@ -353,10 +334,6 @@ def test_openapi_documents_every_provider_endpoint(client):
 
 
 def test_verification_uses_public_keys_and_retired_private_keys_leave_memory(app, client, tenant):
-    from app.extensions import db
-    from app.oidc import keys as signing_keys
-    from app.oidc.models import KEY_ACTIVE, SigningKey
-
     token = exchange(client, tenant, sign_in(client, tenant)["code"]).get_json()["access_token"]
     with app.app_context():
         old_kid = db.session.query(SigningKey).filter_by(alg="RS256", state=KEY_ACTIVE).one().kid

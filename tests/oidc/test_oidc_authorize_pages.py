@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import base64
 import dataclasses
 import json
 import re
@@ -12,7 +13,18 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from urllib.parse import parse_qs
 
 import pytest
+import requests
 
+from app.db import transaction, utcnow
+from app.extensions import db
+from app.jobs.models import Job
+from app.oidc import mail
+from app.oidc.authorize import validate_authorization_request
+from app.oidc.errors import AuthorizationRedirectError
+from app.oidc.models import AuthorizationRequest, LoginSession
+from app.tenancy.models import Client
+from app.tenancy.service import configure_recaptcha, disable_client
+from tests import conftest
 from tests.oidc.helpers import (
     REDIRECT_URI,
     add_sub_client,
@@ -20,6 +32,7 @@ from tests.oidc.helpers import (
     exchange,
     form_fields,
     latest_code,
+    latest_code_over_http,
     make_tenant,
     path_of,
     query_of,
@@ -108,9 +121,6 @@ def test_a_login_hint_with_a_nul_byte_is_dropped(client, tenant):
 
 
 def test_lone_surrogates_are_refused_before_any_query(app, tenant):
-    from app.oidc.authorize import validate_authorization_request
-    from app.oidc.errors import AuthorizationRedirectError
-
     base = query_of(authorize_query(tenant, state="s-1"))
     with app.app_context():
         for name in ("state", "nonce", "code_challenge", "scope"):
@@ -158,9 +168,6 @@ def test_the_default_privacy_link_leads_to_a_page(app, client, tenant):
 
 
 def test_privacy_page_of_an_unknown_or_disabled_client_is_404(app, client, tenant):
-    from app.db import transaction
-    from app.tenancy.service import disable_client
-
     assert client.get("/privacy/987654321").status_code == 404
     assert client.get("/privacy/not-a-client").status_code == 404
     assert client.get("/privacy/1%00").status_code == 404
@@ -177,10 +184,6 @@ def test_cookies_are_http_only_and_same_site_lax(client, tenant):
 
 
 def test_privacy_link_of_the_client_is_shown(app, client):
-    from app.db import transaction
-    from app.extensions import db
-    from app.tenancy.models import Client
-
     tenant = make_tenant(app, client, name="Branded Sub Org")
     with app.app_context(), transaction():
         db.session.get(Client, tenant.client_id).privacy_link = "https://branded.example/privacy"
@@ -213,9 +216,6 @@ def test_the_answer_does_not_reveal_whether_an_account_exists(client, tenant):
 
 
 def test_login_code_is_six_digits_and_stored_hashed(app, client, tenant):
-    from app.extensions import db
-    from app.oidc.models import AuthorizationRequest
-
     _submit_email(client, _start_login(client, tenant), tenant.email)
     code = latest_code(client, tenant.email)
     assert re.fullmatch(r"\d{6}", code)
@@ -243,10 +243,6 @@ def test_five_wrong_codes_kill_the_code(client, tenant):
 
 
 def test_expired_login_code(app, client, tenant):
-    from app.db import transaction, utcnow
-    from app.extensions import db
-    from app.oidc.models import AuthorizationRequest
-
     code_page = _submit_email(client, _start_login(client, tenant), tenant.email)
     with app.app_context(), transaction():
         row = db.session.query(AuthorizationRequest).filter_by(email=tenant.email).one()
@@ -284,10 +280,6 @@ def test_single_sign_on_prompt_and_max_age(app, client, tenant):
     assert "/v1/openidc/login" in forced.headers["Location"]
     consent_again = client.get(authorize_query(tenant, prompt="consent"))
     assert "/v1/openidc/consent" in consent_again.headers["Location"]
-
-    from app.db import transaction, utcnow
-    from app.extensions import db
-    from app.oidc.models import LoginSession
 
     with app.app_context(), transaction():
         for session in db.session.query(LoginSession).filter_by(user_id=tenant.user_id).all():
@@ -377,8 +369,6 @@ def test_nonce_and_state_round_trip(client, tenant):
     assert query["state"] == "state-xyz"
     body = exchange(client, tenant, query["code"]).get_json()
     payload = body["id_token"].split(".")[1]
-    import base64
-
     claims = json.loads(base64.urlsafe_b64decode(payload + "=" * (-len(payload) % 4)))
     assert claims["nonce"] == "nonce-123"
 
@@ -489,9 +479,6 @@ class _FakeRecaptcha:
 
 
 def test_recaptcha_v3_when_the_client_enables_it(app, client, tenant):
-    from app.db import transaction
-    from app.tenancy.service import configure_recaptcha
-
     fake = _FakeRecaptcha()
     with app.app_context(), transaction():
         configure_recaptcha(tenant.client_id, site_key="site-key-1", secret="captcha-secret", threshold=0.7,
@@ -554,11 +541,6 @@ class _FakeSmtp(socketserver.ThreadingTCPServer):
 
 
 def test_smtp_backend_sends_from_a_job_with_the_code_sealed(app, client, tenant, real_worker, wait_for_job):
-    from app.extensions import db
-    from app.jobs.models import Job
-    from app.oidc import mail
-    from tests import conftest
-
     smtp = _FakeSmtp()
     server = {"SMTP_HOST": "127.0.0.1", "SMTP_PORT": str(smtp.server_address[1]), "SMTP_STARTTLS": "0",
               "SMTP_SSL": "0"}
@@ -590,8 +572,6 @@ def test_smtp_backend_sends_from_a_job_with_the_code_sealed(app, client, tenant,
 
 
 def test_sign_in_attempts_are_rate_limited(app, client, live_server):
-    import requests
-
     tenant = make_tenant(app, client)
     browser = requests.Session()
     response = browser.get(live_server.url + authorize_query(tenant), allow_redirects=False, timeout=10)
@@ -611,10 +591,6 @@ def test_sign_in_attempts_are_rate_limited(app, client, live_server):
 
 
 def test_concurrent_guesses_cannot_exceed_the_attempt_limit(app, client, live_server):
-    import requests
-
-    from tests.oidc.helpers import latest_code_over_http
-
     tenant = make_tenant(app, client)
     browser = requests.Session()
     response = browser.get(live_server.url + authorize_query(tenant), allow_redirects=False, timeout=10)

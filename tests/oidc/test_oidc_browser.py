@@ -13,6 +13,9 @@ from selenium.webdriver.common.by import By
 from selenium.webdriver.support import expected_conditions
 from selenium.webdriver.support.ui import WebDriverWait
 
+from app.db import transaction, utcnow
+from app.extensions import db
+from app.oidc.models import AuthorizationRequest
 from tests.oidc.helpers import add_sub_client, authorize_query, latest_code_over_http, make_tenant, query_of
 
 pytestmark = pytest.mark.browser
@@ -100,10 +103,6 @@ def test_login_with_a_wrong_code_then_the_right_one(app, client, live_server, ca
 
 
 def test_expired_code_then_a_new_code(app, client, live_server, callback_server, browser):
-    from app.db import transaction, utcnow
-    from app.extensions import db
-    from app.oidc.models import AuthorizationRequest
-
     redirect_uri = callback_server.url + "/cb"
     tenant = make_tenant(app, client, redirect_uris=[redirect_uri])
     browser.get(live_server.url + authorize_query(tenant, login_hint=tenant.email))

@@ -8,13 +8,14 @@ import re
 import pytest
 from flask import Flask
 
+from app.extensions import db
+from app.oidc.models import AuthorizationRequest
+from app.oidc.settings import install_settings
 from tests.oidc.helpers import authorize_query, form_fields, path_of
 
 
 @pytest.mark.parametrize(("dev_outbox", "backend"), [("0", "smtp"), ("1", "outbox")])
 def test_mail_goes_through_smtp_unless_the_development_outbox_is_on(monkeypatch, dev_outbox, backend):
-    from app.oidc.settings import install_settings
-
     monkeypatch.delenv("MAIL_BACKEND", raising=False)
     monkeypatch.setenv("DEV_OUTBOX", dev_outbox)
     fresh = Flask("mail-defaults")
@@ -24,9 +25,6 @@ def test_mail_goes_through_smtp_unless_the_development_outbox_is_on(monkeypatch,
 
 
 def test_console_backend_never_logs_the_login_code(app, client, tenant, caplog):
-    from app.extensions import db
-    from app.oidc.models import AuthorizationRequest
-
     start = client.get(authorize_query(tenant))
     page = client.get(path_of(start.headers["Location"]))
     previous = app.config["MAIL_BACKEND"]

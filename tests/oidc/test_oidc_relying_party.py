@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import base64
+import json
 import time
 import warnings
 
@@ -117,8 +119,5 @@ def test_authlib_client_secret_post_and_single_sign_on(app, client, live_server,
 
 
 def jwt_header(token: str) -> dict:
-    import base64
-    import json
-
     segment = token.split(".")[0]
     return json.loads(base64.urlsafe_b64decode(segment + "=" * (-len(segment) % 4)))

@@ -9,6 +9,10 @@ from urllib.parse import quote
 
 import requests
 
+from app.db import as_utc, transaction, utcnow
+from app.extensions import db
+from app.oidc.models import AuthorizationCode
+from app.security import hash_secret
 from tests.oidc.helpers import (
     authorize_query,
     exchange,
@@ -21,11 +25,6 @@ from tests.oidc.helpers import (
 
 
 def _expire_code(app, code: str) -> None:
-    from app.db import transaction, utcnow
-    from app.extensions import db
-    from app.oidc.models import AuthorizationCode
-    from app.security import hash_secret
-
     with app.app_context(), transaction():
         db.session.get(AuthorizationCode, hash_secret(code)).expires_at = utcnow() - timedelta(seconds=1)
 
@@ -46,9 +45,6 @@ def test_exchange_answers_spec_token_response(client, tenant):
 
 
 def test_code_has_at_least_128_bits_and_is_only_stored_hashed(app, client, tenant):
-    from app.extensions import db
-    from app.oidc.models import AuthorizationCode
-
     code = sign_in(client, tenant)["code"]
     assert len(base64.urlsafe_b64decode(code + "=" * (-len(code) % 4))) >= 16
     with app.app_context():
@@ -130,11 +126,6 @@ def test_expired_code(app, client, tenant):
 
 
 def test_code_lifetime_is_sixty_seconds(app, client, tenant):
-    from app.db import as_utc
-    from app.extensions import db
-    from app.oidc.models import AuthorizationCode
-    from app.security import hash_secret
-
     code = sign_in(client, tenant)["code"]
     with app.app_context():
         row = db.session.get(AuthorizationCode, hash_secret(code))

@@ -4,23 +4,21 @@ from __future__ import annotations
 
 from datetime import timedelta
 
+from app.db import as_utc, transaction, utcnow
+from app.extensions import celery, db
+from app.oidc import keys
+from app.oidc.models import KEY_ACTIVE, KEY_RETIRED, AuthorizationCode, SigningKey
+from app.security import hash_secret
 from tests.oidc.helpers import exchange, sign_in
+from worker.oidc import purge_expired, rotate_keys
 
 
 def test_beat_schedule_includes_key_rotation_and_purge(app):
-    from app.extensions import celery
-
     tasks = {entry["task"] for entry in celery.conf.beat_schedule.values()}
     assert {"oidc.rotate_keys", "oidc.purge_expired"} <= tasks
 
 
 def test_rotate_keys_task_rotates_due_keys_and_drops_dead_ones(app):
-    from app.db import as_utc, transaction, utcnow
-    from app.extensions import db
-    from app.oidc import keys
-    from app.oidc.models import KEY_ACTIVE, KEY_RETIRED, SigningKey
-    from worker.oidc import rotate_keys
-
     with app.app_context(), transaction():
         keys.ensure_keys()
         row = db.session.query(SigningKey).filter_by(alg="RS256", state=KEY_ACTIVE).one()
@@ -39,12 +37,6 @@ def test_rotate_keys_task_rotates_due_keys_and_drops_dead_ones(app):
 
 
 def test_purge_keeps_used_codes_until_their_token_expires(app, client, tenant):
-    from app.db import transaction, utcnow
-    from app.extensions import db
-    from app.oidc.models import AuthorizationCode
-    from app.security import hash_secret
-    from worker.oidc import purge_expired
-
     used = sign_in(client, tenant)["code"]
     assert exchange(client, tenant, used).status_code == 200
     unused = sign_in(client, tenant)["code"]
