@@ -18,7 +18,7 @@ from datetime import timedelta
 from typing import Any
 
 from flask import current_app
-from sqlalchemy import func, or_, select, text, update
+from sqlalchemy import func, or_, select, update
 
 from app.db import after_commit_publish, as_utc, transaction, utcnow
 from app.errors import DomainError, NotFound
@@ -56,8 +56,8 @@ def enqueue_job(
         attempts=0,
         created_at=utcnow(),
     )
+    # No flush: the rows of a transaction that queues many jobs go to the database in one batch.
     db.session.add(job)
-    db.session.flush()
     job_id, request_id = job.id, job.request_id
     after_commit_publish(lambda: publish_job(job_id, kind, request_id))
     return job
@@ -102,42 +102,75 @@ def require_job_for_agent(job_id: str, agent_did: str) -> Job:
 
 
 def _lock_job(job_id: str) -> Job | None:
-    statement = select(Job).where(Job.id == job_id).with_for_update()
-    return db.session.execute(statement).scalar_one_or_none()
+    return db.session.get(Job, job_id, with_for_update=True, populate_existing=True)
+
+
+def _claim_values(now) -> dict[str, Any]:
+    lease = now + timedelta(seconds=current_app.config["JOB_LEASE_SECONDS"])
+    return {"now": now, "lease": lease}
 
 
 def claim_job(job_id: str) -> bool:
     """Mark a job running and lease it to this worker; False when it is unknown or already final.
 
-    One conditional UPDATE, committed on its own so the job shows as running while the work
-    happens; the effect itself is guarded again by the row lock in `run_job`.
+    Committed on its own so the job shows as running while the work happens; the effect itself
+    is guarded again by the row lock in `run_job`.
     """
-    now = utcnow()
-    lease = now + timedelta(seconds=current_app.config["JOB_LEASE_SECONDS"])
     with transaction():
-        _relax_durability()
-        claimed = db.session.execute(
-            update(Job)
-            .where(Job.id == job_id, Job.state.in_((QUEUED, RUNNING)))
-            .values(
-                state=RUNNING,
-                attempts=Job.attempts + 1,
-                started_at=func.coalesce(Job.started_at, now),
-                lease_expires_at=lease,
-            )
-            .execution_options(synchronize_session=False)
-        )
-        return claimed.rowcount == 1
+        return _claim(job_id)
 
 
-def _relax_durability() -> None:
-    """Let PostgreSQL acknowledge this commit before it reaches disk.
+# One round trip on PostgreSQL: the claim is its own transaction, acknowledged before it reaches
+# disk (losing it in a crash leaves the job queued or its lease expiring, and the sweep re-publishes
+# it), sent as a single simple-protocol query with the values bound client-side.
+_PG_CLAIM = (
+    "BEGIN; SET LOCAL synchronous_commit TO OFF; "
+    "UPDATE jobs SET state = 'running', attempts = attempts + 1, "
+    "started_at = coalesce(started_at, %(now)s), lease_expires_at = %(lease)s "
+    "WHERE id = %(job_id)s AND state IN ('queued', 'running') RETURNING id; COMMIT"
+)
 
-    Only for the "running" marker: losing it in a crash leaves the job queued, which the sweep
-    re-publishes, so it need not cost a disk flush on the hot path.
+
+def _claim(job_id: str) -> bool:
+    """Commit the claim of `job_id` before anything else the session does; True if it was claimed.
+
+    Must run first in a fresh session transaction. On PostgreSQL it commits on the session's own
+    connection, which then stays checked out for the effect transaction that follows.
     """
-    if db.session.get_bind().dialect.name == "postgresql":
-        db.session.execute(text("SET LOCAL synchronous_commit TO OFF"))
+    values = {**_claim_values(utcnow()), "job_id": job_id}
+    connection = db.session.connection()
+    if connection.dialect.name == "postgresql":
+        return _claim_postgresql(connection.connection.driver_connection, values)
+    claimed = connection.execute(
+        update(Job.__table__)
+        .where(Job.id == job_id, Job.state.in_((QUEUED, RUNNING)))
+        .values(
+            state=RUNNING,
+            attempts=Job.attempts + 1,
+            started_at=func.coalesce(Job.started_at, values["now"]),
+            lease_expires_at=values["lease"],
+        )
+    )
+    db.session.commit()
+    return claimed.rowcount == 1
+
+
+def _claim_postgresql(driver_connection: Any, values: dict[str, Any]) -> bool:
+    import psycopg
+
+    driver_connection.autocommit = True
+    try:
+        cursor = psycopg.ClientCursor(driver_connection)
+        cursor.execute(_PG_CLAIM, values)
+        cursor.nextset()
+        cursor.nextset()  # the UPDATE's result
+        claimed = cursor.rowcount == 1
+        cursor.close()
+    finally:
+        if driver_connection.info.transaction_status != psycopg.pq.TransactionStatus.IDLE:
+            driver_connection.rollback()
+        driver_connection.autocommit = False
+    return claimed
 
 
 def run_job(job_id: str, handler: JobHandler) -> None:
@@ -146,10 +179,10 @@ def run_job(job_id: str, handler: JobHandler) -> None:
     A `DomainError` from the handler discards its writes and records the job as failed.
     Other exceptions propagate (the task decides whether to retry) and leave the job running.
     """
-    if not claim_job(job_id):
-        return
     try:
         with transaction():
+            if not _claim(job_id):
+                return
             job = _lock_job(job_id)
             if job is None or job.is_final:
                 return
