@@ -5,10 +5,6 @@ from __future__ import annotations
 from app.errors import Conflict, NotFound, ValidationFailed
 
 
-class CredentialInvalid(ValidationFailed):
-    code, title = "credential_invalid", "The verifiable credential is malformed"
-
-
 class SubjectUnknown(ValidationFailed):
     code, title = "credential_subject_unknown", "The credential subject is not a user of this client"
 

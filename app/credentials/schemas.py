@@ -2,11 +2,13 @@
 
 from __future__ import annotations
 
+import math
 import re
 from datetime import UTC, datetime
 from typing import Any
 
 import marshmallow as ma
+import rfc8785
 from marshmallow import ValidationError, validates_schema
 
 from app.credentials.cryptosuites.data_integrity import parse_datetime
@@ -43,8 +45,9 @@ def vc_shape_errors(vc: Any) -> dict[str, list[str]]:
 
     The rules of design section 8: `@context` starts with the credentials v2 context, `type`
     holds VerifiableCredential and a kind, `issuer` is a DID, `validFrom`/`validUntil` are ISO
-    8601 (`validUntil` may be ""), `credentialSubject.id` is a DID, and every proof names its
-    type, cryptosuite, purpose, verification method and value.
+    8601 (`validUntil` may be ""), `credentialSubject.id` is a DID, every proof names its
+    type, cryptosuite, purpose, verification method and value, and the whole vc has an RFC 8785
+    canonical form (its `cid` is computed over it).
     """
     if not isinstance(vc, dict):
         return {"vc": ["Must be a JSON object."]}
@@ -83,10 +86,42 @@ def vc_shape_errors(vc: Any) -> dict[str, list[str]]:
     elif not _is_did(subject.get("id")):
         problem("credentialSubject.id", "Must be the DID of a user.")
     _proof_errors(vc.get("proof"), problem)
+    uncanonical = _uncanonical_member(vc)
+    if uncanonical is not None:
+        errors.setdefault(f"vc.{uncanonical}" if uncanonical else "vc", []).append(_NO_CANONICAL_FORM)
     return errors
 
 
 _UNSTORABLE = re.compile("[\x00\ud800-\udfff]")
+_NO_CANONICAL_FORM = (
+    "Has no RFC 8785 canonical form (the cid needs one): numbers must be finite and integers "
+    "within -(2**53 - 1) and 2**53 - 1."
+)
+_JCS_SAFE_INTEGER = 2**53 - 1
+
+
+def _uncanonical_member(document: dict) -> str | None:
+    """Dotted path of a member that keeps `document` from an RFC 8785 form, or None when it has one.
+
+    "" (the whole document) when the canonicaliser refuses it for another reason (nesting too deep).
+    """
+    try:
+        rfc8785.dumps(document)
+        return None
+    except (rfc8785.CanonicalizationError, RecursionError):
+        pass
+    pending: list[tuple[str, Any]] = [("", document)]
+    while pending:
+        path, value = pending.pop()
+        if isinstance(value, float) and not math.isfinite(value):
+            return path
+        if isinstance(value, int) and not isinstance(value, bool) and abs(value) > _JCS_SAFE_INTEGER:
+            return path
+        if isinstance(value, dict):
+            pending.extend((f"{path}.{name}" if path else str(name), member) for name, member in value.items())
+        elif isinstance(value, list):
+            pending.extend((f"{path}.{index}", item) for index, item in enumerate(value))
+    return ""
 
 
 def _unstorable_text_member(document: dict) -> str | None:

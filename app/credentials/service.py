@@ -17,12 +17,13 @@ from sqlalchemy.exc import IntegrityError
 
 from app.credentials import status_lists
 from app.credentials.engine import current_engine, setting
-from app.credentials.errors import CredentialInvalid, CredentialNotFound, SubjectUnknown
+from app.credentials.errors import CredentialNotFound, SubjectUnknown
 from app.credentials.models import FAILED, PENDING, VERIFIED, CredentialStatusLink, StoredCredential
 from app.credentials.multiformats import cid_for
 from app.credentials.schemas import utc_datetime, vc_shape_errors
 from app.credentials.verifier import VerificationResult
 from app.db import isoformat, utcnow
+from app.errors import ValidationFailed
 from app.extensions import db
 from app.jobs.models import Job
 from app.jobs.service import enqueue_job
@@ -60,7 +61,7 @@ def read_member_text(body: bytes, member: str) -> tuple[Any, str]:
     """(parsed value, exact JSON text) of a top-level member of a JSON object body.
 
     Duplicate member names (anywhere) and NaN/Infinity are refused: a signature must cover one
-    unambiguous document. Raises `CredentialInvalid` (422) naming the member.
+    unambiguous document. Raises `ValidationFailed` (422) naming the member.
     """
     try:
         text = body.decode("utf-8")
@@ -85,31 +86,30 @@ def read_member_text(body: bytes, member: str) -> tuple[Any, str]:
             elif text[position : position + 1] != "}":
                 raise ValueError("expected ',' or '}'")
     except (UnicodeDecodeError, ValueError) as error:
-        raise CredentialInvalid(errors={member: [f"Not acceptable JSON: {error}"]}) from None
+        raise ValidationFailed(errors={member: [f"Not acceptable JSON: {error}"]}) from None
     if member not in found:
-        raise CredentialInvalid(errors={member: ["Missing data for required field."]})
+        raise ValidationFailed(errors={member: ["Missing data for required field."]})
     return found[member]
 
 
 def content_id(vc: dict) -> str:
-    """CIDv1 (base32, json codec, sha2-256) of the RFC 8785 canonical JSON of `vc`."""
-    try:
-        canonical = rfc8785.dumps(vc)
-    except (rfc8785.CanonicalizationError, TypeError, ValueError) as error:
-        raise CredentialInvalid(errors={"vc": [f"Cannot be canonicalised (RFC 8785): {error}"]}) from None
-    return cid_for(canonical)
+    """CIDv1 (base32, json codec, sha2-256) of the RFC 8785 canonical JSON of `vc`.
+
+    `vc` must have passed `vc_shape_errors`, which refuses documents without that form.
+    """
+    return cid_for(rfc8785.dumps(vc))
 
 
 def store_credential(caller: Caller, vc: dict, vc_text: str) -> tuple[StoredCredential, bool]:
     """Store a signed vc for a user of the caller's subtree and start its verification.
 
     `vc_text` is the exact JSON text of `vc` as received. Returns (record, created): storing the
-    same vc again in the same client returns the first record. Raises `CredentialInvalid` or
-    `SubjectUnknown` (422) and stores nothing then.
+    same vc again in the same client returns the first record. Raises `ValidationFailed` (the
+    shape rules of `vc_shape_errors`) or `SubjectUnknown` (422) and stores nothing then.
     """
     errors = vc_shape_errors(vc)
     if errors:
-        raise CredentialInvalid(errors=errors)
+        raise ValidationFailed(errors=errors)
     cid = content_id(vc)
     user = _require_subject(caller, vc["credentialSubject"]["id"])
     existing = _find_record(caller.acting_client_id, cid)

@@ -169,14 +169,47 @@ def test_subject_must_be_a_user_of_the_callers_tree(app, client, master, issuer)
     assert "vc.credentialSubject.id" in response.json["errors"]
 
 
+def _assert_refused_naming(response, field: str) -> None:
+    assert response.status_code == 422, response.get_data(as_text=True)
+    assert response.headers["Content-Type"] == "application/problem+json"
+    assert response.json["code"] == "validation_failed"
+    assert field in response.json["errors"], response.json["errors"]
+
+
 def test_duplicate_member_names_and_non_json_numbers_are_refused(client, master, user, issuer):
     vc_text = json.dumps(issuer.sign(issuer.credential(user["did"])))
     duplicated = vc_text[:-1] + ', "issuer": "did:example:other"}'
-    response = _store(client, master.headers, duplicated)
-    assert response.status_code == 422
-    assert "vc" in response.json["errors"]
-    nan = vc_text[:-1] + ', "score": NaN}'
-    assert _store(client, master.headers, nan).status_code in (400, 422)
+    _assert_refused_naming(_store(client, master.headers, duplicated), "vc")
+    _assert_refused_naming(_store(client, master.headers, vc_text[:-1] + ', "score": NaN}'), "vc.score")
+    _assert_refused_naming(_store(client, master.headers, vc_text[:-1] + ', "score": -Infinity}'), "vc.score")
+
+
+@pytest.mark.parametrize(
+    ("number", "accepted"),
+    [(2**53 - 1, True), (-(2**53 - 1), True), (2**53, False), (-(2**53), False), (2**80, False)],
+)
+def test_numbers_without_an_rfc8785_form_are_refused_naming_the_member(
+    app, client, master, user, issuer, number, accepted
+):
+    from sqlalchemy import func, select
+
+    from app.credentials.models import StoredCredential
+    from app.extensions import db
+
+    vc = issuer.sign(issuer.credential(user["did"]))
+    vc["credentialSubject"]["achievements"] = [{"points": 1}, {"points": number}]
+    response = _store(client, master.headers, json.dumps(vc))
+    if accepted:
+        assert response.status_code == 201, response.get_data(as_text=True)
+        assert response.json["data"]["cid"] == cid_for(rfc8785.dumps(vc))
+        return
+    _assert_refused_naming(response, "vc.credentialSubject.achievements.1.points")
+    assert "RFC 8785" in response.json["errors"]["vc.credentialSubject.achievements.1.points"][0]
+    with app.app_context():
+        stored = db.session.scalar(
+            select(func.count()).select_from(StoredCredential).where(StoredCredential.user_id == user["user_id"])
+        )
+    assert stored == 0
 
 
 def test_store_needs_an_api_token(client, user, issuer):
