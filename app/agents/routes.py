@@ -30,7 +30,6 @@ from app.agents.schemas import (
     VerifyIn,
 )
 from app.db import isoformat
-from app.errors import NotFound
 from app.extensions import limiter
 from app.http import accepts, problem_doc
 from app.idempotency.service import idempotent
@@ -319,9 +318,7 @@ def approve_consent(args: dict, consent_id: str):
 @problem_doc(404)
 def consent_page(consent_id: str):
     """The consent link: tells the agent how to approve with its key."""
-    consent = service.get_consent(consent_id)
-    if consent is None:
-        raise NotFound("No such consent.")
+    consent = service.require_consent(consent_id)
     return _page(render_template("agents/consent.html", consent=service.consent_view(consent)))
 
 

@@ -757,6 +757,14 @@ def get_consent(consent_id: str) -> Consent | None:
     return db.session.get(Consent, consent_id) if _CONSENT_ID.fullmatch(consent_id) else None
 
 
+def require_consent(consent_id: str) -> Consent:
+    """A consent by id for its public page (reachable by its unguessable link); ``NotFound`` otherwise."""
+    consent = get_consent(consent_id)
+    if consent is None:
+        raise NotFound("No such consent.")
+    return consent
+
+
 def get_consent_for(caller: AgentAccount, consent_id: str) -> Consent:
     """A consent the caller is party to (owner or agent); ``NotFound`` otherwise."""
     consent = get_consent(consent_id)

@@ -301,3 +301,11 @@ def test_user_dids_resolve_in_the_network_method(client, master):
     resolved = client.get(f"/api/did/{did}")
     assert resolved.status_code == 200
     assert resolved.get_json()["id"] == did
+
+
+def test_consent_page_of_an_unknown_consent_is_a_404_problem(live_server):
+    with live_server.http() as http:
+        answer = http.get("/consent/" + "0" * 32)
+    assert answer.status_code == 404
+    assert answer.headers["Content-Type"].startswith("application/problem+json")
+    assert answer.json()["code"] == "not_found"
