@@ -84,7 +84,9 @@ def test_w3c_vector_with_a_changed_claim_fails(client, master, name):
     subject[claim] = "tampered" if subject[claim] != "tampered" else "changed"
     body = _verify(client, master.headers, vc, UNBOUND)
     assert not body["verified"]
-    assert set(_codes(body)) <= {"invalid_signature", "malformed_proof_value", "invalid_proof"}, body["errors"]
+    proofs = vc["proof"] if isinstance(vc["proof"], list) else [vc["proof"]]
+    # Every proof of a set or chain signs the claims, so each one fails on its signature alone.
+    assert _codes(body) == ["invalid_signature"] * len(proofs), body["errors"]
 
 
 def test_issuer_must_control_the_key_by_default(client, master):
