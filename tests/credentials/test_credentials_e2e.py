@@ -3,12 +3,59 @@
 from __future__ import annotations
 
 import json
+import secrets
 import time
 from datetime import UTC, datetime, timedelta
 
-from tests.credentials.issuing import Issuer, allocate_status
+from app.credentials import bbs
+from app.credentials.cryptosuites import bbs_2023, ecdsa_sd_2023
+from app.credentials.cryptosuites.base import SuiteContext
+from app.credentials.jsonld.loader import make_document_loader
+from app.credentials.multiformats import encode_multikey
+from tests.credentials.issuing import VECTORS, Issuer, allocate_status
 from tests.credentials.test_store_api import wait_for_verification
 from tests.oidc.helpers import exchange, make_tenant, sign_in
+
+SD_CONTEXT = SuiteContext(loader=make_document_loader(VECTORS / "contexts"))
+SD_MANDATORY = ["/issuer", "/validFrom"]
+SD_DISCLOSED = ["/credentialSubject/degree"]
+
+
+def _sd_credential(issuer_did: str, subject_did: str, degree: str) -> dict:
+    vc = Issuer().credential(subject_did, degree=degree)
+    vc["issuer"] = issuer_did
+    del vc["validUntil"]
+    return vc
+
+
+def _proof_options(verification_method: str, cryptosuite: str) -> dict:
+    return {
+        "type": "DataIntegrityProof",
+        "cryptosuite": cryptosuite,
+        "created": "2026-01-01T00:00:00Z",
+        "verificationMethod": verification_method,
+        "proofPurpose": "assertionMethod",
+    }
+
+
+def bbs_derived_credential(subject_did: str, degree: str) -> dict:
+    """A bbs-2023 credential as a holder shows it: only `degree` disclosed, issuer a BLS12-381 G2 did:key."""
+    secret_key = bbs.keygen(secrets.token_bytes(32))
+    multikey = encode_multikey("Bls12381G2", bbs.sk_to_pk(secret_key))
+    did = f"did:key:{multikey}"
+    vc = _sd_credential(did, subject_did, degree)
+    options = _proof_options(f"{did}#{multikey}", "bbs-2023")
+    base = bbs_2023.create_base_proof(vc, options, SD_MANDATORY, secret_key, SD_CONTEXT)
+    return bbs_2023.derive_proof(vc, base, SD_DISCLOSED, SD_CONTEXT, presentation_header=b"e2e")
+
+
+def ecdsa_sd_derived_credential(subject_did: str, degree: str) -> dict:
+    """An ecdsa-sd-2023 credential as a holder shows it: only `degree` disclosed, issuer a P-256 did:key."""
+    issuer = Issuer("P-256")
+    vc = _sd_credential(issuer.did, subject_did, degree)
+    options = _proof_options(issuer.verification_method, "ecdsa-sd-2023")
+    base = ecdsa_sd_2023.create_base_proof(vc, options, SD_MANDATORY, issuer.private_key, SD_CONTEXT)
+    return ecdsa_sd_2023.derive_proof(vc, base, SD_DISCLOSED, SD_CONTEXT)
 
 
 def _store(client, headers, vc: dict) -> str:
@@ -77,6 +124,27 @@ def test_verified_credentials_reach_the_users_list_and_others_never_do(app, clie
     record = _wait_for_state(client, tenant.headers, revocable_cid, "failed")
     assert record["verification"]["reason"] == "revoked"
     assert [vc["credentialSubject"]["degree"] for vc in _listed(client, token)] == ["MBA", "BSc"]
+
+
+def test_selectively_disclosed_credentials_reach_the_users_list(app, client):
+    tenant = make_tenant(app, client)
+    shown_bbs = bbs_derived_credential(tenant.did, "BSc")
+    shown_ecdsa = ecdsa_sd_derived_credential(tenant.did, "MSc")
+    for shown in (shown_bbs, shown_ecdsa):
+        assert shown["credentialSubject"] == {"id": tenant.did, "degree": shown["credentialSubject"]["degree"]}
+    bbs_cid = _store(client, tenant.headers, shown_bbs)
+    ecdsa_cid = _store(client, tenant.headers, shown_ecdsa)
+    tampered = bbs_derived_credential(tenant.did, "PhD")
+    tampered["credentialSubject"]["degree"] = "MD"
+    tampered_cid = _store(client, tenant.headers, tampered)
+
+    for cid in (bbs_cid, ecdsa_cid):
+        verification = wait_for_verification(client, tenant.headers, cid)["verification"]
+        assert verification["state"] == "verified", verification
+    failed = wait_for_verification(client, tenant.headers, tampered_cid)["verification"]
+    assert (failed["state"], failed["reason"]) == ("failed", "invalid_signature")
+
+    assert _listed(client, _access_token(client, tenant)) == [shown_ecdsa, shown_bbs]
 
 
 def test_credential_revoked_before_it_is_stored_is_reported_revoked(app, client):
