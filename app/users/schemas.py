@@ -8,8 +8,7 @@ from typing import Any
 
 import marshmallow as ma
 
-from app.db import isoformat
-from app.tenancy.fields import PlainText
+from app.tenancy.fields import PlainText, UtcTimestamp
 from app.users import formats
 
 _DATE = re.compile(r"^[0-9]{4}-[0-9]{2}-[0-9]{2}$")
@@ -152,7 +151,7 @@ class UserCreateIn(ma.Schema):
 class UserOut(ma.Schema):
     user_id = ma.fields.Integer(attribute="id", required=True)
     did = ma.fields.String(required=True, metadata={"description": "`did:<method>:<40 hex>`."})
-    created_at = ma.fields.Function(lambda user: isoformat(user.created_at), required=True)
+    created_at = UtcTimestamp(required=True)
     profile = ma.fields.Nested(ProfileSchema, required=True)
 
 

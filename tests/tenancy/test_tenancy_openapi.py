@@ -106,5 +106,9 @@ def test_profile_enumerations_and_formats(spec):
     assert props["date_of_birth"]["format"] == "date"
     assert "US" in props["residence_country"]["enum"]
     assert props["email_address"]["format"] == "email"
-    user_out = _schema(spec, "UserOut")["properties"]
-    assert {"user_id", "did", "created_at", "profile"} <= set(user_out)
+    user_out = _schema(spec, "UserOut")
+    assert {"user_id", "did", "created_at", "profile"} <= set(user_out["required"])
+    assert (user_out["properties"]["created_at"]["type"], user_out["properties"]["created_at"]["format"]) == (
+        "string",
+        "date-time",
+    )
