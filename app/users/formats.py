@@ -169,10 +169,14 @@ def _is_private_script(subtag: str) -> bool:
     return "qaaa" <= subtag <= "qabx"
 
 
-def canonical_country(value: str) -> str | None:
-    """The ISO 3166-1 alpha-2 code (upper case) for `value`, or None if it is not one."""
-    upper = value.strip().upper() if isinstance(value, str) else ""
-    return upper if len(upper) == 2 and upper in _country_codes() else None
+def country_codes() -> list[str]:
+    """Every ISO 3166-1 alpha-2 code, upper case, sorted."""
+    return sorted(_country_codes())
+
+
+def is_country_code(value: str) -> bool:
+    """Whether `value` is exactly an ISO 3166-1 alpha-2 code in upper case (no other spelling)."""
+    return value in _country_codes()
 
 
 def canonical_language_tag(value: str) -> str | None:

@@ -41,26 +41,18 @@ class LanguageTag(ma.fields.String):
 
 
 class CountryCode(ma.fields.String):
-    """An ISO 3166-1 alpha-2 country code, accepted in any case and returned upper case."""
+    """An ISO 3166-1 alpha-2 country code, upper case exactly as the standard writes it."""
 
     def __init__(self, **kwargs: Any) -> None:
-        codes = sorted(code for code in map(formats.canonical_country, _all_countries()) if code)
-        metadata = {"description": "ISO 3166-1 alpha-2 country code.", "enum": codes}
+        metadata = {"description": "ISO 3166-1 alpha-2 country code, upper case.", "enum": formats.country_codes()}
         metadata.update(kwargs.pop("metadata", {}))
         super().__init__(metadata=metadata, **kwargs)
 
     def _deserialize(self, value: Any, attr: str | None, data: Any, **kwargs: Any) -> str:
         text = super()._deserialize(value, attr, data, **kwargs)
-        canonical = formats.canonical_country(text)
-        if canonical is None:
-            raise ma.ValidationError("Not an ISO 3166-1 alpha-2 country code.")
-        return canonical
-
-
-def _all_countries() -> list[str]:
-    import pycountry
-
-    return [country.alpha_2 for country in pycountry.countries]
+        if not formats.is_country_code(text):
+            raise ma.ValidationError("Must be an ISO 3166-1 alpha-2 country code in upper case, e.g. GB.")
+        return text
 
 
 class PastDate(ma.fields.String):

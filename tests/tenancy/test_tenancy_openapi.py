@@ -104,7 +104,9 @@ def test_profile_enumerations_and_formats(spec):
     assert props["mobile_country_code"]["pattern"] == r"^\+[0-9]{1,3}$"
     assert props["mobile_number"]["minimum"] == 1
     assert props["date_of_birth"]["format"] == "date"
-    assert "US" in props["residence_country"]["enum"]
+    countries = props["residence_country"]["enum"]
+    assert "US" in countries and len(countries) > 240
+    assert all(len(code) == 2 and code.isascii() and code.isupper() for code in countries)
     assert props["email_address"]["format"] == "email"
     user_out = _schema(spec, "UserOut")
     assert {"user_id", "did", "created_at", "profile"} <= set(user_out["required"])

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from app.users.formats import canonical_country, canonical_language_tag
+from app.users.formats import canonical_language_tag, is_country_code
 
 
 @pytest.mark.parametrize(
@@ -32,6 +32,10 @@ def test_invalid_tags_are_refused(tag):
     assert canonical_language_tag(tag) is None
 
 
-@pytest.mark.parametrize(("value", "expected"), [("US", "US"), ("fr", "FR"), ("XX", None), ("USA", None), ("", None)])
+@pytest.mark.parametrize(
+    ("value", "expected"),
+    [("US", True), ("FR", True), ("fr", False), ("Fr", False), ("FR ", False), ("XX", False), ("USA", False),
+     ("", False)],  # fmt: skip
+)
 def test_countries(value, expected):
-    assert canonical_country(value) == expected
+    assert is_country_code(value) is expected

@@ -21,7 +21,7 @@ FULL_PROFILE = {
     "avatar": "https://cdn.example.org/ada.png",
     "language_others": ["fr", "de-ch"],
     "language_primary": "en-gb",
-    "residence_country": "gb",
+    "residence_country": "GB",
     "residence_province": "England",
     "residence_city": "London",
     "gender": "female",
@@ -61,7 +61,6 @@ def test_full_profile_is_validated_normalised_and_returned(client, master):
         "email_address": "ada.lovelace@example.org",
         "language_primary": "en-GB",
         "language_others": ["fr", "de-CH"],
-        "residence_country": "GB",
     }
     assert data["profile"] == expected
 
@@ -140,7 +139,7 @@ FORMAT_CASES = [
     ("employment_industry", [1, 541511], [0, -1, 2.5, "541511", 1_000_000]),
     ("language_primary", ["en", "en-US", "zh-Hant-TW", "sr-Latn-RS", "es-419", "de-CH-1996", "x-private",
                           "i-klingon"], ["", "english", "xx", "en_US", "en--US", "e", "en-US-US", 5]),
-    ("residence_country", ["US", "fr", "GB"], ["", "XX", "USA", "U", "uk", 840]),
+    ("residence_country", ["US", "FR", "GB"], ["", "XX", "USA", "U", "UK", "gb", "Gb", " GB", "GB ", 840]),
     ("avatar", ["https://example.org/a.png", "http://example.org/a.png"], ["", "not a url", "ftp://x.org/a",
                                                                          "javascript:alert(1)"]),
     ("first_name", ["A", "A" * 100], ["", "A" * 101, 5, ["Ada"]]),
