@@ -119,10 +119,24 @@ def new_esp_token() -> str:
     return "esp_" + uuid.uuid4().hex
 
 
+def is_disabled(client: Client) -> bool:
+    """Whether this client or one of its ancestors is disabled: a disabled node takes its subtree with it."""
+    if client.disabled_at is not None:
+        return True
+    ancestor_ids = [int(part) for part in client.path.strip("/").split("/") if part and int(part) != client.id]
+    if not ancestor_ids:
+        return False
+    statement = select(Client.id).where(Client.id.in_(ancestor_ids), Client.disabled_at.is_not(None)).limit(1)
+    return db.session.scalar(statement) is not None
+
+
 def get_client_in_subtree(client_id: int, subtree_path: str) -> Client | None:
-    """The client with this id if it lies within the subtree rooted at `subtree_path` (itself included)."""
+    """The client with this id if it lies within the subtree rooted at `subtree_path` (itself included).
+
+    None too when it (or an ancestor) is disabled: a disabled client is absent to the API.
+    """
     client = db.session.get(Client, client_id)
-    if client is None or not client.path.startswith(subtree_path):
+    if client is None or not client.path.startswith(subtree_path) or is_disabled(client):
         return None
     return client
 
@@ -142,9 +156,9 @@ def subtree_client_ids(subtree_path: str) -> set[int]:
 
 
 def get_active_client(client_id: int) -> Client | None:
-    """The client with this id unless it is unknown or disabled (for OpenID client lookups)."""
+    """The client with this id unless it is unknown or disabled, itself or by an ancestor (OpenID lookups)."""
     client = db.session.get(Client, client_id)
-    if client is None or client.disabled_at is not None:
+    if client is None or is_disabled(client):
         return None
     return client
 
@@ -201,8 +215,12 @@ def require_sub_client(caller: Caller, client_id: int) -> Client:
 
 
 def list_sub_clients(caller: Caller, page: int, per_page: int) -> Page:
-    """The direct children of the caller's acting node, oldest first."""
-    statement = select(Client).where(Client.parent_id == caller.acting_client_id).order_by(Client.id)
+    """The direct children of the caller's acting node that are not disabled, oldest first."""
+    statement = (
+        select(Client)
+        .where(Client.parent_id == caller.acting_client_id, Client.disabled_at.is_(None))
+        .order_by(Client.id)
+    )
     return paginate(statement, page, per_page)
 
 
@@ -402,7 +420,10 @@ def revoke_api_token(client_id: int, token_id: int) -> ApiToken:
 
 
 def find_active_token(plaintext: str) -> tuple[ApiToken | None, Client | None]:
-    """The token and its client if the token is valid now (not revoked, expired or disabled)."""
+    """The token and its client if the token is valid now (not revoked, expired or disabled).
+
+    A token is refused too when an ancestor of its client is disabled.
+    """
     statement = (
         select(ApiToken, Client)
         .join(Client, Client.id == ApiToken.client_id)
@@ -413,7 +434,7 @@ def find_active_token(plaintext: str) -> tuple[ApiToken | None, Client | None]:
         return None, None
     token, client = row
     now = utcnow()
-    if token.revoked_at is not None or client.disabled_at is not None:
+    if token.revoked_at is not None or is_disabled(client):
         return None, None
     if token.expires_at is not None and as_utc(token.expires_at) <= now:
         return None, None
