@@ -34,6 +34,17 @@ def count_clients(app, root_id: int) -> int:
         return count
 
 
+def count_users(app, root_id: int) -> int:
+    """How many users the client tree rooted at `root_id` holds."""
+    from app.extensions import db
+    from app.users.models import User
+
+    with app.app_context():
+        count = db.session.scalar(select(func.count()).select_from(User).where(User.root_client_id == root_id))
+        db.session.rollback()
+        return count
+
+
 def load_client_row(app, client_id: int) -> dict:
     """Every column of a client row, to compare before and after a refused request."""
     from app.extensions import db

@@ -27,6 +27,10 @@ LENGTH_CASES = [
     ("city", 1, 201),
     ("country", 255, 201),
     ("country", 256, 422),
+    ("province", 255, 201),
+    ("province", 256, 422),
+    ("city", 255, 201),
+    ("city", 256, 422),
 ]
 
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from tests.tenancy.support import count_clients, create_sub_client
+from tests.tenancy.support import count_clients, count_users, create_sub_client
 
 BODY_ENDPOINTS = [
     ("post", "/v1/sub_client"),
@@ -38,12 +38,12 @@ def _problem_4xx(response) -> None:
 @pytest.mark.parametrize(("raw", "content_type"), RAW_BODIES, ids=range(len(RAW_BODIES)))
 def test_raw_bodies_get_a_problem_not_a_crash(client, app, master, method, path, raw, content_type):
     sub = create_sub_client(client, master.headers)
-    before = count_clients(app, master.client_id)
+    before = count_clients(app, master.client_id), count_users(app, master.client_id)
     response = getattr(client, method)(
         path.format(sub=sub["client_id"]), data=raw, content_type=content_type, headers=master.headers
     )
     _problem_4xx(response)
-    assert count_clients(app, master.client_id) == before
+    assert (count_clients(app, master.client_id), count_users(app, master.client_id)) == before
 
 
 def test_status_codes_for_the_common_mistakes(client, master):
@@ -129,6 +129,7 @@ def test_control_characters_and_lone_surrogates_are_422_everywhere(client, app, 
     assert count_clients(app, master.client_id) == before
     from app.users.schemas import ProfileSchema
 
+    users_before = count_users(app, master.client_id)
     for field in ProfileSchema._declared_fields:
         sample = [value] if field == "language_others" else value
         profile = {"email_address": "cc@example.org", field: sample}
@@ -136,3 +137,4 @@ def test_control_characters_and_lone_surrogates_are_422_everywhere(client, app, 
             profile = {"email_address": f"c{value}c@example.org"}
         response = client.post("/v1/user/create", json={"profile": profile}, headers=master.headers)
         assert response.status_code == 422, (field, response.get_json())
+    assert count_users(app, master.client_id) == users_before

@@ -32,7 +32,7 @@ def test_sub_client_request_constraints(spec):
     for field in ("address_1", "address_2"):
         assert (props[field]["minLength"], props[field]["maxLength"]) == (1, 100)
     for field in ("country", "province", "city"):
-        assert props[field]["minLength"] == 1
+        assert (props[field]["minLength"], props[field]["maxLength"]) == (1, 255)
     assert "Europe/Paris" in props["timezone"]["enum"]
     assert props["domain"]["format"] == "hostname"
     assert props["subdomain"]["maxLength"] == 63
@@ -104,6 +104,8 @@ def test_profile_enumerations_and_formats(spec):
     assert props["mobile_country_code"]["pattern"] == r"^\+[0-9]{1,3}$"
     assert props["mobile_number"]["minimum"] == 1
     assert props["date_of_birth"]["format"] == "date"
+    for field in ("residence_province", "residence_city"):
+        assert (props[field]["minLength"], props[field]["maxLength"]) == (1, 100)
     countries = props["residence_country"]["enum"]
     assert "US" in countries and len(countries) > 240
     assert all(len(code) == 2 and code.isascii() and code.isupper() for code in countries)

@@ -144,8 +144,8 @@ FORMAT_CASES = [
                                                                          "javascript:alert(1)"]),
     ("first_name", ["A", "A" * 100], ["", "A" * 101, 5, ["Ada"]]),
     ("user_name", ["a", "a" * 64], ["", "a" * 65]),
-    ("residence_city", ["X"], [""]),
-    ("residence_province", ["X"], [""]),
+    ("residence_city", ["X", "X" * 100], ["", "X" * 101]),
+    ("residence_province", ["X", "X" * 100], ["", "X" * 101]),
 ]  # fmt: skip
 
 
