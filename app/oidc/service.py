@@ -32,7 +32,7 @@ from app.oidc.models import AuthorizationCode, RevokedToken
 from app.oidc.tokens import AccessTokenClaims, TokenInvalid
 from app.security import hash_secret
 from app.tenancy.models import Client
-from app.tenancy.service import verify_client_secret
+from app.tenancy.service import get_active_client, verify_client_secret
 from app.users.models import User
 
 TOKEN_TYPE = "Bearer"
@@ -49,10 +49,7 @@ def get_relying_party(client_id: str | None) -> Client | None:
     value = (client_id or "").strip()
     if not (value.isascii() and value.isdigit()) or len(value) > 18 or int(value) <= 0:
         return None
-    client = db.session.get(Client, int(value))
-    if client is None or client.disabled_at is not None:
-        return None
-    return client
+    return get_active_client(int(value))
 
 
 def authenticate_client(client_id: str | None, client_secret: str | None) -> Client:

@@ -69,6 +69,20 @@ def test_unknown_client_is_an_error_page_never_a_redirect(client, tenant):
     assert "not known" in response.get_data(as_text=True)
 
 
+def test_client_under_a_disabled_ancestor_is_unknown(app, client, tenant):
+    child_id = client.post(
+        "/v1/sub_client",
+        json={"name": "Child relying party", "redirect_uris": [tenant.redirect_uri]},
+        headers={"x-api-token": tenant.api_token},
+    ).get_json()["data"]["client_id"]
+    child = dataclasses.replace(tenant, client_id=child_id)
+    assert client.get(authorize_query(child)).status_code == 302
+    with app.app_context(), transaction():
+        disable_client(tenant.client_id)
+    response = client.get(authorize_query(child))
+    assert response.status_code == 400 and "Location" not in response.headers
+
+
 def test_unregistered_redirect_uri_is_an_error_page_never_a_redirect(client, tenant):
     for uri in ("https://evil.example/callback", REDIRECT_URI + "/", REDIRECT_URI + "?x=1", ""):
         response = client.get(authorize_query(tenant, redirect_uri=uri))
