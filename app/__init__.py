@@ -7,9 +7,9 @@ import pkgutil
 import re
 from pathlib import Path
 
-from flask import Flask, Response, g, request
+from flask import Flask, Response, g, has_request_context, request
 from sqlalchemy import event
-from sqlalchemy.exc import IntegrityError, OperationalError
+from sqlalchemy.exc import DataError, IntegrityError, OperationalError
 
 from app.config import INSTANCE_DIR, Config
 from app.http import BoundedArgumentsParser, BoundedJSONProvider
@@ -76,12 +76,14 @@ def _init_extensions(app: Flask) -> None:
 
 
 def _configure_sqlite(engine) -> None:
-    """Give SQLite real transactions: BEGIN IMMEDIATE at the first statement, WAL, foreign keys.
+    """Give SQLite real transactions: BEGIN at the first statement, WAL, foreign keys.
 
     pysqlite only opens a transaction before data-changing statements, so a read followed by a
-    write would not be atomic. Taking the write lock up front makes every unit of work
-    serialisable and lets concurrent writers queue on the busy timeout instead of failing when a
-    read transaction cannot be upgraded; readers of the WAL are not blocked by it.
+    write would not be atomic; emitting BEGIN ourselves makes every unit of work serialisable.
+    Web requests take the write lock up front (BEGIN IMMEDIATE) so concurrent requests queue on
+    the busy timeout instead of failing when a read transaction cannot be upgraded. Jobs and
+    commands begin deferred: a job that works for a while (network calls) must not hold the lock
+    that requests wait for; if its upgrade loses a race, the task retries it as a transient fault.
     """
 
     @event.listens_for(engine, "connect")
@@ -95,12 +97,12 @@ def _configure_sqlite(engine) -> None:
 
     @event.listens_for(engine, "begin")
     def _on_begin(connection) -> None:
-        connection.exec_driver_sql("BEGIN IMMEDIATE")
+        connection.exec_driver_sql("BEGIN IMMEDIATE" if has_request_context() else "BEGIN")
 
 
 def _register_request_hooks(app: Flask) -> None:
     from app.db import commit, rollback
-    from app.errors import Conflict, ServiceUnavailable, handle_domain_error
+    from app.errors import Conflict, NotFound, ServiceUnavailable, handle_domain_error, handle_unstorable_value
     from app.http import enforce_content_type
 
     @app.before_request
@@ -108,6 +110,12 @@ def _register_request_hooks(app: Flask) -> None:
         supplied = request.headers.get("X-Request-Id", "")
         g.request_id = supplied if _REQUEST_ID.match(supplied) else new_request_id()
         request_id_var.set(g.request_id)
+
+    @app.before_request
+    def _refuse_nul_in_path() -> None:
+        # No resource has a NUL in its address; refusing it here keeps it away from every query.
+        if "\x00" in request.path:
+            raise NotFound("No such resource.")
 
     @app.before_request
     def _content_type() -> None:
@@ -122,6 +130,8 @@ def _register_request_hooks(app: Flask) -> None:
                 commit()
             except IntegrityError:
                 response = handle_domain_error(Conflict("The request conflicts with existing data."))
+            except DataError as error:
+                response = handle_unstorable_value(error)
             except OperationalError:
                 response = handle_domain_error(
                     ServiceUnavailable("The database is unreachable; try again shortly.")

@@ -8,7 +8,7 @@ from typing import Any
 
 import marshmallow as _ma
 from flask import Flask, Response, current_app, json, request
-from sqlalchemy.exc import DBAPIError, OperationalError
+from sqlalchemy.exc import DataError, DBAPIError, IntegrityError, OperationalError
 from werkzeug.exceptions import HTTPException
 
 log = logging.getLogger(__name__)
@@ -171,10 +171,41 @@ def handle_database_unavailable(error: DBAPIError) -> Response:
     return handle_domain_error(ServiceUnavailable("The database is unreachable; try again shortly."))
 
 
+class UnstorableValue(DomainError):
+    status, code, title = 400, "invalid_value", "Invalid value"
+
+
+def handle_unstorable_value(error: DataError) -> Response:
+    """A value the database refuses (out of range, NUL in text) is the caller's mistake, not a fault.
+
+    Features validate their inputs; this is the backstop for any value that slipped past them.
+    """
+    log.warning("database refused a request value: %s", str(error.orig).splitlines()[0] if error.orig else error)
+    from app.db import rollback
+
+    rollback()
+    return handle_domain_error(
+        UnstorableValue("A value in the request is out of range or holds characters that cannot be stored.")
+    )
+
+
+def handle_integrity_error(error: IntegrityError) -> Response:
+    """A write that collides with existing data (a race past a service's own check) is a 409."""
+    log.warning("integrity error: %s", str(error.orig).splitlines()[0] if error.orig else error)
+    from app.db import rollback
+
+    rollback()
+    return handle_domain_error(Conflict("The request conflicts with existing data."))
+
+
 def handle_unexpected(error: Exception) -> Response:
     original = getattr(error, "original_exception", None) or error
     if isinstance(original, DomainError):
         return handle_domain_error(original)
+    if isinstance(original, DataError):
+        return handle_unstorable_value(original)
+    if isinstance(original, IntegrityError):
+        return handle_integrity_error(original)
     if isinstance(original, OperationalError | DBAPIError) and _is_disconnect(original):
         return handle_database_unavailable(original)
     log.error("unhandled error on %s %s", request.method, request.path, exc_info=original)
@@ -201,6 +232,8 @@ def register_error_handlers(app: Flask) -> None:
     app.register_error_handler(DomainError, handle_domain_error)
     app.register_error_handler(HTTPException, handle_http_exception)
     app.register_error_handler(OperationalError, handle_database_unavailable)
+    app.register_error_handler(DataError, handle_unstorable_value)
+    app.register_error_handler(IntegrityError, handle_integrity_error)
     app.register_error_handler(Exception, handle_unexpected)
 
 

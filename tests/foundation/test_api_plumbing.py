@@ -170,3 +170,34 @@ def test_json_nested_too_deeply_is_400(client, master):
     body = "[" * 100_000 + "]" * 100_000
     response = client.post("/v1/jobs/canary", data=body, content_type="application/json", headers=master.headers)
     assert_problem(response, 400, "malformed_json")
+
+
+def test_nul_in_a_path_is_404_before_any_query(client, master):
+    assert_problem(client.get("/v1/jobs/abc%00def", headers=master.headers), 404, "not_found")
+
+
+def test_a_value_the_database_refuses_is_400_not_500(app, client):
+    from flask import Blueprint
+
+    from app.extensions import db
+    from app.jobs.models import Job
+
+    if "unstorable" not in app.blueprints:
+        probe = Blueprint("unstorable", __name__)
+
+        @probe.get("/__unstorable")
+        def unstorable():
+            # PostgreSQL text cannot hold NUL (SQLite stores it).
+            db.session.add(Job(id="x" * 36, kind="pro\x00be", payload={}, attempts=0))
+            db.session.flush()
+            return {"stored": True}
+
+        app._got_first_request = False
+        app.register_blueprint(probe)
+    response = client.get("/__unstorable")
+    if app.config["SQLALCHEMY_DATABASE_URI"].startswith("sqlite"):
+        assert response.status_code == 200
+        response = client.get("/__unstorable")  # the same primary key again: a conflict, not a fault
+        assert_problem(response, 409)
+    else:
+        assert_problem(response, 400, "invalid_value")
