@@ -18,7 +18,7 @@ from datetime import timedelta
 from typing import Any
 
 from flask import current_app
-from sqlalchemy import func, or_, select, update
+from sqlalchemy import func, or_, select, text, update
 
 from app.db import after_commit_publish, as_utc, transaction, utcnow
 from app.errors import DomainError, NotFound
@@ -105,11 +105,6 @@ def _lock_job(job_id: str) -> Job | None:
     return db.session.get(Job, job_id, with_for_update=True, populate_existing=True)
 
 
-def _claim_values(now) -> dict[str, Any]:
-    lease = now + timedelta(seconds=current_app.config["JOB_LEASE_SECONDS"])
-    return {"now": now, "lease": lease}
-
-
 def claim_job(job_id: str) -> bool:
     """Mark a job running and lease it to this worker; False when it is unknown or already final.
 
@@ -120,57 +115,46 @@ def claim_job(job_id: str) -> bool:
         return _claim(job_id)
 
 
-# One round trip on PostgreSQL: the claim is its own transaction, acknowledged before it reaches
-# disk (losing it in a crash leaves the job queued or its lease expiring, and the sweep re-publishes
-# it), sent as a single simple-protocol query with the values bound client-side.
-_PG_CLAIM = (
-    "BEGIN; SET LOCAL synchronous_commit TO OFF; "
+# The claim is a transaction of its own, one statement and one round trip on PostgreSQL. Its commit
+# may be acknowledged before it reaches disk (`set_config(..., true)` is SET LOCAL): losing it in a
+# crash leaves the job queued or its lease expiring, and the sweep re-publishes it.
+_PG_CLAIM = text(
+    "WITH relaxed AS (SELECT set_config('synchronous_commit', 'off', true)) "
     "UPDATE jobs SET state = 'running', attempts = attempts + 1, "
-    "started_at = coalesce(started_at, %(now)s), lease_expires_at = %(lease)s "
-    "WHERE id = %(job_id)s AND state IN ('queued', 'running') RETURNING id; COMMIT"
+    "started_at = coalesce(started_at, :now), lease_expires_at = :lease "
+    "FROM relaxed WHERE jobs.id = :job_id AND jobs.state IN ('queued', 'running') RETURNING jobs.id"
 )
 
 
 def _claim(job_id: str) -> bool:
-    """Commit the claim of `job_id` before anything else the session does; True if it was claimed.
+    """Commit the claim of `job_id`; True if this worker claimed it.
 
-    Must run first in a fresh session transaction. On PostgreSQL it commits on the session's own
-    connection, which then stays checked out for the effect transaction that follows.
+    Must be the first thing a session transaction does. On PostgreSQL the claim commits on the
+    session's connection, which then stays checked out for the effect transaction that follows.
     """
-    values = {**_claim_values(utcnow()), "job_id": job_id}
+    now = utcnow()
+    values = {"job_id": job_id, "now": now, "lease": now + timedelta(seconds=current_app.config["JOB_LEASE_SECONDS"])}
     connection = db.session.connection()
     if connection.dialect.name == "postgresql":
-        return _claim_postgresql(connection.connection.driver_connection, values)
+        driver_connection = connection.connection.driver_connection
+        driver_connection.autocommit = True  # nothing has been sent yet: the driver is idle
+        try:
+            return connection.execute(_PG_CLAIM, values).first() is not None
+        finally:
+            if not driver_connection.closed:
+                driver_connection.autocommit = False
     claimed = connection.execute(
         update(Job.__table__)
         .where(Job.id == job_id, Job.state.in_((QUEUED, RUNNING)))
         .values(
             state=RUNNING,
             attempts=Job.attempts + 1,
-            started_at=func.coalesce(Job.started_at, values["now"]),
+            started_at=func.coalesce(Job.started_at, now),
             lease_expires_at=values["lease"],
         )
     )
     db.session.commit()
     return claimed.rowcount == 1
-
-
-def _claim_postgresql(driver_connection: Any, values: dict[str, Any]) -> bool:
-    import psycopg
-
-    driver_connection.autocommit = True
-    try:
-        cursor = psycopg.ClientCursor(driver_connection)
-        cursor.execute(_PG_CLAIM, values)
-        cursor.nextset()
-        cursor.nextset()  # the UPDATE's result
-        claimed = cursor.rowcount == 1
-        cursor.close()
-    finally:
-        if driver_connection.info.transaction_status != psycopg.pq.TransactionStatus.IDLE:
-            driver_connection.rollback()
-        driver_connection.autocommit = False
-    return claimed
 
 
 def run_job(job_id: str, handler: JobHandler) -> None:
