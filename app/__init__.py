@@ -7,7 +7,8 @@ import pkgutil
 import re
 from pathlib import Path
 
-from flask import Flask, Response, g, has_request_context, request
+from celery import signals as celery_signals
+from flask import Flask, Response, g, has_app_context, has_request_context, request
 from sqlalchemy import event
 from sqlalchemy.exc import DataError, IntegrityError, OperationalError
 
@@ -68,11 +69,23 @@ def _init_extensions(app: Flask) -> None:
 
     celery.conf.update(app.config["CELERY"])
     celery.flask_app = app
+    # The application owns logging: a receiver here stops Celery from reconfiguring the root
+    # logger (its level and handlers) in worker and beat processes.
+    celery_signals.setup_logging.connect(_keep_application_logging, weak=False, dispatch_uid="tessera-logging")
     app.extensions["celery"] = celery
 
     if app.config["SQLALCHEMY_DATABASE_URI"].startswith("sqlite"):
         with app.app_context():
             _configure_sqlite(db.engine)
+
+
+def _keep_application_logging(**_kwargs) -> None:
+    from flask import current_app
+
+    from app.extensions import celery
+
+    app = current_app if has_app_context() else celery.flask_app
+    configure_logging(app.config["LOG_LEVEL"])
 
 
 def _configure_sqlite(engine) -> None:

@@ -46,6 +46,7 @@ def job_task(name: str, *, max_retries: int = MAX_RETRIES) -> Callable:
             token = request_id_var.set(request_id)
             try:
                 run_job(job_id, handler)
+                log.info("job %s (%s) done", job_id, name, extra={"job_id": job_id, "job_kind": name})
             except RetryLater as delay:
                 log.info("job %s rescheduled in %.1fs: %s", job_id, delay.seconds, delay)
                 raise self.retry(countdown=delay.seconds) from None
