@@ -31,12 +31,14 @@ def browser():
 
 def test_claim_page_issues_a_working_key_with_credits(browser, live_server):
     from selenium.webdriver.common.by import By
-    from selenium.webdriver.support.ui import Select
+    from selenium.webdriver.support import expected_conditions
+    from selenium.webdriver.support.ui import Select, WebDriverWait
 
     browser.get(f"{live_server.url}/claim")
     assert "Claim a testnet agent key" in browser.title
     Select(browser.find_element(By.ID, "kind")).select_by_value("agent")
     browser.find_element(By.ID, "claim").click()
+    WebDriverWait(browser, 15).until(expected_conditions.presence_of_element_located((By.ID, "agent-key")))
 
     key = browser.find_element(By.ID, "agent-key").text
     address = browser.find_element(By.ID, "agent-address").text

@@ -46,6 +46,13 @@ def _wait_for_url(driver, prefix: str) -> str:
     return driver.current_url
 
 
+def _click_and_wait_for_next_page(driver, element_id: str) -> None:
+    """Click and wait until the browser has left the current page (its elements went stale)."""
+    page = driver.find_element(By.TAG_NAME, "html")
+    driver.find_element(By.ID, element_id).click()
+    WebDriverWait(driver, 15).until(expected_conditions.staleness_of(page))
+
+
 def _message(driver) -> str:
     return driver.find_element(By.ID, "message").text
 
@@ -54,7 +61,7 @@ def _send_code(driver, email: str) -> None:
     field = _wait_for(driver, "email")
     field.clear()
     field.send_keys(email)
-    driver.find_element(By.ID, "send-code").click()
+    _click_and_wait_for_next_page(driver, "send-code")
     _wait_for(driver, "code-form")
 
 
@@ -62,7 +69,7 @@ def _enter_code(driver, code: str) -> None:
     field = _wait_for(driver, "code")
     field.clear()
     field.send_keys(code)
-    driver.find_element(By.ID, "verify-code").click()
+    _click_and_wait_for_next_page(driver, "verify-code")
 
 
 def _exchange(live_server, client_id, secret, redirect_uri, code) -> requests.Response:
@@ -116,7 +123,7 @@ def test_expired_code_then_a_new_code(app, client, live_server, callback_server,
     _wait_for(browser, "message")
     assert "expired" in _message(browser)
 
-    browser.find_element(By.ID, "resend").click()
+    _click_and_wait_for_next_page(browser, "resend")
     _wait_for(browser, "code-form")
     fresh_code = latest_code_over_http(requests.Session(), live_server.url, tenant.email)
     _enter_code(browser, fresh_code)
