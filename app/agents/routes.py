@@ -12,7 +12,6 @@ from app.agents import service
 from app.agents.auth import agent_session_required, current_account
 from app.agents.schemas import (
     AccountEnvelope,
-    AgentJobEnvelope,
     ApproveIn,
     CardUriIn,
     CardViewEnvelope,
@@ -35,6 +34,7 @@ from app.http import accepts, problem_doc
 from app.idempotency.service import idempotent
 from app.jobs.models import Job
 from app.jobs.routes import job_id_or_404
+from app.jobs.schemas import JobEnvelope
 from app.jobs.service import require_job_for_agent
 from app.security import random_token
 
@@ -214,7 +214,7 @@ def claim_submit():
         "content": {"application/json": {"schema": {"type": "object"}}},
     }
 )
-@blp.response(202, AgentJobEnvelope, headers={"Location": {"schema": {"type": "string"}}})
+@blp.response(202, JobEnvelope, headers={"Location": {"schema": {"type": "string"}}})
 @problem_doc(402, 403, 404, 410, 413, 415, 422)
 def put_card(did: str):
     """Host a card: a job stores it privately and publishes the identical public copy (charged)."""
@@ -232,7 +232,7 @@ def get_card(did: str):
 
 @blp.route("/api/agents/<string:did>/card/public", methods=["DELETE"])
 @agent_session_required
-@blp.response(202, AgentJobEnvelope, headers={"Location": {"schema": {"type": "string"}}})
+@blp.response(202, JobEnvelope, headers={"Location": {"schema": {"type": "string"}}})
 @problem_doc(402, 403, 404, 410)
 def delete_public_card(did: str):
     """Unpublish the card: a job removes the public copy; the private card stays."""
@@ -243,7 +243,7 @@ def delete_public_card(did: str):
 @agent_session_required
 @idempotent
 @blp.arguments(CardUriIn)
-@blp.response(202, AgentJobEnvelope, headers={"Location": {"schema": {"type": "string"}}})
+@blp.response(202, JobEnvelope, headers={"Location": {"schema": {"type": "string"}}})
 @problem_doc(400, 402, 403, 404, 410, 413, 415, 422)
 def put_card_uri(args: dict, did: str):
     """set-card: a job registers the card URI; it then appears as the DID document's AgentService."""
@@ -262,7 +262,7 @@ def get_registry(args: dict, did: str):
 
 @blp.route("/api/agents/<string:did>", methods=["DELETE"])
 @agent_session_required
-@blp.response(202, AgentJobEnvelope, headers={"Location": {"schema": {"type": "string"}}})
+@blp.response(202, JobEnvelope, headers={"Location": {"schema": {"type": "string"}}})
 @problem_doc(402, 403, 404, 409, 410)
 def deregister(did: str):
     """Deregister (self only): a job removes the record and both cards; 409 if an owner is named."""
@@ -306,7 +306,7 @@ def get_consent(consent_id: str):
 @agent_session_required
 @idempotent
 @blp.arguments(ApproveIn)
-@blp.response(202, AgentJobEnvelope, headers={"Location": {"schema": {"type": "string"}}})
+@blp.response(202, JobEnvelope, headers={"Location": {"schema": {"type": "string"}}})
 @problem_doc(400, 403, 404, 409, 413, 415, 422)
 def approve_consent(args: dict, consent_id: str):
     """As the agent, approve with a signature of the message; a job names the owner in the record."""
@@ -327,7 +327,7 @@ def consent_page(consent_id: str):
 
 @blp.route("/api/jobs/<string:job_id>", methods=["GET"])
 @agent_session_required
-@blp.response(200, AgentJobEnvelope)
+@blp.response(200, JobEnvelope)
 @problem_doc(404)
 def get_agent_job(job_id: str):
     """A job started by the authenticated account."""

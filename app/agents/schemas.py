@@ -4,8 +4,6 @@ from __future__ import annotations
 
 import marshmallow as ma
 
-from app.jobs.schemas import JobOut
-
 
 class ChallengeIn(ma.Schema):
     address = ma.fields.String(required=True, metadata={"description": "0x-prefixed 20-byte address."})
@@ -145,6 +143,3 @@ class ConsentEnvelope(ma.Schema):
 class ApproveIn(ma.Schema):
     signature = ma.fields.String(required=True, metadata={"description": "personal_sign of the message."})
 
-
-class AgentJobEnvelope(ma.Schema):
-    data = ma.fields.Nested(JobOut, required=True)

@@ -529,7 +529,21 @@ class DiscordUser:
     guilds: list[dict[str, Any]] = field(default_factory=list)
 
 
-class FakeChat(FakePlatform):
+class _OAuthFakePlatform(FakePlatform):
+    """A fake platform whose users consent through `self.oauth`; `authorize_as` picks who consents."""
+
+    oauth: _OAuthProvider
+
+    @property
+    def authorize_as(self) -> str | None:
+        return self.oauth.authorize_as
+
+    @authorize_as.setter
+    def authorize_as(self, user_id: str | None) -> None:
+        self.oauth.authorize_as = user_id
+
+
+class FakeChat(_OAuthFakePlatform):
     """Discord-like OAuth2 (`oauth_base`) and API (`api_base`); `authorize_as` picks who consents."""
 
     def __init__(self, client_id: str = "chat-client", client_secret: str = "chat-secret") -> None:
@@ -552,14 +566,6 @@ class FakeChat(FakePlatform):
     @property
     def oauth_base(self) -> str:
         return f"{self.base_url}/api/oauth2"
-
-    @property
-    def authorize_as(self) -> str | None:
-        return self.oauth.authorize_as
-
-    @authorize_as.setter
-    def authorize_as(self, user_id: str | None) -> None:
-        self.oauth.authorize_as = user_id
 
     def add_user(self, user_id: str, *, guild_count: int = 3, verified: bool | None = True) -> DiscordUser:
         guilds = [
@@ -647,7 +653,7 @@ class TwitchUser:
     created_at: str = "2016-12-14T20:32:28Z"
 
 
-class FakeStreaming(FakePlatform):
+class FakeStreaming(_OAuthFakePlatform):
     """Twitch-like OAuth2 (`oauth_base`) and Helix (`api_base`); `authorize_as` picks who consents."""
 
     points_per_minute = 800
@@ -673,14 +679,6 @@ class FakeStreaming(FakePlatform):
     @property
     def oauth_base(self) -> str:
         return f"{self.base_url}/oauth2"
-
-    @property
-    def authorize_as(self) -> str | None:
-        return self.oauth.authorize_as
-
-    @authorize_as.setter
-    def authorize_as(self, user_id: str | None) -> None:
-        self.oauth.authorize_as = user_id
 
     def add_user(self, user_id: str, *, followed_count: int = 3, follower_count: int = 42) -> TwitchUser:
         followed = [
