@@ -22,7 +22,6 @@ import pytest
 RUN_ID = uuid.uuid4().hex[:10]
 TMP_DIR = Path(tempfile.mkdtemp(prefix=f"tessera-test-{RUN_ID}-"))
 REPO_ROOT = Path(__file__).resolve().parents[1]
-VECTORS_DIR = Path(os.environ.get("TESSERA_VECTORS_DIR", REPO_ROOT.parent / "shared" / "vectors")).resolve()
 USING_POSTGRES = os.environ.get("DATABASE_URL", "").startswith(("postgres", "postgresql"))
 
 
@@ -52,8 +51,6 @@ def _drop_postgres_database(test_url: str) -> None:
 
 
 os.environ["TESSERA_INSTANCE_DIR"] = str(TMP_DIR / "instance")
-os.environ.setdefault("TESSERA_VECTORS_DIR", str(VECTORS_DIR))
-os.environ.setdefault("JSONLD_CONTEXTS_DIR", str(VECTORS_DIR / "contexts"))
 os.environ.setdefault("DEV_OUTBOX", "1")
 os.environ.setdefault("LOG_LEVEL", "WARNING")
 os.environ["CELERY_QUEUE"] = f"tessera-test-{RUN_ID}"

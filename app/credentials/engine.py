@@ -353,7 +353,7 @@ def current_engine() -> CredentialEngine:
         if engine is None:
             verify_tls: Any = ca_bundle or True
             engine = CredentialEngine(
-                loader=make_document_loader(Path(contexts_dir) if contexts_dir else None),
+                loader=make_document_loader(Path(contexts_dir) if contexts_dir else None, builtin=True),
                 resolver=DidResolver(
                     local_documents=_network_documents(did_method),
                     web=DidWebResolver(allowed_private_hosts=did_web_hosts, verify=verify_tls),

@@ -21,12 +21,10 @@ from app.credentials.cryptosuites.bbs_2023 import Bbs2023
 from app.credentials.cryptosuites.ecdsa_sd_2023 import EcdsaSd2023
 from app.credentials.jsonld.loader import make_document_loader
 from app.credentials.multiformats import decode_multikey
+from tests.support.vectors import VECTORS
 
 pytestmark = pytest.mark.benchmark
 
-VECTORS = Path(
-    os.environ.get("TESSERA_VECTORS_DIR") or Path(__file__).resolve().parents[2] / ".." / "shared" / "vectors"
-)
 ITERATIONS = int(os.environ.get("TESSERA_BENCH_ITERATIONS", "300"))
 WARMUP = 20
 

@@ -12,7 +12,6 @@ import json
 import os
 import time
 from collections.abc import Callable
-from pathlib import Path
 
 import pytest
 
@@ -22,10 +21,10 @@ from app.credentials.dids import DidResolver
 from app.credentials.jsonld.loader import make_document_loader
 from app.credentials.multiformats import decode_multikey_secret
 from app.credentials.verifier import verify_credential
+from tests.support.vectors import VECTORS
 
 pytestmark = pytest.mark.benchmark
 
-VECTORS = Path(os.environ.get("TESSERA_VECTORS_DIR", Path(__file__).resolve().parents[2] / ".." / "shared" / "vectors"))
 ITERATIONS = int(os.environ.get("TESSERA_BENCH_ITERATIONS", "300"))
 WARMUP = 20
 KEY_FILES = {"Ed25519": "eddsa/keyPair.json", "P-256": "ecdsa/p256KeyPair.json", "P-384": "ecdsa/p384KeyPair.json"}

@@ -3,27 +3,20 @@
 from __future__ import annotations
 
 import copy
-import os
 import uuid
-from pathlib import Path
 from typing import Any
 
 from cryptography.hazmat.primitives.asymmetric import ec, ed25519
 from cryptography.hazmat.primitives.serialization import Encoding, PublicFormat
 
 from app.credentials.cryptosuites import get_suite
-from app.credentials.cryptosuites.base import SuiteContext
-from app.credentials.jsonld.loader import make_document_loader
 from app.credentials.multiformats import encode_multikey
+from tests.support.vectors import suite_context
 
-VECTORS = Path(
-    os.environ.get("TESSERA_VECTORS_DIR") or Path(__file__).resolve().parents[2] / ".." / "shared" / "vectors"
-).resolve()
 CONTEXTS = [
     "https://www.w3.org/ns/credentials/v2",
     "https://www.w3.org/ns/credentials/examples/v2",
 ]
-_CTX = SuiteContext(loader=make_document_loader(VECTORS / "contexts"))
 
 
 _CURVES = {"P-256": ec.SECP256R1, "P-384": ec.SECP384R1}
@@ -45,7 +38,7 @@ class Issuer:
 
     def sign(self, vc: dict, cryptosuite: str = "eddsa-rdfc-2022") -> dict:
         return get_suite(cryptosuite).sign(
-            vc, private_key=self.private_key, verification_method=self.verification_method, ctx=_CTX
+            vc, private_key=self.private_key, verification_method=self.verification_method, ctx=suite_context()
         )
 
     def credential(self, subject_did: str, *, status: Any = None, **claims: Any) -> dict:

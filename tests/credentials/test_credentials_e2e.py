@@ -9,14 +9,12 @@ from datetime import UTC, datetime, timedelta
 
 from app.credentials import bbs
 from app.credentials.cryptosuites import bbs_2023, ecdsa_sd_2023
-from app.credentials.cryptosuites.base import SuiteContext
-from app.credentials.jsonld.loader import make_document_loader
 from app.credentials.multiformats import encode_multikey
-from tests.credentials.issuing import VECTORS, Issuer, allocate_status
+from tests.credentials.issuing import Issuer, allocate_status
 from tests.credentials.test_store_api import wait_for_verification
 from tests.oidc.helpers import exchange, make_tenant, sign_in
+from tests.support.vectors import suite_context
 
-SD_CONTEXT = SuiteContext(loader=make_document_loader(VECTORS / "contexts"))
 SD_MANDATORY = ["/issuer", "/validFrom"]
 SD_DISCLOSED = ["/credentialSubject/degree"]
 
@@ -45,8 +43,8 @@ def bbs_derived_credential(subject_did: str, degree: str) -> dict:
     did = f"did:key:{multikey}"
     vc = _sd_credential(did, subject_did, degree)
     options = _proof_options(f"{did}#{multikey}", "bbs-2023")
-    base = bbs_2023.create_base_proof(vc, options, SD_MANDATORY, secret_key, SD_CONTEXT)
-    return bbs_2023.derive_proof(vc, base, SD_DISCLOSED, SD_CONTEXT, presentation_header=b"e2e")
+    base = bbs_2023.create_base_proof(vc, options, SD_MANDATORY, secret_key, suite_context())
+    return bbs_2023.derive_proof(vc, base, SD_DISCLOSED, suite_context(), presentation_header=b"e2e")
 
 
 def ecdsa_sd_derived_credential(subject_did: str, degree: str) -> dict:
@@ -54,8 +52,8 @@ def ecdsa_sd_derived_credential(subject_did: str, degree: str) -> dict:
     issuer = Issuer("P-256")
     vc = _sd_credential(issuer.did, subject_did, degree)
     options = _proof_options(issuer.verification_method, "ecdsa-sd-2023")
-    base = ecdsa_sd_2023.create_base_proof(vc, options, SD_MANDATORY, issuer.private_key, SD_CONTEXT)
-    return ecdsa_sd_2023.derive_proof(vc, base, SD_DISCLOSED, SD_CONTEXT)
+    base = ecdsa_sd_2023.create_base_proof(vc, options, SD_MANDATORY, issuer.private_key, suite_context())
+    return ecdsa_sd_2023.derive_proof(vc, base, SD_DISCLOSED, suite_context())
 
 
 def _store(client, headers, vc: dict) -> str:

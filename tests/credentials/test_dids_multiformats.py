@@ -4,8 +4,6 @@ from __future__ import annotations
 
 import hashlib
 import json
-import os
-from pathlib import Path
 
 import pytest
 import rfc8785
@@ -25,8 +23,7 @@ from app.credentials.multiformats import (
     varint_decode,
     varint_encode,
 )
-
-VECTORS = Path(os.environ.get("TESSERA_VECTORS_DIR", Path(__file__).resolve().parents[2] / ".." / "shared" / "vectors"))
+from tests.support.vectors import VECTORS
 
 
 @pytest.mark.parametrize(

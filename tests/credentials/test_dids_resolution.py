@@ -6,7 +6,6 @@ import base64
 import datetime
 import ipaddress
 import json
-import os
 import socket
 import ssl
 import threading
@@ -26,8 +25,8 @@ from app.credentials.dids.document import key_from_verification_method
 from app.credentials.dids.key import resolve_did_key
 from app.credentials.dids.web import did_web_location, is_public_address
 from app.credentials.multiformats import encode_multikey
+from tests.support.vectors import VECTORS
 
-VECTORS = Path(os.environ.get("TESSERA_VECTORS_DIR", Path(__file__).resolve().parents[2] / ".." / "shared" / "vectors"))
 ED25519_DID = "did:key:z6MkrJVnaZkeFzdQyMZu1cgjg7k1pZZ6pvBQ7XJPt4swbTQ2"
 P256_DID = "did:key:zDnaepBuvsQ8cpsWrVKw8fbpGpvPeNSjVPTWoq6cRqaYzBKVP"
 P384_DID = "did:key:z82LkuBieyGShVBhvtE2zoiD6Kma4tJGFtkAhxR5pfkp5QPw4LutoYWhvQCnGjdVn14kujQ"

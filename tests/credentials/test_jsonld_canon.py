@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import hashlib
 import json
-import os
 import time
 from pathlib import Path
 
@@ -21,8 +20,8 @@ from app.credentials.jsonld.canon import (
     to_nquads,
 )
 from app.credentials.jsonld.loader import ContextNotAllowed, make_document_loader
+from tests.support.vectors import VECTORS
 
-VECTORS = Path(os.environ.get("TESSERA_VECTORS_DIR", Path(__file__).resolve().parents[2] / ".." / "shared" / "vectors"))
 CONTEXTS = VECTORS / "contexts"
 V2 = "https://www.w3.org/ns/credentials/v2"
 EXAMPLES = "https://www.w3.org/ns/credentials/examples/v2"

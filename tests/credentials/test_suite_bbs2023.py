@@ -4,7 +4,6 @@ then tampering."""
 from __future__ import annotations
 
 import json
-import os
 from pathlib import Path
 
 import cbor2
@@ -27,10 +26,8 @@ from app.credentials.cryptosuites.bbs_2023 import (
 )
 from app.credentials.jsonld.loader import make_document_loader
 from app.credentials.multiformats import multibase_decode, multibase_encode
+from tests.support.vectors import VECTORS
 
-VECTORS = Path(
-    os.environ.get("TESSERA_VECTORS_DIR") or Path(__file__).resolve().parents[2] / ".." / "shared" / "vectors"
-)
 SUITE_DIR = VECTORS / "bbs-2023"
 # set name -> (directory, mandatory pointers file, selective pointers file)
 SETS = {
@@ -505,16 +502,23 @@ def test_base_proof_over_too_many_statements_is_refused(ctx, issuer_key, monkeyp
 
 # --- issuing and deriving (the issuer's and holder's side, checked against the vectors) --------
 
-SECRET_KEY = bytes.fromhex(_json(SUITE_DIR / "BBSKeyMaterial.json")["privateKeyHex"])
-HMAC_KEY = bytes.fromhex(_json(SUITE_DIR / "BBSKeyMaterial.json")["hmacKeyString"])
-PRESENTATION_HEADER = bytes.fromhex(_json(SUITE_DIR / "BBSDeriveMaterial.json")["presentationHeaderHex"])
+def _secret_key() -> bytes:
+    return bytes.fromhex(_json(SUITE_DIR / "BBSKeyMaterial.json")["privateKeyHex"])
+
+
+def _hmac_key() -> bytes:
+    return bytes.fromhex(_json(SUITE_DIR / "BBSKeyMaterial.json")["hmacKeyString"])
+
+
+def _presentation_header() -> bytes:
+    return bytes.fromhex(_json(SUITE_DIR / "BBSDeriveMaterial.json")["presentationHeaderHex"])
 
 
 @pytest.mark.parametrize("name", SETS)
 def test_base_proof_is_reproduced_byte_for_byte(name, ctx):
     document, proof = _secured(name, "addSignedSDBase.json")
     options = {key: value for key, value in proof.items() if key != "proofValue"}
-    made = create_base_proof(document, options, _pointers(name)[0], SECRET_KEY, ctx, hmac_key=HMAC_KEY)
+    made = create_base_proof(document, options, _pointers(name)[0], _secret_key(), ctx, hmac_key=_hmac_key())
     assert made == proof
 
 
@@ -522,7 +526,7 @@ def test_base_proof_is_reproduced_byte_for_byte(name, ctx):
 def test_derived_proof_matches_the_vector_but_for_bbs_randomness(name, suite, ctx, issuer_key):
     document, proof = _secured(name, "addSignedSDBase.json")
     derived = derive_proof(
-        document, proof, _pointers(name)[1], ctx, presentation_header=PRESENTATION_HEADER, backend=suite.backend
+        document, proof, _pointers(name)[1], ctx, presentation_header=_presentation_header(), backend=suite.backend
     )
     expected = _json(_dir(name) / "derivedRevealDocument.json")
     assert {k: v for k, v in derived.items() if k != "proof"} == {k: v for k, v in expected.items() if k != "proof"}

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import json
-import os
 from pathlib import Path
 
 import pytest
@@ -21,10 +20,8 @@ from app.credentials.cryptosuites.ecdsa_sd_2023 import (
 )
 from app.credentials.jsonld.loader import make_document_loader
 from app.credentials.multiformats import decode_multikey, multibase_decode, multibase_encode
+from tests.support.vectors import VECTORS
 
-VECTORS = Path(
-    os.environ.get("TESSERA_VECTORS_DIR") or Path(__file__).resolve().parents[2] / ".." / "shared" / "vectors"
-)
 SUITE_DIR = VECTORS / "ecdsa" / "ecdsa-sd-2023"
 SETS = {"employ": "employ", "prc": "prCred"}
 SUITE = get_suite("ecdsa-sd-2023")

@@ -6,8 +6,6 @@ from __future__ import annotations
 import copy
 import hashlib
 import json
-import os
-from pathlib import Path
 
 import pytest
 from cryptography.hazmat.primitives import serialization
@@ -23,8 +21,8 @@ from app.credentials.multiformats import (
     decode_multikey_secret,
     multibase_encode,
 )
+from tests.support.vectors import VECTORS
 
-VECTORS = Path(os.environ.get("TESSERA_VECTORS_DIR", Path(__file__).resolve().parents[2] / ".." / "shared" / "vectors"))
 CONTEXTS = VECTORS / "contexts"
 
 # (folder, file-name suffix, key pair file, RDFC/JCS)

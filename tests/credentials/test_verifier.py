@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import copy
 import json
-import os
 import socket
 import threading
 from datetime import UTC, datetime
@@ -19,8 +18,8 @@ from app.credentials.dids import DidResolver
 from app.credentials.jsonld.loader import make_document_loader
 from app.credentials.multiformats import base58btc_decode, decode_multikey_secret, multibase_encode
 from app.credentials.verifier import VerificationResult, verify_credential
+from tests.support.vectors import VECTORS
 
-VECTORS = Path(os.environ.get("TESSERA_VECTORS_DIR", Path(__file__).resolve().parents[2] / ".." / "shared" / "vectors"))
 CONTEXTS = VECTORS / "contexts"
 V2 = "https://www.w3.org/ns/credentials/v2"
 EXAMPLES = "https://www.w3.org/ns/credentials/examples/v2"

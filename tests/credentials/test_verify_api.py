@@ -10,7 +10,8 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 import pytest
 
-from tests.credentials.issuing import VECTORS, Issuer
+from tests.credentials.issuing import Issuer
+from tests.support.vectors import VECTORS
 
 UNBOUND = {"issuerMustControlKeys": False}
 

@@ -1,5 +1,8 @@
 """Offline, allow-listed JSON-LD document loader for pyld: contexts come from local files only.
 
+The standard contexts ship in the package (`contexts/`, listed in `contexts/manifest.json` as
+URL → file and SHA-256, checked when they are loaded); an operator's directory adds to them.
+
 A loader never touches the network. Each document is parsed once and kept; processed contexts
 are cached per loader (not in pyld's process-wide cache, which would let one loader's contexts
 leak into another's allow-list).
@@ -8,6 +11,7 @@ leak into another's allow-list).
 from __future__ import annotations
 
 import copy
+import hashlib
 import json
 import threading
 from pathlib import Path
@@ -16,6 +20,8 @@ from typing import Any
 from app.credentials.cryptosuites.base import ProofCheckFailed
 
 URLMAP_FILE = "urlmap.json"
+BUILTIN_CONTEXTS_DIR = Path(__file__).resolve().parent / "contexts"
+MANIFEST_FILE = "manifest.json"
 _PROCESSED_CONTEXT_CACHE_SIZE = 512
 
 
@@ -105,17 +111,46 @@ def read_contexts_dir(contexts_dir: Path) -> dict[str, Path]:
     return {str(url): contexts_dir / name for url, name in mapping.items()}
 
 
-def make_document_loader(contexts_dir: Path | None, *, extra: dict[str, Path | dict] | None = None) -> DocumentLoader:
+class ContextIntegrityError(RuntimeError):
+    """A built-in context file does not match the SHA-256 its manifest pins (a damaged install)."""
+
+
+def builtin_contexts() -> dict[str, Any]:
+    """The parsed standard contexts shipped in the package, URL → document.
+
+    Each file is checked against the SHA-256 in `contexts/manifest.json`; raises
+    `ContextIntegrityError` on a mismatch.
+    """
+    manifest = json.loads((BUILTIN_CONTEXTS_DIR / MANIFEST_FILE).read_text(encoding="utf-8"))
+    documents: dict[str, Any] = {}
+    for url, entry in manifest.items():
+        data = (BUILTIN_CONTEXTS_DIR / entry["file"]).read_bytes()
+        if hashlib.sha256(data).hexdigest() != entry["sha256"]:
+            raise ContextIntegrityError(f"built-in context {entry['file']} for {url} does not match its SHA-256")
+        documents[url] = json.loads(data)
+    return documents
+
+
+def make_document_loader(
+    contexts_dir: Path | None,
+    *,
+    extra: dict[str, Path | dict] | None = None,
+    builtin: bool = False,
+) -> DocumentLoader:
     """Build an offline loader for the contexts in `contexts_dir` (plus `extra` URL → file).
 
     Files are read and parsed now, once. Any other URL raises `ContextNotAllowed`.
     `extra` may also map a URL directly to an already parsed document (a dict).
+    With `builtin`, the package's standard contexts are allowed too; for a URL both define,
+    the built-in (pinned) document wins.
     """
     files: dict[str, Any] = {}
     if contexts_dir is not None:
         files.update(read_contexts_dir(Path(contexts_dir)))
     if extra:
         files.update(extra)
+    if builtin:
+        files.update(builtin_contexts())
     documents: dict[str, Any] = {}
     for url, source in files.items():
         if isinstance(source, dict):
