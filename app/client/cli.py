@@ -67,7 +67,28 @@ class Settings:
         try:
             return library.TesseraClient(self.network_url(), api_key=self.api_key)
         except ValueError as exc:
-            raise AuthenticationError(f"the agent key is not usable: {exc}") from exc
+            message = f"the agent key is not usable: {exc}"
+            document = {"error": {"message": message, "kind": "AuthenticationFailed"}}
+            raise CommandFailed(message, document, EXIT_AUTHENTICATION) from exc
+
+
+class CommandFailed(click.ClickException):
+    """A library error as a click error: one line for people, ``document`` for ``--json``."""
+
+    def __init__(self, message: str, document: dict[str, Any], exit_code: int = EXIT_ERROR):
+        super().__init__(message)
+        self.document = document
+        self.exit_code = exit_code
+
+
+def _field_errors(exc: Exception) -> dict[str, list[str]]:
+    problem = getattr(exc, "problem", None) or {}
+    errors = problem.get("errors") if isinstance(problem, dict) else None
+    if not isinstance(errors, dict):
+        return {}
+    return {
+        str(field): [str(m) for m in (msgs if isinstance(msgs, list) else [msgs])] for field, msgs in errors.items()
+    }
 
 
 def _error_document(exc: Exception) -> dict[str, Any]:
@@ -75,7 +96,33 @@ def _error_document(exc: Exception) -> dict[str, Any]:
     for attribute in ("status", "code", "required", "available", "owner", "version", "pointers"):
         if hasattr(exc, attribute):
             document["error"][attribute] = getattr(exc, attribute)
+    fields = _field_errors(exc)
+    if fields:
+        document["error"]["errors"] = fields
     return document
+
+
+def _human_message(exc: library.TesseraError, settings: Settings) -> str:
+    fields = _field_errors(exc)
+    if fields:
+        lines = [str(exc)] + [f"  {field}: {' '.join(messages)}" for field, messages in fields.items()]
+        return "\n".join(lines)
+    if isinstance(exc, library.InsufficientCredits):
+        return f"{exc}; {_credits_hint(settings)}"
+    if isinstance(exc, library.JobTimeout):
+        return f"{exc}"
+    return str(exc)
+
+
+def _credits_hint(settings: Settings) -> str:
+    try:
+        url = settings.network_url().rstrip("/")
+    except click.UsageError:
+        url = "{network_url}"
+    return (
+        f"get a key with test credits from the claim page {url}/claim, or ask the network operator to run "
+        "`flask agents grant-credits ADDRESS AMOUNT`"
+    )
 
 
 @contextmanager
@@ -84,11 +131,12 @@ def _translate_errors(settings: Settings) -> Iterator[None]:
     try:
         yield
     except library.TesseraError as exc:
-        if settings.as_json:
-            click.echo(library.dumps(_error_document(exc)))
+        document = _error_document(exc)
+        if isinstance(exc, library.InsufficientCredits):
+            document["error"]["hint"] = _credits_hint(settings)
         if isinstance(exc, library.AuthenticationFailed):
-            raise AuthenticationError(f"authentication failed: {exc}") from exc
-        raise click.ClickException(str(exc)) from exc
+            raise CommandFailed(f"authentication failed: {exc}", document, EXIT_AUTHENTICATION) from exc
+        raise CommandFailed(_human_message(exc, settings), document) from exc
 
 
 def _emit(settings: Settings, document: Any, human: Callable[[], None]) -> None:
@@ -128,8 +176,90 @@ def _confirm(yes: bool, question: str) -> None:
 
 pass_settings = click.make_pass_decorator(Settings)
 
+_ARGV_KEY = "tessera.argv"
 
-@click.group(context_settings={"help_option_names": ["-h", "--help"]})
+
+def _wants_json(ctx: click.Context) -> bool:
+    settings = ctx.find_object(Settings)
+    if settings is not None and settings.as_json:
+        return True
+    argv = ctx.meta.get(_ARGV_KEY, [])
+    return "--json" in argv[: argv.index("--")] if "--" in argv else "--json" in argv
+
+
+def _echo_failure(ctx: click.Context, exc: click.ClickException) -> None:
+    if not _wants_json(ctx):
+        return
+    document = getattr(exc, "document", None) or {
+        "error": {"message": exc.format_message(), "kind": type(exc).__name__, "exit_code": exc.exit_code}
+    }
+    click.echo(library.dumps(document))
+
+
+class TesseraGroup(click.Group):
+    """The root group: every failure is one line (one JSON document on stdout with ``--json``)."""
+
+    def parse_args(self, ctx: click.Context, args: list[str]) -> list[str]:
+        ctx.meta[_ARGV_KEY] = list(args)
+        try:
+            return super().parse_args(ctx, args)
+        except click.ClickException as exc:
+            _echo_failure(ctx, exc)
+            raise
+
+    def invoke(self, ctx: click.Context) -> Any:
+        try:
+            return super().invoke(ctx)
+        except click.ClickException as exc:
+            _echo_failure(ctx, exc)
+            raise
+        except OSError as exc:
+            where = f"{exc.filename}: " if exc.filename else ""
+            failure = click.ClickException(f"{where}{exc.strerror or exc}")
+            _echo_failure(ctx, failure)
+            raise failure from exc
+
+
+def _set_global_option(ctx: click.Context, param: click.Parameter, value: Any) -> None:
+    """Apply a global option given after a command name; it wins over the same option given before."""
+    if value is None or value is False:
+        return
+    settings = ctx.find_object(Settings)
+    if settings is not None and param.name is not None:
+        setattr(settings, param.name, value or None)
+
+
+def _global_options() -> list[click.Parameter]:
+    return [
+        click.Option(
+            ["--env"],
+            type=click.Choice(ENVIRONMENTS),
+            expose_value=False,
+            callback=_set_global_option,
+            help="Network to use (also accepted before the command name).",
+        ),
+        click.Option(
+            ["--api-key"], expose_value=False, callback=_set_global_option, help="Agent key, 0x-prefixed hex."
+        ),
+        click.Option(
+            ["--json", "as_json"],
+            is_flag=True,
+            expose_value=False,
+            callback=_set_global_option,
+            help="Print one JSON document on stdout.",
+        ),
+    ]
+
+
+def _accept_global_options_everywhere(group: click.Group) -> None:
+    """Give every command and subgroup the root's global options, so they may follow the command name."""
+    for command in group.commands.values():
+        command.params.extend(_global_options())
+        if isinstance(command, click.Group):
+            _accept_global_options_everywhere(command)
+
+
+@click.group(cls=TesseraGroup, context_settings={"help_option_names": ["-h", "--help"]})
 @click.option(
     "--env",
     type=click.Choice(ENVIRONMENTS),
@@ -245,7 +375,10 @@ def create_card(
         )
     else:
         card = scaffold_card(name=name, description=description, image=image, did=did, x402=bool(x402))
-    out.write_bytes(render_card(card))
+    try:
+        out.write_bytes(render_card(card))
+    except OSError as exc:
+        raise click.ClickException(f"cannot write {out}: {exc.strerror or exc}") from exc
     pending = find_placeholders(card)
 
     def human() -> None:
@@ -393,3 +526,6 @@ def consent_approve(settings: Settings, link: str, owner: str | None, yes: bool)
         with _job_progress(settings, "consent") as cb:
             job = client.consent_approve(link, consent["owner"], progress=cb)
     _emit(settings, job, lambda: click.echo(f"{job['result']['owner']} now owns {job['result']['agent']}"))
+
+
+_accept_global_options_everywhere(main)

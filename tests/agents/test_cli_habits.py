@@ -1,0 +1,104 @@
+"""The `tessera` CLI forgives habits: global options anywhere, one-line errors, JSON error documents."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+from click.testing import CliRunner
+
+from app.agents.ethereum import generate_private_key
+from app.client.cli import main
+
+DID = "did:tessera:0123456789abcdef0123456789abcdef01234567"
+UNREACHABLE = "http://127.0.0.1:9"
+
+
+@pytest.fixture
+def runner(monkeypatch):
+    for name in ("TESSERA_ENV", "TESSERA_API_KEY", "TESSERA_NETWORK_URL", "TESSERA_PRODUCTION_URL"):
+        monkeypatch.delenv(name, raising=False)
+    return CliRunner()
+
+
+@pytest.mark.parametrize(
+    "args",
+    [
+        ["--json", "--api-key", "0x1234", "whoami"],
+        ["whoami", "--json", "--api-key", "0x1234"],
+        ["--api-key", "0x1234", "whoami", "--json"],
+    ],
+)
+def test_global_options_before_or_after_the_command(runner, args):
+    result = runner.invoke(main, args, env={"TESSERA_NETWORK_URL": UNREACHABLE})
+    assert result.exit_code == 3, result.output
+    error = json.loads(result.stdout)["error"]
+    assert error["kind"] == "AuthenticationFailed"
+    assert "32 bytes" in error["message"]
+    assert "Traceback" not in result.output
+
+
+def test_env_after_a_nested_command_is_accepted(runner):
+    result = runner.invoke(main, ["did", "get", DID, "--env", "production"])
+    assert result.exit_code == 2
+    assert "TESSERA_PRODUCTION_URL" in result.output, "--env production after the command took effect"
+    result = runner.invoke(main, ["--env", "production", "did", "get", DID, "--env", "testnet"])
+    assert "TESSERA_PRODUCTION_URL" not in result.output, "the later --env wins"
+    assert "No such option" not in result.output
+
+
+def test_options_after_a_subgroup_name(runner, tmp_path):
+    out = tmp_path / "card.json"
+    result = runner.invoke(main, ["agent", "--json", "create-card", "--out", str(out), "--name", "Echo"])
+    assert result.exit_code == 0, result.output
+    assert json.loads(result.stdout)["path"] == str(out)
+
+
+def test_unwritable_out_is_one_line_without_traceback(runner):
+    result = runner.invoke(main, ["agent", "create-card", "--out", "/nonexistent/dir/c.json", "--name", "Echo"])
+    assert result.exit_code == 1
+    assert result.exception is None or isinstance(result.exception, SystemExit)
+    lines = [line for line in result.output.splitlines() if line.strip()]
+    assert lines == ["Error: cannot write /nonexistent/dir/c.json: No such file or directory"]
+
+
+def test_json_usage_error_is_a_json_document(runner):
+    result = runner.invoke(main, ["--json", "--env", "staging", "whoami"])
+    assert result.exit_code == 2
+    error = json.loads(result.stdout)["error"]
+    assert "staging" in error["message"]
+    result = runner.invoke(main, ["did", "get", "--json"])
+    assert result.exit_code == 2
+    assert "DID" in json.loads(result.stdout)["error"]["message"]
+
+
+def test_json_network_error_is_a_json_document(runner):
+    result = runner.invoke(
+        main, ["whoami", "--json", "--api-key", generate_private_key()], env={"TESSERA_NETWORK_URL": UNREACHABLE}
+    )
+    assert result.exit_code == 1
+    assert "cannot reach the network" in json.loads(result.stdout)["error"]["message"]
+
+
+def test_insufficient_credits_says_how_to_get_credits(runner, live_server, tmp_path):
+    card = tmp_path / "card.json"
+    card.write_text('{"name": "x"}')
+    env = {"TESSERA_NETWORK_URL": live_server.url}
+    key = generate_private_key()
+    result = runner.invoke(main, ["host-card", "--file", str(card), "--api-key", key], env=env)
+    assert result.exit_code == 1
+    assert "costs 10 credits, 0 available" in result.output
+    assert f"{live_server.url}/claim" in result.output
+    assert "flask agents grant-credits" in result.output
+    result = runner.invoke(main, ["host-card", "--file", str(card), "--api-key", key, "--json"], env=env)
+    error = json.loads(result.stdout)["error"]
+    assert error["kind"] == "InsufficientCredits" and "/claim" in error["hint"]
+
+
+def test_field_errors_are_printed_field_by_field(runner, live_server, claimed_key):
+    env = {"TESSERA_NETWORK_URL": live_server.url, "TESSERA_API_KEY": claimed_key}
+    result = runner.invoke(main, ["set-card", "--uri", "javascript:alert(1)"], env=env)
+    assert result.exit_code == 1
+    assert "\n  uri: " in result.output, result.output
+    result = runner.invoke(main, ["set-card", "--uri", "javascript:alert(1)", "--json"], env=env)
+    assert "uri" in json.loads(result.stdout)["error"]["errors"]
