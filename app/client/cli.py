@@ -331,6 +331,11 @@ def _prompt_optional_url(question: str, placeholder: str) -> str:
 @click.option("--image", help="URL of the agent's image.")
 @click.option("--did", help="The agent's DID (endpoint of the DID service).")
 @click.option("--x402", is_flag=True, default=None, help="Declare x402 payment support.")
+@click.option("--a2a-url", help="URL of the agent's A2A agent card (the A2A service endpoint).")
+@click.option("--mcp-url", help="URL of the agent's MCP endpoint.")
+@click.option("--no-a2a", is_flag=True, default=None, help="Leave the A2A service out.")
+@click.option("--no-mcp", is_flag=True, default=None, help="Leave the MCP service out.")
+@click.option("--no-did", is_flag=True, default=None, help="Leave the DID service out.")
 @click.option("--force", is_flag=True, help="Overwrite an existing file.")
 @pass_settings
 def create_card(
@@ -341,12 +346,24 @@ def create_card(
     image: str | None,
     did: str | None,
     x402: bool | None,
+    a2a_url: str | None,
+    mcp_url: str | None,
+    no_a2a: bool | None,
+    no_mcp: bool | None,
+    no_did: bool | None,
     force: bool,
 ) -> None:
-    """Scaffold an ERC-8004 agent card; asks questions when run on a terminal without flags."""
+    """Scaffold an ERC-8004 agent card; asks questions when run on a terminal without flags.
+
+    With an agent key (``--api-key`` or TESSERA_API_KEY) and no ``--did``, the DID service is filled
+    in with the DID the network bound to the key.
+    """
     if out.exists() and not force:
         raise click.ClickException(f"{out} exists; pass --force to overwrite it")
-    interactive = sys.stdin.isatty() and all(v is None for v in (name, description, image, did, x402))
+    if (no_a2a and a2a_url) or (no_mcp and mcp_url):
+        raise click.UsageError("--no-a2a/--no-mcp and the matching --a2a-url/--mcp-url exclude each other")
+    flags = (name, description, image, did, x402, a2a_url, mcp_url, no_a2a, no_mcp, no_did)
+    interactive = sys.stdin.isatty() and all(v is None for v in flags)
     if interactive:
         name = click.prompt("Agent name")
         description = click.prompt("Description")
@@ -374,7 +391,22 @@ def create_card(
             mcp_endpoint=mcp,
         )
     else:
-        card = scaffold_card(name=name, description=description, image=image, did=did, x402=bool(x402))
+        services = tuple(
+            service for service, dropped in (("A2A", no_a2a), ("MCP", no_mcp), ("DID", no_did)) if not dropped
+        )
+        if did is None and "DID" in services and settings.api_key:
+            with _translate_errors(settings), settings.client() as client:
+                did = client.authenticate()["did"]
+        card = scaffold_card(
+            name=name,
+            description=description,
+            image=image,
+            did=did,
+            x402=bool(x402),
+            services=services,
+            a2a_endpoint=a2a_url,
+            mcp_endpoint=mcp_url,
+        )
     try:
         out.write_bytes(render_card(card))
     except OSError as exc:

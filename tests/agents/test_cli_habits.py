@@ -102,3 +102,31 @@ def test_field_errors_are_printed_field_by_field(runner, live_server, claimed_ke
     assert "\n  uri: " in result.output, result.output
     result = runner.invoke(main, ["set-card", "--uri", "javascript:alert(1)", "--json"], env=env)
     assert "uri" in json.loads(result.stdout)["error"]["errors"]
+
+
+def test_create_card_flags_make_a_hostable_card(runner, live_server, claimed_key, tmp_path):
+    out = tmp_path / "card.json"
+    env = {"TESSERA_NETWORK_URL": live_server.url, "TESSERA_API_KEY": claimed_key}
+    args = ["agent", "create-card", "--out", str(out), "--name", "Echo", "--description", "Echoes"]
+    args += ["--image", "https://echo.example/echo.png", "--a2a-url", "https://echo.example/a2a.json", "--no-mcp"]
+    result = runner.invoke(main, [*args, "--json"], env=env)
+    assert result.exit_code == 0, result.output
+    document = json.loads(result.stdout)
+    assert document["placeholders"] == []
+    did = json.loads(runner.invoke(main, ["whoami", "--json"], env=env).stdout)["did"]
+    assert [s["name"] for s in document["card"]["services"]] == ["A2A", "DID"]
+    assert document["card"]["services"][0]["endpoint"] == "https://echo.example/a2a.json"
+    assert document["card"]["services"][1]["endpoint"] == did, "the DID comes from the key"
+    result = runner.invoke(main, ["host-card", "--file", str(out), "--json"], env=env)
+    assert result.exit_code == 0, result.output
+    assert json.loads(result.stdout)["state"] == "succeeded"
+
+
+def test_create_card_can_drop_every_service(runner, tmp_path):
+    out = tmp_path / "card.json"
+    args = ["agent", "create-card", "--out", str(out), "--name", "E", "--no-a2a", "--no-mcp", "--no-did"]
+    result = runner.invoke(main, [*args, "--mcp-url", "https://x.example/mcp"])
+    assert result.exit_code == 2
+    result = runner.invoke(main, args)
+    assert result.exit_code == 0, result.output
+    assert json.loads(out.read_text())["services"] == []
