@@ -93,7 +93,7 @@ def _field_errors(exc: Exception) -> dict[str, list[str]]:
 
 def _error_document(exc: Exception) -> dict[str, Any]:
     document: dict[str, Any] = {"error": {"message": str(exc), "kind": type(exc).__name__}}
-    for attribute in ("status", "code", "required", "available", "owner", "version", "pointers"):
+    for attribute in ("status", "code", "required", "available", "owner", "version", "pointers", "job", "queue"):
         if hasattr(exc, attribute):
             document["error"][attribute] = getattr(exc, attribute)
     fields = _field_errors(exc)
@@ -110,8 +110,20 @@ def _human_message(exc: library.TesseraError, settings: Settings) -> str:
     if isinstance(exc, library.InsufficientCredits):
         return f"{exc}; {_credits_hint(settings)}"
     if isinstance(exc, library.JobTimeout):
-        return f"{exc}"
+        return _job_timeout_message(exc)
     return str(exc)
+
+
+def _job_timeout_message(exc: library.JobTimeout) -> str:
+    job_id = exc.job.get("id")
+    message = f"job {job_id} is still {exc.job.get('state')}; follow it with `tessera job show {job_id} --wait`"
+    queue = getattr(exc, "queue", None) or {}
+    if queue.get("consuming") is False:
+        message += (
+            f"\nno worker is taking jobs on the network: the oldest queued job has waited "
+            f"{queue.get('oldest_queued_job_age_seconds')} s"
+        )
+    return message
 
 
 def _credits_hint(settings: Settings) -> str:
@@ -125,12 +137,19 @@ def _credits_hint(settings: Settings) -> str:
     )
 
 
+def _queue_status(settings: Settings) -> dict[str, Any] | None:
+    with settings.client() as client:
+        return client.queue_status()
+
+
 @contextmanager
 def _translate_errors(settings: Settings) -> Iterator[None]:
     """Turn library errors into click errors with the right exit code and message."""
     try:
         yield
     except library.TesseraError as exc:
+        if isinstance(exc, library.JobTimeout) and exc.job.get("state") == "queued":
+            exc.queue = _queue_status(settings)
         document = _error_document(exc)
         if isinstance(exc, library.InsufficientCredits):
             document["error"]["hint"] = _credits_hint(settings)
@@ -503,6 +522,40 @@ def card_unpublish(settings: Settings, agent_did: str | None, yes: bool) -> None
     with _translate_errors(settings), settings.client() as client, _job_progress(settings, "unpublish") as cb:
         job = client.card_unpublish(agent=agent_did, progress=cb)
     _emit(settings, job, lambda: click.echo(f"Public card of {job['result']['did']} unpublished"))
+
+
+@main.group("job")
+def job_group() -> None:
+    """Jobs the network runs for your writes."""
+
+
+@job_group.command("show")
+@click.argument("job_id")
+@click.option("--wait", is_flag=True, help="Wait until the job is final.")
+@click.option(
+    "--timeout", type=click.FloatRange(min=0), default=120.0, show_default=True, help="Seconds to wait with --wait."
+)
+@pass_settings
+def job_show(settings: Settings, job_id: str, wait: bool, timeout: float) -> None:
+    """Show a job you started (e.g. one a command left queued); --wait follows it to the end."""
+    with _translate_errors(settings), settings.client() as client:
+        if wait:
+            with _job_progress(settings, "job") as cb:
+                job = client.wait_for_job(job_id, progress=cb, timeout=timeout)
+        else:
+            job = client.get_job(job_id)
+
+    def human() -> None:
+        click.echo(f"Job:      {job.get('id')}\nKind:     {job.get('kind')}\nState:    {job.get('state')}")
+        click.echo(f"Created:  {job.get('created_at')}")
+        if job.get("finished_at"):
+            click.echo(f"Finished: {job['finished_at']}")
+        if job.get("result"):
+            click.echo(f"Result:   {library.dumps(job['result'])}")
+        if job.get("error"):
+            click.echo(f"Error:    {library.dumps(job['error'])}")
+
+    _emit(settings, job, human)
 
 
 @main.group("did")

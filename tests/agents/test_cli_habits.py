@@ -130,3 +130,56 @@ def test_create_card_can_drop_every_service(runner, tmp_path):
     result = runner.invoke(main, args)
     assert result.exit_code == 0, result.output
     assert json.loads(out.read_text())["services"] == []
+
+
+@pytest.fixture
+def unconsumed_job(app, agent_client):
+    """A job of the agent that no worker takes, queued long ago (as when every worker is down)."""
+    from datetime import timedelta
+
+    from app.db import utcnow
+    from app.extensions import db
+    from app.jobs.models import Job
+
+    with app.app_context():
+        job = Job(kind="tests.unconsumed", state="queued", payload={}, agent_did=agent_client.did)
+        job.created_at = job.published_at = utcnow() - timedelta(seconds=3600)
+        db.session.add(job)
+        db.session.commit()
+        job_id = job.id
+    yield job_id
+    with app.app_context():
+        db.session.delete(db.session.get(Job, job_id))
+        db.session.commit()
+
+
+def test_readyz_reports_a_queue_no_worker_consumes(live_server, unconsumed_job):
+    with live_server.http() as http:
+        ready = http.get("/readyz")
+    assert ready.status_code == 200
+    queue = ready.json()["queue"]
+    assert queue["consuming"] is False
+    assert queue["oldest_queued_job_age_seconds"] >= 3600
+    assert "worker" in queue["detail"]
+
+
+def test_job_show_follows_a_queued_job(runner, live_server, claimed_key, unconsumed_job):
+    env = {"TESSERA_NETWORK_URL": live_server.url, "TESSERA_API_KEY": claimed_key}
+    result = runner.invoke(main, ["job", "show", unconsumed_job], env=env)
+    assert result.exit_code == 0, result.output
+    assert "State:    queued" in result.output
+    result = runner.invoke(main, ["job", "show", unconsumed_job, "--wait", "--timeout", "0.2"], env=env)
+    assert result.exit_code == 1
+    assert f"tessera job show {unconsumed_job} --wait" in result.output
+    assert "no worker is taking jobs" in result.output
+    result = runner.invoke(main, ["job", "show", unconsumed_job, "--wait", "--timeout", "0", "--json"], env=env)
+    error = json.loads(result.stdout)["error"]
+    assert error["kind"] == "JobTimeout" and error["queue"]["consuming"] is False
+
+
+def test_job_show_of_a_finished_job(runner, live_server, claimed_key, agent_client):
+    job = agent_client.host_card(b'{"name": "x"}')
+    env = {"TESSERA_NETWORK_URL": live_server.url, "TESSERA_API_KEY": claimed_key}
+    result = runner.invoke(main, ["job", "show", job["id"], "--wait", "--json"], env=env)
+    assert result.exit_code == 0, result.output
+    assert json.loads(result.stdout)["state"] == "succeeded"
