@@ -157,6 +157,7 @@ def _register_blueprints(app: Flask) -> None:
     from app.agents.routes import blp as agents_blp
     from app.credentials.routes import blp as credentials_blp
     from app.extensions import api
+    from app.issuer.routes import blp as issuer_blp
     from app.jobs.routes import blp as jobs_blp
     from app.oidc.pages import blp as oidc_pages_blp
     from app.oidc.routes import blp as oidc_blp
@@ -175,6 +176,7 @@ def _register_blueprints(app: Flask) -> None:
         users_blp,
         oidc_blp,
         credentials_blp,
+        issuer_blp,
         social_blp,
         agents_blp,
     ):

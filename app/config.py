@@ -93,6 +93,8 @@ class Config:
         self.OUTBOX_SWEEP_INTERVAL = _env_float("OUTBOX_SWEEP_INTERVAL", 5)
         self.JOB_LEASE_SECONDS = _env_float("JOB_LEASE_SECONDS", 60)
         self.JOB_MAX_RETRIES = _env_int("JOB_MAX_RETRIES", 5)
+        # A queued job older than this means no worker is consuming; /readyz and the CLI say so.
+        self.JOB_STALL_SECONDS = _env_float("JOB_STALL_SECONDS", 60)
         self.RETRY_AFTER_SECONDS = _env_int("RETRY_AFTER_SECONDS", 5)
         self.IDEMPOTENCY_TTL_SECONDS = _env_int("IDEMPOTENCY_TTL_SECONDS", 24 * 3600)
 

@@ -67,15 +67,79 @@ class Settings:
         try:
             return library.TesseraClient(self.network_url(), api_key=self.api_key)
         except ValueError as exc:
-            raise AuthenticationError(f"the agent key is not usable: {exc}") from exc
+            message = f"the agent key is not usable: {exc}"
+            document = {"error": {"message": message, "kind": "AuthenticationFailed"}}
+            raise CommandFailed(message, document, EXIT_AUTHENTICATION) from exc
+
+
+class CommandFailed(click.ClickException):
+    """A library error as a click error: one line for people, ``document`` for ``--json``."""
+
+    def __init__(self, message: str, document: dict[str, Any], exit_code: int = EXIT_ERROR):
+        super().__init__(message)
+        self.document = document
+        self.exit_code = exit_code
+
+
+def _field_errors(exc: Exception) -> dict[str, list[str]]:
+    problem = getattr(exc, "problem", None) or {}
+    errors = problem.get("errors") if isinstance(problem, dict) else None
+    if not isinstance(errors, dict):
+        return {}
+    return {
+        str(field): [str(m) for m in (msgs if isinstance(msgs, list) else [msgs])] for field, msgs in errors.items()
+    }
 
 
 def _error_document(exc: Exception) -> dict[str, Any]:
     document: dict[str, Any] = {"error": {"message": str(exc), "kind": type(exc).__name__}}
-    for attribute in ("status", "code", "required", "available", "owner", "version", "pointers"):
+    for attribute in ("status", "code", "required", "available", "owner", "version", "pointers", "job", "queue"):
         if hasattr(exc, attribute):
             document["error"][attribute] = getattr(exc, attribute)
+    fields = _field_errors(exc)
+    if fields:
+        document["error"]["errors"] = fields
     return document
+
+
+def _human_message(exc: library.TesseraError, settings: Settings) -> str:
+    fields = _field_errors(exc)
+    if fields:
+        lines = [str(exc)] + [f"  {field}: {' '.join(messages)}" for field, messages in fields.items()]
+        return "\n".join(lines)
+    if isinstance(exc, library.InsufficientCredits):
+        return f"{exc}; {_credits_hint(settings)}"
+    if isinstance(exc, library.JobTimeout):
+        return _job_timeout_message(exc)
+    return str(exc)
+
+
+def _job_timeout_message(exc: library.JobTimeout) -> str:
+    job_id = exc.job.get("id")
+    message = f"job {job_id} is still {exc.job.get('state')}; follow it with `tessera job show {job_id} --wait`"
+    queue = getattr(exc, "queue", None) or {}
+    if queue.get("consuming") is False:
+        message += (
+            f"\nno worker is taking jobs on the network: the oldest queued job has waited "
+            f"{queue.get('oldest_queued_job_age_seconds')} s"
+        )
+    return message
+
+
+def _credits_hint(settings: Settings) -> str:
+    try:
+        url = settings.network_url().rstrip("/")
+    except click.UsageError:
+        url = "{network_url}"
+    return (
+        f"get a key with test credits from the claim page {url}/claim, or ask the network operator to run "
+        "`flask agents grant-credits ADDRESS AMOUNT`"
+    )
+
+
+def _queue_status(settings: Settings) -> dict[str, Any] | None:
+    with settings.client() as client:
+        return client.queue_status()
 
 
 @contextmanager
@@ -84,11 +148,14 @@ def _translate_errors(settings: Settings) -> Iterator[None]:
     try:
         yield
     except library.TesseraError as exc:
-        if settings.as_json:
-            click.echo(library.dumps(_error_document(exc)))
+        if isinstance(exc, library.JobTimeout) and exc.job.get("state") == "queued":
+            exc.queue = _queue_status(settings)
+        document = _error_document(exc)
+        if isinstance(exc, library.InsufficientCredits):
+            document["error"]["hint"] = _credits_hint(settings)
         if isinstance(exc, library.AuthenticationFailed):
-            raise AuthenticationError(f"authentication failed: {exc}") from exc
-        raise click.ClickException(str(exc)) from exc
+            raise CommandFailed(f"authentication failed: {exc}", document, EXIT_AUTHENTICATION) from exc
+        raise CommandFailed(_human_message(exc, settings), document) from exc
 
 
 def _emit(settings: Settings, document: Any, human: Callable[[], None]) -> None:
@@ -128,8 +195,90 @@ def _confirm(yes: bool, question: str) -> None:
 
 pass_settings = click.make_pass_decorator(Settings)
 
+_ARGV_KEY = "tessera.argv"
 
-@click.group(context_settings={"help_option_names": ["-h", "--help"]})
+
+def _wants_json(ctx: click.Context) -> bool:
+    settings = ctx.find_object(Settings)
+    if settings is not None and settings.as_json:
+        return True
+    argv = ctx.meta.get(_ARGV_KEY, [])
+    return "--json" in argv[: argv.index("--")] if "--" in argv else "--json" in argv
+
+
+def _echo_failure(ctx: click.Context, exc: click.ClickException) -> None:
+    if not _wants_json(ctx):
+        return
+    document = getattr(exc, "document", None) or {
+        "error": {"message": exc.format_message(), "kind": type(exc).__name__, "exit_code": exc.exit_code}
+    }
+    click.echo(library.dumps(document))
+
+
+class TesseraGroup(click.Group):
+    """The root group: every failure is one line (one JSON document on stdout with ``--json``)."""
+
+    def parse_args(self, ctx: click.Context, args: list[str]) -> list[str]:
+        ctx.meta[_ARGV_KEY] = list(args)
+        try:
+            return super().parse_args(ctx, args)
+        except click.ClickException as exc:
+            _echo_failure(ctx, exc)
+            raise
+
+    def invoke(self, ctx: click.Context) -> Any:
+        try:
+            return super().invoke(ctx)
+        except click.ClickException as exc:
+            _echo_failure(ctx, exc)
+            raise
+        except OSError as exc:
+            where = f"{exc.filename}: " if exc.filename else ""
+            failure = click.ClickException(f"{where}{exc.strerror or exc}")
+            _echo_failure(ctx, failure)
+            raise failure from exc
+
+
+def _set_global_option(ctx: click.Context, param: click.Parameter, value: Any) -> None:
+    """Apply a global option given after a command name; it wins over the same option given before."""
+    if value is None or value is False:
+        return
+    settings = ctx.find_object(Settings)
+    if settings is not None and param.name is not None:
+        setattr(settings, param.name, value or None)
+
+
+def _global_options() -> list[click.Parameter]:
+    return [
+        click.Option(
+            ["--env"],
+            type=click.Choice(ENVIRONMENTS),
+            expose_value=False,
+            callback=_set_global_option,
+            help="Network to use (also accepted before the command name).",
+        ),
+        click.Option(
+            ["--api-key"], expose_value=False, callback=_set_global_option, help="Agent key, 0x-prefixed hex."
+        ),
+        click.Option(
+            ["--json", "as_json"],
+            is_flag=True,
+            expose_value=False,
+            callback=_set_global_option,
+            help="Print one JSON document on stdout.",
+        ),
+    ]
+
+
+def _accept_global_options_everywhere(group: click.Group) -> None:
+    """Give every command and subgroup the root's global options, so they may follow the command name."""
+    for command in group.commands.values():
+        command.params.extend(_global_options())
+        if isinstance(command, click.Group):
+            _accept_global_options_everywhere(command)
+
+
+@click.group(cls=TesseraGroup, context_settings={"help_option_names": ["-h", "--help"]})
 @click.option(
     "--env",
     type=click.Choice(ENVIRONMENTS),
@@ -201,6 +350,11 @@ def _prompt_optional_url(question: str, placeholder: str) -> str:
 @click.option("--image", help="URL of the agent's image.")
 @click.option("--did", help="The agent's DID (endpoint of the DID service).")
 @click.option("--x402", is_flag=True, default=None, help="Declare x402 payment support.")
+@click.option("--a2a-url", help="URL of the agent's A2A agent card (the A2A service endpoint).")
+@click.option("--mcp-url", help="URL of the agent's MCP endpoint.")
+@click.option("--no-a2a", is_flag=True, default=None, help="Leave the A2A service out.")
+@click.option("--no-mcp", is_flag=True, default=None, help="Leave the MCP service out.")
+@click.option("--no-did", is_flag=True, default=None, help="Leave the DID service out.")
 @click.option("--force", is_flag=True, help="Overwrite an existing file.")
 @pass_settings
 def create_card(
@@ -211,12 +365,24 @@ def create_card(
     image: str | None,
     did: str | None,
     x402: bool | None,
+    a2a_url: str | None,
+    mcp_url: str | None,
+    no_a2a: bool | None,
+    no_mcp: bool | None,
+    no_did: bool | None,
     force: bool,
 ) -> None:
-    """Scaffold an ERC-8004 agent card; asks questions when run on a terminal without flags."""
+    """Scaffold an ERC-8004 agent card; asks questions when run on a terminal without flags.
+
+    With an agent key (``--api-key`` or TESSERA_API_KEY) and no ``--did``, the DID service is filled
+    in with the DID the network bound to the key.
+    """
     if out.exists() and not force:
         raise click.ClickException(f"{out} exists; pass --force to overwrite it")
-    interactive = sys.stdin.isatty() and all(v is None for v in (name, description, image, did, x402))
+    if (no_a2a and a2a_url) or (no_mcp and mcp_url):
+        raise click.UsageError("--no-a2a/--no-mcp and the matching --a2a-url/--mcp-url exclude each other")
+    flags = (name, description, image, did, x402, a2a_url, mcp_url, no_a2a, no_mcp, no_did)
+    interactive = sys.stdin.isatty() and all(v is None for v in flags)
     if interactive:
         name = click.prompt("Agent name")
         description = click.prompt("Description")
@@ -244,8 +410,26 @@ def create_card(
             mcp_endpoint=mcp,
         )
     else:
-        card = scaffold_card(name=name, description=description, image=image, did=did, x402=bool(x402))
-    out.write_bytes(render_card(card))
+        services = tuple(
+            service for service, dropped in (("A2A", no_a2a), ("MCP", no_mcp), ("DID", no_did)) if not dropped
+        )
+        if did is None and "DID" in services and settings.api_key:
+            with _translate_errors(settings), settings.client() as client:
+                did = client.authenticate()["did"]
+        card = scaffold_card(
+            name=name,
+            description=description,
+            image=image,
+            did=did,
+            x402=bool(x402),
+            services=services,
+            a2a_endpoint=a2a_url,
+            mcp_endpoint=mcp_url,
+        )
+    try:
+        out.write_bytes(render_card(card))
+    except OSError as exc:
+        raise click.ClickException(f"cannot write {out}: {exc.strerror or exc}") from exc
     pending = find_placeholders(card)
 
     def human() -> None:
@@ -340,6 +524,40 @@ def card_unpublish(settings: Settings, agent_did: str | None, yes: bool) -> None
     _emit(settings, job, lambda: click.echo(f"Public card of {job['result']['did']} unpublished"))
 
 
+@main.group("job")
+def job_group() -> None:
+    """Jobs the network runs for your writes."""
+
+
+@job_group.command("show")
+@click.argument("job_id")
+@click.option("--wait", is_flag=True, help="Wait until the job is final.")
+@click.option(
+    "--timeout", type=click.FloatRange(min=0), default=120.0, show_default=True, help="Seconds to wait with --wait."
+)
+@pass_settings
+def job_show(settings: Settings, job_id: str, wait: bool, timeout: float) -> None:
+    """Show a job you started (e.g. one a command left queued); --wait follows it to the end."""
+    with _translate_errors(settings), settings.client() as client:
+        if wait:
+            with _job_progress(settings, "job") as cb:
+                job = client.wait_for_job(job_id, progress=cb, timeout=timeout)
+        else:
+            job = client.get_job(job_id)
+
+    def human() -> None:
+        click.echo(f"Job:      {job.get('id')}\nKind:     {job.get('kind')}\nState:    {job.get('state')}")
+        click.echo(f"Created:  {job.get('created_at')}")
+        if job.get("finished_at"):
+            click.echo(f"Finished: {job['finished_at']}")
+        if job.get("result"):
+            click.echo(f"Result:   {library.dumps(job['result'])}")
+        if job.get("error"):
+            click.echo(f"Error:    {library.dumps(job['error'])}")
+
+    _emit(settings, job, human)
+
+
 @main.group("did")
 def did_group() -> None:
     """DID documents."""
@@ -393,3 +611,6 @@ def consent_approve(settings: Settings, link: str, owner: str | None, yes: bool)
         with _job_progress(settings, "consent") as cb:
             job = client.consent_approve(link, consent["owner"], progress=cb)
     _emit(settings, job, lambda: click.echo(f"{job['result']['owner']} now owns {job['result']['agent']}"))
+
+
+_accept_global_options_everywhere(main)

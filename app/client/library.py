@@ -112,10 +112,14 @@ class JobFailed(TesseraError):
 
 
 class JobTimeout(TesseraError):
-    """A job did not finish within the wait time; it may still complete later."""
+    """A job did not finish within the wait time; it may still complete later.
+
+    ``queue`` is the network's queue state (``queue_status()``) when the caller looked it up.
+    """
 
     def __init__(self, job: dict[str, Any]):
         self.job = job
+        self.queue: dict[str, Any] | None = None
         super().__init__(f"job {job.get('id')} is still {job.get('state')}; check it later")
 
 
@@ -506,6 +510,15 @@ class TesseraClient:
     def get_job(self, job_id: str) -> dict[str, Any]:
         """Return a job started by this account."""
         return self._data("GET", f"/api/jobs/{quote(job_id)}", authenticated=True)
+
+    def queue_status(self) -> dict[str, Any] | None:
+        """The network's job queue as ``/readyz`` reports it (``consuming``, oldest queued age), or None."""
+        try:
+            response = self._http.get("/readyz")
+        except httpx.HTTPError:
+            return None
+        queue = _problem_of(response).get("queue")
+        return queue if isinstance(queue, dict) else None
 
     def wait_for_job(
         self, job_id: str, progress: ProgressCallback | None = None, timeout: float | None = None

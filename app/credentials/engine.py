@@ -325,6 +325,10 @@ def _network_documents(did_method: str) -> Callable[[str], dict | None]:
     prefix = f"did:{did_method}:"
 
     def lookup(did: str) -> dict | None:
+        if did.startswith("did:web:"):
+            from app.issuer.keys import local_did_document
+
+            return local_did_document(did)
         if not did.startswith(prefix):
             return None
         from app.agents.service import resolve_network_did

@@ -230,6 +230,14 @@ def count_jobs_by_state() -> dict[str, int]:
     return counts
 
 
+def oldest_queued_job_age_seconds() -> float | None:
+    """Seconds the oldest queued job has waited, or None when nothing is queued. Read only."""
+    oldest = db.session.scalar(select(func.min(Job.created_at)).where(Job.state == QUEUED))
+    if oldest is None:
+        return None
+    return max((utcnow() - as_utc(oldest)).total_seconds(), 0.0)
+
+
 def start_canary(client_id: int, delay_ms: int) -> Job:
     """Queue a canary job that proves the pipeline end to end (outbox, broker, worker, database)."""
     return enqueue_job("jobs.canary", {"delay_ms": delay_ms}, client_id=client_id)

@@ -1,0 +1,159 @@
+"""HTTP surface of the issuer: keys per client, their did:web documents, VC API issue and derive."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from functools import wraps
+from typing import Any
+
+from flask import current_app, request, url_for
+from flask_smorest import Blueprint
+
+from app.http import problem_doc
+from app.idempotency.service import idempotent
+from app.issuer import keys, service
+from app.issuer.schemas import (
+    DeriveIn,
+    IssueIn,
+    IssuerKeyEnvelope,
+    IssuerKeyIn,
+    IssuerKeyListEnvelope,
+    VerifiableCredentialOut,
+)
+from app.oidc.auth import require_bearer_token
+from app.tenancy.auth import api_token_required, authenticate_request, current_caller
+from app.tenancy.routes import id_parameter, path_id
+
+blp = Blueprint("issuer", __name__, description="Issuing credentials: issuer keys, did:web, VC API issue and derive")
+
+KEY_ID = [{"in": "path", "name": "key_id", "required": True, "schema": {"type": "string", "format": "uuid"}}]
+
+
+def _json(text: str, status: int, headers: dict[str, str] | None = None):
+    return current_app.response_class(text, status=status, mimetype="application/json", headers=headers or {})
+
+
+@blp.route("/v1/issuer/keys", methods=["POST"])
+@api_token_required(subclient=True)
+@idempotent
+@blp.arguments(IssuerKeyIn)
+@blp.response(201, IssuerKeyEnvelope, headers={"Location": {"schema": {"type": "string"}}})
+@problem_doc(400, 413, 415, 422)
+def create_key(args: dict):
+    """Create an active signing key (Ed25519, P-256, P-384 or Bls12381G2) for the acting client.
+
+    It is published at once in the client's did:web document and is also usable as a did:key.
+    """
+    key = keys.create_key(current_caller(), args["type"])
+    return {"data": keys.key_view(key)}, 201, {"Location": url_for("issuer.get_key", key_id=key.id)}
+
+
+@blp.route("/v1/issuer/keys", methods=["GET"])
+@api_token_required(subclient=True)
+@blp.response(200, IssuerKeyListEnvelope)
+def list_keys():
+    """The acting client's issuer keys, active first, newest first."""
+    return {"data": [keys.key_view(key) for key in keys.list_keys(current_caller())]}
+
+
+@blp.route("/v1/issuer/keys/<string:key_id>", methods=["GET"], parameters=KEY_ID)
+@api_token_required(subclient=True)
+@blp.response(200, IssuerKeyEnvelope)
+@problem_doc(404)
+def get_key(key_id: str):
+    """Read an issuer key of the acting client (never its private part)."""
+    return {"data": keys.key_view(keys.require_key(current_caller(), key_id))}
+
+
+@blp.route("/v1/issuer/keys/<string:key_id>/rotate", methods=["POST"], parameters=KEY_ID)
+@api_token_required(subclient=True)
+@idempotent
+@blp.response(201, IssuerKeyEnvelope, headers={"Location": {"schema": {"type": "string"}}})
+@problem_doc(404, 409)
+def rotate_key(key_id: str):
+    """Retire an active key and create a new one of its type; answers the new key.
+
+    The retired key stays in the DID document, so what it signed keeps verifying.
+    """
+    key = keys.rotate_key(current_caller(), key_id)
+    return {"data": keys.key_view(key)}, 201, {"Location": url_for("issuer.get_key", key_id=key.id)}
+
+
+@blp.route("/v1/issuer/keys/<string:key_id>/retire", methods=["POST"], parameters=KEY_ID)
+@api_token_required(subclient=True)
+@blp.response(200, IssuerKeyEnvelope)
+@problem_doc(404)
+def retire_key(key_id: str):
+    """Stop signing with a key; it stays published so credentials it signed keep verifying."""
+    return {"data": keys.key_view(keys.retire_key(current_caller(), key_id))}
+
+
+@blp.route(
+    "/clients/<client_id>/did.json",
+    methods=["GET"],
+    parameters=[id_parameter("client_id", "A client that issues credentials.")],
+)
+@blp.doc(
+    responses={
+        "200": {"description": "The client's did:web document.", "content": {"application/json": {"schema": {}}}}
+    }
+)
+@problem_doc(404, 422)
+def get_did_document(client_id: str):
+    """The did:web document of a client (public): every issuer key it has had."""
+    document = keys.did_document(path_id(client_id, "client_id"))
+    response = current_app.json.response(document)
+    response.headers["Cache-Control"] = "no-cache"
+    return response
+
+
+@blp.route("/credentials/issue", methods=["POST"])
+@api_token_required(subclient=True)
+@idempotent
+@blp.arguments(IssueIn)
+@blp.response(201, VerifiableCredentialOut)
+@problem_doc(400, 413, 415, 422)
+def issue_credential(args: dict):
+    """Sign a credential with one of the acting client's keys (W3C VC API issue).
+
+    `options.cryptosuite` picks the suite (default eddsa-rdfc-2022, or the key's default),
+    `options.keyId` the key (default: the newest active key the suite can use),
+    `options.mandatoryPointers` the always-disclosed claims of a bbs-2023 / ecdsa-sd-2023 base
+    proof, `options.credentialStatus` asks for a Bitstring Status List entry. `issuer`, when
+    left out, becomes the client's did:web. When the subject is a user of the caller's tree
+    (`options.userId`, or `credentialSubject.id` is a user's DID), the credential is also stored
+    for that user as `POST /v1/vc/issuer/store` would, and `Location` names the stored record.
+    """
+    issued = service.issue_credential(current_caller(), args["credential"], args["options"])
+    headers = {}
+    if issued.record is not None:
+        headers["Location"] = url_for("credentials.get_credential", cid=issued.record.cid)
+    return _json('{"verifiableCredential":' + issued.text + "}", 201, headers)
+
+
+def _holder_or_client(view: Callable) -> Callable:
+    """Accept a user's Bearer access token or a client's x-api-token."""
+
+    @wraps(view)
+    def wrapper(*args: Any, **kwargs: Any) -> Any:
+        if request.headers.get("Authorization", "").lower().startswith("bearer "):
+            require_bearer_token()
+        else:
+            authenticate_request(honour_subclient=False)
+        return view(*args, **kwargs)
+
+    return problem_doc(401)(Blueprint.doc(security=[{"BearerToken": []}, {"ApiToken": []}])(wrapper))
+
+
+@blp.route("/credentials/derive", methods=["POST"])
+@_holder_or_client
+@blp.arguments(DeriveIn)
+@blp.response(201, VerifiableCredentialOut)
+@problem_doc(400, 413, 415, 422)
+def derive_credential(args: dict):
+    """Derive a selective disclosure from a bbs-2023 or ecdsa-sd-2023 base proof (W3C VC API derive).
+
+    `options.selectivePointers` lists the JSON pointers to disclose besides the mandatory ones;
+    `options.presentationHeader` (bbs-2023) binds the proof to a verifier's challenge.
+    """
+    return {"verifiableCredential": service.derive_credential(args["verifiableCredential"], args["options"])}, 201

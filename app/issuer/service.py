@@ -1,0 +1,231 @@
+"""Use cases of the VC API issuer and holder: issue a credential, derive a disclosure.
+
+`issue_credential` signs with one of the acting client's keys and, when the subject is a user
+of the caller's subtree, stores the result exactly as `POST /v1/vc/issuer/store` would (same
+record, verified by the same job), so it reaches the user's list. Which user: `options.userId`
+(its DID becomes `credentialSubject.id`, or must equal it), else the user whose DID is
+`credentialSubject.id`, if any; otherwise nothing is stored. Only VC 2.0 credentials are stored
+(the store's shape rules). Functions flush, never commit.
+"""
+
+from __future__ import annotations
+
+import copy
+import json
+from dataclasses import dataclass
+from typing import Any
+
+from app.credentials import service as credentials_service
+from app.credentials import status_lists
+from app.credentials.cryptosuites.base import ProofCheckFailed, SuiteContext
+from app.credentials.engine import current_engine
+from app.credentials.models import StoredCredential
+from app.credentials.schemas import vc_shape_errors
+from app.db import isoformat, utcnow
+from app.errors import NotFound
+from app.issuer import keys, proofs
+from app.issuer.errors import CredentialNotDerivable, CredentialNotIssuable, NoIssuerKey
+from app.issuer.models import KEY_ACTIVE, ClientIssuerKey
+from app.tenancy.auth import Caller
+from app.tenancy.service import subtree_client_ids
+
+CREDENTIALS_V1 = "https://www.w3.org/2018/credentials/v1"
+CREDENTIALS_V2 = "https://www.w3.org/ns/credentials/v2"
+DATA_INTEGRITY_V2 = "https://w3id.org/security/data-integrity/v2"
+STATUS_ENTRY_TYPE = "BitstringStatusListEntry"
+
+
+@dataclass(frozen=True)
+class IssuedCredential:
+    """A signed credential, its JSON text, and the stored record when it was stored for a user."""
+
+    credential: dict
+    text: str
+    record: StoredCredential | None
+
+
+def suite_context() -> SuiteContext:
+    """JSON-LD processing as the verifier does it (same loader, same limits)."""
+    engine = current_engine()
+    return SuiteContext(loader=engine.loader, limits=engine.limits)
+
+
+def _refuse(member: str, message: str) -> CredentialNotIssuable:
+    return CredentialNotIssuable(message, errors={member: [message]})
+
+
+def _version(credential: dict) -> int:
+    context = credential.get("@context")
+    first = context[0] if isinstance(context, list) and context else context
+    if first == CREDENTIALS_V2:
+        return 2
+    if first == CREDENTIALS_V1:
+        return 1
+    raise _refuse("credential.@context", f"Must start with {CREDENTIALS_V2} or {CREDENTIALS_V1}.")
+
+
+def _choose_key(caller: Caller, options: dict) -> tuple[ClientIssuerKey, str]:
+    """(key, cryptosuite) from `options.keyId` / `options.cryptosuite`, with defaults."""
+    suite = options.get("cryptosuite")
+    key_id = options.get("keyId")
+    if key_id is not None:
+        key = keys.get_key(caller.acting_client_id, key_id)
+        if key is None:
+            raise NoIssuerKey("keyId is not a key of this client.", errors={"options.keyId": ["Unknown key."]})
+        if key.state != KEY_ACTIVE:
+            raise NoIssuerKey("The key is retired.", errors={"options.keyId": ["The key is retired."]})
+        suite = suite or proofs.DEFAULT_SUITE[key.key_type]
+        if key.key_type not in proofs.SUITE_KEY_TYPES[suite]:
+            raise NoIssuerKey(
+                f"{suite} cannot sign with a {key.key_type} key.",
+                errors={"options.keyId": [f"A {key.key_type} key cannot sign {suite} proofs."]},
+            )
+        return key, suite
+    suite = suite or "eddsa-rdfc-2022"
+    key = keys.newest_active_key(caller.acting_client_id, proofs.SUITE_KEY_TYPES[suite])
+    if key is None:
+        types = " or ".join(proofs.SUITE_KEY_TYPES[suite])
+        raise NoIssuerKey(
+            f"This client has no active {types} key for {suite}; create one with POST /v1/issuer/keys.",
+            errors={"options.cryptosuite": [f"No active {types} key."]},
+        )
+    return key, suite
+
+
+def _set_issuer(credential: dict, key: ClientIssuerKey) -> str:
+    """Fill in or check `issuer`; returns the verification method matching it."""
+    methods = keys.verification_method_ids(key)
+    controllers = {keys.client_did(key.client_id): methods["did:web"], keys.did_key_of(key): methods["did:key"]}
+    issuer = credential.get("issuer")
+    if issuer is None:
+        credential["issuer"] = keys.client_did(key.client_id)
+        return methods["did:web"]
+    issuer_id = issuer.get("id") if isinstance(issuer, dict) else issuer
+    if issuer_id not in controllers:
+        raise _refuse(
+            "credential.issuer",
+            f"Must be this client's DID {keys.client_did(key.client_id)} or the key's did:key (or be left out).",
+        )
+    return controllers[issuer_id]
+
+
+def _status_entry(caller: Caller, credential: dict, request: Any, version: int) -> None:
+    if not isinstance(request, dict) or request.get("type", STATUS_ENTRY_TYPE) != STATUS_ENTRY_TYPE:
+        raise _refuse("options.credentialStatus", f"Must be {{\"type\": \"{STATUS_ENTRY_TYPE}\", \"statusPurpose\"}}.")
+    purpose = request.get("statusPurpose", "revocation")
+    if purpose not in ("revocation", "suspension"):
+        raise _refuse("options.credentialStatus.statusPurpose", "Must be revocation or suspension.")
+    if version != 2:
+        raise _refuse("options.credentialStatus", "Bitstring Status List entries need a VC 2.0 credential.")
+    entry = status_lists.credential_status_of(status_lists.allocate_status_entry(caller.acting_client_id, purpose))
+    existing = credential.get("credentialStatus")
+    if existing is None:
+        credential["credentialStatus"] = entry
+    else:
+        credential["credentialStatus"] = [*(existing if isinstance(existing, list) else [existing]), entry]
+
+
+def _subject_user(caller: Caller, credential: dict, user_id: Any):
+    """The user to store for (setting `credentialSubject.id` from `options.userId`), or None."""
+    from app.users.service import find_user_by_did, require_user_visible
+
+    subject = credential.get("credentialSubject")
+    single = subject if isinstance(subject, dict) else None
+    if user_id is not None:
+        try:
+            user = require_user_visible(user_id, caller.acting_path)
+        except NotFound:
+            raise _refuse("options.userId", "Not a user of this client.") from None
+        if single is None:
+            raise _refuse("credential.credentialSubject", "Must be one object to be stored for a user.")
+        single.setdefault("id", user.did)
+        if single["id"] != user.did:
+            raise _refuse("credential.credentialSubject.id", "Must be the DID of options.userId (or be left out).")
+        return user
+    did = single.get("id") if single is not None else None
+    user = find_user_by_did(did) if isinstance(did, str) and did.startswith("did:") else None
+    if user is None or user.client_id not in subtree_client_ids(caller.acting_path):
+        return None
+    return user
+
+
+def issue_credential(caller: Caller, credential: dict, options: dict) -> IssuedCredential:
+    """Sign `credential` for the acting client (VC API issue); stores it for its subject user.
+
+    `options`: `cryptosuite`, `keyId`, `mandatoryPointers` (bbs-2023, ecdsa-sd-2023),
+    `credentialStatus` (`{"type": "BitstringStatusListEntry", "statusPurpose"}` allocates an
+    entry of the service's lists), `credentialId` (becomes `id`), `userId`.
+    Raises `CredentialNotIssuable` / `NoIssuerKey` (422).
+    """
+    if "proof" in credential:
+        raise _refuse("credential.proof", "Send the credential without a proof.")
+    credential = copy.deepcopy(credential)
+    version = _version(credential)
+    if options.get("credentialId") is not None:
+        credential["id"] = options["credentialId"]
+    types = credential.get("type")
+    if not (types == "VerifiableCredential" or (isinstance(types, list) and "VerifiableCredential" in types)):
+        raise _refuse("credential.type", "Must include VerifiableCredential.")
+    if not isinstance(credential.get("credentialSubject"), dict | list) or not credential["credentialSubject"]:
+        raise _refuse("credential.credentialSubject", "Must be an object or an array of objects.")
+    key, suite = _choose_key(caller, options)
+    pointers = options.get("mandatoryPointers") or []
+    if pointers and suite not in proofs.SELECTIVE_DISCLOSURE_SUITES:
+        raise _refuse("options.mandatoryPointers", "Only bbs-2023 and ecdsa-sd-2023 take mandatory pointers.")
+    verification_method = _set_issuer(credential, key)
+    if version == 1:
+        context = credential["@context"] if isinstance(credential["@context"], list) else [credential["@context"]]
+        if DATA_INTEGRITY_V2 not in context:
+            credential["@context"] = [*context, DATA_INTEGRITY_V2]
+        credential.setdefault("issuanceDate", isoformat(utcnow().replace(microsecond=0)))
+    user = _subject_user(caller, credential, options.get("userId"))
+    if user is not None and version != 2:
+        if options.get("userId") is not None:
+            raise _refuse("options.userId", "Only VC 2.0 credentials can be stored for a user.")
+        user = None
+    if options.get("credentialStatus") is not None:
+        _status_entry(caller, credential, options["credentialStatus"], version)
+    try:
+        signed = proofs.add_proof(
+            credential,
+            cryptosuite=suite,
+            key_type=key.key_type,
+            private_key=keys.private_key_of(key),
+            verification_method=verification_method,
+            ctx=suite_context(),
+            mandatory_pointers=pointers,
+        )
+    except ProofCheckFailed as error:
+        raise CredentialNotIssuable(
+            f"The credential cannot be signed: {error.detail}", errors={"credential": [error.detail]}, reason=error.code
+        ) from None
+    text = json.dumps(signed, separators=(",", ":"), ensure_ascii=False)
+    record = None
+    if user is not None:
+        problems = vc_shape_errors(signed)
+        if problems:
+            if options.get("userId") is not None:
+                raise CredentialNotIssuable("The credential cannot be stored for the user.", errors=problems)
+        else:
+            record, _ = credentials_service.store_credential(caller, signed, text)
+    return IssuedCredential(signed, text, record)
+
+
+def derive_credential(credential: dict, options: dict) -> dict:
+    """The holder's derived credential disclosing `options.selectivePointers` (VC API derive).
+
+    Raises `CredentialNotDerivable` (422) when the credential carries no usable base proof or a
+    pointer selects nothing.
+    """
+    pointers = options.get("selectivePointers") or []
+    header = options.get("presentationHeader")
+    try:
+        return proofs.derive(
+            credential, pointers, suite_context(), presentation_header=header.encode("utf-8") if header else b""
+        )
+    except ProofCheckFailed as error:
+        raise CredentialNotDerivable(
+            f"No derived credential can be made: {error.detail}",
+            errors={"verifiableCredential": [error.detail]},
+            reason=error.code,
+        ) from None

@@ -1,0 +1,185 @@
+"""The `tessera` CLI forgives habits: global options anywhere, one-line errors, JSON error documents."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+from click.testing import CliRunner
+
+from app.agents.ethereum import generate_private_key
+from app.client.cli import main
+
+DID = "did:tessera:0123456789abcdef0123456789abcdef01234567"
+UNREACHABLE = "http://127.0.0.1:9"
+
+
+@pytest.fixture
+def runner(monkeypatch):
+    for name in ("TESSERA_ENV", "TESSERA_API_KEY", "TESSERA_NETWORK_URL", "TESSERA_PRODUCTION_URL"):
+        monkeypatch.delenv(name, raising=False)
+    return CliRunner()
+
+
+@pytest.mark.parametrize(
+    "args",
+    [
+        ["--json", "--api-key", "0x1234", "whoami"],
+        ["whoami", "--json", "--api-key", "0x1234"],
+        ["--api-key", "0x1234", "whoami", "--json"],
+    ],
+)
+def test_global_options_before_or_after_the_command(runner, args):
+    result = runner.invoke(main, args, env={"TESSERA_NETWORK_URL": UNREACHABLE})
+    assert result.exit_code == 3, result.output
+    error = json.loads(result.stdout)["error"]
+    assert error["kind"] == "AuthenticationFailed"
+    assert "32 bytes" in error["message"]
+    assert "Traceback" not in result.output
+
+
+def test_env_after_a_nested_command_is_accepted(runner):
+    result = runner.invoke(main, ["did", "get", DID, "--env", "production"])
+    assert result.exit_code == 2
+    assert "TESSERA_PRODUCTION_URL" in result.output, "--env production after the command took effect"
+    result = runner.invoke(main, ["--env", "production", "did", "get", DID, "--env", "testnet"])
+    assert "TESSERA_PRODUCTION_URL" not in result.output, "the later --env wins"
+    assert "No such option" not in result.output
+
+
+def test_options_after_a_subgroup_name(runner, tmp_path):
+    out = tmp_path / "card.json"
+    result = runner.invoke(main, ["agent", "--json", "create-card", "--out", str(out), "--name", "Echo"])
+    assert result.exit_code == 0, result.output
+    assert json.loads(result.stdout)["path"] == str(out)
+
+
+def test_unwritable_out_is_one_line_without_traceback(runner):
+    result = runner.invoke(main, ["agent", "create-card", "--out", "/nonexistent/dir/c.json", "--name", "Echo"])
+    assert result.exit_code == 1
+    assert result.exception is None or isinstance(result.exception, SystemExit)
+    lines = [line for line in result.output.splitlines() if line.strip()]
+    assert lines == ["Error: cannot write /nonexistent/dir/c.json: No such file or directory"]
+
+
+def test_json_usage_error_is_a_json_document(runner):
+    result = runner.invoke(main, ["--json", "--env", "staging", "whoami"])
+    assert result.exit_code == 2
+    error = json.loads(result.stdout)["error"]
+    assert "staging" in error["message"]
+    result = runner.invoke(main, ["did", "get", "--json"])
+    assert result.exit_code == 2
+    assert "DID" in json.loads(result.stdout)["error"]["message"]
+
+
+def test_json_network_error_is_a_json_document(runner):
+    result = runner.invoke(
+        main, ["whoami", "--json", "--api-key", generate_private_key()], env={"TESSERA_NETWORK_URL": UNREACHABLE}
+    )
+    assert result.exit_code == 1
+    assert "cannot reach the network" in json.loads(result.stdout)["error"]["message"]
+
+
+def test_insufficient_credits_says_how_to_get_credits(runner, live_server, tmp_path):
+    card = tmp_path / "card.json"
+    card.write_text('{"name": "x"}')
+    env = {"TESSERA_NETWORK_URL": live_server.url}
+    key = generate_private_key()
+    result = runner.invoke(main, ["host-card", "--file", str(card), "--api-key", key], env=env)
+    assert result.exit_code == 1
+    assert "costs 10 credits, 0 available" in result.output
+    assert f"{live_server.url}/claim" in result.output
+    assert "flask agents grant-credits" in result.output
+    result = runner.invoke(main, ["host-card", "--file", str(card), "--api-key", key, "--json"], env=env)
+    error = json.loads(result.stdout)["error"]
+    assert error["kind"] == "InsufficientCredits" and "/claim" in error["hint"]
+
+
+def test_field_errors_are_printed_field_by_field(runner, live_server, claimed_key):
+    env = {"TESSERA_NETWORK_URL": live_server.url, "TESSERA_API_KEY": claimed_key}
+    result = runner.invoke(main, ["set-card", "--uri", "javascript:alert(1)"], env=env)
+    assert result.exit_code == 1
+    assert "\n  uri: " in result.output, result.output
+    result = runner.invoke(main, ["set-card", "--uri", "javascript:alert(1)", "--json"], env=env)
+    assert "uri" in json.loads(result.stdout)["error"]["errors"]
+
+
+def test_create_card_flags_make_a_hostable_card(runner, live_server, claimed_key, tmp_path):
+    out = tmp_path / "card.json"
+    env = {"TESSERA_NETWORK_URL": live_server.url, "TESSERA_API_KEY": claimed_key}
+    args = ["agent", "create-card", "--out", str(out), "--name", "Echo", "--description", "Echoes"]
+    args += ["--image", "https://echo.example/echo.png", "--a2a-url", "https://echo.example/a2a.json", "--no-mcp"]
+    result = runner.invoke(main, [*args, "--json"], env=env)
+    assert result.exit_code == 0, result.output
+    document = json.loads(result.stdout)
+    assert document["placeholders"] == []
+    did = json.loads(runner.invoke(main, ["whoami", "--json"], env=env).stdout)["did"]
+    assert [s["name"] for s in document["card"]["services"]] == ["A2A", "DID"]
+    assert document["card"]["services"][0]["endpoint"] == "https://echo.example/a2a.json"
+    assert document["card"]["services"][1]["endpoint"] == did, "the DID comes from the key"
+    result = runner.invoke(main, ["host-card", "--file", str(out), "--json"], env=env)
+    assert result.exit_code == 0, result.output
+    assert json.loads(result.stdout)["state"] == "succeeded"
+
+
+def test_create_card_can_drop_every_service(runner, tmp_path):
+    out = tmp_path / "card.json"
+    args = ["agent", "create-card", "--out", str(out), "--name", "E", "--no-a2a", "--no-mcp", "--no-did"]
+    result = runner.invoke(main, [*args, "--mcp-url", "https://x.example/mcp"])
+    assert result.exit_code == 2
+    result = runner.invoke(main, args)
+    assert result.exit_code == 0, result.output
+    assert json.loads(out.read_text())["services"] == []
+
+
+@pytest.fixture
+def unconsumed_job(app, agent_client):
+    """A job of the agent that no worker takes, queued long ago (as when every worker is down)."""
+    from datetime import timedelta
+
+    from app.db import utcnow
+    from app.extensions import db
+    from app.jobs.models import Job
+
+    with app.app_context():
+        job = Job(kind="tests.unconsumed", state="queued", payload={}, agent_did=agent_client.did)
+        job.created_at = job.published_at = utcnow() - timedelta(seconds=3600)
+        db.session.add(job)
+        db.session.commit()
+        job_id = job.id
+    yield job_id
+    with app.app_context():
+        db.session.delete(db.session.get(Job, job_id))
+        db.session.commit()
+
+
+def test_readyz_reports_a_queue_no_worker_consumes(live_server, unconsumed_job):
+    with live_server.http() as http:
+        ready = http.get("/readyz")
+    assert ready.status_code == 200
+    queue = ready.json()["queue"]
+    assert queue["consuming"] is False
+    assert queue["oldest_queued_job_age_seconds"] >= 3600
+    assert "worker" in queue["detail"]
+
+
+def test_job_show_follows_a_queued_job(runner, live_server, claimed_key, unconsumed_job):
+    env = {"TESSERA_NETWORK_URL": live_server.url, "TESSERA_API_KEY": claimed_key}
+    result = runner.invoke(main, ["job", "show", unconsumed_job], env=env)
+    assert result.exit_code == 0, result.output
+    assert "State:    queued" in result.output
+    result = runner.invoke(main, ["job", "show", unconsumed_job, "--wait", "--timeout", "0.2"], env=env)
+    assert result.exit_code == 1
+    assert f"tessera job show {unconsumed_job} --wait" in result.output
+    assert "no worker is taking jobs" in result.output
+    result = runner.invoke(main, ["job", "show", unconsumed_job, "--wait", "--timeout", "0", "--json"], env=env)
+    error = json.loads(result.stdout)["error"]
+    assert error["kind"] == "JobTimeout" and error["queue"]["consuming"] is False
+
+
+def test_job_show_of_a_finished_job(runner, live_server, claimed_key, agent_client):
+    job = agent_client.host_card(b'{"name": "x"}')
+    env = {"TESSERA_NETWORK_URL": live_server.url, "TESSERA_API_KEY": claimed_key}
+    result = runner.invoke(main, ["job", "show", job["id"], "--wait", "--json"], env=env)
+    assert result.exit_code == 0, result.output
+    assert json.loads(result.stdout)["state"] == "succeeded"

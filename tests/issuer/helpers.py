@@ -1,0 +1,40 @@
+"""Helpers of the issuer tests: keys through the API, unsigned credentials, issuing."""
+
+from __future__ import annotations
+
+import uuid
+from typing import Any
+
+CONTEXTS = ["https://www.w3.org/ns/credentials/v2", "https://www.w3.org/ns/credentials/examples/v2"]
+
+
+def create_key(client, headers: dict, key_type: str = "Ed25519") -> dict:
+    response = client.post("/v1/issuer/keys", json={"type": key_type}, headers=headers)
+    assert response.status_code == 201, response.get_data(as_text=True)
+    return response.json["data"]
+
+
+def unsigned(subject_id: str | None = None, **claims: Any) -> dict:
+    """An unsigned VC 2.0 credential (no issuer: the service fills in the client's did:web)."""
+    subject: dict[str, Any] = {"firstName": "Ada", "lastName": "Lovelace", **claims}
+    if subject_id is not None:
+        subject["id"] = subject_id
+    return {
+        "@context": list(CONTEXTS),
+        "id": f"urn:uuid:{uuid.uuid4()}",
+        "type": ["VerifiableCredential", "ExampleMembershipCredential"],
+        "validFrom": "2024-01-01T00:00:00Z",
+        "credentialSubject": subject,
+    }
+
+
+def issue(client, headers: dict, credential: dict, status: int = 201, **options: Any):
+    response = client.post("/credentials/issue", json={"credential": credential, "options": options}, headers=headers)
+    assert response.status_code == status, response.get_data(as_text=True)
+    return response
+
+
+def verify(client, headers: dict, vc: dict) -> dict:
+    response = client.post("/credentials/verify", json={"verifiableCredential": vc}, headers=headers)
+    assert response.status_code in (200, 400), response.get_data(as_text=True)
+    return response.json
