@@ -197,7 +197,9 @@ def _register_commands(app: Flask) -> None:
     from app.agents.cli import agents_cli
     from app.jobs.cli import outbox_cli
     from app.oidc.cli import keys_cli
+    from app.ops.schema import require_current_schema
     from app.tenancy.cli import clients_cli
 
     for group in (clients_cli, outbox_cli, keys_cli, agents_cli):
+        require_current_schema(group, MIGRATIONS_DIR)
         app.cli.add_command(group)

@@ -3,9 +3,23 @@
 from __future__ import annotations
 
 import os
+import sys
 from pathlib import Path
 
-INSTANCE_DIR = Path(os.environ.get("TESSERA_INSTANCE_DIR", Path.cwd() / "instance")).resolve()
+
+def _default_instance_dir() -> Path:
+    """`instance/` of the source checkout; for a non-editable install, `<prefix>/var/tessera-instance`.
+
+    Never relative to the current directory, so operator commands run from anywhere find the same
+    database and secrets as the service.
+    """
+    project_root = Path(__file__).resolve().parent.parent
+    if (project_root / "pyproject.toml").exists():
+        return project_root / "instance"
+    return Path(sys.prefix) / "var" / "tessera-instance"
+
+
+INSTANCE_DIR = Path(os.environ.get("TESSERA_INSTANCE_DIR") or _default_instance_dir()).resolve()
 
 
 def _env_int(name: str, default: int) -> int:
