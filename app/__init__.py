@@ -160,6 +160,7 @@ def _register_blueprints(app: Flask) -> None:
     from app.jobs.routes import blp as jobs_blp
     from app.oidc.pages import blp as oidc_pages_blp
     from app.oidc.routes import blp as oidc_blp
+    from app.ops.docs import blp as docs_assets_blp
     from app.ops.routes import blp as ops_blp
     from app.social.routes import blp as social_blp
     from app.tenancy.routes import blp as tenancy_blp
@@ -167,6 +168,7 @@ def _register_blueprints(app: Flask) -> None:
     from app.users.routes import blp as users_blp
 
     app.register_blueprint(ops_blp)
+    app.register_blueprint(docs_assets_blp)
     app.register_blueprint(oidc_pages_blp)
     for blueprint in (
         jobs_blp,

@@ -116,7 +116,8 @@ class Config:
         self.OPENAPI_URL_PREFIX = "/"
         self.OPENAPI_JSON_PATH = "openapi.json"
         self.OPENAPI_SWAGGER_UI_PATH = "/docs"
-        self.OPENAPI_SWAGGER_UI_URL = "https://cdn.jsdelivr.net/npm/swagger-ui-dist/"
+        # Served by the service (app/ops/docs.py) from the pinned swagger-ui-bundle package.
+        self.OPENAPI_SWAGGER_UI_URL = "/docs/assets/"
         self.API_SPEC_OPTIONS = {
             "info": {
                 "description": "Tessera identity platform API. Errors are RFC 9457 "
