@@ -161,6 +161,7 @@ def _register_blueprints(app: Flask) -> None:
     from app.jobs.routes import blp as jobs_blp
     from app.oidc.pages import blp as oidc_pages_blp
     from app.oidc.routes import blp as oidc_blp
+    from app.ops.docs import blp as docs_assets_blp
     from app.ops.routes import blp as ops_blp
     from app.social.routes import blp as social_blp
     from app.tenancy.routes import blp as tenancy_blp
@@ -168,6 +169,7 @@ def _register_blueprints(app: Flask) -> None:
     from app.users.routes import blp as users_blp
 
     app.register_blueprint(ops_blp)
+    app.register_blueprint(docs_assets_blp)
     app.register_blueprint(oidc_pages_blp)
     for blueprint in (
         jobs_blp,
@@ -199,7 +201,9 @@ def _register_commands(app: Flask) -> None:
     from app.agents.cli import agents_cli
     from app.jobs.cli import outbox_cli
     from app.oidc.cli import keys_cli
+    from app.ops.schema import require_current_schema
     from app.tenancy.cli import clients_cli
 
     for group in (clients_cli, outbox_cli, keys_cli, agents_cli):
+        require_current_schema(group, MIGRATIONS_DIR)
         app.cli.add_command(group)

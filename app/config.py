@@ -3,9 +3,23 @@
 from __future__ import annotations
 
 import os
+import sys
 from pathlib import Path
 
-INSTANCE_DIR = Path(os.environ.get("TESSERA_INSTANCE_DIR", Path.cwd() / "instance")).resolve()
+
+def _default_instance_dir() -> Path:
+    """`instance/` of the source checkout; for a non-editable install, `<prefix>/var/tessera-instance`.
+
+    Never relative to the current directory, so operator commands run from anywhere find the same
+    database and secrets as the service.
+    """
+    project_root = Path(__file__).resolve().parent.parent
+    if (project_root / "pyproject.toml").exists():
+        return project_root / "instance"
+    return Path(sys.prefix) / "var" / "tessera-instance"
+
+
+INSTANCE_DIR = Path(os.environ.get("TESSERA_INSTANCE_DIR") or _default_instance_dir()).resolve()
 
 
 def _env_int(name: str, default: int) -> int:
@@ -104,7 +118,8 @@ class Config:
         self.OPENAPI_URL_PREFIX = "/"
         self.OPENAPI_JSON_PATH = "openapi.json"
         self.OPENAPI_SWAGGER_UI_PATH = "/docs"
-        self.OPENAPI_SWAGGER_UI_URL = "https://cdn.jsdelivr.net/npm/swagger-ui-dist/"
+        # Served by the service (app/ops/docs.py) from the pinned swagger-ui-bundle package.
+        self.OPENAPI_SWAGGER_UI_URL = "/docs/assets/"
         self.API_SPEC_OPTIONS = {
             "info": {
                 "description": "Tessera identity platform API. Errors are RFC 9457 "

@@ -9,12 +9,22 @@ from __future__ import annotations
 
 import json
 import time
+import warnings
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any, TypeVar
 
 import httpx
-from authlib.integrations.httpx_client import OAuth2Client, OAuthError
+from authlib.deprecate import AuthlibDeprecationWarning
+
+# Authlib >= 1.9 warns at import that it fell back to httpx because httpx2 is not installed. The
+# connectors are built on httpx on purpose (one transport, timeout and error mapping for every
+# platform), so the fallback is what we want: exactly that message is silenced, only for this import.
+with warnings.catch_warnings():
+    warnings.filterwarnings(
+        "ignore", message="The httpx module is deprecated; please use httpx2", category=AuthlibDeprecationWarning
+    )
+    from authlib.integrations.httpx_client import OAuth2Client, OAuthError
 
 from app.social.connectors.answers import member
 from app.social.connectors.errors import (

@@ -1,0 +1,61 @@
+"""Operator commands refuse, with the fix to run, a database that is not migrated to the code's head."""
+
+from __future__ import annotations
+
+import functools
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import click
+from flask.cli import with_appcontext
+
+UPGRADE_HINT = "run `flask --app app db upgrade`"
+
+
+def schema_is_current(migrations_dir: Path) -> bool:
+    """True when the database's Alembic revisions are the migration scripts' heads."""
+    from alembic.config import Config as AlembicConfig
+    from alembic.runtime.migration import MigrationContext
+    from alembic.script import ScriptDirectory
+
+    from app.extensions import db
+
+    config = AlembicConfig()
+    config.set_main_option("script_location", str(migrations_dir))
+    heads = set(ScriptDirectory.from_config(config).get_heads())
+    with db.engine.connect() as connection:
+        current = set(MigrationContext.configure(connection).get_current_heads())
+    return current == heads
+
+
+def require_current_schema(command: click.Command, migrations_dir: Path) -> None:
+    """Make `command` (and every sub-command of a group) check the schema before it runs.
+
+    An unmigrated or outdated database then ends the command with a one-line error naming the
+    fix, instead of a traceback from the first query.
+    """
+    if isinstance(command, click.Group):
+        for sub_command in command.commands.values():
+            require_current_schema(sub_command, migrations_dir)
+        return
+    if command.callback is None:
+        return
+    command.callback = _checked(command.callback, migrations_dir)
+
+
+def _checked(callback: Callable[..., Any], migrations_dir: Path) -> Callable[..., Any]:
+    from sqlalchemy.exc import SQLAlchemyError
+
+    @functools.wraps(callback)
+    @with_appcontext
+    def run(*args: Any, **kwargs: Any) -> Any:
+        try:
+            current = schema_is_current(migrations_dir)
+        except SQLAlchemyError as error:
+            raise click.ClickException(f"The database is unreachable: {error.__class__.__name__}.") from None
+        if not current:
+            raise click.ClickException(f"The database is not migrated to this version: {UPGRADE_HINT}.")
+        return callback(*args, **kwargs)
+
+    return run

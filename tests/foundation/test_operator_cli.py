@@ -1,0 +1,124 @@
+"""Operator commands (`flask --app app ...`) run as an operator would: in a subprocess, from anywhere."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from tests.conftest import REPO_ROOT
+
+FLASK = [sys.executable, "-m", "flask", "--app", "app"]
+
+
+def _env(**overrides: str | None) -> dict[str, str]:
+    env = {key: value for key, value in os.environ.items() if key not in {"REDIS_URL", "CELERY_BROKER_URL"}}
+    for key, value in overrides.items():
+        if value is None:
+            env.pop(key, None)
+        else:
+            env[key] = value
+    return env
+
+
+def _run(args: list[str], *, cwd: Path, env: dict[str, str], timeout: float = 120) -> subprocess.CompletedProcess:
+    return subprocess.run(args, cwd=cwd, env=env, capture_output=True, text=True, timeout=timeout)
+
+
+@pytest.fixture
+def unmigrated_env(tmp_path: Path) -> dict[str, str]:
+    return _env(
+        TESSERA_INSTANCE_DIR=str(tmp_path / "instance"),
+        DATABASE_URL=f"sqlite:///{tmp_path / 'empty.sqlite'}",
+        CELERY_ALWAYS_EAGER="1",
+    )
+
+
+def test_commands_find_the_checkout_instance_from_any_directory(tmp_path: Path) -> None:
+    elsewhere = tmp_path / "elsewhere"
+    elsewhere.mkdir()
+    env = _env(
+        TESSERA_INSTANCE_DIR=None,
+        DATABASE_URL=None,
+        SECRET_KEY="test-secret-key",
+        ENCRYPTION_KEYS="test-encryption-key",
+        SECRET_HASH_KEY="test-secret-hash-key",
+    )
+    probe = "from app.config import INSTANCE_DIR, database_url; print(INSTANCE_DIR); print(database_url())"
+    first = _run([sys.executable, "-c", probe], cwd=elsewhere, env=env)
+    second = _run([sys.executable, "-c", probe], cwd=REPO_ROOT / "tests", env=env)
+    assert first.returncode == 0, first.stderr
+    assert first.stdout == second.stdout
+    assert first.stdout.splitlines()[0] == str(REPO_ROOT / "instance")
+
+    listed = _run([*FLASK, "clients", "list", "--json"], cwd=elsewhere, env=env)
+    # Whether or not the checkout's database is migrated, the command used it, never one in the cwd.
+    assert listed.returncode == 0 or "flask --app app db upgrade" in listed.stderr, listed.stderr
+    assert "Traceback" not in listed.stderr
+    assert list(elsewhere.iterdir()) == []
+
+
+def test_flask_commands_on_an_unmigrated_database_name_the_fix(tmp_path: Path, unmigrated_env) -> None:
+    address = "0x" + "1" * 40
+    for args in (["clients", "list"], ["outbox", "sweep"], ["keys", "list"], ["agents", "set-kind", address, "agent"]):
+        result = _run([*FLASK, *args], cwd=tmp_path, env=unmigrated_env)
+        assert result.returncode == 1, (args, result.stdout, result.stderr)
+        assert "run `flask --app app db upgrade`" in result.stderr, (args, result.stderr)
+        assert "Traceback" not in result.stderr
+
+
+# Runs in its own process: every operator command of the application, each with placeholder
+# arguments, against a database that was never migrated.
+_EVERY_COMMAND = r"""
+import json, click
+from app import create_app
+app = create_app()
+runner = app.test_cli_runner()
+
+def placeholder(param):
+    if isinstance(param.type, click.Choice):
+        return str(param.type.choices[0])
+    if isinstance(param.type, click.types.IntParamType | click.types.FloatParamType):
+        return "1"
+    return "0x" + "1" * 40
+
+def leaves(group, path):
+    for name, command in group.commands.items():
+        if isinstance(command, click.Group):
+            yield from leaves(command, [*path, name])
+        else:
+            yield [*path, name], command
+
+results = {}
+for group in ("clients", "outbox", "keys", "agents"):
+    for path, command in leaves(app.cli.commands[group], [group]):
+        args = list(path)
+        for param in command.params:
+            if param.required:
+                if isinstance(param, click.Option):
+                    args.append(param.opts[0])
+                args.append(placeholder(param))
+        result = runner.invoke(args=args)
+        results[" ".join(path)] = [result.exit_code, result.output, repr(result.exception)]
+print(json.dumps(results))
+"""
+
+
+def test_every_operator_command_on_an_unmigrated_database_names_the_fix(tmp_path: Path, unmigrated_env) -> None:
+    result = _run([sys.executable, "-c", _EVERY_COMMAND], cwd=tmp_path, env=unmigrated_env)
+    assert result.returncode == 0, result.stderr
+    outcomes = json.loads(result.stdout.splitlines()[-1])
+    expected = {"clients create-master", "clients tokens create", "outbox sweep", "keys rotate", "agents grant-credits"}
+    assert set(outcomes) >= expected
+    for command, (exit_code, output, _exception) in outcomes.items():
+        assert exit_code == 1 and "run `flask --app app db upgrade`" in output, (command, exit_code, output)
+
+
+def test_flask_commands_print_no_warnings(tmp_path: Path, unmigrated_env) -> None:
+    result = _run([*FLASK, "--help"], cwd=tmp_path, env=unmigrated_env)
+    assert result.returncode == 0, result.stderr
+    assert "Warning" not in result.stderr and result.stderr.strip() == "", result.stderr
