@@ -257,14 +257,12 @@ class CredentialEngine:
     ) -> VerificationResult:
         """Verify `vc` completely; never raises for bad input (see `verify_credential`).
 
-        When the issuer is a DID the proof keys must belong to it. An issuer that is not a DID
-        cannot authorise keys, and `bind_issuer=False` waives the binding (raw Data Integrity
-        checks, e.g. test vectors): the keys are then checked against their own DIDs only and
-        the result carries the warning `issuer_not_bound`.
+        By default the issuer must be a DID that authorises the key of at least one proof (an
+        issuer that is not a DID cannot authorise keys, so such a credential fails with
+        `verification_method_not_authorized`). Only `bind_issuer=False` (the request option
+        `issuerMustControlKeys: false`) waives the binding for raw Data Integrity checks: each key
+        is then checked against its own DID only, and the result carries `issuer_not_bound`.
         """
-        issuer = vc.get("issuer") if isinstance(vc, dict) else None
-        issuer_id = issuer.get("id") if isinstance(issuer, dict) else issuer
-        issuer_is_did = bind_issuer and isinstance(issuer_id, str) and issuer_id.startswith("did:")
         checker = (lambda credential: self.credential_status(credential, local_bit)) if check_status else None
         result = verify_credential(
             vc,
@@ -274,13 +272,14 @@ class CredentialEngine:
             now=now,
             limits=self.limits,
             proof_purpose=proof_purpose,
-            issuer_must_control_keys=issuer_is_did,
+            issuer_must_control_keys=bind_issuer,
         )
-        if not issuer_is_did and "proof" in result.checks:
+        if not bind_issuer and "proof" in result.checks:
             result.warnings.append(
                 {
                     "code": "issuer_not_bound",
-                    "detail": "the issuer is not a DID, so the proof keys were checked against their own DIDs only",
+                    "detail": "issuerMustControlKeys was false: each proof key was checked against its own DID "
+                    "only, not against the issuer, so the proofs do not show who issued the credential",
                 }
             )
         return result

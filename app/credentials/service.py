@@ -246,6 +246,7 @@ def verify_submitted(vc: Any, options: dict | None = None) -> VerificationResult
     """Verify a credential on demand (VC API); stores nothing, never raises for bad input.
 
     `options.expectedProofPurpose` selects the proof purpose (default assertionMethod);
+    By default the issuer must be a DID authorising the key of at least one proof; only
     `options.issuerMustControlKeys: false` (a Tessera extension) checks each proof key against
     its own DID only, with the warning `issuer_not_bound`, for raw Data Integrity checks.
     """

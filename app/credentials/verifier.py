@@ -16,6 +16,7 @@ from typing import Any, Protocol
 from app.credentials.cryptosuites import require_suite
 from app.credentials.cryptosuites.base import ProofCheckFailed, SuiteContext, VerificationKey
 from app.credentials.cryptosuites.data_integrity import PROOF_TYPE, parse_datetime
+from app.credentials.dids.document import split_did_url
 from app.credentials.jsonld.canon import CanonicalizationLimits, check_document_shape
 from app.credentials.jsonld.loader import DocumentLoader
 
@@ -94,8 +95,10 @@ def verify_credential(
     Error codes: `malformed_credential`, any `ProofCheckFailed` code of the suites, loader and
     resolver, `proof_expired`, `not_yet_valid`, `expired`, `revoked`, `suspended`,
     `status_check_failed`, `verification_error` (an unexpected failure, never a pass).
-    With `issuer_must_control_keys` off, a proof's key only has to be authorised for the purpose
-    by its own DID (multi-party proof sets, test vectors whose issuer is not a DID).
+    With `issuer_must_control_keys` (the default) at least one proof must be made with a key the
+    issuer's DID authorises; the other proofs of a set or chain (a second signer) only need keys
+    their own DIDs authorise. Off, every proof's key is checked against its own DID only (raw Data
+    Integrity checks, e.g. test vectors whose issuer is not a DID).
     """
     report = _Report()
     now = now or datetime.now(UTC)
@@ -112,14 +115,21 @@ def verify_credential(
     ctx = SuiteContext(loader=loader, limits=limits, options=dict(suite_options or {}))
     proofs = vc["proof"] if isinstance(vc["proof"], list) else [vc["proof"]]
     report.checks.append("proof")
+    issuer_proofs = 0
     for index, proof in enumerate(proofs):
+        # A proof made with one of the issuer's keys must be authorised by the issuer; the others
+        # (a notary's, a second signer's in a chain) only by their own DID.
+        by_issuer = issuer_must_control_keys and _proof_did(proof) == issuer
+        issuer_proofs += by_issuer
         try:
-            controller = issuer if issuer_must_control_keys else None
+            controller = issuer if by_issuer else None
             _verify_one_proof(vc, proofs, proof, controller, resolver, ctx, proof_purpose, now)
         except ProofCheckFailed as failure:
             report.fail(failure.code, _prefixed(index, len(proofs), failure.detail))
         except Exception as error:  # a bug or an unforeseen input must never read as verified
             report.fail("verification_error", _prefixed(index, len(proofs), f"{type(error).__name__}: {error}"))
+    if issuer_must_control_keys and not issuer_proofs:
+        report.fail("verification_method_not_authorized", _no_issuer_proof(issuer))
 
     report.checks.append("validity_window")
     _check_validity_window(vc, now, report)
@@ -132,6 +142,23 @@ def verify_credential(
             if not report.errors:
                 _check_status(vc, status_checker, report)
     return report.result()
+
+
+def _proof_did(proof: Any) -> str | None:
+    vm_url = proof.get("verificationMethod") if isinstance(proof, dict) else None
+    try:
+        return split_did_url(vm_url)[0]
+    except ProofCheckFailed:
+        return None
+
+
+def _no_issuer_proof(issuer: str) -> str:
+    if not issuer.startswith("did:"):
+        return (
+            "the issuer is not a DID, so it cannot authorise a proof key "
+            "(options.issuerMustControlKeys false checks each key against its own DID only)"
+        )
+    return f"no proof is made with a key of the issuer {issuer[:200]}"
 
 
 def _prefixed(index: int, count: int, detail: str) -> str:
@@ -185,10 +212,6 @@ def _verify_one_proof(
             raise ProofCheckFailed("invalid_proof_configuration", "proof expires is not an XML Schema dateTime")
         if expires < now:
             raise ProofCheckFailed("proof_expired", f"the proof expired at {proof['expires']}")
-    if controller is not None and not controller.startswith("did:"):
-        raise ProofCheckFailed(
-            "verification_method_not_authorized", "the issuer is not a DID, so it cannot authorise a key"
-        )
     key = resolver.resolve_verification_method(vm_url, purpose, controller=controller)
     document = {name: value for name, value in vc.items() if name != "proof"}
     if "previousProof" in proof:
