@@ -34,7 +34,7 @@ from flask import current_app
 
 from app.credentials.cryptosuites.base import ProofCheckFailed
 from app.credentials.dids import DidResolver, DidWebResolver
-from app.credentials.dids.web import is_public_address, system_addresses
+from app.credentials.dids.web import is_public_address, system_addresses, unusable_host_detail
 from app.credentials.jsonld.canon import CanonicalizationLimits
 from app.credentials.jsonld.loader import DocumentLoader, make_document_loader
 from app.credentials.verifier import VerificationResult, verify_credential
@@ -162,18 +162,16 @@ class RemoteStatusLists:
             raise ProofCheckFailed("status_check_failed", "statusListCredential must be an https URL")
         if not host or parts.username or parts.password:
             raise ProofCheckFailed("status_check_failed", "statusListCredential has no valid host")
+        # The same answer for an unknown and an internal host, and never an address (see did:web).
+        unusable = ProofCheckFailed("status_check_failed", unusable_host_detail("status list", host))
         try:
             addresses = self.resolve_addresses(host, port)
-        except (OSError, UnicodeError) as error:
-            raise ProofCheckFailed("status_check_failed", f"cannot resolve {host}: {error}") from None
+        except (OSError, UnicodeError):
+            raise unusable from None
         if not addresses:
-            raise ProofCheckFailed("status_check_failed", f"{host} has no address")
-        refused = [address for address in addresses if not is_public_address(address)]
-        if refused and not allowed:
-            raise ProofCheckFailed(
-                "status_check_failed",
-                f"status list host {host} resolves to a non-public address ({refused[0]}); refused",
-            )
+            raise unusable
+        if not allowed and any(not is_public_address(address) for address in addresses):
+            raise unusable
         path = parts.path or "/"
         if parts.query:
             path += "?" + parts.query

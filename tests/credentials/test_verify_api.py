@@ -341,3 +341,17 @@ def test_https_issuer_with_a_did_key_signer_needs_the_explicit_option(client, ma
     assert [warning["code"] for warning in waived["warnings"]] == ["issuer_not_bound"]
     detail = waived["warnings"][0]["detail"]
     assert "issuerMustControlKeys" in detail and "not a DID" not in detail
+
+
+@pytest.mark.parametrize("host", ["localhost", "no-such-host.invalid"])
+def test_did_web_errors_never_reveal_internal_addresses(app, client, master, host):
+    issuer = Issuer()
+    did = f"did:web:{host}"
+    vc = issuer.credential("did:example:holder")
+    vc["issuer"] = did
+    vc = issuer.sign(vc)
+    vc["proof"]["verificationMethod"] = f"{did}#key-1"
+    body = _verify(client, master.headers, vc)
+    assert _codes(body) == ["did_resolution_failed"]
+    # An internal host and an unknown one answer alike, without any resolved address or OS error.
+    assert body["errors"][0]["detail"] == f"did:web host {host} is unknown or has a non-public address; refused"
