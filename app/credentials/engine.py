@@ -9,7 +9,8 @@ over HTTPS with the same guard as did:web, verified, and cached for their `ttl`.
 Settings (application config, else environment): `JSONLD_CONTEXTS_DIR`, `DID_WEB_ALLOW_HOSTS`
 and `STATUS_LIST_ALLOW_HOSTS` (comma-separated `host:port` that may be private; such hosts may
 also be reached over plain http, for tests), `OUTBOUND_CA_BUNDLE`, `CANONICALIZATION_TIME_LIMIT`,
-`STATUS_LIST_CACHE_MAX_SECONDS`, `DID_METHOD`.
+`STATUS_LIST_CACHE_MAX_SECONDS`, `DID_METHOD`, and the budget of one credential across all its
+proofs: `VC_MAX_PROOFS`, `VC_VERIFY_MAX_VALUES`, `VC_VERIFY_TIME_LIMIT`.
 """
 
 from __future__ import annotations
@@ -23,7 +24,7 @@ import threading
 import time
 import zlib
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from datetime import datetime
 from pathlib import Path
 from typing import Any
@@ -37,7 +38,7 @@ from app.credentials.dids import DidResolver, DidWebResolver
 from app.credentials.dids.web import is_public_address, system_addresses, unusable_host_detail
 from app.credentials.jsonld.canon import CanonicalizationLimits
 from app.credentials.jsonld.loader import DocumentLoader, make_document_loader
-from app.credentials.verifier import VerificationResult, verify_credential
+from app.credentials.verifier import VerificationBudget, VerificationResult, verify_credential
 
 STATUS_ENTRY_TYPE = "BitstringStatusListEntry"
 STATUS_LIST_CREDENTIAL_TYPE = "BitstringStatusListCredential"
@@ -242,6 +243,7 @@ class CredentialEngine:
     resolver: DidResolver
     remote_lists: RemoteStatusLists
     limits: CanonicalizationLimits
+    budget: VerificationBudget = field(default_factory=VerificationBudget)
 
     def verify(
         self,
@@ -252,6 +254,7 @@ class CredentialEngine:
         now: datetime | None = None,
         proof_purpose: str = "assertionMethod",
         bind_issuer: bool = True,
+        time_limit: float | None = None,
     ) -> VerificationResult:
         """Verify `vc` completely; never raises for bad input (see `verify_credential`).
 
@@ -260,7 +263,11 @@ class CredentialEngine:
         `verification_method_not_authorized`). Only `bind_issuer=False` (the request option
         `issuerMustControlKeys: false`) waives the binding for raw Data Integrity checks: each key
         is then checked against its own DID only, and the result carries `issuer_not_bound`.
+        `time_limit` lowers the budget's time for all proofs (a job keeps it within its lease).
         """
+        budget = self.budget
+        if time_limit is not None and time_limit < budget.time_limit:
+            budget = replace(budget, time_limit=time_limit)
         checker = (lambda credential: self.credential_status(credential, local_bit)) if check_status else None
         result = verify_credential(
             vc,
@@ -271,6 +278,7 @@ class CredentialEngine:
             limits=self.limits,
             proof_purpose=proof_purpose,
             issuer_must_control_keys=bind_issuer,
+            budget=budget,
         )
         if not bind_issuer and "proof" in result.checks:
             result.warnings.append(
@@ -344,7 +352,12 @@ def current_engine() -> CredentialEngine:
     time_limit = float(setting("CANONICALIZATION_TIME_LIMIT", 2.0))
     cache_seconds = float(setting("STATUS_LIST_CACHE_MAX_SECONDS", 3600))
     did_method = setting("DID_METHOD", "tessera")
-    key = (contexts_dir, did_web_hosts, status_hosts, ca_bundle, time_limit, cache_seconds, did_method)
+    budget = VerificationBudget(
+        max_proofs=int(setting("VC_MAX_PROOFS", 8)),
+        max_values=int(setting("VC_VERIFY_MAX_VALUES", 60_000)),
+        time_limit=float(setting("VC_VERIFY_TIME_LIMIT", 10.0)),
+    )
+    key = (contexts_dir, did_web_hosts, status_hosts, ca_bundle, time_limit, cache_seconds, did_method, budget)
     with _engines_lock:
         engine = _engines.get(key)
         if engine is None:
@@ -359,6 +372,7 @@ def current_engine() -> CredentialEngine:
                     allowed_private_hosts=status_hosts, verify_tls=verify_tls, max_cache_seconds=cache_seconds
                 ),
                 limits=CanonicalizationLimits(time_limit=time_limit),
+                budget=budget,
             )
             _engines[key] = engine
         return engine
