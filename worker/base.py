@@ -37,15 +37,19 @@ def backoff_seconds(retries: int) -> float:
     return random.uniform(0, min(MAX_BACKOFF_SECONDS, 2**retries))
 
 
-def job_task(name: str, *, max_retries: int = MAX_RETRIES) -> Callable:
-    """Turn `handler(job) -> result` into the Celery task `name` that takes a job id."""
+def job_task(name: str, *, max_retries: int = MAX_RETRIES, max_attempts: int | None = None) -> Callable:
+    """Turn `handler(job) -> result` into the Celery task `name` that takes a job id.
+
+    `max_attempts` (see `run_job`) fails a job started more often than that, for handlers that
+    must never be run over and over (e.g. work that may outlive the job's lease).
+    """
 
     def decorator(handler: Callable[[Job], dict | None]):
         @celery.task(name=name, bind=True, acks_late=True, max_retries=None, ignore_result=True)
         def task(self, job_id: str, request_id: str | None = None) -> None:
             token = request_id_var.set(request_id)
             try:
-                run_job(job_id, handler)
+                run_job(job_id, handler, max_attempts=max_attempts)
                 log.info("job %s (%s) done", job_id, name, extra={"job_id": job_id, "job_kind": name})
             except RetryLater as delay:
                 log.info("job %s rescheduled in %.1fs: %s", job_id, delay.seconds, delay)

@@ -7,10 +7,12 @@ import os
 from app.credentials import service
 from app.db import transaction
 from app.extensions import celery
-from worker.base import job_task
+from worker.base import MAX_RETRIES, job_task
 
 
-@job_task("credentials.verify")
+# A verification is deterministic and kept within half the lease: a job started again and
+# again (its worker killed each time) fails with a reason, and its credential with it.
+@job_task("credentials.verify", max_attempts=MAX_RETRIES + 1)
 def verify_stored_credential(job):
     return service.verify_stored_credential_from_job(job)
 

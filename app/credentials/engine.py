@@ -9,7 +9,8 @@ over HTTPS with the same guard as did:web, verified, and cached for their `ttl`.
 Settings (application config, else environment): `JSONLD_CONTEXTS_DIR`, `DID_WEB_ALLOW_HOSTS`
 and `STATUS_LIST_ALLOW_HOSTS` (comma-separated `host:port` that may be private; such hosts may
 also be reached over plain http, for tests), `OUTBOUND_CA_BUNDLE`, `CANONICALIZATION_TIME_LIMIT`,
-`STATUS_LIST_CACHE_MAX_SECONDS`, `DID_METHOD`.
+`STATUS_LIST_CACHE_MAX_SECONDS`, `DID_METHOD`, and the budget of one credential across all its
+proofs: `VC_MAX_PROOFS`, `VC_VERIFY_MAX_VALUES`, `VC_VERIFY_TIME_LIMIT`.
 """
 
 from __future__ import annotations
@@ -23,7 +24,7 @@ import threading
 import time
 import zlib
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from datetime import datetime
 from pathlib import Path
 from typing import Any
@@ -34,10 +35,10 @@ from flask import current_app
 
 from app.credentials.cryptosuites.base import ProofCheckFailed
 from app.credentials.dids import DidResolver, DidWebResolver
-from app.credentials.dids.web import is_public_address, system_addresses
+from app.credentials.dids.web import is_public_address, system_addresses, unusable_host_detail
 from app.credentials.jsonld.canon import CanonicalizationLimits
 from app.credentials.jsonld.loader import DocumentLoader, make_document_loader
-from app.credentials.verifier import VerificationResult, verify_credential
+from app.credentials.verifier import VerificationBudget, VerificationResult, verify_credential
 
 STATUS_ENTRY_TYPE = "BitstringStatusListEntry"
 STATUS_LIST_CREDENTIAL_TYPE = "BitstringStatusListCredential"
@@ -162,18 +163,16 @@ class RemoteStatusLists:
             raise ProofCheckFailed("status_check_failed", "statusListCredential must be an https URL")
         if not host or parts.username or parts.password:
             raise ProofCheckFailed("status_check_failed", "statusListCredential has no valid host")
+        # The same answer for an unknown and an internal host, and never an address (see did:web).
+        unusable = ProofCheckFailed("status_check_failed", unusable_host_detail("status list", host))
         try:
             addresses = self.resolve_addresses(host, port)
-        except (OSError, UnicodeError) as error:
-            raise ProofCheckFailed("status_check_failed", f"cannot resolve {host}: {error}") from None
+        except (OSError, UnicodeError):
+            raise unusable from None
         if not addresses:
-            raise ProofCheckFailed("status_check_failed", f"{host} has no address")
-        refused = [address for address in addresses if not is_public_address(address)]
-        if refused and not allowed:
-            raise ProofCheckFailed(
-                "status_check_failed",
-                f"status list host {host} resolves to a non-public address ({refused[0]}); refused",
-            )
+            raise unusable
+        if not allowed and any(not is_public_address(address) for address in addresses):
+            raise unusable
         path = parts.path or "/"
         if parts.query:
             path += "?" + parts.query
@@ -244,6 +243,7 @@ class CredentialEngine:
     resolver: DidResolver
     remote_lists: RemoteStatusLists
     limits: CanonicalizationLimits
+    budget: VerificationBudget = field(default_factory=VerificationBudget)
 
     def verify(
         self,
@@ -254,17 +254,20 @@ class CredentialEngine:
         now: datetime | None = None,
         proof_purpose: str = "assertionMethod",
         bind_issuer: bool = True,
+        time_limit: float | None = None,
     ) -> VerificationResult:
         """Verify `vc` completely; never raises for bad input (see `verify_credential`).
 
-        When the issuer is a DID the proof keys must belong to it. An issuer that is not a DID
-        cannot authorise keys, and `bind_issuer=False` waives the binding (raw Data Integrity
-        checks, e.g. test vectors): the keys are then checked against their own DIDs only and
-        the result carries the warning `issuer_not_bound`.
+        By default the issuer must be a DID that authorises the key of at least one proof (an
+        issuer that is not a DID cannot authorise keys, so such a credential fails with
+        `verification_method_not_authorized`). Only `bind_issuer=False` (the request option
+        `issuerMustControlKeys: false`) waives the binding for raw Data Integrity checks: each key
+        is then checked against its own DID only, and the result carries `issuer_not_bound`.
+        `time_limit` lowers the budget's time for all proofs (a job keeps it within its lease).
         """
-        issuer = vc.get("issuer") if isinstance(vc, dict) else None
-        issuer_id = issuer.get("id") if isinstance(issuer, dict) else issuer
-        issuer_is_did = bind_issuer and isinstance(issuer_id, str) and issuer_id.startswith("did:")
+        budget = self.budget
+        if time_limit is not None and time_limit < budget.time_limit:
+            budget = replace(budget, time_limit=time_limit)
         checker = (lambda credential: self.credential_status(credential, local_bit)) if check_status else None
         result = verify_credential(
             vc,
@@ -274,13 +277,15 @@ class CredentialEngine:
             now=now,
             limits=self.limits,
             proof_purpose=proof_purpose,
-            issuer_must_control_keys=issuer_is_did,
+            issuer_must_control_keys=bind_issuer,
+            budget=budget,
         )
-        if not issuer_is_did and "proof" in result.checks:
+        if not bind_issuer and "proof" in result.checks:
             result.warnings.append(
                 {
                     "code": "issuer_not_bound",
-                    "detail": "the issuer is not a DID, so the proof keys were checked against their own DIDs only",
+                    "detail": "issuerMustControlKeys was false: each proof key was checked against its own DID "
+                    "only, not against the issuer, so the proofs do not show who issued the credential",
                 }
             )
         return result
@@ -351,7 +356,12 @@ def current_engine() -> CredentialEngine:
     time_limit = float(setting("CANONICALIZATION_TIME_LIMIT", 2.0))
     cache_seconds = float(setting("STATUS_LIST_CACHE_MAX_SECONDS", 3600))
     did_method = setting("DID_METHOD", "tessera")
-    key = (contexts_dir, did_web_hosts, status_hosts, ca_bundle, time_limit, cache_seconds, did_method)
+    budget = VerificationBudget(
+        max_proofs=int(setting("VC_MAX_PROOFS", 8)),
+        max_values=int(setting("VC_VERIFY_MAX_VALUES", 60_000)),
+        time_limit=float(setting("VC_VERIFY_TIME_LIMIT", 10.0)),
+    )
+    key = (contexts_dir, did_web_hosts, status_hosts, ca_bundle, time_limit, cache_seconds, did_method, budget)
     with _engines_lock:
         engine = _engines.get(key)
         if engine is None:
@@ -366,6 +376,7 @@ def current_engine() -> CredentialEngine:
                     allowed_private_hosts=status_hosts, verify_tls=verify_tls, max_cache_seconds=cache_seconds
                 ),
                 limits=CanonicalizationLimits(time_limit=time_limit),
+                budget=budget,
             )
             _engines[key] = engine
         return engine

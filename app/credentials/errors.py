@@ -23,3 +23,11 @@ class StatusListNotFound(NotFound):
 
 class StatusTransitionRefused(Conflict):
     code, title = "status_transition_refused", "This status change is not possible"
+
+
+class TooManyProofs(ValidationFailed):
+    code, title = "too_many_proofs", "The credential has more proofs than one verification checks"
+
+
+class VerificationTooLarge(ValidationFailed):
+    code, title = "verification_size_limit", "Checking the credential's proofs would transform too much data"

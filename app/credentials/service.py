@@ -12,21 +12,23 @@ from datetime import timedelta
 from typing import Any
 
 import rfc8785
+from flask import current_app
 from sqlalchemy import or_, select
 from sqlalchemy.exc import IntegrityError
 
 from app.credentials import status_lists
+from app.credentials.cryptosuites.base import ProofCheckFailed
 from app.credentials.engine import current_engine, setting
-from app.credentials.errors import CredentialNotFound, SubjectUnknown
+from app.credentials.errors import CredentialNotFound, SubjectUnknown, TooManyProofs, VerificationTooLarge
 from app.credentials.models import FAILED, PENDING, VERIFIED, CredentialStatusLink, StoredCredential
 from app.credentials.multiformats import cid_for
 from app.credentials.schemas import utc_datetime, vc_shape_errors
-from app.credentials.verifier import VerificationResult
+from app.credentials.verifier import VerificationResult, check_verification_budget
 from app.db import isoformat, utcnow
 from app.errors import ValidationFailed
 from app.extensions import db
 from app.jobs.models import Job
-from app.jobs.service import enqueue_job
+from app.jobs.service import enqueue_job, register_failure_handler
 from app.tenancy.auth import Caller
 from app.tenancy.service import subtree_client_ids
 
@@ -110,6 +112,7 @@ def store_credential(caller: Caller, vc: dict, vc_text: str) -> tuple[StoredCred
     errors = vc_shape_errors(vc)
     if errors:
         raise ValidationFailed(errors=errors)
+    require_affordable(vc)
     cid = content_id(vc)
     user = _require_subject(caller, vc["credentialSubject"]["id"])
     existing = _find_record(caller.acting_client_id, cid)
@@ -138,6 +141,19 @@ def store_credential(caller: Caller, vc: dict, vc_text: str) -> tuple[StoredCred
         db.session.add(CredentialStatusLink(credential_id=record.id, entry_id=entry.id))
     record.job_id = _start_verification(record).id
     return record, True
+
+
+def require_affordable(vc: Any) -> None:
+    """Refuse, before any proof is checked, a credential over the verification budget.
+
+    Raises `TooManyProofs` or `VerificationTooLarge` (422, the code names the limit); a no-op
+    for anything else, which verification reports itself.
+    """
+    try:
+        check_verification_budget(vc, current_engine().budget)
+    except ProofCheckFailed as failure:
+        error = TooManyProofs if failure.code == "too_many_proofs" else VerificationTooLarge
+        raise error(failure.detail, errors={"vc.proof": [failure.detail]}) from None
 
 
 def _require_subject(caller: Caller, did: str):
@@ -212,12 +228,38 @@ def verify_stored_credential_from_job(job: Job) -> dict[str, Any]:
     record = db.session.execute(statement).scalar_one_or_none()
     if record is None:
         raise CredentialNotFound("The stored credential no longer exists.")
-    result = current_engine().verify(json.loads(record.vc_json), local_bit=status_lists.local_status_bit)
+    # Well inside the lease, so the job ends (verified or failed) before anyone may run it again.
+    time_limit = float(current_app.config["JOB_LEASE_SECONDS"]) / 2
+    result = current_engine().verify(
+        json.loads(record.vc_json), local_bit=status_lists.local_status_bit, time_limit=time_limit
+    )
     record.verification_state = VERIFIED if result.verified else FAILED
     record.verification_reason = result.reason
     record.verification_errors = _storable(result.errors)
     record.checked_at = utcnow()
     return {"cid": record.cid, "state": record.verification_state, "reason": record.verification_reason}
+
+
+def fail_verification_of_job(job: Job) -> None:
+    """Record the stored credential of a failed verification job as failed, with the job's error.
+
+    Runs in the transaction that fails the job, so the credential never stays pending; a record
+    that a later job checks again is left to that job.
+    """
+    statement = (
+        select(StoredCredential).where(StoredCredential.id == job.payload.get("credential_id")).with_for_update()
+    )
+    record = db.session.execute(statement).scalar_one_or_none()
+    if record is None or record.job_id != job.id or record.verification_state != PENDING:
+        return
+    error = job.error or {"code": "verification_job_failed", "detail": "the verification job failed"}
+    record.verification_state = FAILED
+    record.verification_reason = str(error.get("code") or "verification_job_failed")[:64]
+    record.verification_errors = _storable([{"code": record.verification_reason, "detail": str(error.get("detail"))}])
+    record.checked_at = utcnow()
+
+
+register_failure_handler(VERIFY_JOB, fail_verification_of_job)
 
 
 def _storable(errors: list[dict]) -> list[dict]:
@@ -243,13 +285,18 @@ def recheck_credentials(credential_ids: list[int]) -> None:
 
 
 def verify_submitted(vc: Any, options: dict | None = None) -> VerificationResult:
-    """Verify a credential on demand (VC API); stores nothing, never raises for bad input.
+    """Verify a credential on demand (VC API); stores nothing.
+
+    Raises only `TooManyProofs`/`VerificationTooLarge` (422), before any work; every other
+    problem is reported in the result.
 
     `options.expectedProofPurpose` selects the proof purpose (default assertionMethod);
+    By default the issuer must be a DID authorising the key of at least one proof; only
     `options.issuerMustControlKeys: false` (a Tessera extension) checks each proof key against
     its own DID only, with the warning `issuer_not_bound`, for raw Data Integrity checks.
     """
     options = options or {}
+    require_affordable(vc)
     purpose = options.get("expectedProofPurpose") or "assertionMethod"
     if not isinstance(purpose, str):
         purpose = "assertionMethod"

@@ -8,14 +8,16 @@ check are whatever the caller passes in.
 from __future__ import annotations
 
 import copy
+import time
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime
 from typing import Any, Protocol
 
 from app.credentials.cryptosuites import require_suite
 from app.credentials.cryptosuites.base import ProofCheckFailed, SuiteContext, VerificationKey
 from app.credentials.cryptosuites.data_integrity import PROOF_TYPE, parse_datetime
+from app.credentials.dids.document import split_did_url
 from app.credentials.jsonld.canon import CanonicalizationLimits, check_document_shape
 from app.credentials.jsonld.loader import DocumentLoader
 
@@ -55,6 +57,55 @@ class VerificationResult:
         }
 
 
+@dataclass(frozen=True)
+class VerificationBudget:
+    """What checking one credential may cost, across all its proofs.
+
+    `max_proofs` caps the proofs of a set or chain; `max_values` caps the JSON values all proofs
+    together transform (each proof transforms the whole credential, so roughly values x proofs);
+    `time_limit` (seconds) bounds the proof checks in all. The first two are checked before any
+    proof is (`check_verification_budget`); passing the time is `verification_time_limit`.
+    """
+
+    max_proofs: int = 8
+    max_values: int = 60_000
+    time_limit: float = 10.0
+
+
+def _count_values(value: Any) -> int:
+    count, stack = 0, [value]
+    while stack:
+        item = stack.pop()
+        count += 1
+        if isinstance(item, dict):
+            stack.extend(item.values())
+        elif isinstance(item, list):
+            stack.extend(item)
+    return count
+
+
+def check_verification_budget(vc: Any, budget: VerificationBudget) -> None:
+    """Raise `ProofCheckFailed` (`too_many_proofs`, `verification_size_limit`) for a credential
+    whose proofs would cost more than `budget` allows; cheap, and a no-op for other shapes."""
+    if not isinstance(vc, dict) or not isinstance(vc.get("proof"), dict | list):
+        return
+    proofs = vc["proof"] if isinstance(vc["proof"], list) else [vc["proof"]]
+    if len(proofs) > budget.max_proofs:
+        raise ProofCheckFailed(
+            "too_many_proofs", f"the credential has {len(proofs)} proofs; at most {budget.max_proofs} are checked"
+        )
+    if len(proofs) == 1:
+        return  # one document, one transformation: the canonicalization limits bound it
+    unsecured = _count_values({name: value for name, value in vc.items() if name != "proof"})
+    estimate = unsecured * len(proofs) + _count_values(proofs)
+    if estimate > budget.max_values:
+        raise ProofCheckFailed(
+            "verification_size_limit",
+            f"checking {len(proofs)} proofs over this credential would transform about {estimate} JSON values; "
+            f"the limit is {budget.max_values}",
+        )
+
+
 class _Report:
     def __init__(self) -> None:
         self.checks: list[str] = []
@@ -85,6 +136,7 @@ def verify_credential(
     proof_purpose: str = "assertionMethod",
     suite_options: Mapping[str, Any] | None = None,
     issuer_must_control_keys: bool = True,
+    budget: VerificationBudget | None = None,
 ) -> VerificationResult:
     """Verify `vc` and report every failure; never raises for bad input.
 
@@ -94,8 +146,12 @@ def verify_credential(
     Error codes: `malformed_credential`, any `ProofCheckFailed` code of the suites, loader and
     resolver, `proof_expired`, `not_yet_valid`, `expired`, `revoked`, `suspended`,
     `status_check_failed`, `verification_error` (an unexpected failure, never a pass).
-    With `issuer_must_control_keys` off, a proof's key only has to be authorised for the purpose
-    by its own DID (multi-party proof sets, test vectors whose issuer is not a DID).
+    With `issuer_must_control_keys` (the default) at least one proof must be made with a key the
+    issuer's DID authorises; the other proofs of a set or chain (a second signer) only need keys
+    their own DIDs authorise. Off, every proof's key is checked against its own DID only (raw Data
+    Integrity checks, e.g. test vectors whose issuer is not a DID).
+    `budget` bounds the cost of all proofs together (default `VerificationBudget()`); a credential
+    over it fails with `too_many_proofs`, `verification_size_limit` or `verification_time_limit`.
     """
     report = _Report()
     now = now or datetime.now(UTC)
@@ -107,19 +163,37 @@ def verify_credential(
         code = failure.code if failure.code == "canonicalization_limit" else "malformed_credential"
         report.fail(code, failure.detail)
         return report.result()
+    budget = budget or VerificationBudget()
+    try:
+        check_verification_budget(vc, budget)
+    except ProofCheckFailed as failure:
+        report.fail(failure.code, failure.detail)
+        return report.result()
     report.checks.append("shape")
 
+    deadline = time.monotonic() + budget.time_limit
+    if limits.deadline is not None:
+        deadline = min(deadline, limits.deadline)
+    limits = replace(limits, deadline=deadline)
     ctx = SuiteContext(loader=loader, limits=limits, options=dict(suite_options or {}))
     proofs = vc["proof"] if isinstance(vc["proof"], list) else [vc["proof"]]
     report.checks.append("proof")
+    # A proof made with one of the issuer's keys must be authorised by the issuer; the others
+    # (a notary's, a second signer's in a chain) only by their own DID.
+    by_issuer = [issuer_must_control_keys and _proof_did(proof) == issuer for proof in proofs]
     for index, proof in enumerate(proofs):
+        if time.monotonic() > deadline:
+            report.fail("verification_time_limit", f"the proofs from proof {index} on were not checked in time")
+            break
         try:
-            controller = issuer if issuer_must_control_keys else None
+            controller = issuer if by_issuer[index] else None
             _verify_one_proof(vc, proofs, proof, controller, resolver, ctx, proof_purpose, now)
         except ProofCheckFailed as failure:
             report.fail(failure.code, _prefixed(index, len(proofs), failure.detail))
         except Exception as error:  # a bug or an unforeseen input must never read as verified
             report.fail("verification_error", _prefixed(index, len(proofs), f"{type(error).__name__}: {error}"))
+    if issuer_must_control_keys and not any(by_issuer):
+        report.fail("verification_method_not_authorized", _no_issuer_proof(issuer))
 
     report.checks.append("validity_window")
     _check_validity_window(vc, now, report)
@@ -132,6 +206,23 @@ def verify_credential(
             if not report.errors:
                 _check_status(vc, status_checker, report)
     return report.result()
+
+
+def _proof_did(proof: Any) -> str | None:
+    vm_url = proof.get("verificationMethod") if isinstance(proof, dict) else None
+    try:
+        return split_did_url(vm_url)[0]
+    except ProofCheckFailed:
+        return None
+
+
+def _no_issuer_proof(issuer: str) -> str:
+    if not issuer.startswith("did:"):
+        return (
+            "the issuer is not a DID, so it cannot authorise a proof key "
+            "(options.issuerMustControlKeys false checks each key against its own DID only)"
+        )
+    return f"no proof is made with a key of the issuer {issuer[:200]}"
 
 
 def _prefixed(index: int, count: int, detail: str) -> str:
@@ -185,10 +276,6 @@ def _verify_one_proof(
             raise ProofCheckFailed("invalid_proof_configuration", "proof expires is not an XML Schema dateTime")
         if expires < now:
             raise ProofCheckFailed("proof_expired", f"the proof expired at {proof['expires']}")
-    if controller is not None and not controller.startswith("did:"):
-        raise ProofCheckFailed(
-            "verification_method_not_authorized", "the issuer is not a DID, so it cannot authorise a key"
-        )
     key = resolver.resolve_verification_method(vm_url, purpose, controller=controller)
     document = {name: value for name, value in vc.items() if name != "proof"}
     if "previousProof" in proof:

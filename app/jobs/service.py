@@ -35,6 +35,16 @@ _BROKER_BACKOFF_SECONDS = 5.0
 _broker_down_until = 0.0
 
 JobHandler = Callable[[Job], dict | None]
+FailureHandler = Callable[[Job], None]
+_failure_handlers: dict[str, FailureHandler] = {}
+
+
+def register_failure_handler(kind: str, handler: FailureHandler) -> None:
+    """Have `handler(job)` run whenever a job of `kind` fails, in the transaction that records it.
+
+    It flushes only; it lets a feature settle what the job was for (e.g. a record left pending).
+    """
+    _failure_handlers[kind] = handler
 
 
 def enqueue_job(
@@ -157,11 +167,13 @@ def _claim(job_id: str) -> bool:
     return claimed.rowcount == 1
 
 
-def run_job(job_id: str, handler: JobHandler) -> None:
+def run_job(job_id: str, handler: JobHandler, *, max_attempts: int | None = None) -> None:
     """Run `handler` for a job exactly once; its writes commit with the job's final state.
 
     A `DomainError` from the handler discards its writes and records the job as failed.
     Other exceptions propagate (the task decides whether to retry) and leave the job running.
+    With `max_attempts`, a job started more often than that (its runs kept outliving the lease,
+    or kept failing) is failed with `attempts_exhausted` instead of being run again.
     """
     try:
         with transaction():
@@ -169,6 +181,10 @@ def run_job(job_id: str, handler: JobHandler) -> None:
                 return
             job = _lock_job(job_id)
             if job is None or job.is_final:
+                return
+            if max_attempts is not None and job.attempts > max_attempts:
+                detail = f"started {job.attempts - 1} times without finishing; not run again"
+                _finish(job, FAILED, error={"code": "attempts_exhausted", "detail": detail})
                 return
             result = handler(job)
             _finish(job, SUCCEEDED, result=result or {})
@@ -191,6 +207,8 @@ def _finish(job: Job, state: str, *, result: dict | None = None, error: dict | N
     job.error = error
     job.finished_at = now
     job.lease_expires_at = None
+    if state == FAILED and job.kind in _failure_handlers:
+        _failure_handlers[job.kind](job)
     JOB_DURATION.labels(job.kind, state).observe((now - as_utc(job.created_at)).total_seconds())
 
 

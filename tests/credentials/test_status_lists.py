@@ -244,7 +244,7 @@ def test_foreign_list_on_a_private_address_is_refused_without_a_request(client, 
     https_url = url.replace("http://", "https://")
     body = _verify(client, master.headers, _credential_with_foreign_status(https_url, 42))
     assert [error["code"] for error in body["errors"]] == ["status_check_failed"]
-    assert "non-public address (127.0.0.1); refused" in body["errors"][0]["detail"]
+    assert "non-public address; refused" in body["errors"][0]["detail"]
     assert _ListServer.hits == []
 
 
@@ -331,3 +331,15 @@ def test_foreign_status_is_rechecked_periodically(app, client, master, foreign_l
         if conftest.USING_POSTGRES:
             real_worker.stop()
             real_worker.start()
+
+
+@pytest.mark.parametrize("host", ["localhost", "no-such-host.invalid"])
+def test_foreign_list_errors_never_reveal_internal_addresses(client, master, foreign_list, host):
+    base, _issuer, publish = foreign_list
+    url = publish(_revoked_bits(42)).replace(f"http://{urlsplit(base).netloc}", f"https://{host}:{urlsplit(base).port}")
+    body = _verify(client, master.headers, _credential_with_foreign_status(url, 42))
+    assert [error["code"] for error in body["errors"]] == ["status_check_failed"]
+    detail = body["errors"][0]["detail"]
+    # An internal host and an unknown one answer alike, without any resolved address or OS error.
+    assert detail == f"status list host {host} is unknown or has a non-public address; refused"
+    assert _ListServer.hits == []

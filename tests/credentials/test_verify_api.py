@@ -244,3 +244,115 @@ def test_other_key_than_the_issuers(client, master):
     vc = impostor.sign(issuer.credential("did:example:holder"))
     body = _verify(client, master.headers, vc)
     assert _codes(body) == ["verification_method_not_authorized"]
+
+
+# Standards: proof options of the selective-disclosure suites, proof chains, issuer binding.
+
+SD_VECTORS = [
+    "ecdsa/ecdsa-sd-2023/employ/addSignedSDBase.json",
+    "ecdsa/ecdsa-sd-2023/employ/derivedRevealDocument.json",
+    "bbs-2023/addSignedSDBase.json",
+    "bbs-2023/derivedRevealDocument.json",
+]
+
+
+@pytest.mark.parametrize("name", SD_VECTORS)
+@pytest.mark.parametrize("created", ["2023-08-15 23:36:38Z", "yesterday", "2023-02-30T00:00:00Z", 20230815])
+def test_selective_disclosure_proof_with_a_created_that_is_no_datetime_is_refused(client, master, name, created):
+    vc = _vector(name)
+    vc["proof"]["created"] = created
+    body = _verify(client, master.headers, vc, UNBOUND)
+    assert _codes(body) == ["invalid_proof_configuration"], body["errors"]
+    assert "created" in body["errors"][0]["detail"]
+
+
+def _chain_proof(signer: Issuer, vc: dict, previous_id: str, proof_id: str) -> dict:
+    """`vc` with a proof by `signer` added that chains to the proof `previous_id` (eddsa-rdfc-2022)."""
+    from app.credentials.cryptosuites import get_suite
+    from app.credentials.multiformats import base58btc_encode
+    from tests.credentials.issuing import _CTX
+
+    suite = get_suite("eddsa-rdfc-2022")
+    proofs = vc["proof"] if isinstance(vc["proof"], list) else [vc["proof"]]
+    previous = [proof for proof in proofs if proof.get("id") == previous_id]
+    document = {name: value for name, value in vc.items() if name != "proof"}
+    document["proof"] = previous
+    options = {
+        "type": "DataIntegrityProof",
+        "cryptosuite": suite.name,
+        "id": proof_id,
+        "created": "2024-02-01T00:00:00Z",
+        "verificationMethod": signer.verification_method,
+        "proofPurpose": "assertionMethod",
+        "previousProof": previous_id,
+    }
+    data = suite.hash_data(document, options, "Ed25519", _CTX)
+    chained = copy.deepcopy(vc)
+    chained["proof"] = [*proofs, {**options, "proofValue": "z" + base58btc_encode(signer.private_key.sign(data))}]
+    return chained
+
+
+def _signed_with_id(issuer: Issuer, vc: dict, proof_id: str) -> dict:
+    from app.credentials.cryptosuites import get_suite
+    from tests.credentials.issuing import _CTX
+
+    return get_suite("eddsa-rdfc-2022").sign(
+        vc, private_key=issuer.private_key, verification_method=issuer.verification_method, ctx=_CTX, proof_id=proof_id
+    )
+
+
+def test_proof_chain_with_a_second_signer_binds_through_the_issuers_proof(client, master):
+    issuer, notary = Issuer(), Issuer()
+    vc = _signed_with_id(issuer, issuer.credential("did:example:holder"), "urn:uuid:issuer-proof")
+    chained = _chain_proof(notary, vc, "urn:uuid:issuer-proof", "urn:uuid:notary-proof")
+    body = _verify(client, master.headers, chained)
+    assert body["verified"], body["errors"]
+    assert body["warnings"] == []
+
+
+def test_proof_chain_without_a_proof_by_the_issuer_is_not_bound(client, master):
+    issuer, notary, other = Issuer(), Issuer(), Issuer()
+    vc = _signed_with_id(other, issuer.credential("did:example:holder"), "urn:uuid:other-proof")
+    chained = _chain_proof(notary, vc, "urn:uuid:other-proof", "urn:uuid:notary-proof")
+    body = _verify(client, master.headers, chained)
+    assert _codes(body) == ["verification_method_not_authorized"]
+    assert issuer.did in body["errors"][0]["detail"]
+
+
+def test_a_second_signers_bad_proof_still_fails_the_chain(client, master):
+    issuer, notary = Issuer(), Issuer()
+    vc = _signed_with_id(issuer, issuer.credential("did:example:holder"), "urn:uuid:issuer-proof")
+    chained = _chain_proof(notary, vc, "urn:uuid:issuer-proof", "urn:uuid:notary-proof")
+    chained["proof"][1]["created"] = "2024-03-01T00:00:00Z"
+    body = _verify(client, master.headers, chained)
+    assert _codes(body) == ["invalid_signature"]
+
+
+def test_https_issuer_with_a_did_key_signer_needs_the_explicit_option(client, master):
+    signer = Issuer()
+    vc = signer.credential("did:example:holder")
+    vc["issuer"] = "https://issuer.example/"
+    vc = signer.sign(vc)
+    body = _verify(client, master.headers, vc)
+    assert _codes(body) == ["verification_method_not_authorized"]
+    assert "not a DID" in body["errors"][0]["detail"]
+
+    waived = _verify(client, master.headers, vc, UNBOUND)
+    assert waived["verified"], waived["errors"]
+    assert [warning["code"] for warning in waived["warnings"]] == ["issuer_not_bound"]
+    detail = waived["warnings"][0]["detail"]
+    assert "issuerMustControlKeys" in detail and "not a DID" not in detail
+
+
+@pytest.mark.parametrize("host", ["localhost", "no-such-host.invalid"])
+def test_did_web_errors_never_reveal_internal_addresses(app, client, master, host):
+    issuer = Issuer()
+    did = f"did:web:{host}"
+    vc = issuer.credential("did:example:holder")
+    vc["issuer"] = did
+    vc = issuer.sign(vc)
+    vc["proof"]["verificationMethod"] = f"{did}#key-1"
+    body = _verify(client, master.headers, vc)
+    assert _codes(body) == ["did_resolution_failed"]
+    # An internal host and an unknown one answer alike, without any resolved address or OS error.
+    assert body["errors"][0]["detail"] == f"did:web host {host} is unknown or has a non-public address; refused"

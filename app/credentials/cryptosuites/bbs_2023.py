@@ -24,6 +24,7 @@ from typing import Any
 from app.credentials import bbs
 from app.credentials.cryptosuites import sd_primitives as sd
 from app.credentials.cryptosuites.base import ProofCheckFailed, SuiteContext, VerificationKey, register_suite
+from app.credentials.cryptosuites.data_integrity import check_proof_options
 
 NAME = "bbs-2023"
 BASE_PROOF_HEADER = b"\xd9\x5d\x02"
@@ -151,11 +152,6 @@ def _public_key_problem(backend: Any, public_key: bytes) -> str | None:
     return "the public key is the identity point" if backend.g2_is_identity(point) else None
 
 
-def _check_proof_options(proof: dict) -> None:
-    if proof.get("type") != "DataIntegrityProof" or proof.get("cryptosuite") != NAME:
-        raise ProofCheckFailed("invalid_proof_configuration", f"not a DataIntegrityProof with cryptosuite {NAME}")
-
-
 class Bbs2023:
     """Verifier of bbs-2023 baseline proofs; `backend` picks the curve backend of `app.credentials.bbs`."""
 
@@ -166,7 +162,7 @@ class Bbs2023:
 
     def verify_proof(self, document_without_proof: dict, proof: dict, key: VerificationKey, ctx: SuiteContext) -> None:
         """Return when the proof verifies with `key` (BLS12-381 G2), else raise `ProofCheckFailed`."""
-        _check_proof_options(proof)
+        check_proof_options(proof, NAME)
         if key.key_type != "Bls12381G2":
             raise ProofCheckFailed("unsupported_key_type", f"{NAME} needs a BLS12-381 G2 key, not {key.key_type}")
         problem = _public_key_problem(self.backend or bbs.get_backend(), bytes(key.public_key))
@@ -268,7 +264,7 @@ def create_base_proof(
     random unless given. Raises `ProofCheckFailed`, or `BbsInputError` for a bad secret key.
     """
     proof = copy.deepcopy(proof_options)
-    _check_proof_options(proof)
+    check_proof_options(proof, NAME)
     hmac_key = hmac_key if hmac_key is not None else secrets.token_bytes(32)
     groups = sd.canonicalize_and_group(
         document, sd.shuffled_id_label_map_factory(hmac_key), {"mandatory": list(mandatory_pointers)}, ctx

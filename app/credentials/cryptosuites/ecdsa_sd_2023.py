@@ -23,6 +23,7 @@ from cryptography.hazmat.primitives.asymmetric.utils import decode_dss_signature
 
 from app.credentials.cryptosuites import sd_primitives as sd
 from app.credentials.cryptosuites.base import ProofCheckFailed, SuiteContext, VerificationKey, register_suite
+from app.credentials.cryptosuites.data_integrity import check_proof_options
 from app.credentials.multiformats import multibase_decode
 
 NAME = "ecdsa-sd-2023"
@@ -172,11 +173,6 @@ def verify_signatures(data: VerifyData, issuer_key: ec.EllipticCurvePublicKey) -
             )
 
 
-def _check_proof_options(proof: dict) -> None:
-    if proof.get("type") != "DataIntegrityProof" or proof.get("cryptosuite") != NAME:
-        raise ProofCheckFailed("invalid_proof_configuration", f"not a DataIntegrityProof with cryptosuite {NAME}")
-
-
 class EcdsaSd2023:
     """Verifier of ecdsa-sd-2023 base proofs (as a holder checks them) and derived proofs."""
 
@@ -184,7 +180,7 @@ class EcdsaSd2023:
 
     def verify_proof(self, document_without_proof: dict, proof: dict, key: VerificationKey, ctx: SuiteContext) -> None:
         """Return when the proof verifies with `key` (P-256), else raise `ProofCheckFailed`."""
-        _check_proof_options(proof)
+        check_proof_options(proof, NAME)
         if key.key_type != "P-256":
             raise ProofCheckFailed("unsupported_key_type", f"{NAME} needs a P-256 key, not {key.key_type}")
         issuer_key = _p256_public_key(key.public_key, "the verification method key", "invalid_public_key")
@@ -218,7 +214,7 @@ def create_base_proof(
     if not isinstance(issuer_key.curve, ec.SECP256R1):
         raise ProofCheckFailed("unsupported_key_type", f"{NAME} signs with P-256 keys")
     proof = copy.deepcopy(proof_options)
-    _check_proof_options(proof)
+    check_proof_options(proof, NAME)
     hmac_key = hmac_key if hmac_key is not None else secrets.token_bytes(32)
     groups = sd.canonicalize_and_group(
         document, sd.hmac_id_label_map_factory(hmac_key), {"mandatory": list(mandatory_pointers)}, ctx

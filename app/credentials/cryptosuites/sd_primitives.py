@@ -464,7 +464,7 @@ class _BoundedCompactor(JsonLdProcessor):
 
 
 def _compact(expanded: list, context: Any, ctx: SuiteContext) -> dict:
-    """JSON-LD compaction with the suite's loader (its processed-context cache and its lock)."""
+    """JSON-LD compaction with the suite's loader (its processed-context cache)."""
     loader = ctx.loader
     options = {
         "documentLoader": loader,
@@ -475,10 +475,12 @@ def _compact(expanded: list, context: Any, ctx: SuiteContext) -> dict:
         "graph": False,
         "skipExpansion": True,
     }
-    compactor = _BoundedCompactor(ctx.limits.time_limit, ctx.limits.max_steps)
+    time_limit = ctx.limits.time_limit
+    if ctx.limits.deadline is not None:
+        time_limit = min(time_limit, ctx.limits.deadline - time.monotonic())
+    compactor = _BoundedCompactor(time_limit, ctx.limits.max_steps)
     try:
-        with loader.lock:
-            return compactor.compact(expanded, {"@context": context}, options)
+        return compactor.compact(expanded, {"@context": context}, options)
     except ProofCheckFailed:
         raise
     except (JsonLdError, RecursionError, ValueError, TypeError, KeyError) as error:

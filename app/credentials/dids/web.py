@@ -49,6 +49,23 @@ def is_public_address(address: str) -> bool:
     )
 
 
+def _reason(error: BaseException | None) -> str:
+    """Why a connection failed, without the addresses or OS messages its text may hold."""
+    seen = 0
+    while error is not None and seen < 10:
+        if isinstance(error, ssl.SSLCertVerificationError):
+            return "the TLS certificate does not verify"
+        if isinstance(error, ssl.SSLError):
+            return "the TLS handshake failed"
+        error, seen = error.__cause__ or error.__context__, seen + 1
+    return "connection failed"
+
+
+def unusable_host_detail(what: str, host: str) -> str:
+    """The failure detail for a host that does not resolve or resolves to a non-public address."""
+    return f"{what} host {host[:100]} is unknown or has a non-public address; refused"
+
+
 @dataclass(frozen=True)
 class DidWebLocation:
     """Where a did:web document lives: `host` (lower case), `port`, `path` (absolute)."""
@@ -116,19 +133,18 @@ class DidWebResolver:
         return document
 
     def _checked_addresses(self, location: DidWebLocation) -> list[str]:
+        # One answer for "unknown" and "internal", never the addresses: details reach the caller,
+        # who must learn nothing about the internal network from them.
+        unusable = ProofCheckFailed("did_resolution_failed", unusable_host_detail("did:web", location.host))
         try:
             addresses = self.resolve_addresses(location.host, location.port)
-        except (OSError, UnicodeError) as error:
-            raise ProofCheckFailed("did_resolution_failed", f"cannot resolve {location.host}: {error}") from None
+        except (OSError, UnicodeError):
+            raise unusable from None
         if not addresses:
-            raise ProofCheckFailed("did_resolution_failed", f"{location.host} has no address")
-        if f"{location.host}:{location.port}" not in self.allowed_private_hosts:
-            refused = [address for address in addresses if not is_public_address(address)]
-            if refused:
-                raise ProofCheckFailed(
-                    "did_resolution_failed",
-                    f"did:web host {location.host} resolves to a non-public address ({refused[0]}); refused",
-                )
+            raise unusable
+        allowed = f"{location.host}:{location.port}" in self.allowed_private_hosts
+        if not allowed and any(not is_public_address(address) for address in addresses):
+            raise unusable
         return addresses
 
     def _fetch(self, location: DidWebLocation, addresses: list[str]) -> bytes:
@@ -146,8 +162,10 @@ class DidWebResolver:
                 except (httpx.ConnectError, httpx.ConnectTimeout) as error:
                     last_error = error
                 except httpx.HTTPError as error:
-                    raise ProofCheckFailed("did_resolution_failed", f"fetching {location.url}: {error}") from None
-        raise ProofCheckFailed("did_resolution_failed", f"cannot connect to {location.url}: {last_error}")
+                    raise ProofCheckFailed(
+                        "did_resolution_failed", f"fetching {location.url} failed ({type(error).__name__})"
+                    ) from None
+        raise ProofCheckFailed("did_resolution_failed", f"cannot connect to {location.url} ({_reason(last_error)})")
 
     def _read(self, client: httpx.Client, url: str, headers: dict, location: DidWebLocation) -> bytes:
         with client.stream("GET", url, headers=headers, extensions={"sni_hostname": location.host}) as response:

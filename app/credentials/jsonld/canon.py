@@ -6,6 +6,7 @@ Everything here raises `ProofCheckFailed` and nothing else:
   type or node id (the "safe mode" of the Data Integrity specifications);
 - `canonicalization_limit`: the document is too deep or too large, expansion or the blank-node
   labelling does too much work, or the time limit passes (JSON-LD bombs, poison graphs);
+- `verification_time_limit`: the whole verification's `deadline` passed;
 - `invalid_jsonld`: anything else pyld rejects.
 
 RDFC-1.0 is run with SHA-256 by default; `hash_name="sha384"` gives the variant ecdsa-rdfc-2019
@@ -42,9 +43,12 @@ class CanonicalizationLimits:
     `max_depth`/`max_values` bound the input JSON; `max_steps` bounds expansion work (one step per
     expanded element or node-map entry); `max_quads` bounds the dataset; `max_hash_steps` bounds
     the n-degree blank-node hashing of RDFC-1.0, which is exponential on poison graphs.
+    `deadline` (a `time.monotonic()` instant) ends every operation of one verification at once:
+    the credential's budget across all its proofs; passing it is `verification_time_limit`.
     """
 
     time_limit: float = 1.0
+    deadline: float | None = None
     max_depth: int = 40
     max_values: int = 20_000
     max_steps: int = 100_000
@@ -94,7 +98,10 @@ class _Budget:
         self.check_clock()
 
     def check_clock(self) -> None:
-        if time.monotonic() > self.deadline:
+        now = time.monotonic()
+        if self.limits.deadline is not None and now > self.limits.deadline:
+            raise ProofCheckFailed("verification_time_limit", "the credential's proofs exceed its verification time")
+        if now > self.deadline:
             raise ProofCheckFailed("canonicalization_limit", f"JSON-LD processing exceeds {self.limits.time_limit:g} s")
 
 
@@ -289,12 +296,9 @@ def _dataset(document: dict, loader: DocumentLoader, budget: _Budget) -> dict[st
     return dataset
 
 
-def _run_guarded(operation: Any, loader: DocumentLoader | None) -> Any:
+def _run_guarded(operation: Any) -> Any:
     try:
-        if loader is None:
-            return operation()
-        with loader.lock:
-            return operation()
+        return operation()
     except ProofCheckFailed:
         raise
     except (
@@ -332,7 +336,7 @@ def expand(document: dict, loader: DocumentLoader, *, limits: CanonicalizationLi
         check_document_shape(document, limits)
         return _expand(_GuardedProcessor(budget, loader), document, loader)
 
-    return _run_guarded(operation, loader)
+    return _run_guarded(operation)
 
 
 def to_nquads(document: dict, loader: DocumentLoader, *, limits: CanonicalizationLimits | None = None) -> list[str]:
@@ -349,7 +353,7 @@ def to_nquads(document: dict, loader: DocumentLoader, *, limits: Canonicalizatio
             lines.extend(serialize_nquad(triple, name) for triple in triples)
         return lines
 
-    return _run_guarded(operation, loader)
+    return _run_guarded(operation)
 
 
 def canonicalize_with_labels(
@@ -368,7 +372,7 @@ def canonicalize_with_labels(
         check_document_shape(document, limits)
         return _canonicalize_dataset(_dataset(document, loader, budget), hash_name, budget)
 
-    return _run_guarded(operation, loader)
+    return _run_guarded(operation)
 
 
 def canonicalize(
@@ -407,7 +411,7 @@ def canonicalize_nquads(
             raise ProofCheckFailed("canonicalization_limit", f"more than {limits.max_quads} quads")
         return _canonicalize_dataset(dataset, hash_name, budget)
 
-    return _run_guarded(operation, None)
+    return _run_guarded(operation)
 
 
 def relabel_blank_nodes(nquads: Iterable[str], label_map: dict[str, str]) -> list[str]:

@@ -61,14 +61,31 @@ class DocumentLoader:
     Use `make_document_loader` to build one from a directory. `urls` lists what is allowed.
     `resolved_context_cache` is the cache pyld's ContextResolver keeps for this loader, and
     `processed_context_memo` the canonicalizer's memo of processed contexts.
-    `lock` serialises pyld processing with this loader, whose caches are not thread-safe.
+
+    The caches are neither thread-safe nor safe to share (processed contexts are matched by
+    identity), so each thread has its own: threads never wait for one another, and a small
+    verification is not held up by a large one running in another thread of the process.
     """
 
     def __init__(self, documents: dict[str, Any]) -> None:
         self._documents = documents
-        self.resolved_context_cache = BoundedCache(_PROCESSED_CONTEXT_CACHE_SIZE)
-        self.processed_context_memo = BoundedCache(_PROCESSED_CONTEXT_CACHE_SIZE)
-        self.lock = threading.RLock()
+        self._local = threading.local()
+
+    @property
+    def resolved_context_cache(self) -> BoundedCache:
+        """This thread's cache of resolved contexts (pyld's ContextResolver)."""
+        cache = getattr(self._local, "resolved", None)
+        if cache is None:
+            cache = self._local.resolved = BoundedCache(_PROCESSED_CONTEXT_CACHE_SIZE)
+        return cache
+
+    @property
+    def processed_context_memo(self) -> BoundedCache:
+        """This thread's memo of processed contexts (see `canon._GuardedProcessor`)."""
+        memo = getattr(self._local, "processed", None)
+        if memo is None:
+            memo = self._local.processed = BoundedCache(_PROCESSED_CONTEXT_CACHE_SIZE)
+        return memo
 
     @property
     def urls(self) -> frozenset[str]:
