@@ -72,6 +72,21 @@ class CreditEntry(Base):
     created_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), default=utcnow)
 
 
+class CreditHold(Base):
+    """Credits set aside for an accepted job: its success charges them, its failure releases them.
+
+    A hold counts against the account only while its job is queued or running; the job's
+    charge deletes it in the transaction that finishes the job.
+    """
+
+    __tablename__ = "agent_credit_holds"
+
+    job_id: Mapped[str] = mapped_column(String(36), primary_key=True)
+    account_id: Mapped[int] = mapped_column(ForeignKey("agent_accounts.id"), index=True)
+    amount: Mapped[int] = mapped_column(Integer)
+    created_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), default=utcnow)
+
+
 class PrivateCard(Base):
     """The card as hosted, stored privately under the DID (exact bytes)."""
 

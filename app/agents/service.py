@@ -4,7 +4,10 @@ Services flush but never commit: a request or a job owns the transaction. Every 
 card write happens in a job (``*_from_job``), so the card's private copy, its public copy and
 the charge commit together, and deregistration removes the record and both cards together.
 Request-time functions (``request_*``) check everything that can be checked up front — size,
-shape, permission, credits — so a refused request writes nothing, then enqueue the job.
+shape, permission, credits — so a refused request writes nothing, then enqueue the job. An
+accepted paid job holds its price (``CreditHold``) from the moment it is accepted: the job's
+success turns the hold into the charge, and a failed job's hold no longer counts, so a ``202``
+always means the job can pay.
 """
 
 from __future__ import annotations
@@ -21,7 +24,7 @@ from typing import Any
 from urllib.parse import urlparse, urlsplit
 
 from flask import current_app
-from sqlalchemy import delete, select, update
+from sqlalchemy import delete, func, select, update
 from sqlalchemy.dialects.postgresql import insert as postgresql_insert
 from sqlalchemy.dialects.sqlite import insert as sqlite_insert
 
@@ -52,15 +55,17 @@ from app.agents.models import (
     AuthChallenge,
     Consent,
     CreditEntry,
+    CreditHold,
     PrivateCard,
     PublicCard,
     RegistryRecord,
 )
+from app.agents.registration_file import registration_file_errors
 from app.agents.siwe import InvalidSiweMessage, SiweMessage, format_date_time, parse_message
 from app.db import as_utc, isoformat, utcnow
 from app.errors import NotFound, ValidationFailed
 from app.extensions import db
-from app.jobs.models import Job
+from app.jobs.models import FAILED, QUEUED, RUNNING, SUCCEEDED, Job
 from app.jobs.service import enqueue_job
 from app.security import hash_secret, random_token
 from app.users.service import user_did_document
@@ -364,17 +369,45 @@ def _add_entry(
     return entry
 
 
-def require_credits(account: AgentAccount, operation: str) -> int:
-    """Return the price of ``operation``; ``InsufficientCredits`` (402) if the account cannot pay."""
+def held_credits(account_id: int) -> int:
+    """The credits held for the account's accepted jobs that have not finished yet."""
+    return db.session.scalar(
+        select(func.coalesce(func.sum(CreditHold.amount), 0))
+        .join(Job, Job.id == CreditHold.job_id)
+        .where(CreditHold.account_id == account_id, Job.state.in_((QUEUED, RUNNING)))
+    )
+
+
+def _start_paid(kind: str, operation: str, caller: AgentAccount, target: AgentAccount, **payload: Any) -> Job:
+    """Start a job that ``caller`` pays for, holding its price; ``InsufficientCredits`` (402) otherwise.
+
+    The caller's row stays locked until the request commits, so concurrent requests of one
+    account reserve one after the other and never promise the same credits twice.
+    """
     price = prices()[operation]
-    if account.balance < price:
-        raise InsufficientCredits(price, account.balance)
-    return price
+    payer = _lock_account(caller.id)
+    available = payer.balance - held_credits(payer.id)
+    if available < price:
+        raise InsufficientCredits(price, available)
+    job = _start(kind, caller, target, **payload)
+    if price:
+        db.session.add(CreditHold(job_id=job.id, account_id=payer.id, amount=price, created_at=utcnow()))
+        db.session.flush()
+    return job
 
 
 def _charge(payer: AgentAccount, operation: str, subject_did: str, job_id: str) -> int:
-    """Debit ``payer`` (already locked) inside a job; raises ``InsufficientCredits``."""
-    price = require_credits(payer, operation)
+    """Turn the job's hold into a debit of ``payer`` (already locked); raises ``InsufficientCredits``.
+
+    The hold's amount is the price the request was accepted at; jobs accepted before holds
+    existed pay the current price if the balance allows.
+    """
+    hold = db.session.get(CreditHold, job_id)
+    price = hold.amount if hold is not None else prices()[operation]
+    if payer.balance < price:
+        raise InsufficientCredits(price, payer.balance)
+    if hold is not None:
+        db.session.delete(hold)
     _add_entry(payer, -price, operation, subject_did=subject_did, job_id=job_id)
     return price
 
@@ -484,7 +517,8 @@ def _reject_constant(name: str) -> None:
 
 
 def validate_card(body: bytes) -> None:
-    """Refuse a card over 16384 bytes (``CardTooLarge``) or that is not one JSON object (``InvalidCard``)."""
+    """Refuse a card over 16384 bytes (``CardTooLarge``), or that is not one JSON object in the
+    ERC-8004 registration-file shape (``InvalidCard``, its ``errors`` naming every bad field)."""
     if len(body) > MAX_CARD_BYTES:
         raise CardTooLarge(f"The card is {len(body)} bytes; at most {MAX_CARD_BYTES} are accepted.")
     try:
@@ -497,14 +531,21 @@ def validate_card(body: bytes) -> None:
         raise InvalidCard("The card is not JSON.", errors={"card": [f"Not JSON: {exc}"]}) from exc
     if not isinstance(card, dict):
         raise InvalidCard("The card must be one JSON object.", errors={"card": ["Not a JSON object."]})
+    errors = registration_file_errors(card)
+    if errors:
+        raise InvalidCard(
+            "The card is not an ERC-8004 registration file; see the fields named: " + ", ".join(sorted(errors)) + ".",
+            errors=errors,
+        )
 
 
 def request_host_card(caller: AgentAccount, did: str, body: bytes) -> Job:
     """Check a host-card request and start its job (card private + public copy + charge)."""
     validate_card(body)
     target = authorize_for_did(caller, did)
-    require_credits(caller, "host-card")
-    return _start("agents.host_card", caller, target, body=base64.b64encode(body).decode("ascii"), etag=etag_of(body))
+    return _start_paid(
+        "agents.host_card", "host-card", caller, target, body=base64.b64encode(body).decode("ascii"), etag=etag_of(body)
+    )
 
 
 def host_card_from_job(job: Job) -> dict[str, Any]:
@@ -561,8 +602,7 @@ def request_card_unpublish(caller: AgentAccount, did: str) -> Job:
     target = authorize_for_did(caller, did)
     if db.session.get(PublicCard, target.did) is None:
         raise CardNotFound(f"No public card is published for {did}.")
-    require_credits(caller, "card-unpublish")
-    return _start("agents.card_unpublish", caller, target)
+    return _start_paid("agents.card_unpublish", "card-unpublish", caller, target)
 
 
 def card_unpublish_from_job(job: Job) -> dict[str, Any]:
@@ -609,8 +649,7 @@ def request_set_card(caller: AgentAccount, did: str, uri: str) -> Job:
     """Check and start the job that registers a card URI in the registry record."""
     validate_card_uri(uri)
     target = authorize_for_did(caller, did)
-    require_credits(caller, "set-card")
-    return _start("agents.set_card", caller, target, uri=uri)
+    return _start_paid("agents.set_card", "set-card", caller, target, uri=uri)
 
 
 def set_card_from_job(job: Job) -> dict[str, Any]:
@@ -671,8 +710,7 @@ def request_deregister(caller: AgentAccount, did: str) -> Job:
     record = get_record(did)
     if record is not None and record.owner_did:
         raise OwnerNamedRecord(record.owner_did)
-    require_credits(caller, "deregister")
-    return _start("agents.deregister", caller, target)
+    return _start_paid("agents.deregister", "deregister", caller, target)
 
 
 def deregister_from_job(job: Job) -> dict[str, Any]:
@@ -810,10 +848,13 @@ def approve_consent_from_job(job: Job) -> dict[str, Any]:
 
 
 def purge_expired() -> int:
-    """Delete expired sign-in challenges and sessions; returns how many rows went. Flushes only."""
+    """Delete expired sign-in challenges and sessions and the holds of finished jobs; returns how
+    many rows went. Flushes only."""
     now = utcnow()
     removed = db.session.execute(delete(AuthChallenge).where(AuthChallenge.expires_at < now)).rowcount
     removed += db.session.execute(delete(AgentSession).where(AgentSession.expires_at < now)).rowcount
+    finished = select(Job.id).where(Job.state.in_((SUCCEEDED, FAILED)))
+    removed += db.session.execute(delete(CreditHold).where(CreditHold.job_id.in_(finished))).rowcount
     return removed
 
 

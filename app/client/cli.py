@@ -62,10 +62,21 @@ class Settings:
             raise click.UsageError("set TESSERA_PRODUCTION_URL or TESSERA_NETWORK_URL to use --env production")
         return url
 
+    def chain_id(self) -> int:
+        """Return the EIP-155 chain id of the chosen environment (``TESSERA_CHAIN_ID`` wins).
+
+        A sign-in challenge naming another chain is refused before anything is signed.
+        """
+        name = "TESSERA_CHAIN_ID" if os.environ.get("TESSERA_CHAIN_ID") else f"TESSERA_{self.env.upper()}_CHAIN_ID"
+        text = os.environ.get(name) or str(library.DEFAULT_CHAIN_ID)
+        if not text.isdigit():
+            raise click.UsageError(f"{name} must be a chain id (decimal digits), not {text!r}")
+        return int(text)
+
     def client(self) -> library.TesseraClient:
-        """Return a library client for the chosen network and key."""
+        """Return a library client for the chosen network, its chain and the key."""
         try:
-            return library.TesseraClient(self.network_url(), api_key=self.api_key)
+            return library.TesseraClient(self.network_url(), api_key=self.api_key, chain_id=self.chain_id())
         except ValueError as exc:
             message = f"the agent key is not usable: {exc}"
             document = {"error": {"message": message, "kind": "AuthenticationFailed"}}

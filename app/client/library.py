@@ -16,6 +16,7 @@ import json
 import time
 import uuid
 from collections.abc import Callable
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 from urllib.parse import quote, urlparse
@@ -24,11 +25,17 @@ import httpx
 
 from app.agents import ethereum
 from app.agents.consent_message import InvalidConsentMessage, parse_consent_message
+from app.agents.siwe import InvalidSiweMessage, SiweMessage, parse_message
 from app.client.cards import MAX_CARD_BYTES, find_placeholders_in_bytes
 
 REGISTRY_CONTRACT = "agent-registry"
 MINIMUM_DEREGISTER_VERSION = (1, 7, 0)
 FINAL_JOB_STATES = frozenset({"succeeded", "failed"})
+DEFAULT_CHAIN_ID = 1
+# A sign-in challenge is made for this moment: its times may differ from the local clock by at
+# most CLOCK_SKEW, and a signature over it may stay usable for at most MAX_CHALLENGE_LIFETIME.
+CLOCK_SKEW = timedelta(minutes=5)
+MAX_CHALLENGE_LIFETIME = timedelta(hours=1)
 
 ProgressCallback = Callable[[dict[str, Any]], None]
 
@@ -50,6 +57,10 @@ class ApiError(TesseraError):
 
 class AuthenticationFailed(TesseraError):
     """No agent key, a malformed key, or the network refused the signature or session (401)."""
+
+
+class ChallengeRefused(AuthenticationFailed):
+    """The network's sign-in challenge is not one for this network, key and moment; nothing was signed."""
 
 
 class InsufficientCredits(ApiError):
@@ -140,6 +151,63 @@ def consent_id_from_link(link_or_id: str) -> str:
     return link_or_id.strip()
 
 
+def check_sign_in_challenge(
+    text: Any,
+    *,
+    network_url: str,
+    address: str,
+    chain_id: int,
+    nonce: Any = None,
+    now: datetime | None = None,
+) -> SiweMessage:
+    """Return the EIP-4361 challenge ``text`` once every field is what this client expects.
+
+    The domain (and scheme, when given) and the URI must be those of ``network_url``, the
+    address the key's, the chain ``chain_id``; the nonce must be present (and equal ``nonce``
+    when the network also sent it apart); it must be issued now (within ``CLOCK_SKEW``), expire
+    in the future but within ``MAX_CHALLENGE_LIFETIME`` of issue, and carry no resources (which
+    would delegate more than a sign-in). Anything else raises ``ChallengeRefused``.
+    """
+    base = network_url.rstrip("/")
+    where = urlparse(base)
+    prefix = f"refusing to sign the sign-in challenge from {base}"
+    if not isinstance(text, str):
+        raise ChallengeRefused(f"{prefix}: the network sent no message")
+    try:
+        message = parse_message(text)
+    except InvalidSiweMessage as exc:
+        raise ChallengeRefused(f"{prefix}: it is not an EIP-4361 message ({exc})") from exc
+    now = now or datetime.now(UTC)
+    problems: list[str] = []
+    if message.domain.lower() != where.netloc.lower():
+        problems.append(f"domain {message.domain} (expected {where.netloc})")
+    if message.scheme is not None and message.scheme.lower() != where.scheme.lower():
+        problems.append(f"scheme {message.scheme} (expected {where.scheme})")
+    if message.uri != base and not message.uri.startswith(base + "/"):
+        problems.append(f"URI {message.uri} (expected one under {base})")
+    if message.address != address:
+        problems.append(f"address {message.address} (expected {address})")
+    if message.chain_id != chain_id:
+        problems.append(f"chain id {message.chain_id} (expected {chain_id})")
+    if nonce is not None and nonce != message.nonce:
+        problems.append(f"nonce {message.nonce} (the network sent {nonce} beside it)")
+    if abs(message.issued_at - now) > CLOCK_SKEW:
+        problems.append(f"issued at {message.issued_at.isoformat()} (now is {now.replace(microsecond=0).isoformat()})")
+    if message.expiration_time is None:
+        problems.append("no expiration time")
+    elif message.expiration_time <= now:
+        problems.append(f"expired at {message.expiration_time.isoformat()}")
+    elif message.expiration_time - message.issued_at > MAX_CHALLENGE_LIFETIME:
+        problems.append(f"an expiration time of {message.expiration_time.isoformat()}, too far ahead")
+    if message.not_before is not None and message.not_before - now > CLOCK_SKEW:
+        problems.append(f"not valid before {message.not_before.isoformat()}")
+    if message.resources:
+        problems.append("resources (" + ", ".join(message.resources) + ")")
+    if problems:
+        raise ChallengeRefused(f"{prefix}: it names " + "; ".join(problems))
+    return message
+
+
 def _retry_after_seconds(response: httpx.Response, attempt: int) -> float:
     try:
         hinted = float(response.headers.get("Retry-After", ""))
@@ -171,7 +239,9 @@ class TesseraClient:
     """A session with one Tessera network as one agent (or organisation) key.
 
     ``base_url`` is the network URL (``{network_url}``); ``api_key`` the agent key or ``None`` for
-    public reads only. ``transport`` lets tests plug an httpx transport. Not thread-safe.
+    public reads only. ``chain_id`` is the EIP-155 chain of the chosen environment: a sign-in
+    challenge for another chain is refused. ``transport`` lets tests plug an httpx transport.
+    Not thread-safe.
     """
 
     def __init__(
@@ -183,9 +253,11 @@ class TesseraClient:
         poll_interval: float = 0.25,
         job_timeout: float = 120.0,
         unavailable_retries: int = 3,
+        chain_id: int = DEFAULT_CHAIN_ID,
         transport: httpx.BaseTransport | None = None,
     ):
         self.base_url = base_url.rstrip("/")
+        self.chain_id = chain_id
         self._api_key = api_key
         self.poll_interval = poll_interval
         self.job_timeout = job_timeout
@@ -290,7 +362,8 @@ class TesseraClient:
         """Sign the network's EIP-4361 challenge with the key; return ``{did, address, token, ...}``.
 
         The network binds a DID to the key on its first authentication; ``self.did`` holds it.
-        Raises ``AuthenticationFailed`` without a usable key or when the network refuses.
+        Raises ``AuthenticationFailed`` without a usable key or when the network refuses, and
+        ``ChallengeRefused`` (signing nothing) when the challenge fails ``check_sign_in_challenge``.
         """
         if not self._api_key:
             raise AuthenticationFailed("no agent key: pass --api-key or set TESSERA_API_KEY")
@@ -299,6 +372,16 @@ class TesseraClient:
         except ethereum.InvalidKey as exc:
             raise AuthenticationFailed(str(exc)) from exc
         challenge = self._data("POST", "/api/auth/challenge", json_body={"address": self.address})
+        if not isinstance(challenge, dict):
+            raise ChallengeRefused(f"refusing to sign the sign-in challenge from {self.base_url}: it is not an object")
+        assert self.address is not None
+        check_sign_in_challenge(
+            challenge.get("message"),
+            network_url=self.base_url,
+            address=self.address,
+            chain_id=self.chain_id,
+            nonce=challenge.get("nonce"),
+        )
         signature = ethereum.sign_personal_message(challenge["message"], secret)
         session = self._data(
             "POST", "/api/auth/verify", json_body={"message": challenge["message"], "signature": signature}

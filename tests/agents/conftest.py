@@ -2,15 +2,30 @@
 
 from __future__ import annotations
 
+import json
 import re
 import threading
 from dataclasses import dataclass
+from typing import Any
 
 import httpx
 import pytest
 from werkzeug.serving import make_server
 
+from app.agents.registration_file import REGISTRATION_TYPE
 from app.client.library import TesseraClient
+
+
+def registration_card(name: str = "Test agent", **members: Any) -> bytes:
+    """A card in the ERC-8004 registration-file shape, as JSON bytes; ``members`` add or replace."""
+    card = {
+        "type": REGISTRATION_TYPE,
+        "name": name,
+        "description": f"{name}, hosted by a test",
+        "services": [{"name": "A2A", "endpoint": "https://agent.example/.well-known/agent-card.json"}],
+        **members,
+    }
+    return json.dumps(card).encode()
 
 
 @dataclass

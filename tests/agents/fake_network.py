@@ -1,28 +1,57 @@
 """A tiny stand-in for the Tessera network over real HTTP on loopback, scripted by each test.
 
 It answers sign-in, consents and jobs the way a network would, but says what the test tells it
-to (a tampered consent, a job that stays queued for a while) and records what clients sent.
+to (a tampered consent or sign-in challenge, a job that stays queued for a while) and records
+what clients sent.
 """
 
 from __future__ import annotations
 
 import json
 import re
+import secrets
 import threading
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
+from datetime import UTC, datetime, timedelta
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
+from urllib.parse import urlparse
+
+from app.agents.siwe import SiweMessage
 
 JOB_ID = "5b0d3c8e-3f6a-4a51-9d59-2f1e8c7a9b10"
 
 
+def sign_in_message(url: str, address: str, **changes: Any) -> str:
+    """A genuine EIP-4361 challenge of the network at ``url`` for ``address``; ``changes`` alter fields."""
+    now = datetime.now(UTC).replace(microsecond=0)
+    fields: dict[str, Any] = {
+        "domain": urlparse(url).netloc,
+        "address": address,
+        "statement": "Sign in to the Tessera agent network.",
+        "uri": f"{url}/api/auth/verify",
+        "chain_id": 1,
+        "nonce": secrets.token_hex(16),
+        "issued_at": now,
+        "expiration_time": now + timedelta(minutes=5),
+    }
+    return SiweMessage(**{**fields, **changes}).to_text()
+
+
 @dataclass
 class FakeNetwork:
-    """Scripted answers (``consent``, ``job_states``, ``job_result``) and what was received."""
+    """Scripted answers (``consent``, ``challenge``, ``job_states``, ``job_result``) and what was received.
+
+    ``challenge(network, address)`` returns the sign-in message to serve; by default a genuine
+    one for this network. ``sign_ins`` records what clients sent to ``/api/auth/verify``.
+    """
 
     agent_did: str
+    challenge: Callable[[FakeNetwork, str], str] | None = None
+    sign_ins: list[dict[str, Any]] = field(default_factory=list)
+    unauthorized_paths: set[str] = field(default_factory=set)
     consent: dict[str, Any] | None = None
     job_states: list[str] = field(default_factory=lambda: ["succeeded"])
     job_result: dict[str, Any] = field(default_factory=dict)
@@ -58,9 +87,12 @@ def _handler(network: FakeNetwork) -> type[BaseHTTPRequestHandler]:
         def do_POST(self) -> None:
             body = self._body()
             if self.path == "/api/auth/challenge":
-                message = "fake.example wants you to sign in"
-                self._send(200, {"data": {"message": message, "nonce": "0" * 32, "expires_at": "2999-01-01T00:00:00Z"}})
+                address = json.loads(body)["address"]
+                make = network.challenge or (lambda net, addr: sign_in_message(net.url, addr))
+                message = make(network, address)
+                self._send(200, {"data": {"message": message, "nonce": None, "expires_at": "2999-01-01T00:00:00Z"}})
             elif self.path == "/api/auth/verify":
+                network.sign_ins.append(json.loads(body))
                 session = {"token": "fake-session", "token_type": "Bearer", "did": network.agent_did, "kind": "agent"}
                 self._send(200, {"data": session})
             elif re.fullmatch(r"/api/consents/[^/]+/approve", self.path):
@@ -78,7 +110,9 @@ def _handler(network: FakeNetwork) -> type[BaseHTTPRequestHandler]:
                 self._send(404, {"status": 404, "code": "not_found", "title": "Not Found"})
 
         def do_GET(self) -> None:
-            if self.path.startswith("/api/consents/") and network.consent is not None:
+            if self.path in network.unauthorized_paths:
+                self._send(401, {"status": 401, "code": "authentication_failed", "title": "Authentication failed"})
+            elif self.path.startswith("/api/consents/") and network.consent is not None:
                 self._send(200, {"data": network.consent})
             elif self.path == f"/api/jobs/{JOB_ID}":
                 self._send(200, {"data": network.job()})

@@ -2,13 +2,12 @@
 
 from __future__ import annotations
 
-import json
 import threading
 
 import pytest
 
 from app.client.library import InsufficientCredits, OwnerNamedDeregistration, TesseraClient
-from tests.agents.conftest import claim_key_over_http
+from tests.agents.conftest import claim_key_over_http, registration_card
 
 
 def _headers(client: TesseraClient) -> dict[str, str]:
@@ -16,8 +15,8 @@ def _headers(client: TesseraClient) -> dict[str, str]:
 
 
 def _card_of_size(size: int) -> bytes:
-    skeleton = b'{"name": "Sized", "description": ""}'
-    body = skeleton.replace(b'""', b'"' + b"x" * (size - len(skeleton)) + b'"')
+    skeleton = registration_card("Sized", pad="")
+    body = skeleton.replace(b'"pad": ""', b'"pad": "' + b"x" * (size - len(skeleton)) + b'"')
     assert len(body) == size
     return body
 
@@ -76,7 +75,7 @@ def test_hosting_for_another_agents_did_is_refused(live_server, agent_client):
     other_key = claim_key_over_http(live_server)
     with TesseraClient(live_server.url, api_key=other_key) as other:
         other.authenticate()
-        answer = _put(live_server, agent_client, other.did, b'{"name": "hijack"}')
+        answer = _put(live_server, agent_client, other.did, registration_card("hijack"))
         assert answer.status_code == 403
         assert answer.json()["code"] == "not_allowed_for_did"
         assert _state(live_server, other) == (1000, 404, 404)
@@ -84,7 +83,7 @@ def test_hosting_for_another_agents_did_is_refused(live_server, agent_client):
 
 
 def test_unknown_did_is_404(live_server, agent_client):
-    answer = _put(live_server, agent_client, "did:tessera:" + "0" * 40, b"{}")
+    answer = _put(live_server, agent_client, "did:tessera:" + "0" * 40, registration_card())
     assert answer.status_code == 404
 
 
@@ -100,7 +99,7 @@ def test_missing_session_is_401_with_challenge(live_server):
 def test_organisation_needs_consent_then_hosts_on_its_own_credits(live_server, agent_client, tmp_path):
     org_key = claim_key_over_http(live_server, kind="organisation")
     card = tmp_path / "card.json"
-    card.write_bytes(b'{"name": "Owned agent card"}')
+    card.write_bytes(registration_card("Owned agent card"))
     with TesseraClient(live_server.url, api_key=org_key, poll_interval=0.05) as org:
         org.authenticate()
         refused = _put(live_server, org, agent_client.did, card.read_bytes())
@@ -151,12 +150,12 @@ def test_library_raises_insufficient_credits_with_figures(live_server):
         TesseraClient(live_server.url, api_key=generate_private_key()) as client,
         pytest.raises(InsufficientCredits) as raised,
     ):
-        client.host_card(b'{"name": "x"}')
+        client.host_card(registration_card("x"))
     assert (raised.value.required, raised.value.available) == (10, 0)
 
 
 def test_two_concurrent_host_card_jobs_leave_identical_copies(live_server, agent_client, claimed_key, app):
-    bodies = [json.dumps({"name": f"version {n}", "pad": "y" * 500 * n}).encode() for n in (1, 2)]
+    bodies = [registration_card(f"version {n}", pad="y" * 500 * n) for n in (1, 2)]
     clients = [TesseraClient(live_server.url, api_key=claimed_key, poll_interval=0.05) for _ in bodies]
     started: list = [None, None]
 
@@ -192,9 +191,10 @@ def test_two_concurrent_host_card_jobs_leave_identical_copies(live_server, agent
 def test_idempotency_key_replays_the_first_job(live_server, agent_client):
     headers = {**_headers(agent_client), "Idempotency-Key": "host-once"}
     with live_server.http() as http:
-        first = http.put(f"/api/agents/{agent_client.did}/card", content=b'{"name": "once"}', headers=headers)
-        second = http.put(f"/api/agents/{agent_client.did}/card", content=b'{"name": "once"}', headers=headers)
-        different = http.put(f"/api/agents/{agent_client.did}/card", content=b'{"name": "twice"}', headers=headers)
+        path = f"/api/agents/{agent_client.did}/card"
+        first = http.put(path, content=registration_card("once"), headers=headers)
+        second = http.put(path, content=registration_card("once"), headers=headers)
+        different = http.put(path, content=registration_card("twice"), headers=headers)
     assert first.status_code == second.status_code == 202
     assert first.json()["data"]["id"] == second.json()["data"]["id"]
     assert different.status_code == 422

@@ -8,7 +8,7 @@ import uuid
 import pytest
 
 from app.agents import ethereum
-from tests.agents.conftest import claim_key_over_http
+from tests.agents.conftest import claim_key_over_http, registration_card
 
 
 def _challenge(http, address: str) -> str:
@@ -168,7 +168,7 @@ def test_set_card_uri_is_validated(live_server, agent_client):
 
 
 def test_jobs_of_other_accounts_are_not_visible(live_server, agent_client):
-    job = agent_client.host_card(b'{"name": "mine"}')
+    job = agent_client.host_card(registration_card("mine"))
     other_key = claim_key_over_http(live_server)
     from app.client.library import ApiError, TesseraClient
 

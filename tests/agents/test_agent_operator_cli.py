@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from app.agents.ethereum import address_from_private_key, generate_private_key
 from app.client.library import TesseraClient
+from tests.agents.conftest import registration_card
 
 
 def test_granted_credits_let_a_key_made_elsewhere_host(app, live_server):
@@ -15,7 +16,7 @@ def test_granted_credits_let_a_key_made_elsewhere_host(app, live_server):
     assert f"{address}: balance 25 credits" in result.output
     with TesseraClient(live_server.url, api_key=key, poll_interval=0.05) as client:
         assert client.whoami()["balance"] == 25
-        client.host_card(b'{"name": "paid for"}')
+        client.host_card(registration_card("paid for"))
         ledger = client.credits()
     assert ledger["balance"] == 15
     assert [entry["reason"] for entry in ledger["entries"]] == ["host-card", "purchase"]

@@ -9,6 +9,7 @@ import pytest
 from click.testing import CliRunner
 
 from app.client.cli import main
+from tests.agents.conftest import registration_card
 
 
 @pytest.fixture
@@ -161,7 +162,7 @@ def test_zero_credit_key_is_refused_with_402_and_nothing_written(tessera, live_s
     code, account, _ = tessera("whoami", key=key)
     assert code == 0 and account["balance"] == 0
     card = tmp_path / "card.json"
-    card.write_bytes(b'{"name": "Paid nothing"}')
+    card.write_bytes(registration_card("Paid nothing"))
     code, error, output = tessera("host-card", "--file", str(card), key=key)
     assert code == 1
     assert error["error"]["status"] == 402
@@ -201,7 +202,7 @@ def test_organisation_flow_through_the_cli(tessera, live_server, claimed_key, tm
     _, agent, _ = tessera("whoami", key=claimed_key)
     assert org["kind"] == "organisation" and agent["kind"] == "agent"
     card = tmp_path / "card.json"
-    card.write_bytes(b'{"name": "Fleet member 7"}')
+    card.write_bytes(registration_card("Fleet member 7"))
 
     code, error, _ = tessera(
         "host-card", "--file", str(card), "--owner", org["did"], "--agent", agent["did"], key=org_key

@@ -16,6 +16,7 @@ import pytest
 from sqlalchemy import func, select, text
 
 from app.client.library import TesseraClient
+from tests.agents.conftest import registration_card
 
 pytestmark = pytest.mark.realworker
 
@@ -101,8 +102,8 @@ def crash_during(app, real_worker, did: str, start_job) -> str:
 
 def test_worker_killed_during_host_card(app, real_worker, live_server, claimed_key, wait_for_job):
     client = TesseraClient(live_server.url, api_key=claimed_key, poll_interval=0.05, job_timeout=60)
-    first = b'{"name": "first"}'
-    second = b'{"name": "second", "edited": true}'
+    first = registration_card("first")
+    second = registration_card("second", edited=True)
     client.host_card(first)
     try:
         job_id = crash_during(app, real_worker, client.did, lambda: client.host_card(second, wait=False))
@@ -131,7 +132,7 @@ def test_worker_killed_during_host_card(app, real_worker, live_server, claimed_k
 
 def test_worker_killed_during_deregister(app, real_worker, live_server, claimed_key, wait_for_job):
     client = TesseraClient(live_server.url, api_key=claimed_key, poll_interval=0.05, job_timeout=60)
-    card = b'{"name": "short-lived"}'
+    card = registration_card("short-lived")
     client.host_card(card)
     try:
         job_id = crash_during(app, real_worker, client.did, lambda: client.deregister_agent(wait=False))
