@@ -12,12 +12,12 @@ import re
 import secrets
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from datetime import UTC, datetime, timedelta
+from datetime import datetime, timedelta
 from email.utils import formataddr
 from urllib.parse import parse_qsl, urlencode, urlsplit, urlunsplit
 
 from flask import current_app
-from sqlalchemy import delete, select, update
+from sqlalchemy import case, delete, select, update
 from sqlalchemy.dialects import postgresql, sqlite
 from sqlalchemy.orm.attributes import set_committed_value
 
@@ -339,7 +339,8 @@ def send_login_code(request: AuthorizationRequest, client: Client, email: str, *
     The answer is the same whether or not the account exists. A new code replaces the previous
     one but keeps the request's attempt counter. At most `OIDC_LOGIN_CODE_SENDS` codes per
     request and `OIDC_LOGIN_CODE_SENDS_PER_ADDRESS` per address and clock hour (counted in the
-    database, so every process shares the limits); beyond them a LoginStep with status 429.
+    database, so every process shares the limits; the hour starts at the address's first code);
+    beyond them a LoginStep with status 429.
     """
     address = (email or "").strip().lower()
     if not _EMAIL.fullmatch(address) or len(address) > 254:
@@ -384,20 +385,26 @@ def send_login_code(request: AuthorizationRequest, client: Client, email: str, *
 
 
 def _count_hit(key: str, window_seconds: int) -> int:
-    """Count one hit of `key` in the current fixed window and return the window's total.
+    """Count one hit of `key` and return the hits of its window, which opens at the first hit.
 
-    One atomic upsert, so concurrent requests in any process never share a count; the key is
-    stored only as a keyed hash (it may hold an e-mail address).
+    One atomic upsert (the row is locked, or the database serialises writers), so concurrent
+    requests in any process never share a count; the key is stored only as a keyed hash (it may
+    hold an e-mail address).
     """
-    now = int(utcnow().timestamp())
-    start = datetime.fromtimestamp(now - now % window_seconds, UTC)
-    values = {"key_hash": hash_secret(key), "window_start": start, "hits": 1,
-              "expires_at": start + timedelta(seconds=window_seconds)}
+    now = utcnow()
+    ends = now + timedelta(seconds=window_seconds)
     dialect = postgresql if db.session.get_bind().dialect.name == "postgresql" else sqlite
-    statement = dialect.insert(LoginCodeCounter).values(**values)
+    statement = dialect.insert(LoginCodeCounter).values(
+        key_hash=hash_secret(key), window_start=now, hits=1, expires_at=ends
+    )
+    expired = LoginCodeCounter.expires_at <= now
     statement = statement.on_conflict_do_update(
-        index_elements=[LoginCodeCounter.key_hash, LoginCodeCounter.window_start],
-        set_={"hits": LoginCodeCounter.hits + 1},
+        index_elements=[LoginCodeCounter.key_hash],
+        set_={
+            "hits": case((expired, 1), else_=LoginCodeCounter.hits + 1),
+            "window_start": case((expired, now), else_=LoginCodeCounter.window_start),
+            "expires_at": case((expired, ends), else_=LoginCodeCounter.expires_at),
+        },
     ).returning(LoginCodeCounter.hits)
     return db.session.execute(statement).scalar_one()
 

@@ -138,12 +138,13 @@ class Consent(Base):
 
 
 class LoginCodeCounter(Base):
-    """Hits of one limit key in one fixed window, kept in the database so every process shares it."""
+    """Hits of one limit key in its current window (which starts at the first hit), kept in the
+    database so every process shares it."""
 
     __tablename__ = "oidc_login_code_counters"
 
     key_hash: Mapped[str] = mapped_column(String(64), primary_key=True)
-    window_start: Mapped[datetime] = mapped_column(DateTime(timezone=True), primary_key=True)
+    window_start: Mapped[datetime] = mapped_column(DateTime(timezone=True))
     hits: Mapped[int] = mapped_column(Integer, default=0)
     expires_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), index=True)
 

@@ -25,7 +25,7 @@ def upgrade():
     sa.Column('window_start', sa.DateTime(timezone=True), nullable=False),
     sa.Column('hits', sa.Integer(), nullable=False),
     sa.Column('expires_at', sa.DateTime(timezone=True), nullable=False),
-    sa.PrimaryKeyConstraint('key_hash', 'window_start', name=op.f('pk_oidc_login_code_counters'))
+    sa.PrimaryKeyConstraint('key_hash', name=op.f('pk_oidc_login_code_counters'))
     )
     with op.batch_alter_table('oidc_login_code_counters', schema=None) as batch_op:
         batch_op.create_index(batch_op.f('ix_oidc_login_code_counters_expires_at'), ['expires_at'], unique=False)
