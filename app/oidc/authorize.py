@@ -17,8 +17,7 @@ from email.utils import formataddr
 from urllib.parse import parse_qsl, urlencode, urlsplit, urlunsplit
 
 from flask import current_app
-from sqlalchemy import case, delete, select, update
-from sqlalchemy.dialects import postgresql, sqlite
+from sqlalchemy import delete, select, update
 from sqlalchemy.orm.attributes import set_committed_value
 
 from app.db import as_utc, utcnow
@@ -26,6 +25,7 @@ from app.extensions import db
 from app.oidc import recaptcha, tokens
 from app.oidc.claims import APP_CLAIMS_SCOPE, mapping_fingerprint, parse_scope
 from app.oidc.errors import AuthorizationPageError, AuthorizationRedirectError
+from app.oidc.limits import count_hit
 from app.oidc.mail import send_mail
 from app.oidc.models import (
     AuthorizationCode,
@@ -362,7 +362,7 @@ def send_login_code(request: AuthorizationRequest, client: Client, email: str, *
                          "Go back to the application and start again.", error=True, status=429)
     set_committed_value(request, "login_code_sends", sends)
     # Counted whether or not the address has an account, so the limit reveals nothing either.
-    if _count_hit("login-code-address:" + address, 3600) > current_app.config["OIDC_LOGIN_CODE_SENDS_PER_ADDRESS"]:
+    if count_hit("login-code-address:" + address, 3600) > current_app.config["OIDC_LOGIN_CODE_SENDS_PER_ADDRESS"]:
         return LoginStep(request, client, f"Too many codes were sent to {address} recently. "
                          "Wait an hour and try again.", error=True, status=429)
     user = find_user_by_email(_root_id(client), address)
@@ -382,31 +382,6 @@ def send_login_code(request: AuthorizationRequest, client: Client, email: str, *
         )
     db.session.flush()
     return LoginStep(request, client, f"If an account exists for {address}, we sent a code to it.")
-
-
-def _count_hit(key: str, window_seconds: int) -> int:
-    """Count one hit of `key` and return the hits of its window, which opens at the first hit.
-
-    One atomic upsert (the row is locked, or the database serialises writers), so concurrent
-    requests in any process never share a count; the key is stored only as a keyed hash (it may
-    hold an e-mail address).
-    """
-    now = utcnow()
-    ends = now + timedelta(seconds=window_seconds)
-    dialect = postgresql if db.session.get_bind().dialect.name == "postgresql" else sqlite
-    statement = dialect.insert(LoginCodeCounter).values(
-        key_hash=hash_secret(key), window_start=now, hits=1, expires_at=ends
-    )
-    expired = LoginCodeCounter.expires_at <= now
-    statement = statement.on_conflict_do_update(
-        index_elements=[LoginCodeCounter.key_hash],
-        set_={
-            "hits": case((expired, 1), else_=LoginCodeCounter.hits + 1),
-            "window_start": case((expired, now), else_=LoginCodeCounter.window_start),
-            "expires_at": case((expired, ends), else_=LoginCodeCounter.expires_at),
-        },
-    ).returning(LoginCodeCounter.hits)
-    return db.session.execute(statement).scalar_one()
 
 
 def _sender(client: Client) -> str:

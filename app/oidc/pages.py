@@ -21,6 +21,7 @@ from app.oidc import authorize
 from app.oidc.authorize import LoginStep, Outcome
 from app.oidc.claims import APP_CLAIMS_SCOPE, SCOPE_CLAIMS
 from app.oidc.errors import AuthorizationPageError, AuthorizationRedirectError
+from app.oidc.limits import network_retry_after
 from app.oidc.recaptcha import LOGIN_ACTION
 from app.oidc.service import get_relying_party
 from app.oidc.settings import install_settings
@@ -38,6 +39,7 @@ SESSION_COOKIE = "tessera_sso"
 COOKIE_PATH = "/v1/openidc"
 _BROWSER_COOKIE_AGE = 365 * 24 * 3600
 _RECAPTCHA_ORIGINS = "https://www.google.com/recaptcha/ https://www.gstatic.com/recaptcha/"
+_TOO_MANY_ATTEMPTS = "Too many sign-in attempts from your network. Wait a minute and try again."
 SCOPE_DESCRIPTIONS = {
     "openid": "Your account identifier and DID",
     "profile": "Your name, username, picture, gender, birth date and language",
@@ -200,14 +202,16 @@ def _redirect(location: str, *, code: int = 302, browser_token: str | None = Non
 @blp.errorhandler(AuthorizationPageError)
 def _error_page(error: AuthorizationPageError) -> Response:
     browser_token, new = _browser_token()
-    return _page("error.html", error.status, browser_token=browser_token, new_browser=new, message=error.message)
+    response = _page("error.html", error.status, browser_token=browser_token, new_browser=new, message=error.message)
+    if error.retry_after is not None:
+        response.headers["Retry-After"] = str(error.retry_after)
+    return response
 
 
 @blp.errorhandler(RateLimitExceeded)
 def _rate_limited_page(error: RateLimitExceeded) -> Response:
     browser_token, new = _browser_token()
-    response = _page("error.html", 429, browser_token=browser_token, new_browser=new,
-                     message="Too many sign-in attempts from your network. Wait a minute and try again.")
+    response = _page("error.html", 429, browser_token=browser_token, new_browser=new, message=_TOO_MANY_ATTEMPTS)
     response.headers["Retry-After"] = error.get_response().headers.get("Retry-After", "60")
     return response
 
@@ -219,6 +223,17 @@ def _login_rate_limit() -> str:
 def _login_rate_key() -> str:
     """Sign-in attempts are limited per network address (per issuer, so deployments may share Redis)."""
     return f"oidc-login:{current_app.config['OIDC_ISSUER']}:{request.remote_addr or 'unknown'}"
+
+
+def _limit_network_in_database() -> None:
+    """Without Redis the rate limiter counts in process memory, which every process has its own
+    of; then the sign-in limit per network address is counted in the database as well."""
+    config = current_app.config
+    if not config.get("RATELIMIT_ENABLED", True) or not config["RATELIMIT_STORAGE_URI"].startswith("memory://"):
+        return
+    retry_after = network_retry_after(request.remote_addr, _login_rate_limit())
+    if retry_after is not None:
+        raise AuthorizationPageError(_TOO_MANY_ATTEMPTS, status=429, retry_after=retry_after)
 
 
 def _step_page(handle: str, outcome: Outcome, browser_token: str, *, code: int = 303) -> Response:
@@ -286,6 +301,7 @@ def login():
 @accepts(FORM)
 def send_code():
     """Mail a one-time code to the address (if it has an account) and ask for the code."""
+    _limit_network_in_database()
     browser_token, _ = _browser_token()
     _check_csrf(browser_token)
     handle = request.form.get("request", "")
@@ -303,6 +319,7 @@ def send_code():
 @accepts(FORM)
 def check_code():
     """Check the one-time code; on success sign the browser in and continue the authorization."""
+    _limit_network_in_database()
     browser_token, _ = _browser_token()
     _check_csrf(browser_token)
     handle = request.form.get("request", "")

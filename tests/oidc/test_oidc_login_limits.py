@@ -4,6 +4,7 @@ request and per address, all counted in the database so every process enforces t
 from __future__ import annotations
 
 import os
+import secrets
 import socket
 import subprocess
 import sys
@@ -97,11 +98,14 @@ def _free_port() -> int:
 
 
 @pytest.fixture
-def second_process():
-    """The application in a separate server process on the same database (no shared memory)."""
+def second_process(app):
+    """The application in a separate server process on the same database (no shared memory),
+    behind one trusted proxy, with a sign-in limit of 4 per minute per network address."""
     port = _free_port()
     url = f"http://127.0.0.1:{port}"
-    env = {**os.environ, "OIDC_ISSUER": url, "BASE_URL": url, "OIDC_LOGIN_RATE_LIMIT": "100000 per minute"}
+    env = {**os.environ, "OIDC_ISSUER": app.config["OIDC_ISSUER"], "BASE_URL": app.config["BASE_URL"],
+           "RATELIMIT_KEY_PREFIX": app.config["RATELIMIT_KEY_PREFIX"], "OIDC_LOGIN_RATE_LIMIT": "4 per minute",
+           "TRUSTED_PROXIES": "1"}
     if conftest.USING_POSTGRES:
         env["DATABASE_URL"] = os.environ["DIRECT_DATABASE_URL"]
         env["REDIS_URL"] = os.environ["DIRECT_REDIS_URL"]
@@ -125,12 +129,13 @@ def second_process():
     conftest.stop_process(process)
 
 
-def _send_over_http(url: str, tenant) -> requests.Response:
+def _send_over_http(url: str, tenant, network: str | None = None) -> requests.Response:
+    headers = {"X-Forwarded-For": network or f"10.9.{secrets.randbelow(250)}.{secrets.randbelow(250) + 1}"}
     browser = requests.Session()
-    response = browser.get(url + authorize_query(tenant), allow_redirects=False, timeout=10)
-    page = browser.get(url + path_of(response.headers["Location"]), timeout=10)
+    response = browser.get(url + authorize_query(tenant), allow_redirects=False, timeout=10, headers=headers)
+    page = browser.get(url + path_of(response.headers["Location"]), timeout=10, headers=headers)
     return browser.post(url + "/v1/openidc/login", data={**form_fields(page.text), "email": tenant.email},
-                        timeout=10)
+                        timeout=10, headers=headers)
 
 
 def test_the_address_limit_holds_across_processes(app, client, second_process):
@@ -141,3 +146,22 @@ def test_the_address_limit_holds_across_processes(app, client, second_process):
     assert _send_over_http(second_process, tenant).status_code == 429
     assert _submit_email(client, _start_login(client, tenant), tenant.email).status_code == 429
     assert _mails(client, tenant.email) == 5
+
+
+def test_the_network_limit_holds_across_processes(app, client, second_process):
+    """Without Redis the limiter counts in memory; the sign-in limit per network must still be shared."""
+    network = f"10.8.{secrets.randbelow(250)}.{secrets.randbelow(250) + 1}"
+    app.config["OIDC_LOGIN_RATE_LIMIT"] = "4 per minute"
+    for _ in range(2):
+        tenant = make_tenant(app, client)
+        page = _start_login(client, tenant)
+        response = client.post("/v1/openidc/login", data={**form_fields(page), "email": tenant.email},
+                               environ_base={"REMOTE_ADDR": network})
+        assert response.status_code == 200
+    tenants = [make_tenant(app, client) for _ in range(3)]
+    statuses = [_send_over_http(second_process, tenant, network).status_code for tenant in tenants]
+    assert statuses == [200, 200, 429]
+    limited = _send_over_http(second_process, make_tenant(app, client), network)
+    assert limited.status_code == 429 and int(limited.headers["Retry-After"]) > 0
+    assert "Too many sign-in attempts" in limited.text
+    assert _mails(client, tenants[2].email) == 0
