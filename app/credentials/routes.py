@@ -26,6 +26,7 @@ from app.credentials.schemas import (
 from app.http import problem_doc
 from app.idempotency.service import idempotent
 from app.oidc.auth import require_bearer_token
+from app.oidc.claims import CREDENTIALS_SCOPE
 from app.tenancy.auth import api_token_required, current_caller
 
 blp = Blueprint(
@@ -96,8 +97,11 @@ def get_credential(cid: str):
 @blp.response(200, CredentialListEnvelope)
 @problem_doc(401, 403)
 def list_user_credentials():
-    """The calling user's verified credentials, newest first, each byte for byte as stored."""
-    claims = require_bearer_token()
+    """The calling user's verified credentials, newest first, each byte for byte as stored.
+
+    The access token needs the `credentials` scope (else 403 `insufficient_scope`).
+    """
+    claims = require_bearer_token(CREDENTIALS_SCOPE)
     return _json_text(service.user_credentials_json(claims.user_id), 200, {"Cache-Control": "no-store"})
 
 

@@ -23,10 +23,18 @@ from sqlalchemy.orm.attributes import set_committed_value
 from app.db import as_utc, utcnow
 from app.extensions import db
 from app.oidc import recaptcha, tokens
-from app.oidc.claims import parse_scope
+from app.oidc.claims import APP_CLAIMS_SCOPE, mapping_fingerprint, parse_scope
 from app.oidc.errors import AuthorizationPageError, AuthorizationRedirectError
+from app.oidc.limits import count_hit
 from app.oidc.mail import send_mail
-from app.oidc.models import AuthorizationCode, AuthorizationRequest, Consent, LoginSession, RevokedToken
+from app.oidc.models import (
+    AuthorizationCode,
+    AuthorizationRequest,
+    Consent,
+    LoginCodeCounter,
+    LoginSession,
+    RevokedToken,
+)
 from app.oidc.service import get_relying_party
 from app.oidc.text import has_unstorable
 from app.security import hash_secret, random_token
@@ -47,6 +55,7 @@ _EMAIL = re.compile(rf"{_EMAIL_CHAR}{{1,64}}@{_EMAIL_CHAR}{{1,253}}\.{_EMAIL_CHA
 _MAX_STATE = 2048
 # The request row keeps max_age in a 32-bit column.
 MAX_AGE_LIMIT = 2**31 - 1
+_RESTART = "Too many wrong codes. Go back to the application and start again."
 
 
 @dataclass(frozen=True)
@@ -82,6 +91,7 @@ class LoginStep:
     client: Client
     message: str | None = None
     error: bool = False
+    status: int = 400
 
 
 def browser_hash(browser_token: str) -> str:
@@ -214,11 +224,19 @@ def _root_id(client: Client) -> int:
     return client.root_id or client.id
 
 
-def _consent_covers(user_id: int, client_id: int, scopes: tuple[str, ...] | list[str]) -> bool:
+def claims_fingerprint(client: Client) -> str:
+    """The digest of the client's current claim mapping, which consent to `app_claims` is bound to."""
+    return mapping_fingerprint(client.id_token_claims or {})
+
+
+def _consent_covers(user_id: int, client: Client, scopes: tuple[str, ...] | list[str]) -> bool:
+    """Whether the remembered consent covers every scope, and for `app_claims` the current mapping."""
     consent = db.session.execute(
-        select(Consent).where(Consent.user_id == user_id, Consent.client_id == client_id)
+        select(Consent).where(Consent.user_id == user_id, Consent.client_id == client.id)
     ).scalar_one_or_none()
-    return consent is not None and set(scopes) <= set(consent.scope.split())
+    if consent is None or not set(scopes) <= set(consent.scope.split()):
+        return False
+    return APP_CLAIMS_SCOPE not in scopes or consent.claims_fingerprint == claims_fingerprint(client)
 
 
 def _new_request(params: AuthorizationParams, browser_token: str, **fields) -> tuple[AuthorizationRequest, str]:
@@ -282,7 +300,7 @@ def start_authorization(params: AuthorizationParams, *, browser_token: str, sess
         _, handle = _new_request(params, browser_token)
         return Outcome(page="login", handle=handle)
     assert session is not None and user is not None
-    if "consent" in params.prompt or not _consent_covers(user.id, client.id, params.scopes):
+    if "consent" in params.prompt or not _consent_covers(user.id, client, params.scopes):
         if "none" in params.prompt:
             return Outcome(redirect_to=error_redirect(params, "consent_required", "The user has not consented."))
         _, handle = _new_request(params, browser_token, user_id=user.id, auth_time=session.auth_time)
@@ -319,20 +337,40 @@ def send_login_code(request: AuthorizationRequest, client: Client, email: str, *
     """Mail a fresh 6-digit code to `email` if it has an account in the client's tree.
 
     The answer is the same whether or not the account exists. A new code replaces the previous
-    one and resets the attempt counter.
+    one but keeps the request's attempt counter. At most `OIDC_LOGIN_CODE_SENDS` codes per
+    request and `OIDC_LOGIN_CODE_SENDS_PER_ADDRESS` per address and clock hour (counted in the
+    database, so every process shares the limits; the hour starts at the address's first code);
+    beyond them a LoginStep with status 429.
     """
     address = (email or "").strip().lower()
     if not _EMAIL.fullmatch(address) or len(address) > 254:
         return LoginStep(request, client, "Enter a valid e-mail address.", error=True)
+    if request.login_code_attempts >= current_app.config["OIDC_LOGIN_CODE_ATTEMPTS"]:
+        return LoginStep(request, client, _RESTART, error=True, status=429)
     if client.recaptcha_enabled and not recaptcha.recaptcha_passes(client, recaptcha_token, remote_ip):
         return LoginStep(request, client, "We could not confirm you are not a robot. Please try again.", error=True)
+    sends = db.session.execute(
+        update(AuthorizationRequest)
+        .where(AuthorizationRequest.id == request.id,
+               AuthorizationRequest.login_code_sends < current_app.config["OIDC_LOGIN_CODE_SENDS"])
+        .values(login_code_sends=AuthorizationRequest.login_code_sends + 1)
+        .returning(AuthorizationRequest.login_code_sends)
+        .execution_options(synchronize_session=False)
+    ).scalar_one_or_none()
+    if sends is None:
+        return LoginStep(request, client, "You asked for too many codes for this sign-in. "
+                         "Go back to the application and start again.", error=True, status=429)
+    set_committed_value(request, "login_code_sends", sends)
+    # Counted whether or not the address has an account, so the limit reveals nothing either.
+    if count_hit("login-code-address:" + address, 3600) > current_app.config["OIDC_LOGIN_CODE_SENDS_PER_ADDRESS"]:
+        return LoginStep(request, client, f"Too many codes were sent to {address} recently. "
+                         "Wait an hour and try again.", error=True, status=429)
     user = find_user_by_email(_root_id(client), address)
     code = f"{secrets.randbelow(10**6):06d}"
     request.email = address
     request.candidate_user_id = user.id if user is not None else None
     request.login_code_hash = hash_secret(f"login:{request.id}:{code}")
     request.login_code_expires_at = utcnow() + timedelta(seconds=current_app.config["OIDC_LOGIN_CODE_TTL"])
-    request.login_code_attempts = 0
     if user is not None:
         minutes = current_app.config["OIDC_LOGIN_CODE_TTL"] // 60
         send_mail(
@@ -353,8 +391,9 @@ def _sender(client: Client) -> str:
 def verify_login_code(request: AuthorizationRequest, client: Client, code: str) -> LoginStep | Outcome:
     """Check the submitted code: a LoginStep to show again on failure, the next Outcome on success.
 
-    Every attempt is counted before the code is compared; after the last allowed attempt or
-    after expiry the code is dead and a new one must be requested.
+    Every attempt is counted before the code is compared, across every code sent for this request;
+    after the last allowed attempt the request can no longer sign in, and after expiry a new code
+    must be requested.
     """
     if request.login_code_hash is None or request.login_code_expires_at is None:
         return LoginStep(request, client, "Request a new code to sign in.", error=True)
@@ -370,7 +409,7 @@ def verify_login_code(request: AuthorizationRequest, client: Client, code: str) 
         .execution_options(synchronize_session=False)
     ).scalar_one_or_none()
     if attempts is None:
-        return LoginStep(request, client, "Too many wrong codes. Request a new code.", error=True)
+        return LoginStep(request, client, _RESTART, error=True)
     set_committed_value(request, "login_code_attempts", attempts)
     submitted = re.sub(r"\s", "", code or "")
     expected = hash_secret(f"login:{request.id}:{submitted}")
@@ -378,7 +417,7 @@ def verify_login_code(request: AuthorizationRequest, client: Client, code: str) 
     if not matches or request.candidate_user_id is None:
         left = limit - request.login_code_attempts
         message = (f"That code is not right. {left} attempt{'s' if left != 1 else ''} left."
-                   if left else "Too many wrong codes. Request a new code.")
+                   if left else _RESTART)
         return LoginStep(request, client, message, error=True)
     now = utcnow()
     session_token = random_token(32)
@@ -402,7 +441,7 @@ def verify_login_code(request: AuthorizationRequest, client: Client, code: str) 
 def continue_after_login(request: AuthorizationRequest, client: Client) -> Outcome:
     """After sign-in: the consent page if needed, else the code back to the client."""
     scopes = request.scope.split()
-    if "consent" in request.prompt.split() or not _consent_covers(request.user_id, client.id, scopes):
+    if "consent" in request.prompt.split() or not _consent_covers(request.user_id, client, scopes):
         return Outcome(page="consent")
     return Outcome(redirect_to=_finish(request, client))
 
@@ -431,8 +470,13 @@ def require_signed_in(request: AuthorizationRequest) -> None:
         raise AuthorizationPageError("Sign in first. Go back to the application and start again.")
 
 
-def decide_consent(request: AuthorizationRequest, client: Client, decision: str) -> str:
-    """Record the user's answer and return where the browser goes: the client, with a code or an error."""
+def decide_consent(request: AuthorizationRequest, client: Client, decision: str,
+                   shown_fingerprint: str | None = None) -> str:
+    """Record the user's answer and return where the browser goes: the client, with a code or an error.
+
+    `shown_fingerprint` is the claim-mapping digest the consent page showed: when the request asks
+    for `app_claims` and the mapping changed since, AuthorizationPageError (409) asks to review again.
+    """
     require_signed_in(request)
     if decision == "deny":
         location = error_redirect(request, "access_denied", "The user declined to share their information.")
@@ -441,14 +485,25 @@ def decide_consent(request: AuthorizationRequest, client: Client, decision: str)
         return location
     if decision != "allow":
         raise AuthorizationPageError("Choose allow or deny.")
+    fingerprint = None
+    if APP_CLAIMS_SCOPE in request.scope.split():
+        fingerprint = claims_fingerprint(client)
+        if not secrets.compare_digest(shown_fingerprint or "", fingerprint):
+            raise AuthorizationPageError(
+                f"The information {client.name} asks for changed while you were deciding. "
+                "Go back, reload the page and review it again.", status=409,
+            )
     consent = db.session.execute(
         select(Consent).where(Consent.user_id == request.user_id, Consent.client_id == client.id)
     ).scalar_one_or_none()
     if consent is None:
-        db.session.add(Consent(user_id=request.user_id, client_id=client.id, scope=request.scope, granted_at=utcnow()))
+        consent = Consent(user_id=request.user_id, client_id=client.id, scope=request.scope, granted_at=utcnow())
+        db.session.add(consent)
     else:
         consent.scope = " ".join(sorted(set(consent.scope.split()) | set(request.scope.split())))
         consent.granted_at = utcnow()
+    if fingerprint is not None:
+        consent.claims_fingerprint = fingerprint
     return _finish(request, client)
 
 
@@ -512,6 +567,7 @@ def purge_expired(now: datetime | None = None) -> int:
         delete(AuthorizationRequest).where(AuthorizationRequest.expires_at <= now),
         delete(LoginSession).where(LoginSession.expires_at <= now),
         delete(RevokedToken).where(RevokedToken.expires_at <= now),
+        delete(LoginCodeCounter).where(LoginCodeCounter.expires_at <= now),
     ):
         removed += db.session.execute(statement).rowcount or 0
     return removed

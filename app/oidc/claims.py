@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import hashlib
+import json
 from collections.abc import Iterable, Mapping
 from typing import Any
 
@@ -20,7 +22,11 @@ SCOPE_CLAIMS: dict[str, tuple[str, ...]] = {
     "phone": ("phone_number", "phone_number_verified"),
     "address": ("address",),
 }
-SUPPORTED_SCOPES = ("openid", *SCOPE_CLAIMS)
+# Releases the client's own claims (its `id_token_claims` mapping), listed one by one on the consent page.
+APP_CLAIMS_SCOPE = "app_claims"
+# Lets the client read the user's verified credentials (`GET /v1/openidc/credentials`).
+CREDENTIALS_SCOPE = "credentials"
+SUPPORTED_SCOPES = ("openid", *SCOPE_CLAIMS, APP_CLAIMS_SCOPE, CREDENTIALS_SCOPE)
 
 
 def _present(value: Any) -> bool:
@@ -76,6 +82,12 @@ def application_claims(mapping: Mapping[str, str], profile: Mapping[str, Any], e
         for claim, field in (mapping or {}).items()
         if claim not in RESERVED_CLAIMS and _present(values.get(field))
     }
+
+
+def mapping_fingerprint(mapping: Mapping[str, str] | None) -> str:
+    """A stable digest of a client's claim mapping: consent given to one mapping does not cover another."""
+    canonical = json.dumps(dict(mapping or {}), sort_keys=True, separators=(",", ":"), ensure_ascii=False)
+    return hashlib.sha256(canonical.encode("utf-8")).hexdigest()
 
 
 def parse_scope(raw: str | None) -> list[str]:

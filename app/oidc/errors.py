@@ -81,10 +81,11 @@ class InsufficientScope(DomainError):
 class AuthorizationPageError(Exception):
     """The authorization request cannot go on and must not redirect: shown as an HTML error page."""
 
-    def __init__(self, message: str, status: int = 400) -> None:
+    def __init__(self, message: str, status: int = 400, *, retry_after: int | None = None) -> None:
         super().__init__(message)
         self.message = message
         self.status = status
+        self.retry_after = retry_after
 
 
 class AuthorizationRedirectError(Exception):

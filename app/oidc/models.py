@@ -69,7 +69,9 @@ class AuthorizationRequest(Base):
     )
     login_code_hash: Mapped[str | None] = mapped_column(String(64), nullable=True)
     login_code_expires_at: Mapped[datetime | None] = mapped_column(DateTime(timezone=True), nullable=True)
+    # Wrong and right guesses over every code of this request: a new code does not reset it.
     login_code_attempts: Mapped[int] = mapped_column(Integer, default=0)
+    login_code_sends: Mapped[int] = mapped_column(Integer, default=0, server_default="0")
     user_id: Mapped[int | None] = mapped_column(ForeignKey("users.id", ondelete="CASCADE"), nullable=True)
     auth_time: Mapped[datetime | None] = mapped_column(DateTime(timezone=True), nullable=True)
 
@@ -130,7 +132,21 @@ class Consent(Base):
     user_id: Mapped[int] = mapped_column(ForeignKey("users.id", ondelete="CASCADE"), index=True)
     client_id: Mapped[int] = mapped_column(ForeignKey("clients.id", ondelete="CASCADE"))
     scope: Mapped[str] = mapped_column(String(512))
+    # Digest of the client's claim mapping the user saw and allowed under `app_claims`, if ever.
+    claims_fingerprint: Mapped[str | None] = mapped_column(String(64), nullable=True)
     granted_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), default=utcnow)
+
+
+class LoginCodeCounter(Base):
+    """Hits of one limit key in its current window (which starts at the first hit), kept in the
+    database so every process shares it."""
+
+    __tablename__ = "oidc_login_code_counters"
+
+    key_hash: Mapped[str] = mapped_column(String(64), primary_key=True)
+    window_start: Mapped[datetime] = mapped_column(DateTime(timezone=True))
+    hits: Mapped[int] = mapped_column(Integer, default=0)
+    expires_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), index=True)
 
 
 class OutboxMail(Base):

@@ -19,13 +19,14 @@ from app.extensions import api, limiter
 from app.http import accepts
 from app.oidc import authorize
 from app.oidc.authorize import LoginStep, Outcome
-from app.oidc.claims import SCOPE_CLAIMS
+from app.oidc.claims import APP_CLAIMS_SCOPE, SCOPE_CLAIMS
 from app.oidc.errors import AuthorizationPageError, AuthorizationRedirectError
+from app.oidc.limits import network_retry_after
 from app.oidc.recaptcha import LOGIN_ACTION
 from app.oidc.service import get_relying_party
 from app.oidc.settings import install_settings
 from app.security import random_token
-from app.tenancy.service import privacy_link
+from app.tenancy.service import client_id_of_privacy_reference, privacy_link
 
 blp = Blueprint(
     "oidc_pages", __name__, template_folder="templates", static_folder="static",
@@ -38,12 +39,15 @@ SESSION_COOKIE = "tessera_sso"
 COOKIE_PATH = "/v1/openidc"
 _BROWSER_COOKIE_AGE = 365 * 24 * 3600
 _RECAPTCHA_ORIGINS = "https://www.google.com/recaptcha/ https://www.gstatic.com/recaptcha/"
+_TOO_MANY_ATTEMPTS = "Too many sign-in attempts from your network. Wait a minute and try again."
 SCOPE_DESCRIPTIONS = {
     "openid": "Your account identifier and DID",
     "profile": "Your name, username, picture, gender, birth date and language",
     "email": "Your e-mail address",
     "phone": "Your phone number",
     "address": "Your country, region and city",
+    "app_claims": "These details from your profile, under the names the application uses",
+    "credentials": "Your verified credentials",
 }
 
 
@@ -64,7 +68,10 @@ def _document_browser_endpoints() -> None:
         query("response_type", "`code`.", True),
         query("client_id", "The client's numeric id as a string.", True),
         query("redirect_uri", "Exactly one of the client's registered redirect URIs.", True),
-        query("scope", "Space-separated; must include `openid` (also `profile`, `email`, `phone`, `address`).", True),
+        query("scope", "Space-separated; must include `openid` (also `profile`, `email`, `phone`, `address`). "
+                       "`app_claims` releases the client's own claims (its `id_token_claims` mapping), each listed "
+                       "on the consent page; consent is asked again whenever that mapping changes. `credentials` "
+                       "lets the client read `GET /v1/openidc/credentials`.", True),
         query("state", "Returned unchanged to the client."),
         query("nonce", "Copied into the id_token."),
         query("prompt", "`none`, `login`, `consent` or `select_account`."),
@@ -85,11 +92,14 @@ def _document_browser_endpoints() -> None:
         "post": {"tags": ["oidc"], "summary": "OpenID authorization endpoint, form-encoded; continues as GET",
                  "responses": {"303": {"description": "The same request as a GET."}}},
     })
-    api.spec.path(rule=Rule("/privacy/<client_id>"), operations={
+    api.spec.path(rule=Rule("/privacy/<reference>"), operations={
         "get": {"tags": ["oidc"], "summary": "Default privacy page of a client (linked from its sign-in pages)",
-                "parameters": [{"name": "client_id", "in": "path", "required": True, "schema": {"type": "string"}}],
+                "parameters": [{"name": "reference", "in": "path", "required": True, "schema": {"type": "string"},
+                                "description": "`<client_id>-<tag>` exactly as in the client's `privacy_link`; "
+                                               "a bare client id is not enough."}],
                 "responses": {"200": {"description": "The page.", "content": html},
-                              "404": {"description": "Unknown or disabled client.", "content": html}}},
+                              "404": {"description": "Unknown or disabled client, or a wrong tag.",
+                                      "content": html}}},
     })
     api.spec.path(rule=Rule("/v1/openidc/logout"), operations={
         "get": {"tags": ["oidc"], "summary": "RP-initiated logout (ends the single sign-on session)",
@@ -192,14 +202,16 @@ def _redirect(location: str, *, code: int = 302, browser_token: str | None = Non
 @blp.errorhandler(AuthorizationPageError)
 def _error_page(error: AuthorizationPageError) -> Response:
     browser_token, new = _browser_token()
-    return _page("error.html", error.status, browser_token=browser_token, new_browser=new, message=error.message)
+    response = _page("error.html", error.status, browser_token=browser_token, new_browser=new, message=error.message)
+    if error.retry_after is not None:
+        response.headers["Retry-After"] = str(error.retry_after)
+    return response
 
 
 @blp.errorhandler(RateLimitExceeded)
 def _rate_limited_page(error: RateLimitExceeded) -> Response:
     browser_token, new = _browser_token()
-    response = _page("error.html", 429, browser_token=browser_token, new_browser=new,
-                     message="Too many sign-in attempts from your network. Wait a minute and try again.")
+    response = _page("error.html", 429, browser_token=browser_token, new_browser=new, message=_TOO_MANY_ATTEMPTS)
     response.headers["Retry-After"] = error.get_response().headers.get("Retry-After", "60")
     return response
 
@@ -211,6 +223,17 @@ def _login_rate_limit() -> str:
 def _login_rate_key() -> str:
     """Sign-in attempts are limited per network address (per issuer, so deployments may share Redis)."""
     return f"oidc-login:{current_app.config['OIDC_ISSUER']}:{request.remote_addr or 'unknown'}"
+
+
+def _limit_network_in_database() -> None:
+    """Without Redis the rate limiter counts in process memory, which every process has its own
+    of; then the sign-in limit per network address is counted in the database as well."""
+    config = current_app.config
+    if not config.get("RATELIMIT_ENABLED", True) or not config["RATELIMIT_STORAGE_URI"].startswith("memory://"):
+        return
+    retry_after = network_retry_after(request.remote_addr, _login_rate_limit())
+    if retry_after is not None:
+        raise AuthorizationPageError(_TOO_MANY_ATTEMPTS, status=429, retry_after=retry_after)
 
 
 def _step_page(handle: str, outcome: Outcome, browser_token: str, *, code: int = 303) -> Response:
@@ -278,6 +301,7 @@ def login():
 @accepts(FORM)
 def send_code():
     """Mail a one-time code to the address (if it has an account) and ask for the code."""
+    _limit_network_in_database()
     browser_token, _ = _browser_token()
     _check_csrf(browser_token)
     handle = request.form.get("request", "")
@@ -286,7 +310,8 @@ def send_code():
         request_row, client, request.form.get("email", ""),
         recaptcha_token=request.form.get("g-recaptcha-response"), remote_ip=request.remote_addr,
     )
-    return _login_page(step, handle, browser_token, code_sent=not step.error, status=400 if step.error else 200)
+    return _login_page(step, handle, browser_token, code_sent=not step.error,
+                       status=step.status if step.error else 200)
 
 
 @blp.route("/v1/openidc/login/code", methods=["POST"])
@@ -294,6 +319,7 @@ def send_code():
 @accepts(FORM)
 def check_code():
     """Check the one-time code; on success sign the browser in and continue the authorization."""
+    _limit_network_in_database()
     browser_token, _ = _browser_token()
     _check_csrf(browser_token)
     handle = request.form.get("request", "")
@@ -314,11 +340,16 @@ def consent():
     authorize.require_signed_in(request_row)
     user = authorize.signed_in_user(request_row)
     scopes = request_row.scope.split()
+    app_claims = APP_CLAIMS_SCOPE in scopes
     return _page(
         "consent.html", browser_token=browser_token, client=client, redirect_uri=request_row.redirect_uri,
         handle=handle, email=user.email_address if user else "",
         scopes=[(scope, SCOPE_DESCRIPTIONS.get(scope, scope)) for scope in scopes if scope in SCOPE_DESCRIPTIONS
                 or scope in SCOPE_CLAIMS],
+        # (claim name, profile field in words) of each claim `app_claims` would release.
+        claims=sorted((claim, field.replace("_", " ")) for claim, field in (client.id_token_claims or {}).items())
+        if app_claims else [],
+        claims_fingerprint=authorize.claims_fingerprint(client) if app_claims else "",
     )
 
 
@@ -330,15 +361,20 @@ def decide():
     _check_csrf(browser_token)
     handle = request.form.get("request", "")
     request_row, client = authorize.require_request(handle, browser_token)
-    location = authorize.decide_consent(request_row, client, request.form.get("decision", ""))
+    location = authorize.decide_consent(request_row, client, request.form.get("decision", ""),
+                                        request.form.get("claims_fingerprint"))
     return _redirect(location, code=303)
 
 
-@blp.route("/privacy/<client_id>", methods=["GET"])
-def privacy(client_id: str):
-    """The default privacy page of a client, where its sign-in pages link when it set no link of its own."""
+@blp.route("/privacy/<reference>", methods=["GET"])
+def privacy(reference: str):
+    """The default privacy page of a client, where its sign-in pages link when it set no link of its own.
+
+    The reference carries a keyed tag, so the names of all clients cannot be read by walking ids.
+    """
     browser_token, _ = _browser_token()
-    client = get_relying_party(client_id)
+    client_id = client_id_of_privacy_reference(reference)
+    client = get_relying_party(str(client_id)) if client_id is not None else None
     if client is None:
         raise AuthorizationPageError("There is no such application.", status=404)
     return _page("privacy.html", browser_token=browser_token, client=client)

@@ -163,7 +163,8 @@ def token():
 def userinfo():
     """OpenID userinfo of the token's user: `sub`, `user_id`, `did` and the claims its scopes release.
 
-    Also the client's application claims (its `id_token_claims` mapping, e.g. `edu_username`).
+    With the `app_claims` scope, also the client's application claims (its `id_token_claims`
+    mapping, e.g. `edu_username`), as long as the user consented to the mapping as it is now.
     """
     # A Response passes through the schema untouched: application claims are not known to it.
     return jsonify(service.userinfo(require_bearer_token("openid")))

@@ -9,6 +9,7 @@ import hashlib
 import hmac
 import time
 import uuid
+from collections.abc import Iterable
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import NoReturn
@@ -20,7 +21,13 @@ from sqlalchemy.dialects import postgresql, sqlite
 from app.db import as_utc, utcnow
 from app.extensions import db
 from app.oidc import keys, tokens
-from app.oidc.claims import application_claims, claims_for_scopes, standard_claims
+from app.oidc.claims import (
+    APP_CLAIMS_SCOPE,
+    application_claims,
+    claims_for_scopes,
+    mapping_fingerprint,
+    standard_claims,
+)
 from app.oidc.errors import (
     InvalidBearerToken,
     InvalidClient,
@@ -28,7 +35,7 @@ from app.oidc.errors import (
     InvalidRequest,
     UnsupportedGrantType,
 )
-from app.oidc.models import AuthorizationCode, RevokedToken
+from app.oidc.models import AuthorizationCode, Consent, RevokedToken
 from app.oidc.tokens import AccessTokenClaims, TokenInvalid
 from app.security import hash_secret
 from app.tenancy.models import Client
@@ -179,7 +186,7 @@ def exchange_code(
         auth_time=int(as_utc(consumed.auth_time).timestamp()),
         nonce=consumed.nonce,
         access_token=access_token,
-        extra_claims=application_claims(client.id_token_claims or {}, user.profile or {}, user.email_address),
+        extra_claims=released_application_claims(client, user, consumed.scope.split()),
         alg=alg,
         now=issued_at,
     )
@@ -220,10 +227,27 @@ def userinfo(claims: AccessTokenClaims) -> dict:
     if user is None or client is None:
         raise InvalidBearerToken("The token's user no longer exists.")
     profile = user.profile or {}
-    document = application_claims(client.id_token_claims or {}, profile, user.email_address)
+    document = released_application_claims(client, user, claims.scopes)
     document.update(claims_for_scopes(claims.scopes, standard_claims(profile, user.email_address)))
     document.update({"sub": str(user.id), "user_id": user.id, "did": user.did})
     return document
+
+
+def released_application_claims(client: Client, user: User, scopes: Iterable[str]) -> dict:
+    """The client's own claims (its `id_token_claims` mapping) this user let it see, else `{}`.
+
+    Only under the `app_claims` scope, and only while the mapping is the one the user consented
+    to: a changed mapping releases nothing until the user consents to it again.
+    """
+    if APP_CLAIMS_SCOPE not in scopes:
+        return {}
+    consented = db.session.execute(
+        select(Consent.claims_fingerprint).where(Consent.user_id == user.id, Consent.client_id == client.id)
+    ).scalar_one_or_none()
+    mapping = client.id_token_claims or {}
+    if consented is None or not hmac.compare_digest(consented, mapping_fingerprint(mapping)):
+        return {}
+    return application_claims(mapping, user.profile or {}, user.email_address)
 
 
 def _token_of_client(raw: str, client: Client) -> AccessTokenClaims | None:

@@ -32,6 +32,8 @@ def _defaults(app: Flask) -> dict[str, Any]:
         "OIDC_CODE_TTL": int(env.get("OIDC_CODE_TTL", 60)),
         "OIDC_LOGIN_CODE_TTL": int(env.get("OIDC_LOGIN_CODE_TTL", 600)),
         "OIDC_LOGIN_CODE_ATTEMPTS": int(env.get("OIDC_LOGIN_CODE_ATTEMPTS", 5)),
+        "OIDC_LOGIN_CODE_SENDS": int(env.get("OIDC_LOGIN_CODE_SENDS", 3)),
+        "OIDC_LOGIN_CODE_SENDS_PER_ADDRESS": int(env.get("OIDC_LOGIN_CODE_SENDS_PER_ADDRESS", 5)),
         "OIDC_AUTH_REQUEST_TTL": int(env.get("OIDC_AUTH_REQUEST_TTL", 1800)),
         "OIDC_SESSION_TTL": int(env.get("OIDC_SESSION_TTL", 7 * 24 * 3600)),
         "OIDC_DEFAULT_ALG": env.get("OIDC_DEFAULT_ALG", "RS256"),

@@ -125,7 +125,8 @@ class SubClientOut(ma.Schema):
     privacy_link = ma.fields.Function(
         service.privacy_link,
         required=True,
-        metadata={"type": "string", "format": "uri", "description": "Default `<base_url>/privacy/<client_id>`."},
+        metadata={"type": "string", "format": "uri", "description": "Default `<base_url>/privacy/<client_id>-<tag>` "
+                  "(the tag is keyed, so pages cannot be listed by walking ids)."},
     )
     redirect_uris = ma.fields.List(ma.fields.String(), required=True)
     id_token_claims = ma.fields.Dict(keys=ma.fields.String(), values=ma.fields.String(), required=True)

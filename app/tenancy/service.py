@@ -7,6 +7,7 @@ flush but never commit: the request, task or CLI command that called them owns t
 
 from __future__ import annotations
 
+import hmac
 import math
 import os
 import uuid
@@ -267,9 +268,31 @@ def from_email_address(client: Client) -> str:
     return f"no-reply@{host}"
 
 
+_PRIVACY_TAG_LENGTH = 32
+
+
+def _privacy_tags(client_id: int) -> list[str]:
+    return [candidate[:_PRIVACY_TAG_LENGTH] for candidate in secret_hash_candidates(f"privacy-page:{client_id}")]
+
+
+def privacy_reference(client: Client) -> str:
+    """`<client_id>-<keyed tag>`: names the default privacy page without letting anyone walk every id."""
+    return f"{client.id}-{_privacy_tags(client.id)[0]}"
+
+
+def client_id_of_privacy_reference(reference: str) -> int | None:
+    """The client id a privacy reference was made for, or None when it is malformed or forged."""
+    number, _, tag = (reference or "").partition("-")
+    if not (number.isascii() and number.isdigit()) or len(number) > 18 or not tag:
+        return None
+    if not any(hmac.compare_digest(tag, expected) for expected in _privacy_tags(int(number))):
+        return None
+    return int(number)
+
+
 def privacy_link(client: Client) -> str:
-    """The URL of the client's privacy notice (default `<BASE_URL>/privacy/<client_id>`)."""
-    return client.privacy_link or f"{current_app.config['BASE_URL']}/privacy/{client.id}"
+    """The URL of the client's privacy notice (default `<BASE_URL>/privacy/<client_id>-<tag>`)."""
+    return client.privacy_link or f"{current_app.config['BASE_URL']}/privacy/{privacy_reference(client)}"
 
 
 def list_clients(*, include_disabled: bool = True) -> list[Client]:

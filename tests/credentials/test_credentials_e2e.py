@@ -65,7 +65,7 @@ def _store(client, headers, vc: dict) -> str:
 
 
 def _access_token(client, tenant) -> str:
-    code = sign_in(client, tenant)["code"]
+    code = sign_in(client, tenant, scope="openid credentials")["code"]
     response = exchange(client, tenant, code)
     assert response.status_code == 200, response.get_data(as_text=True)
     return response.json["access_token"]

@@ -31,8 +31,8 @@ def _segment(value: dict) -> str:
     return _b64(json.dumps(value, separators=(",", ":")).encode())
 
 
-def _tokens(client, tenant) -> dict:
-    response = exchange(client, tenant, sign_in(client, tenant)["code"])
+def _tokens(client, tenant, **authorize_params) -> dict:
+    response = exchange(client, tenant, sign_in(client, tenant, **authorize_params)["code"])
     assert response.status_code == 200, response.get_json()
     return response.get_json()
 
@@ -144,7 +144,7 @@ def test_unknown_kid_is_refused(app, client, tenant):
 
 
 def test_revoked_token_is_refused_everywhere(client, tenant):
-    issued = _tokens(client, tenant)
+    issued = _tokens(client, tenant, scope="openid credentials")
     access_token = issued["access_token"]
     bearer = {"Authorization": f"Bearer {access_token}"}
     assert _userinfo(client, access_token).status_code == 200
@@ -190,12 +190,15 @@ def test_userinfo_releases_claims_by_scope(app, client):
     tenant = make_tenant(app, client)
     body = exchange(client, tenant, sign_in(client, tenant, scope="openid")["code"]).get_json()
     info = _userinfo(client, body["access_token"]).get_json()
+    assert info == {"sub": str(tenant.user_id), "user_id": tenant.user_id, "did": tenant.did}
+    body = exchange(client, tenant, sign_in(client, tenant, scope="openid app_claims")["code"]).get_json()
+    info = _userinfo(client, body["access_token"]).get_json()
     assert info == {"sub": str(tenant.user_id), "user_id": tenant.user_id, "did": tenant.did,
                     "edu_username": tenant.profile["user_name"]}
 
 
 def test_access_token_and_id_token_claims(app, client, tenant):
-    issued = _tokens(client, tenant)
+    issued = _tokens(client, tenant, scope="openid profile email app_claims")
     access = _claims_of(issued["access_token"])
     assert set(access) == {"iss", "sub", "aud", "client_id", "exp", "iat", "jti", "scope", "user_id"}
     assert access["aud"] == access["client_id"] == str(tenant.client_id)

@@ -185,9 +185,11 @@ def test_privacy_page_of_an_unknown_or_disabled_client_is_404(app, client, tenan
     assert client.get("/privacy/987654321").status_code == 404
     assert client.get("/privacy/not-a-client").status_code == 404
     assert client.get("/privacy/1%00").status_code == 404
+    html = _start_login(client, tenant).get_data(as_text=True)
+    href = re.search(r'<a href="([^"]+)" id="privacy-link"', html).group(1)
     with app.app_context(), transaction():
         disable_client(tenant.client_id)
-    gone = client.get(f"/privacy/{tenant.client_id}")
+    gone = client.get(path_of(href))
     assert gone.status_code == 404 and gone.mimetype == "text/html"
 
 
@@ -249,9 +251,11 @@ def test_five_wrong_codes_kill_the_code(client, tenant):
         response = _submit_code(client, code_page, wrong)
         assert response.status_code == 200 and f"{left} attempt" in response.get_data(as_text=True)
     assert "Too many wrong codes" in _submit_code(client, code_page, wrong).get_data(as_text=True)
-    # Even the right code is refused now; a new code works.
+    # Even the right code is refused now, and this sign-in sends no new code: start again.
     assert "Too many wrong codes" in _submit_code(client, code_page, code).get_data(as_text=True)
-    fresh_page = _submit_email(client, code_page, tenant.email)
+    assert _submit_email(client, code_page, tenant.email).status_code == 429
+    assert len(_outbox(client, tenant.email)) == 1
+    fresh_page = _submit_email(client, _start_login(client, tenant), tenant.email)
     response = _submit_code(client, fresh_page, latest_code(client, tenant.email))
     assert response.status_code == 303
 

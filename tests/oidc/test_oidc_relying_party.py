@@ -53,7 +53,8 @@ def test_authlib_relying_party_full_flow(app, client, live_server, callback_serv
     assert {"RS256", "ES256"} <= set(meta["id_token_signing_alg_values_supported"])
 
     rp = OAuth2Session(
-        str(tenant.client_id), tenant.client_secret, scope="openid profile email", redirect_uri=redirect_uri,
+        str(tenant.client_id), tenant.client_secret, scope="openid profile email app_claims",
+        redirect_uri=redirect_uri,
         code_challenge_method="S256", token_endpoint_auth_method="client_secret_basic",
     )
     nonce, verifier = generate_token(20), generate_token(48)
@@ -68,7 +69,7 @@ def test_authlib_relying_party_full_flow(app, client, live_server, callback_serv
                            state=state)
     assert token["token_type"] == "Bearer"
     assert token["expire_in"] == token["expires_in"] == 3600
-    assert token["scope"] == "openid profile email"
+    assert token["scope"] == "openid profile email app_claims"
 
     claims = _validate_id_token(token["id_token"], meta=meta, client_id=str(tenant.client_id), nonce=nonce,
                                 access_token=token["access_token"])

@@ -1,0 +1,167 @@
+"""Limits of the e-mail code login: attempts per authorization request across resends, codes per
+request and per address, all counted in the database so every process enforces them together."""
+
+from __future__ import annotations
+
+import os
+import secrets
+import socket
+import subprocess
+import sys
+import time
+
+import pytest
+import requests
+
+from tests import conftest
+from tests.oidc.helpers import authorize_query, form_fields, latest_code, make_tenant, path_of
+
+
+def _start_login(http, tenant):
+    response = http.get(authorize_query(tenant))
+    assert response.status_code == 302 and "/v1/openidc/login" in response.headers["Location"]
+    page = http.get(path_of(response.headers["Location"]))
+    assert page.status_code == 200
+    return page.get_data(as_text=True)
+
+
+def _submit_email(http, html: str, email: str):
+    return http.post("/v1/openidc/login", data={**form_fields(html), "email": email})
+
+
+def _submit_code(http, html: str, code: str) -> str:
+    response = http.post("/v1/openidc/login/code", data={**form_fields(html), "code": code})
+    return response.get_data(as_text=True)
+
+
+def _mails(http, email: str) -> int:
+    return len(http.get("/dev/outbox", query_string={"to": email}).get_json()["data"])
+
+
+def _wrong(code: str) -> str:
+    return f"{(int(code) + 1) % 1_000_000:06d}"
+
+
+def test_a_new_code_keeps_the_attempts_of_the_request(app, client):
+    tenant = make_tenant(app, client)
+    first = _submit_email(client, _start_login(client, tenant), tenant.email).get_data(as_text=True)
+    code = latest_code(client, tenant.email)
+    for left in (4, 3, 2):
+        assert f"{left} attempts left" in _submit_code(client, first, _wrong(code))
+    resent = _submit_email(client, first, tenant.email)
+    assert resent.status_code == 200
+    page = resent.get_data(as_text=True)
+    fresh = latest_code(client, tenant.email)
+    assert "1 attempt left" in _submit_code(client, page, _wrong(fresh))
+    assert "Too many wrong codes" in _submit_code(client, page, _wrong(fresh))
+    # The right code of the latest mail no longer signs this request in.
+    finished = client.post("/v1/openidc/login/code", data={**form_fields(page), "code": fresh})
+    assert finished.status_code == 200 and "Too many wrong codes" in finished.get_data(as_text=True)
+
+
+def test_codes_per_sign_in_are_capped(app, client):
+    tenant = make_tenant(app, client)
+    page = _start_login(client, tenant)
+    for _ in range(3):
+        response = _submit_email(client, page, tenant.email)
+        assert response.status_code == 200
+        page = response.get_data(as_text=True)
+    refused = _submit_email(client, page, tenant.email)
+    assert refused.status_code == 429 and refused.mimetype == "text/html"
+    assert "too many codes for this sign-in" in refused.get_data(as_text=True)
+    assert _mails(client, tenant.email) == 3
+    # The last code sent still works.
+    response = client.post("/v1/openidc/login/code",
+                           data={**form_fields(page), "code": latest_code(client, tenant.email)})
+    assert response.status_code == 303
+
+
+def test_codes_per_address_are_capped_whether_or_not_it_has_an_account(app, client):
+    tenant = make_tenant(app, client)
+    stranger = "nobody-" + tenant.email
+    for address in (tenant.email, stranger):
+        statuses = [_submit_email(client, _start_login(client, tenant), address).status_code for _ in range(5)]
+        assert statuses == [200] * 5
+        refused = _submit_email(client, _start_login(client, tenant), address)
+        assert refused.status_code == 429
+        assert f"Too many codes were sent to {address} recently" in refused.get_data(as_text=True)
+    assert _mails(client, tenant.email) == 5 and _mails(client, stranger) == 0
+    # Other addresses are not affected.
+    other = make_tenant(app, client)
+    assert _submit_email(client, _start_login(client, other), other.email).status_code == 200
+
+
+def _free_port() -> int:
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        return probe.getsockname()[1]
+
+
+@pytest.fixture
+def second_process(app):
+    """The application in a separate server process on the same database (no shared memory),
+    behind one trusted proxy, with a sign-in limit of 4 per minute per network address."""
+    port = _free_port()
+    url = f"http://127.0.0.1:{port}"
+    env = {**os.environ, "OIDC_ISSUER": app.config["OIDC_ISSUER"], "BASE_URL": app.config["BASE_URL"],
+           "RATELIMIT_KEY_PREFIX": app.config["RATELIMIT_KEY_PREFIX"], "OIDC_LOGIN_RATE_LIMIT": "4 per minute",
+           "TRUSTED_PROXIES": "1"}
+    if conftest.USING_POSTGRES:
+        env["DATABASE_URL"] = os.environ["DIRECT_DATABASE_URL"]
+        env["REDIS_URL"] = os.environ["DIRECT_REDIS_URL"]
+    with open(conftest.TMP_DIR / "login-limits-server.log", "ab") as log:
+        process = subprocess.Popen(
+            [sys.executable, "-m", "gunicorn", "--bind", f"127.0.0.1:{port}", "--workers", "1", "app:create_app()"],
+            cwd=conftest.REPO_ROOT, env=env, stdout=log, stderr=subprocess.STDOUT, start_new_session=True,
+        )
+    deadline = time.monotonic() + 60
+    while True:
+        try:
+            if requests.get(url + "/healthz", timeout=5).status_code == 200:
+                break
+        except requests.RequestException:
+            pass
+        if time.monotonic() > deadline or process.poll() is not None:
+            conftest.stop_process(process)
+            raise AssertionError("the second server did not start; see login-limits-server.log")
+        time.sleep(0.2)
+    yield url
+    conftest.stop_process(process)
+
+
+def _send_over_http(url: str, tenant, network: str | None = None) -> requests.Response:
+    headers = {"X-Forwarded-For": network or f"10.9.{secrets.randbelow(250)}.{secrets.randbelow(250) + 1}"}
+    browser = requests.Session()
+    response = browser.get(url + authorize_query(tenant), allow_redirects=False, timeout=10, headers=headers)
+    page = browser.get(url + path_of(response.headers["Location"]), timeout=10, headers=headers)
+    return browser.post(url + "/v1/openidc/login", data={**form_fields(page.text), "email": tenant.email},
+                        timeout=10, headers=headers)
+
+
+def test_the_address_limit_holds_across_processes(app, client, second_process):
+    tenant = make_tenant(app, client)
+    for _ in range(3):
+        assert _submit_email(client, _start_login(client, tenant), tenant.email).status_code == 200
+    assert [_send_over_http(second_process, tenant).status_code for _ in range(2)] == [200, 200]
+    assert _send_over_http(second_process, tenant).status_code == 429
+    assert _submit_email(client, _start_login(client, tenant), tenant.email).status_code == 429
+    assert _mails(client, tenant.email) == 5
+
+
+def test_the_network_limit_holds_across_processes(app, client, second_process):
+    """Without Redis the limiter counts in memory; the sign-in limit per network must still be shared."""
+    network = f"10.8.{secrets.randbelow(250)}.{secrets.randbelow(250) + 1}"
+    app.config["OIDC_LOGIN_RATE_LIMIT"] = "4 per minute"
+    for _ in range(2):
+        tenant = make_tenant(app, client)
+        page = _start_login(client, tenant)
+        response = client.post("/v1/openidc/login", data={**form_fields(page), "email": tenant.email},
+                               environ_base={"REMOTE_ADDR": network})
+        assert response.status_code == 200
+    tenants = [make_tenant(app, client) for _ in range(3)]
+    statuses = [_send_over_http(second_process, tenant, network).status_code for tenant in tenants]
+    assert statuses == [200, 200, 429]
+    limited = _send_over_http(second_process, make_tenant(app, client), network)
+    assert limited.status_code == 429 and int(limited.headers["Retry-After"]) > 0
+    assert "Too many sign-in attempts" in limited.text
+    assert _mails(client, tenants[2].email) == 0
