@@ -6,6 +6,8 @@ import os
 from pathlib import Path
 
 INSTANCE_DIR = Path(os.environ.get("TESSERA_INSTANCE_DIR", Path.cwd() / "instance")).resolve()
+# Seconds a Redis call (rate limits, social claims and budgets) may wait before it counts as down.
+REDIS_SOCKET_TIMEOUT = float(os.environ.get("REDIS_SOCKET_TIMEOUT", "1"))
 
 
 def _env_int(name: str, default: int) -> int:
@@ -77,6 +79,15 @@ class Config:
             "task_default_queue": os.environ.get("CELERY_QUEUE", "tessera"),
         }
         self.RATELIMIT_STORAGE_URI = self.REDIS_URL or "memory://"
+        # Redis down must not turn rate-limited endpoints into 500s: the limits then hold per
+        # process (in memory) until Redis answers again, and a storage error never fails a request.
+        self.RATELIMIT_IN_MEMORY_FALLBACK_ENABLED = True
+        self.RATELIMIT_SWALLOW_ERRORS = True
+        if self.REDIS_URL:
+            self.RATELIMIT_STORAGE_OPTIONS = {
+                "socket_connect_timeout": REDIS_SOCKET_TIMEOUT,
+                "socket_timeout": REDIS_SOCKET_TIMEOUT,
+            }
         self.RATELIMIT_HEADERS_ENABLED = True
         self.RATELIMIT_ENABLED = _env_bool("RATELIMIT_ENABLED", True)
 
