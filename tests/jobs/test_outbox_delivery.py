@@ -165,3 +165,23 @@ def test_a_job_given_up_during_a_database_cut_ends_failed_once_the_database_retu
     assert finished["state"] == "failed"
     assert finished["error"]["code"] == "retries_exhausted"
     assert count_runs(app, job_id) == 0
+
+
+def test_workers_sweep_the_outbox_without_a_beat(app, client, master, real_worker, wait_for_job):
+    real_worker.stop()
+    worker = conftest.start_worker(
+        concurrency=1, extra_env={"OUTBOX_GRACE_SECONDS": "0", "OUTBOX_SWEEP_INTERVAL": "0.3"}
+    )
+    try:
+        conftest.REDIS_PROXY.cut()
+        try:
+            job_id = client.post("/v1/jobs/canary", json={}, headers=master.headers).get_json()["data"]["id"]
+        finally:
+            conftest.REDIS_PROXY.restore()
+        assert job_rows(app, [job_id])[job_id]["published_at"] is None
+        finished = wait_for_job(job_id, timeout=30)
+    finally:
+        conftest.stop_process(worker)
+        real_worker.start()
+    assert finished["state"] == "succeeded"
+    assert count_runs(app, job_id) == 1
