@@ -6,6 +6,8 @@ import os
 import sys
 from pathlib import Path
 
+from kombu import Queue
+
 
 def _default_instance_dir() -> Path:
     """`instance/` of the source checkout; for a non-editable install, `<prefix>/var/tessera-instance`.
@@ -20,6 +22,8 @@ def _default_instance_dir() -> Path:
 
 
 INSTANCE_DIR = Path(os.environ.get("TESSERA_INSTANCE_DIR") or _default_instance_dir()).resolve()
+# Seconds a Redis call (rate limits, social claims and budgets) may wait before it counts as down.
+REDIS_SOCKET_TIMEOUT = float(os.environ.get("REDIS_SOCKET_TIMEOUT", "1"))
 
 
 def _env_int(name: str, default: int) -> int:
@@ -62,6 +66,14 @@ def broker_url() -> str:
     return f"{TRANSPORT_NAME}+" + _sqlite_url("broker.sqlite")
 
 
+def default_queue() -> str:
+    return os.environ.get("CELERY_QUEUE", "tessera")
+
+
+def sweep_queue() -> str:
+    return os.environ.get("CELERY_SWEEP_QUEUE") or f"{default_queue()}.sweep"
+
+
 class Config:
     """Production-shaped defaults; every value can be overridden by `create_app(config=...)`."""
 
@@ -88,9 +100,22 @@ class Config:
             "broker_transport_options": _broker_transport_options(broker_url()),
             "worker_hijack_root_logger": False,
             "timezone": "UTC",
-            "task_default_queue": os.environ.get("CELERY_QUEUE", "tessera"),
+            "task_default_queue": default_queue(),
+            # The outbox sweep has a queue of its own so it never waits behind a backlog of jobs;
+            # a worker started without `-Q` consumes both.
+            "task_queues": (Queue(default_queue()), Queue(sweep_queue())),
+            "task_routes": {"jobs.sweep_outbox": {"queue": sweep_queue()}},
         }
         self.RATELIMIT_STORAGE_URI = self.REDIS_URL or "memory://"
+        # Redis down must not turn rate-limited endpoints into 500s: the limits then hold per
+        # process (in memory) until Redis answers again, and a storage error never fails a request.
+        self.RATELIMIT_IN_MEMORY_FALLBACK_ENABLED = True
+        self.RATELIMIT_SWALLOW_ERRORS = True
+        if self.REDIS_URL:
+            self.RATELIMIT_STORAGE_OPTIONS = {
+                "socket_connect_timeout": REDIS_SOCKET_TIMEOUT,
+                "socket_timeout": REDIS_SOCKET_TIMEOUT,
+            }
         self.RATELIMIT_HEADERS_ENABLED = True
         self.RATELIMIT_ENABLED = _env_bool("RATELIMIT_ENABLED", True)
 
@@ -106,9 +131,14 @@ class Config:
         self.OUTBOX_GRACE_SECONDS = _env_float("OUTBOX_GRACE_SECONDS", 10)
         self.OUTBOX_SWEEP_INTERVAL = _env_float("OUTBOX_SWEEP_INTERVAL", 5)
         self.JOB_LEASE_SECONDS = _env_float("JOB_LEASE_SECONDS", 60)
+        # A job the broker accepted but no worker took yet is waiting in a backlog, not lost: it is
+        # published again only after this long, doubling after each publish up to the maximum.
+        self.JOB_REPUBLISH_SECONDS = _env_float("JOB_REPUBLISH_SECONDS", 300)
+        self.JOB_REPUBLISH_MAX_SECONDS = _env_float("JOB_REPUBLISH_MAX_SECONDS", 3600)
         self.JOB_MAX_RETRIES = _env_int("JOB_MAX_RETRIES", 5)
         # A queued job older than this means no worker is consuming; /readyz and the CLI say so.
         self.JOB_STALL_SECONDS = _env_float("JOB_STALL_SECONDS", 60)
+        self.JOB_RETRY_BACKOFF_MAX = _env_float("JOB_RETRY_BACKOFF_MAX", 300)
         self.RETRY_AFTER_SECONDS = _env_int("RETRY_AFTER_SECONDS", 5)
         self.IDEMPOTENCY_TTL_SECONDS = _env_int("IDEMPOTENCY_TTL_SECONDS", 24 * 3600)
 

@@ -11,6 +11,7 @@ import logging
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from datetime import UTC, datetime
+from typing import Any
 
 from sqlalchemy import JSON, MetaData
 from sqlalchemy.dialects import postgresql
@@ -61,9 +62,21 @@ def after_commit_publish(callback: Callable[[], None]) -> None:
     db.session.info.setdefault("after_commit", []).append(callback)
 
 
+def after_commit_batch(key: str, item: Any, callback: Callable[[list], None]) -> None:
+    """Collect `item` under `key`; once the transaction commits, `callback` gets them all in one list."""
+    from app.extensions import db
+
+    batches = db.session.info.setdefault("after_commit_batches", {})
+    if key not in batches:
+        items = batches[key] = []
+        after_commit_publish(lambda: callback(items))
+    batches[key].append(item)
+
+
 def _take_after_commit() -> list[Callable[[], None]]:
     from app.extensions import db
 
+    db.session.info.pop("after_commit_batches", None)
     return db.session.info.pop("after_commit", [])
 
 

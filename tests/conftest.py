@@ -101,15 +101,17 @@ def pytest_sessionfinish(session, exitstatus) -> None:
 
 def start_worker(*, concurrency: int = 2, extra_env: dict | None = None, log_path: Path | None = None):
     """Start a real Celery worker process on this session's queue; returns the Popen."""
-    env = {**os.environ, **(extra_env or {})}
+    env = dict(os.environ)
     env.pop("CELERY_ALWAYS_EAGER", None)
     if USING_POSTGRES:
         env["DATABASE_URL"] = os.environ["DIRECT_DATABASE_URL"]
         env["REDIS_URL"] = os.environ["DIRECT_REDIS_URL"]
+    env.update(extra_env or {})  # a test may route a worker through a proxy of its own
+    queues = f"{os.environ['CELERY_QUEUE']},{os.environ['CELERY_QUEUE']}.sweep"
     command = [
         sys.executable, "-m", "celery", "-A", "worker", "worker",
         "--concurrency", str(concurrency), "--pool", "prefork",
-        "--queues", os.environ["CELERY_QUEUE"], "--loglevel", "WARNING",
+        "--queues", queues, "--loglevel", "WARNING",
         "--without-gossip", "--without-mingle", "--without-heartbeat",
     ]
     # The child keeps its own copy of the log file descriptor once ours is closed.

@@ -7,6 +7,7 @@ import random
 from collections.abc import Callable
 
 from celery.exceptions import Retry
+from flask import current_app, has_app_context
 from sqlalchemy.exc import DBAPIError
 
 from app.extensions import celery
@@ -18,6 +19,8 @@ log = logging.getLogger(__name__)
 
 MAX_RETRIES = 5
 MAX_BACKOFF_SECONDS = 300
+# Attempts at writing the final "failed" state once the database is back, beyond the job's retries.
+SETTLE_RETRIES = 50
 
 
 class TransientError(Exception):
@@ -33,8 +36,11 @@ class RetryLater(Exception):
 
 
 def backoff_seconds(retries: int) -> float:
-    """Exponential backoff with full jitter: up to 2^retries seconds, capped."""
-    return random.uniform(0, min(MAX_BACKOFF_SECONDS, 2**retries))
+    """Exponential backoff with full jitter: up to 2^retries seconds, capped (`JOB_RETRY_BACKOFF_MAX`)."""
+    cap = MAX_BACKOFF_SECONDS
+    if has_app_context():
+        cap = current_app.config.get("JOB_RETRY_BACKOFF_MAX", MAX_BACKOFF_SECONDS)
+    return random.uniform(0, min(cap, 2 ** min(retries, 32)))
 
 
 def job_task(name: str, *, max_retries: int = MAX_RETRIES, max_attempts: int | None = None) -> Callable:
@@ -46,9 +52,12 @@ def job_task(name: str, *, max_retries: int = MAX_RETRIES, max_attempts: int | N
 
     def decorator(handler: Callable[[Job], dict | None]):
         @celery.task(name=name, bind=True, acks_late=True, max_retries=None, ignore_result=True)
-        def task(self, job_id: str, request_id: str | None = None) -> None:
+        def task(self, job_id: str, request_id: str | None = None, give_up: dict | None = None) -> None:
             token = request_id_var.set(request_id)
             try:
+                if give_up is not None:
+                    settle_failed(self, job_id, request_id, give_up, max_retries + SETTLE_RETRIES)
+                    return
                 run_job(job_id, handler, max_attempts=max_attempts)
                 log.info("job %s (%s) done", job_id, name, extra={"job_id": job_id, "job_kind": name})
             except RetryLater as delay:
@@ -57,7 +66,8 @@ def job_task(name: str, *, max_retries: int = MAX_RETRIES, max_attempts: int | N
             except (TransientError, DBAPIError) as exc:
                 if self.request.retries >= max_retries:
                     log.error("job %s gave up after %d retries: %s", job_id, self.request.retries, exc)
-                    fail_job(job_id, {"code": "retries_exhausted", "detail": str(exc)[:500]})
+                    error = {"code": "retries_exhausted", "detail": str(exc)[:500]}
+                    settle_failed(self, job_id, request_id, error, max_retries + SETTLE_RETRIES)
                     return
                 countdown = backoff_seconds(self.request.retries + 1)
                 log.warning("job %s transient failure, retry in %.1fs: %s", job_id, countdown, exc)
@@ -71,3 +81,19 @@ def job_task(name: str, *, max_retries: int = MAX_RETRIES, max_attempts: int | N
         return task
 
     return decorator
+
+
+def settle_failed(task, job_id: str, request_id: str | None, error: dict, limit: int) -> None:
+    """Record the job as failed; if the database refuses, retry that write alone until it lands.
+
+    The retry carries the verdict (`give_up`), so the handler never runs again for this job.
+    """
+    try:
+        fail_job(job_id, error)
+    except DBAPIError as exc:
+        if task.request.retries >= limit:
+            log.error("job %s: its failure could not be recorded, the sweep will re-run it: %s", job_id, exc)
+            raise
+        countdown = backoff_seconds(min(task.request.retries + 1, 8))
+        log.warning("job %s: recording its failure failed, retry in %.1fs: %s", job_id, countdown, exc)
+        raise task.retry(countdown=countdown, kwargs={"request_id": request_id, "give_up": error}) from None

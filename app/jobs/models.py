@@ -16,7 +16,10 @@ FINAL_STATES = frozenset({SUCCEEDED, FAILED})
 
 class Job(Base):
     __tablename__ = "jobs"
-    __table_args__ = (Index("ix_jobs_state_published_at", "state", "published_at"),)
+    __table_args__ = (
+        Index("ix_jobs_state_published_at", "state", "published_at"),
+        Index("ix_jobs_state_republish_at", "state", "republish_at"),
+    )
 
     id: Mapped[str] = mapped_column(String(36), primary_key=True, default=lambda: str(uuid.uuid4()))
     kind: Mapped[str] = mapped_column(String(64))
@@ -29,7 +32,11 @@ class Job(Base):
     request_id: Mapped[str | None] = mapped_column(String(64), nullable=True)
     attempts: Mapped[int] = mapped_column(Integer, default=0)
     created_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), default=utcnow)
+    # The last time the broker accepted this job, how often it did, and when a job still queued
+    # is presumed lost by the broker and published again (later after each publish).
     published_at: Mapped[datetime | None] = mapped_column(DateTime(timezone=True), nullable=True)
+    publish_count: Mapped[int] = mapped_column(Integer, default=0, server_default="0")
+    republish_at: Mapped[datetime | None] = mapped_column(DateTime(timezone=True), nullable=True)
     started_at: Mapped[datetime | None] = mapped_column(DateTime(timezone=True), nullable=True)
     lease_expires_at: Mapped[datetime | None] = mapped_column(DateTime(timezone=True), nullable=True)
     finished_at: Mapped[datetime | None] = mapped_column(DateTime(timezone=True), nullable=True)

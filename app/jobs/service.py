@@ -18,9 +18,9 @@ from datetime import timedelta
 from typing import Any
 
 from flask import current_app
-from sqlalchemy import func, or_, select, text, update
+from sqlalchemy import false, func, or_, select, text, update
 
-from app.db import after_commit_publish, as_utc, transaction, utcnow
+from app.db import after_commit_batch, as_utc, transaction, utcnow
 from app.errors import DomainError, NotFound
 from app.extensions import celery, db
 from app.jobs.models import FAILED, QUEUED, RUNNING, SUCCEEDED, CanaryRun, Job
@@ -68,9 +68,44 @@ def enqueue_job(
     )
     # No flush: the rows of a transaction that queues many jobs go to the database in one batch.
     db.session.add(job)
-    job_id, request_id = job.id, job.request_id
-    after_commit_publish(lambda: publish_job(job_id, kind, request_id))
+    after_commit_batch("jobs", (job.id, kind, job.request_id), _publish_committed)
     return job
+
+
+def _publish_committed(pending: list[tuple[str, str, str | None]]) -> None:
+    """Publish the jobs a transaction has just committed, then record which the broker accepted."""
+    published = [job_id for job_id, kind, request_id in pending if publish_job(job_id, kind, request_id)]
+    if not published:
+        return
+    try:
+        with transaction():
+            _record_publishes(published, first=True)
+    except Exception as exc:  # unrecorded, a job is re-published by the sweep after the grace period
+        log.warning("could not record %d publishes: %s", len(published), exc.__class__.__name__)
+
+
+def _republish_delay(publish_count: int) -> timedelta:
+    """How long a job published `publish_count` times may wait in the broker before it is published again."""
+    config = current_app.config
+    seconds = config["JOB_REPUBLISH_SECONDS"] * 2 ** min(max(publish_count - 1, 0), 16)
+    return timedelta(seconds=min(seconds, config["JOB_REPUBLISH_MAX_SECONDS"]))
+
+
+def _record_publishes(job_ids: list[str], *, first: bool) -> None:
+    """Note that the broker accepted `job_ids` now. Flushes; the caller commits."""
+    now = utcnow()
+    table = Job.__table__
+    if first:
+        # Only jobs still waiting: a running job's row may be locked by its worker for a while.
+        db.session.execute(
+            update(table)
+            .where(table.c.id.in_(job_ids), table.c.state == QUEUED)
+            .values(published_at=now, publish_count=1, republish_at=now + _republish_delay(1))
+        )
+        return
+    db.session.execute(
+        update(table).where(table.c.id.in_(job_ids)).values(published_at=now, publish_count=table.c.publish_count + 1)
+    )
 
 
 def publish_job(job_id: str, kind: str, request_id: str | None = None) -> bool:
@@ -212,32 +247,76 @@ def _finish(job: Job, state: str, *, result: dict | None = None, error: dict | N
     JOB_DURATION.labels(job.kind, state).observe((now - as_utc(job.created_at)).total_seconds())
 
 
+# Any constant shared by every process of a deployment: the key of the sweep's advisory lock.
+_SWEEP_LOCK_KEY = 0x7E55E4A0
+_SWEEP_BATCH = 1000
+
+
 def sweep_outbox() -> int:
-    """Re-publish jobs stuck in the outbox or abandoned by a dead worker. Commits; returns the count."""
+    """Re-publish jobs the broker never took, presumably lost, or abandoned by a dead worker.
+
+    Runs on the beat's schedule and on every worker's timer, so one sweeper at a time: on
+    PostgreSQL a transaction-scoped advisory lock (another sweep returns 0 at once), on SQLite
+    the database's write lock taken first. A job the broker accepted is published again only
+    after `JOB_REPUBLISH_SECONDS`, doubling with each publish, so a backlog is not re-queued.
+    Commits; returns how many jobs were published.
+    """
     now = utcnow()
     grace = timedelta(seconds=current_app.config["OUTBOX_GRACE_SECONDS"])
     stuck = (
         select(Job)
         .where(
             or_(
-                (Job.state == QUEUED) & (func.coalesce(Job.published_at, Job.created_at) < now - grace),
+                (Job.state == QUEUED) & Job.published_at.is_(None) & (Job.created_at < now - grace),
+                (Job.state == QUEUED) & (Job.republish_at < now),
                 (Job.state == RUNNING) & (Job.lease_expires_at < now),
             )
         )
         .order_by(Job.created_at)
-        .limit(1000)
+        .limit(_SWEEP_BATCH)
+        # A row locked by a worker belongs to a handler still at work: not abandoned.
+        .with_for_update(skip_locked=True)
     )
     with transaction():
+        if not _take_sweep_lock():
+            return 0
         jobs = db.session.execute(stuck).scalars().all()
         for job in jobs:
-            job.published_at = now
+            # Claimed for this round: a sweep that overlaps this one leaves these jobs alone.
+            job.republish_at = now + _republish_delay(job.publish_count + 1)
             if job.state == RUNNING:
                 job.lease_expires_at = now + timedelta(seconds=current_app.config["JOB_LEASE_SECONDS"])
         pending = [(job.id, job.kind, job.request_id) for job in jobs]
-    published = sum(publish_job(*item) for item in pending)
+    published = [job_id for job_id, kind, request_id in pending if publish_job(job_id, kind, request_id)]
+    refused = [job_id for job_id, _kind, _request_id in pending if job_id not in set(published)]
     if pending:
-        log.info("outbox sweep re-published %d of %d jobs", published, len(pending))
-    return published
+        with transaction():
+            if published:
+                _record_publishes(published, first=False)
+            if refused:  # the broker is down: due again at the next sweep
+                db.session.execute(update(Job.__table__).where(Job.id.in_(refused)).values(republish_at=now))
+        log.info("outbox sweep published %d of %d jobs", len(published), len(pending))
+    return len(published)
+
+
+def _take_sweep_lock() -> bool:
+    """Take the sweep's lock for the current transaction; False if another sweep holds it."""
+    connection = db.session.connection()
+    if connection.dialect.name == "postgresql":
+        taken = connection.execute(text("SELECT pg_try_advisory_xact_lock(:key)"), {"key": _SWEEP_LOCK_KEY})
+        return bool(taken.scalar())
+    # SQLite: a write as the transaction's first statement takes the database's write lock.
+    connection.execute(update(Job.__table__).where(false()).values(state=Job.state))
+    return True
+
+
+def oldest_queued_job_age() -> float:
+    """Seconds the oldest queued job has waited (0 when none waits). Ends its read transaction."""
+    oldest = as_utc(db.session.scalar(select(func.min(Job.created_at)).where(Job.state == QUEUED)))
+    db.session.rollback()
+    if oldest is None:
+        return 0.0
+    return max(0.0, (utcnow() - oldest).total_seconds())
 
 
 def count_jobs_by_state() -> dict[str, int]:

@@ -45,15 +45,20 @@ class QueueDepthCollector:
 
     def collect(self):
         gauge = GaugeMetricFamily("tessera_jobs", "Jobs by state (queue depth)", labels=["state"])
-        from app.jobs.service import count_jobs_by_state
+        oldest = GaugeMetricFamily(
+            "tessera_jobs_oldest_queued_age_seconds", "Seconds the oldest queued job has waited (0 when none)"
+        )
+        from app.jobs.service import count_jobs_by_state, oldest_queued_job_age
 
         try:
             with self.app.app_context():
                 for state, count in count_jobs_by_state().items():
                     gauge.add_metric([state], count)
+                oldest.add_metric([], oldest_queued_job_age())
         except Exception:  # a scrape during a database outage still answers with the rest
             return
         yield gauge
+        yield oldest
 
 
 def init_metrics(app: Flask) -> None:

@@ -4,11 +4,13 @@ A budget is a list of `Rate(calls, per_seconds)` per platform; a call is allowed
 every rate's sliding window at or under its limit (a sliding log, so no burst at window edges can
 exceed what the platform enforces). `acquire` never sleeps: it answers 0 (go) or the seconds until
 the call would be allowed, so a task can re-schedule itself instead of waiting. Without a Redis URL
-the budget lives in process memory, which is only right for a single worker process.
+the budget lives in process memory, which is only right for a single worker process; while Redis is
+unreachable each process falls back to its own in-memory budget rather than failing the call.
 """
 
 from __future__ import annotations
 
+import logging
 import threading
 import time
 import uuid
@@ -17,6 +19,10 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 
 import redis
+
+from app.config import REDIS_SOCKET_TIMEOUT
+
+log = logging.getLogger(__name__)
 
 
 @dataclass(frozen=True)
@@ -69,10 +75,15 @@ class CallBudget:
         redis_url: str | None = None,
         key_prefix: str = "tessera:social:budget",
         clock: Callable[[], float] = time.monotonic,
+        socket_timeout: float = REDIS_SOCKET_TIMEOUT,
     ) -> None:
         self._rates = {platform: tuple(platform_rates) for platform, platform_rates in rates.items()}
         self._key_prefix = key_prefix
-        self._redis = redis.Redis.from_url(redis_url) if redis_url else None
+        self._redis = (
+            redis.Redis.from_url(redis_url, socket_connect_timeout=socket_timeout, socket_timeout=socket_timeout)
+            if redis_url
+            else None
+        )
         self._script = self._redis.register_script(_ACQUIRE_SCRIPT) if self._redis is not None else None
         self._clock = clock
         self._lock = threading.Lock()
@@ -89,7 +100,10 @@ class CallBudget:
         if any(cost > rate.calls for rate in rates):
             raise ValueError(f"cost {cost} exceeds the {platform} budget")
         if self._script is not None:
-            return self._acquire_redis(platform, rates, cost)
+            try:
+                return self._acquire_redis(platform, rates, cost)
+            except redis.RedisError as exc:
+                log.warning("redis unreachable, %s budget kept in this process: %s", platform, exc.__class__.__name__)
         return self._acquire_memory(platform, rates, cost)
 
     def _acquire_redis(self, platform: str, rates: tuple[Rate, ...], cost: int) -> float:
@@ -126,7 +140,6 @@ class CallBudget:
             keys = [f"{self._key_prefix}:{platform}:{index}" for index in range(len(rates))]
             if keys:
                 self._redis.delete(*keys)
-            return
         with self._lock:
             for key in [key for key in self._logs if key[0] == platform]:
                 del self._logs[key]

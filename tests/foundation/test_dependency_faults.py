@@ -1,0 +1,73 @@
+"""Availability under dependency faults on PostgreSQL + Redis: answers degrade, never hang or 500.
+
+The web side reaches PostgreSQL and Redis through loopback proxies (see conftest) that these
+tests cut or blackhole.
+"""
+
+from __future__ import annotations
+
+import os
+
+import pytest
+
+from tests import conftest
+
+pytestmark = pytest.mark.realworker
+
+ADDRESS = "0x5aAeb6053F3E94C9b9A09f33669435E7Ef1BeAed"
+
+
+def test_rate_limited_endpoints_fall_back_to_in_process_limits_without_redis(app, client):
+    conftest.REDIS_PROXY.cut()
+    try:
+        token = client.post(
+            "/v1/openidc/token", data={"grant_type": "authorization_code", "client_id": "nobody", "code": "x"}
+        )
+        challenge = client.post("/api/auth/challenge", json={"address": ADDRESS})
+        login = client.post("/v1/openidc/login", data={"request": "unknown", "email": "a@example.org"})
+    finally:
+        conftest.REDIS_PROXY.restore()
+    assert token.status_code == 400, token.get_data(as_text=True)
+    assert token.get_json()["error"] == "invalid_request"
+    assert challenge.status_code == 200, challenge.get_data(as_text=True)
+    assert ADDRESS in challenge.get_json()["data"]["message"]
+    assert login.status_code not in (429, 500) and login.status_code < 500
+
+
+def test_in_process_limits_still_refuse_a_flood_while_redis_is_down(app, client):
+    limit = app.config.get("AGENT_CHALLENGE_RATE_LIMIT")
+    app.config["AGENT_CHALLENGE_RATE_LIMIT"] = "3 per minute"
+    conftest.REDIS_PROXY.cut()
+    try:
+        statuses = [
+            client.post("/api/auth/challenge", json={"address": ADDRESS}, environ_base={"REMOTE_ADDR": "10.9.8.7"})
+            .status_code
+            for _ in range(5)
+        ]
+    finally:
+        conftest.REDIS_PROXY.restore()
+        if limit is None:
+            app.config.pop("AGENT_CHALLENGE_RATE_LIMIT")
+        else:
+            app.config["AGENT_CHALLENGE_RATE_LIMIT"] = limit
+    assert statuses == [200, 200, 200, 429, 429]
+
+
+def test_social_claims_and_budgets_fall_back_to_this_process_without_redis():
+    from app.social.budget import CallBudget, Rate
+    from app.social.locks import ShortClaims
+
+    url = os.environ["REDIS_URL"]
+    claims = ShortClaims(url, key_prefix=f"test-claims-{conftest.RUN_ID}")
+    budget = CallBudget({"platform_x": [Rate(2, 60)]}, redis_url=url, key_prefix=f"test-budget-{conftest.RUN_ID}")
+    conftest.REDIS_PROXY.cut()
+    try:
+        assert claims.claim("fetch:1", 30) is True
+        assert claims.claim("fetch:1", 30) is False
+        claims.release("fetch:1")
+        assert claims.claim("fetch:1", 30) is True
+        assert budget.acquire("platform_x") == 0.0
+        assert budget.acquire("platform_x") == 0.0
+        assert budget.acquire("platform_x") > 0
+    finally:
+        conftest.REDIS_PROXY.restore()

@@ -1,0 +1,187 @@
+"""The outbox on PostgreSQL + Redis with a real worker: a backlog is delivered once, a verdict outlives a cut.
+
+Deliveries are counted where they wait: the session queue's list in Redis holds one message per
+delivery to come.
+"""
+
+from __future__ import annotations
+
+import os
+import time
+import uuid
+from datetime import timedelta
+
+import pytest
+import redis
+from sqlalchemy.engine import make_url
+
+from tests import conftest
+from tests.support.netproxy import TcpProxy
+
+pytestmark = pytest.mark.realworker
+
+
+def waiting_deliveries() -> int:
+    client = redis.Redis.from_url(os.environ["DIRECT_REDIS_URL"])
+    try:
+        return client.llen(os.environ["CELERY_QUEUE"])
+    finally:
+        client.close()
+
+
+def sweep(app, **config) -> int:
+    from app.jobs.service import sweep_outbox
+
+    saved = {key: app.config[key] for key in config}
+    app.config.update(config)
+    try:
+        with app.app_context():
+            return sweep_outbox()
+    finally:
+        app.config.update(saved)
+
+
+def job_rows(app, job_ids: list[str]) -> dict:
+    from app.extensions import db
+    from app.jobs.models import Job
+
+    with app.app_context():
+        rows = db.session.query(Job).filter(Job.id.in_(job_ids)).all()
+        found = {
+            row.id: {"attempts": row.attempts, "publish_count": row.publish_count,
+                     "published_at": row.published_at, "republish_at": row.republish_at}
+            for row in rows
+        }
+        db.session.rollback()
+        return found
+
+
+def count_runs(app, job_id: str) -> int:
+    from app.jobs.service import count_canary_runs
+
+    with app.app_context():
+        return count_canary_runs(job_id)
+
+
+def start_backlog(client, master, count: int) -> list[str]:
+    return [
+        client.post("/v1/jobs/canary", json={}, headers=master.headers).get_json()["data"]["id"] for _ in range(count)
+    ]
+
+
+def test_a_backlog_swept_while_it_waits_is_delivered_once_per_job(app, client, master, real_worker, wait_for_job):
+    real_worker.stop()
+    try:
+        before = waiting_deliveries()
+        job_ids = start_backlog(client, master, 40)
+        assert waiting_deliveries() == before + 40
+        rows = job_rows(app, job_ids)
+        assert all(row["publish_count"] == 1 and row["published_at"] is not None for row in rows.values())
+
+        # The jobs have waited past the grace period, which used to make the sweep publish them again.
+        assert sweep(app, OUTBOX_GRACE_SECONDS=0) == 0
+        assert waiting_deliveries() == before + 40
+    finally:
+        real_worker.start()
+    for job_id in job_ids:
+        assert wait_for_job(job_id)["state"] == "succeeded"
+    assert {row["attempts"] for row in job_rows(app, job_ids).values()} == {1}
+    assert all(count_runs(app, job_id) == 1 for job_id in job_ids)
+
+
+def test_a_job_presumed_lost_is_published_again_with_a_growing_delay(app, client, master, real_worker, wait_for_job):
+    from app.db import transaction
+    from app.extensions import db
+    from app.jobs.models import Job
+
+    real_worker.stop()
+    try:
+        before = waiting_deliveries()
+        job_id = start_backlog(client, master, 1)[0]
+        with app.app_context(), transaction():
+            job = db.session.get(Job, job_id)
+            job.republish_at = job.published_at  # its re-publish delay has run out
+        assert sweep(app, JOB_REPUBLISH_SECONDS=100) == 1
+        assert waiting_deliveries() == before + 2
+        row = job_rows(app, [job_id])[job_id]
+        assert row["publish_count"] == 2
+        assert timedelta(seconds=150) < row["republish_at"] - row["published_at"] <= timedelta(seconds=200)
+        assert sweep(app, JOB_REPUBLISH_SECONDS=100) == 0
+    finally:
+        real_worker.start()
+    assert wait_for_job(job_id)["state"] == "succeeded"
+    assert count_runs(app, job_id) == 1
+
+
+def test_the_oldest_queued_job_age_is_a_metric(app, client, master, real_worker):
+    real_worker.stop()
+    try:
+        start_backlog(client, master, 1)
+        time.sleep(0.05)
+        body = client.get("/metrics", headers=metrics_headers(app)).get_data(as_text=True)
+    finally:
+        real_worker.start()
+    line = next(line for line in body.splitlines() if line.startswith("tessera_jobs_oldest_queued_age_seconds "))
+    assert float(line.split()[1]) > 0
+
+
+def metrics_headers(app) -> dict:
+    token = app.config.get("METRICS_TOKEN")
+    return {"Authorization": f"Bearer {token}"} if token else {}
+
+
+def wait_for_log(path, text: str, timeout: float = 60.0) -> None:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if path.exists() and text in path.read_text(errors="replace"):
+            return
+        time.sleep(0.1)
+    raise AssertionError(f"{text!r} not logged by the worker: {path.read_text(errors='replace')[-2000:]}")
+
+
+def test_a_job_given_up_during_a_database_cut_ends_failed_once_the_database_returns(
+    app, client, master, real_worker, wait_for_job
+):
+    direct = make_url(os.environ["DIRECT_DATABASE_URL"])
+    proxy = TcpProxy(direct.host or "127.0.0.1", direct.port or 5432)
+    worker_url = direct.set(host="127.0.0.1", port=proxy.port).render_as_string(hide_password=False)
+    log_path = conftest.TMP_DIR / f"worker-db-cut-{uuid.uuid4().hex[:6]}.log"
+    real_worker.stop()
+    worker = conftest.start_worker(
+        concurrency=1, extra_env={"DATABASE_URL": worker_url, "JOB_RETRY_BACKOFF_MAX": "0.2"}, log_path=log_path
+    )
+    try:
+        proxy.cut()
+        job_id = client.post("/v1/jobs/canary", json={}, headers=master.headers).get_json()["data"]["id"]
+        wait_for_log(log_path, f"job {job_id} gave up after")
+        wait_for_log(log_path, f"job {job_id}: recording its failure failed")
+        assert conftest.fetch_job(app, job_id)["state"] == "queued"
+        proxy.restore()
+        finished = wait_for_job(job_id, timeout=30)
+    finally:
+        proxy.restore()
+        conftest.stop_process(worker)
+        real_worker.start()
+    assert finished["state"] == "failed"
+    assert finished["error"]["code"] == "retries_exhausted"
+    assert count_runs(app, job_id) == 0
+
+
+def test_workers_sweep_the_outbox_without_a_beat(app, client, master, real_worker, wait_for_job):
+    real_worker.stop()
+    worker = conftest.start_worker(
+        concurrency=1, extra_env={"OUTBOX_GRACE_SECONDS": "0", "OUTBOX_SWEEP_INTERVAL": "0.3"}
+    )
+    try:
+        conftest.REDIS_PROXY.cut()
+        try:
+            job_id = client.post("/v1/jobs/canary", json={}, headers=master.headers).get_json()["data"]["id"]
+        finally:
+            conftest.REDIS_PROXY.restore()
+        assert job_rows(app, [job_id])[job_id]["published_at"] is None
+        finished = wait_for_job(job_id, timeout=30)
+    finally:
+        conftest.stop_process(worker)
+        real_worker.start()
+    assert finished["state"] == "succeeded"
+    assert count_runs(app, job_id) == 1
