@@ -144,6 +144,11 @@ def handle_http_exception(error: HTTPException) -> Response:
         body["detail"] = "The request body is not valid JSON."
         body["code"] = "malformed_json"
         body["type"] = PROBLEM_BASE + "malformed_json"
+    if status == 413:
+        limit = current_app.config.get("MAX_CONTENT_LENGTH")
+        if limit:
+            body["detail"] = f"The request body is larger than the limit of {limit} bytes."
+            body["limit"] = limit
     if status == 405 and error.valid_methods:  # type: ignore[attr-defined]
         headers["Allow"] = ", ".join(error.valid_methods)  # type: ignore[attr-defined]
     if status == 429:

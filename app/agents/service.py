@@ -881,9 +881,16 @@ def did_document(account: AgentAccount, record: RegistryRecord | None) -> dict[s
     }
     if record is not None and record.owner_did:
         document["controller"] = [did, record.owner_did]
-    if record is not None and record.card_uri:
+    # A registered URI naming this network's own public copy is only advertised while that copy is served.
+    if record is not None and record.card_uri and _card_uri_is_served(did, record.card_uri):
         document["service"] = [{"id": f"{did}#agent", "type": "AgentService", "serviceEndpoint": record.card_uri}]
     return document
+
+
+def _card_uri_is_served(did: str, card_uri: str) -> bool:
+    if card_uri.rstrip("/") != public_card_url(did):
+        return True
+    return db.session.get(PublicCard, did) is not None
 
 
 @dataclass(frozen=True)

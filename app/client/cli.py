@@ -318,7 +318,8 @@ def whoami(settings: Settings) -> None:
         account,
         lambda: click.echo(
             f"DID:     {account['did']}\nAddress: {account['address']}\n"
-            f"Kind:    {account['kind']}\nCredits: {account['balance']}"
+            f"Kind:    {account['kind']}\nCredits: {account['balance']}\n"
+            f"Status:  {'deactivated (deregistered)' if account.get('deactivated') else 'active'}"
         ),
     )
 
@@ -453,18 +454,37 @@ def create_card(
     _emit(settings, {"path": str(out), "card": card, "placeholders": pending}, human)
 
 
+def _human_value(value: Any) -> str:
+    if value is None:
+        return "(none)"
+    if isinstance(value, bool):
+        return "yes" if value else "no"
+    if isinstance(value, list):
+        return ", ".join(_human_value(item) for item in value) or "(none)"
+    return str(value)
+
+
+def _human_lines(document: dict[str, Any], prefix: str = "") -> Iterator[str]:
+    """``key: value`` lines of a document, nested objects as ``outer.inner``; never a bare None."""
+    for key, value in document.items():
+        if isinstance(value, dict):
+            yield from _human_lines(value, f"{prefix}{key}.")
+        else:
+            yield f"{prefix}{key}: {_human_value(value)}"
+
+
 @agent.command("registry")
-@click.argument("did")
+@click.argument("did", required=False)
 @click.option("--full", is_flag=True, help="Show the full record (cards, history, contract).")
 @pass_settings
-def agent_registry(settings: Settings, did: str, full: bool) -> None:
-    """Read an agent's registry record (authenticated)."""
+def agent_registry(settings: Settings, did: str | None, full: bool) -> None:
+    """Read an agent's registry record (authenticated); DID defaults to your own."""
     with _translate_errors(settings), settings.client() as client:
         record = client.registry(did, full=full)
 
     def human() -> None:
-        for key, value in record.items():
-            click.echo(f"{key}: {library.dumps(value) if isinstance(value, dict | list) else value}")
+        for line in _human_lines(record):
+            click.echo(line)
 
     _emit(settings, record, human)
 

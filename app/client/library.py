@@ -492,10 +492,13 @@ class TesseraClient:
             raise ApiError(response.status_code, problem)
         return body
 
-    def registry(self, did: str, full: bool = False) -> dict[str, Any]:
-        """Read a registry record (authenticated); ``full`` adds cards, history and contract data."""
+    def registry(self, did: str | None = None, full: bool = False) -> dict[str, Any]:
+        """Read a registry record (authenticated; ``did`` defaults to the caller's own).
+
+        ``full`` adds cards, history and contract data.
+        """
         params = {"full": "true"} if full else None
-        return self._data("GET", f"/api/agents/{quote(did)}/registry", authenticated=True, params=params)
+        return self._data("GET", f"/api/agents/{quote(self._target(did))}/registry", authenticated=True, params=params)
 
     def contract_version(self, name: str = REGISTRY_CONTRACT) -> str:
         """Return the version of a network contract (``GET /api/contracts/current``)."""

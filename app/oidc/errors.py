@@ -33,6 +33,12 @@ class InvalidRequest(OAuthError):
     error = "invalid_request"
 
 
+class UnsupportedBodyType(InvalidRequest):
+    """A token-side request whose body is neither JSON nor a form: RFC 6749 shape, HTTP 415."""
+
+    status = 415
+
+
 class InvalidClient(OAuthError):
     status, error = 401, "invalid_client"
 

@@ -13,13 +13,13 @@ from flask_limiter.errors import RateLimitExceeded
 from flask_smorest import Blueprint
 
 from app.db import commit as commit_unit_of_work
-from app.errors import NotFound, handle_http_exception
+from app.errors import NotFound, handle_domain_error, handle_http_exception
 from app.extensions import limiter
-from app.http import accepts, no_store, problem_doc
+from app.http import UnsupportedMediaType, accepts, no_store, problem_doc
 from app.oidc import keys, mail, service
 from app.oidc.auth import require_bearer_token
 from app.oidc.claims import SCOPE_CLAIMS, SUPPORTED_SCOPES
-from app.oidc.errors import InvalidRequest, OAuthError
+from app.oidc.errors import InvalidRequest, OAuthError, UnsupportedBodyType
 from app.oidc.schemas import (
     IntrospectionOut,
     JWKSetOut,
@@ -38,9 +38,11 @@ blp = Blueprint("oidc", __name__, description="OpenID Connect provider: tokens, 
 
 FORM = "application/x-www-form-urlencoded"
 JSON = "application/json"
+_OAUTH_ENDPOINTS = frozenset({"oidc.token", "oidc.revoke", "oidc.introspect"})
 _OAUTH_ERRORS = {
     str(status): {"description": description, "content": {JSON: {"schema": OAuthErrorOut}}}
     for status, description in ((400, "RFC 6749 error"), (401, "Client authentication failed"),
+                                (415, "Body neither JSON nor a form (error invalid_request)"),
                                 (429, "Too many requests"))
 }
 
@@ -70,9 +72,16 @@ def _handle_oauth_error(error: OAuthError) -> Response:
     return _oauth_response(error)
 
 
+@blp.errorhandler(UnsupportedMediaType)
+def _handle_unsupported_media_type(error: UnsupportedMediaType) -> Response:
+    if request.endpoint not in _OAUTH_ENDPOINTS:
+        return handle_domain_error(error)
+    return _oauth_response(UnsupportedBodyType(error.detail))
+
+
 @blp.errorhandler(RateLimitExceeded)
 def _handle_rate_limited(error: RateLimitExceeded) -> Response:
-    if request.endpoint not in {"oidc.token", "oidc.revoke", "oidc.introspect"}:
+    if request.endpoint not in _OAUTH_ENDPOINTS:
         return handle_http_exception(error)
     response = jsonify({"error": "slow_down", "error_description": "Too many requests; retry later."})
     response.status_code = 429

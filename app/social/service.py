@@ -619,6 +619,9 @@ def _wait_for_first_fetch(caller: Caller, user_id: int, timeout: float) -> _Soci
         view = _view_of(_links_of(user.id), start_refreshes=False)
         if view.data is not None or time.monotonic() >= deadline:
             return view
+        # Never sleep inside a transaction: on SQLite a request's transaction holds the write lock
+        # (BEGIN IMMEDIATE), and the worker saving this very fetch would fail with "database is locked".
+        rollback()
         time.sleep(_WAIT_POLL_SECONDS)
 
 

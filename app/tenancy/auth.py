@@ -101,6 +101,10 @@ def authenticate_request(*, honour_subclient: bool) -> Caller:
     """
     raw = request.headers.get(TOKEN_HEADER, "")
     if not raw:
+        if request.headers.get("Authorization", "").lower().startswith("bearer "):
+            raise Unauthorized(
+                "This endpoint takes an API token in the x-api-token header, not an Authorization bearer token."
+            )
         raise Unauthorized("Send your API token in the x-api-token header.")
     token, client = service.find_active_token(raw)
     if token is None or client is None:

@@ -90,18 +90,30 @@ class SubClientUpdateIn(SubClientFields):
             raise ma.ValidationError("Send at least one member to change.", "_schema")
 
 
+_UNSET_EMPTY = "An empty string while not set (never `null`)."
+_UNSET_STRINGS = ("address_1", "address_2", "country", "province", "city", "domain", "subdomain")
+
+
+def _optional_text() -> ma.fields.String:
+    return ma.fields.String(required=True, metadata={"description": _UNSET_EMPTY})
+
+
 class SubClientOut(ma.Schema):
+    """A sub-client (spec 2.2): every member present; optional text never set (or cleared) is `""`."""
+
     client_id = ma.fields.Integer(attribute="id", required=True)
-    parent_client_id = ma.fields.Integer(attribute="parent_id", allow_none=True)
+    parent_client_id = ma.fields.Integer(
+        attribute="parent_id", metadata={"description": "The parent client; omitted for a master client."}
+    )
     name = ma.fields.String(required=True)
-    address_1 = ma.fields.String(allow_none=True)
-    address_2 = ma.fields.String(allow_none=True)
-    country = ma.fields.String(allow_none=True)
-    province = ma.fields.String(allow_none=True)
-    city = ma.fields.String(allow_none=True)
+    address_1 = _optional_text()
+    address_2 = _optional_text()
+    country = _optional_text()
+    province = _optional_text()
+    city = _optional_text()
     timezone = ma.fields.String(required=True)
-    domain = ma.fields.String(allow_none=True)
-    subdomain = ma.fields.String(allow_none=True)
+    domain = _optional_text()
+    subdomain = _optional_text()
     from_email_address = ma.fields.Function(
         service.from_email_address,
         required=True,
@@ -131,6 +143,15 @@ class SubClientOut(ma.Schema):
     redirect_uris = ma.fields.List(ma.fields.String(), required=True)
     id_token_claims = ma.fields.Dict(keys=ma.fields.String(), values=ma.fields.String(), required=True)
     signing_alg = ma.fields.String(required=True, validate=ma.validate.OneOf(SIGNING_ALGORITHMS))
+
+    @ma.post_dump
+    def _no_nulls(self, data: dict, **_kwargs: Any) -> dict:
+        for name in _UNSET_STRINGS:
+            if data.get(name) is None:
+                data[name] = ""
+        if data.get("parent_client_id") is None:
+            data.pop("parent_client_id", None)
+        return data
 
 
 class SubClientEnvelope(ma.Schema):

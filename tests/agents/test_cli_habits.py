@@ -183,3 +183,41 @@ def test_job_show_of_a_finished_job(runner, live_server, claimed_key, agent_clie
     result = runner.invoke(main, ["job", "show", job["id"], "--wait", "--json"], env=env)
     assert result.exit_code == 0, result.output
     assert json.loads(result.stdout)["state"] == "succeeded"
+
+
+def test_registry_defaults_to_own_did_and_never_prints_none(runner, live_server, claimed_key, agent_client):
+    env = {"TESSERA_NETWORK_URL": live_server.url, "TESSERA_API_KEY": claimed_key}
+    agent_client.host_card(b'{"name": "x"}')
+    result = runner.invoke(main, ["agent", "registry", "--full", "--json"], env=env)
+    assert result.exit_code == 0, result.output
+    record = json.loads(result.stdout)
+    assert record["did"] == agent_client.did and record["owner"] is None
+    result = runner.invoke(main, ["agent", "registry", "--full"], env=env)
+    assert result.exit_code == 0, result.output
+    assert "None" not in result.output
+    assert "owner: (none)" in result.output
+    assert "card.published: yes" in result.output
+
+
+def test_whoami_shows_a_deactivated_account(runner, live_server, claimed_key, agent_client):
+    env = {"TESSERA_NETWORK_URL": live_server.url, "TESSERA_API_KEY": claimed_key}
+    assert "Status:  active" in runner.invoke(main, ["whoami"], env=env).output
+    agent_client.host_card(b'{"name": "x"}')
+    agent_client.deregister_agent()
+    result = runner.invoke(main, ["whoami"], env=env)
+    assert result.exit_code == 0, result.output
+    assert "Status:  deactivated" in result.output
+
+
+def test_unpublished_own_card_is_not_advertised_in_the_did_document(live_server, agent_client):
+    did = agent_client.did
+    agent_client.host_card(b'{"name": "x"}')
+    own = f"{live_server.url}/api/agent-card/{did}"
+    agent_client.set_card(own)
+    with live_server.http() as http:
+        assert http.get(f"/api/did/{did}").json()["service"][0]["serviceEndpoint"] == own
+        agent_client.card_unpublish()
+        assert http.get(own).status_code == 404
+        assert "service" not in http.get(f"/api/did/{did}").json()
+        agent_client.host_card(b'{"name": "y"}')
+        assert http.get(f"/api/did/{did}").json()["service"][0]["serviceEndpoint"] == own

@@ -192,7 +192,7 @@ def test_update_is_partial_and_null_clears(client, master):
         f"/v1/sub_client/{sub['client_id']}", json={"city": "Paris", "address_1": None}, headers=master.headers
     )
     data = response.get_json()["data"]
-    assert (data["name"], data["city"], data["address_1"], data["country"]) == ("Keep", "Paris", None, "FR")
+    assert (data["name"], data["city"], data["address_1"], data["country"]) == ("Keep", "Paris", "", "FR")
 
 
 def test_update_needs_at_least_one_member(client, master):
