@@ -20,7 +20,8 @@ SCOPE_CLAIMS: dict[str, tuple[str, ...]] = {
     "phone": ("phone_number", "phone_number_verified"),
     "address": ("address",),
 }
-SUPPORTED_SCOPES = ("openid", *SCOPE_CLAIMS)
+# offline_access releases no claim: it asks for a refresh token.
+SUPPORTED_SCOPES = ("openid", *SCOPE_CLAIMS, "offline_access")
 
 
 def _present(value: Any) -> bool:

@@ -44,6 +44,7 @@ SCOPE_DESCRIPTIONS = {
     "email": "Your e-mail address",
     "phone": "Your phone number",
     "address": "Your country, region and city",
+    "offline_access": "Stay connected while you are away (until you sign out of it or it expires)",
 }
 
 
