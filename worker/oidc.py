@@ -1,4 +1,4 @@
-"""Tasks of the OpenID provider: scheduled key rotation, housekeeping, and SMTP delivery."""
+"""Tasks of the OpenID provider: key rotation, housekeeping, SMTP delivery, back-channel logout."""
 
 from __future__ import annotations
 
@@ -6,7 +6,7 @@ from smtplib import SMTPException
 
 from app.db import transaction
 from app.extensions import celery
-from app.oidc import authorize, keys, mail
+from app.oidc import authorize, backchannel, keys, mail
 from worker.base import TransientError, job_task
 
 
@@ -32,6 +32,14 @@ def send_mail(job):
         return mail.deliver_sealed(job.payload)
     except (OSError, SMTPException) as exc:
         raise TransientError(f"SMTP delivery failed: {exc.__class__.__name__}") from exc
+
+
+@job_task(backchannel.LOGOUT_TASK)
+def backchannel_logout(job):
+    try:
+        return backchannel.deliver_logout(job.payload)
+    except backchannel.BackchannelLogoutUnavailable as exc:
+        raise TransientError(str(exc)) from exc
 
 
 def beat_schedule(app) -> dict:

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from flask import g, request
 
-from app.oidc.errors import InsufficientScope, MissingBearerToken
+from app.oidc.errors import InsufficientScope, InvalidBearerToken, MissingBearerToken
 from app.oidc.service import verify_access_token
 from app.oidc.tokens import AccessTokenClaims
 
@@ -34,11 +34,13 @@ def require_bearer_token(scope: str | None = None) -> AccessTokenClaims:
     """Authenticate this request by its Bearer access token; for every user-facing endpoint.
 
     Checks signature (published keys only, algorithm allow-list), `typ`, `iss`, `aud`,
-    `exp`, the `jti` deny-list and that the client still exists. Raises MissingBearerToken /
+    `exp`, the `jti` deny-list, that the client still exists and that the token is a user's. Raises MissingBearerToken /
     InvalidBearerToken (401 with `WWW-Authenticate: Bearer`) or InsufficientScope (403).
     The claims are also left in `flask.g.access_token`.
     """
     claims = verify_access_token(bearer_from_request())
+    if claims.user_id is None:
+        raise InvalidBearerToken("This endpoint serves a user: a client_credentials token has none.")
     if scope and not claims.has_scope(scope):
         raise InsufficientScope(scope)
     g.access_token = claims

@@ -23,6 +23,7 @@ from sqlalchemy.orm.attributes import set_committed_value
 from app.db import as_utc, utcnow
 from app.extensions import db
 from app.oidc import recaptcha, tokens
+from app.oidc.backchannel import queue_logouts, remember_session_client
 from app.oidc.claims import APP_CLAIMS_SCOPE, mapping_fingerprint, parse_scope
 from app.oidc.errors import AuthorizationPageError, AuthorizationRedirectError
 from app.oidc.limits import count_hit
@@ -30,10 +31,14 @@ from app.oidc.mail import send_mail
 from app.oidc.models import (
     AuthorizationCode,
     AuthorizationRequest,
+    ClientAssertion,
     Consent,
     LoginCodeCounter,
     LoginSession,
+    PushedRequest,
+    RefreshToken,
     RevokedToken,
+    SessionClient,
 )
 from app.oidc.service import get_relying_party
 from app.oidc.text import has_unstorable
@@ -264,9 +269,11 @@ def _new_request(params: AuthorizationParams, browser_token: str, **fields) -> t
 
 
 def _issue_code(*, client: Client, user_id: int, redirect_uri: str, scope: str, nonce: str | None,
-                code_challenge: str | None, auth_time: datetime, state: str | None) -> str:
+                code_challenge: str | None, auth_time: datetime, state: str | None, sid: str | None) -> str:
     code = random_token(32)
     now = utcnow()
+    if sid is not None:
+        remember_session_client(sid, client.id, user_id)
     db.session.add(AuthorizationCode(
         code_hash=hash_secret(code),
         client_id=client.id,
@@ -278,6 +285,7 @@ def _issue_code(*, client: Client, user_id: int, redirect_uri: str, scope: str, 
         auth_time=auth_time,
         created_at=now,
         expires_at=now + timedelta(seconds=current_app.config["OIDC_CODE_TTL"]),
+        sid=sid,
     ))
     db.session.flush()
     return redirect_uri_with(redirect_uri, {"code": code, "state": state, "iss": tokens.issuer()})
@@ -303,12 +311,13 @@ def start_authorization(params: AuthorizationParams, *, browser_token: str, sess
     if "consent" in params.prompt or not _consent_covers(user.id, client, params.scopes):
         if "none" in params.prompt:
             return Outcome(redirect_to=error_redirect(params, "consent_required", "The user has not consented."))
-        _, handle = _new_request(params, browser_token, user_id=user.id, auth_time=session.auth_time)
+        _, handle = _new_request(params, browser_token, user_id=user.id, auth_time=session.auth_time,
+                                 sid=session.sid)
         return Outcome(page="consent", handle=handle)
     return Outcome(redirect_to=_issue_code(
         client=client, user_id=user.id, redirect_uri=params.redirect_uri, scope=" ".join(params.scopes),
         nonce=params.nonce, code_challenge=params.code_challenge, auth_time=as_utc(session.auth_time),
-        state=params.state,
+        state=params.state, sid=session.sid,
     ))
 
 
@@ -420,8 +429,9 @@ def verify_login_code(request: AuthorizationRequest, client: Client, code: str) 
                    if left else _RESTART)
         return LoginStep(request, client, message, error=True)
     now = utcnow()
-    session_token = random_token(32)
+    session_token, sid = random_token(32), random_token(16)
     db.session.add(LoginSession(
+        sid=sid,
         token_hash=hash_secret("sso:" + session_token),
         user_id=request.candidate_user_id,
         root_client_id=_root_id(client),
@@ -432,6 +442,7 @@ def verify_login_code(request: AuthorizationRequest, client: Client, code: str) 
     request.login_code_hash = None
     request.user_id = request.candidate_user_id
     request.auth_time = now
+    request.sid = sid
     db.session.flush()
     outcome = continue_after_login(request, client)
     return Outcome(redirect_to=outcome.redirect_to, page=outcome.page, handle=outcome.handle,
@@ -450,7 +461,7 @@ def _finish(request: AuthorizationRequest, client: Client) -> str:
     location = _issue_code(
         client=client, user_id=request.user_id, redirect_uri=request.redirect_uri, scope=request.scope,
         nonce=request.nonce, code_challenge=request.code_challenge, auth_time=as_utc(request.auth_time),
-        state=request.rp_state,
+        state=request.rp_state, sid=request.sid,
     )
     db.session.delete(request)
     db.session.flush()
@@ -512,11 +523,12 @@ def signed_in_user(request: AuthorizationRequest) -> User | None:
 
 
 def end_session(session_token: str | None) -> bool:
-    """End the browser's single sign-on session; True if there was one."""
+    """End the browser's single sign-on session and queue back-channel logouts; True if there was one."""
     session = _live_session(session_token)
     if session is None:
         return False
     session.ended_at = utcnow()
+    queue_logouts(session.sid)
     db.session.flush()
     return True
 
@@ -557,7 +569,8 @@ def plan_logout(*, id_token_hint: str | None, client_id: str | None, post_logout
 
 
 def purge_expired(now: datetime | None = None) -> int:
-    """Delete expired codes, requests, sessions and deny-list entries; returns rows removed."""
+    """Delete expired codes, requests, sessions, deny-list entries, refresh tokens, assertion jtis and
+    pushed requests; returns rows removed."""
     now = now or utcnow()
     removed = 0
     # A used code is kept until its token has expired, so a late replay can still revoke it.
@@ -568,6 +581,12 @@ def purge_expired(now: datetime | None = None) -> int:
         delete(LoginSession).where(LoginSession.expires_at <= now),
         delete(RevokedToken).where(RevokedToken.expires_at <= now),
         delete(LoginCodeCounter).where(LoginCodeCounter.expires_at <= now),
+        # A rotated refresh token is kept while its family lives, so its reuse can still be caught.
+        delete(RefreshToken).where(RefreshToken.family_expires_at <= now),
+        delete(ClientAssertion).where(ClientAssertion.expires_at <= now),
+        delete(PushedRequest).where(PushedRequest.expires_at <= now),
+        delete(SessionClient).where(SessionClient.sid.not_in(
+            select(LoginSession.sid).where(LoginSession.sid.is_not(None)))),
     ):
         removed += db.session.execute(statement).rowcount or 0
     return removed

@@ -26,7 +26,8 @@ SCOPE_CLAIMS: dict[str, tuple[str, ...]] = {
 APP_CLAIMS_SCOPE = "app_claims"
 # Lets the client read the user's verified credentials (`GET /v1/openidc/credentials`).
 CREDENTIALS_SCOPE = "credentials"
-SUPPORTED_SCOPES = ("openid", *SCOPE_CLAIMS, APP_CLAIMS_SCOPE, CREDENTIALS_SCOPE)
+# offline_access releases no claim: it asks for a refresh token.
+SUPPORTED_SCOPES = ("openid", *SCOPE_CLAIMS, APP_CLAIMS_SCOPE, CREDENTIALS_SCOPE, "offline_access")
 
 
 def _present(value: Any) -> bool:

@@ -51,6 +51,10 @@ class InvalidGrant(OAuthError):
     error = "invalid_grant"
 
 
+class InvalidScope(OAuthError):
+    error = "invalid_scope"
+
+
 class UnsupportedGrantType(OAuthError):
     error = "unsupported_grant_type"
 

@@ -74,6 +74,7 @@ class AuthorizationRequest(Base):
     login_code_sends: Mapped[int] = mapped_column(Integer, default=0, server_default="0")
     user_id: Mapped[int | None] = mapped_column(ForeignKey("users.id", ondelete="CASCADE"), nullable=True)
     auth_time: Mapped[datetime | None] = mapped_column(DateTime(timezone=True), nullable=True)
+    sid: Mapped[str | None] = mapped_column(String(64), nullable=True)
 
 
 class AuthorizationCode(Base):
@@ -94,6 +95,8 @@ class AuthorizationCode(Base):
     used_at: Mapped[datetime | None] = mapped_column(DateTime(timezone=True), nullable=True)
     access_token_jti: Mapped[str | None] = mapped_column(String(64), nullable=True)
     access_token_expires_at: Mapped[datetime | None] = mapped_column(DateTime(timezone=True), nullable=True)
+    sid: Mapped[str | None] = mapped_column(String(64), nullable=True)
+    refresh_family: Mapped[str | None] = mapped_column(String(64), nullable=True)
 
 
 class RevokedToken(Base):
@@ -120,6 +123,8 @@ class LoginSession(Base):
     created_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), default=utcnow)
     expires_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), index=True)
     ended_at: Mapped[datetime | None] = mapped_column(DateTime(timezone=True), nullable=True)
+    # OpenID `sid`: names this session to relying parties (id tokens, back-channel logout).
+    sid: Mapped[str | None] = mapped_column(String(64), nullable=True, unique=True)
 
 
 class Consent(Base):
@@ -160,3 +165,61 @@ class OutboxMail(Base):
     subject: Mapped[str] = mapped_column(String(255))
     text: Mapped[str] = mapped_column(Text)
     sent_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), default=utcnow)
+
+
+class RefreshToken(Base):
+    """One refresh token of a family; each use rotates it to a new member of the same family.
+
+    Only the hash is stored. `used_at` marks a rotated token: presenting it again revokes the family.
+    """
+
+    __tablename__ = "oidc_refresh_tokens"
+
+    id: Mapped[int] = mapped_column(Integer, primary_key=True)
+    token_hash: Mapped[str] = mapped_column(String(64), unique=True)
+    family: Mapped[str] = mapped_column(String(64), index=True)
+    client_id: Mapped[int] = mapped_column(ForeignKey("clients.id", ondelete="CASCADE"), index=True)
+    user_id: Mapped[int] = mapped_column(ForeignKey("users.id", ondelete="CASCADE"), index=True)
+    scope: Mapped[str] = mapped_column(String(512))
+    auth_time: Mapped[datetime] = mapped_column(DateTime(timezone=True))
+    sid: Mapped[str | None] = mapped_column(String(64), nullable=True)
+    created_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), default=utcnow)
+    # The family's absolute end, copied to every member; the idle end is this token's own.
+    family_expires_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), index=True)
+    expires_at: Mapped[datetime] = mapped_column(DateTime(timezone=True))
+    used_at: Mapped[datetime | None] = mapped_column(DateTime(timezone=True), nullable=True)
+    revoked_at: Mapped[datetime | None] = mapped_column(DateTime(timezone=True), nullable=True)
+    access_token_jti: Mapped[str | None] = mapped_column(String(64), nullable=True)
+    access_token_expires_at: Mapped[datetime | None] = mapped_column(DateTime(timezone=True), nullable=True)
+
+
+class ClientAssertion(Base):
+    """A `jti` of a client assertion (RFC 7523) already accepted: a replay is refused until it expires."""
+
+    __tablename__ = "oidc_client_assertions"
+
+    key: Mapped[str] = mapped_column(String(64), primary_key=True)
+    expires_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), index=True)
+
+
+class PushedRequest(Base):
+    """An authorization request pushed to `/par` (RFC 9126), redeemable once by its request_uri."""
+
+    __tablename__ = "oidc_pushed_requests"
+
+    reference_hash: Mapped[str] = mapped_column(String(64), primary_key=True)
+    client_id: Mapped[int] = mapped_column(ForeignKey("clients.id", ondelete="CASCADE"), index=True)
+    parameters: Mapped[dict] = mapped_column(JSONType)
+    expires_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), index=True)
+    used_at: Mapped[datetime | None] = mapped_column(DateTime(timezone=True), nullable=True)
+
+
+class SessionClient(Base):
+    """A client that received an id_token in a single sign-on session: told when the session ends."""
+
+    __tablename__ = "oidc_session_clients"
+
+    sid: Mapped[str] = mapped_column(String(64), primary_key=True)
+    client_id: Mapped[int] = mapped_column(ForeignKey("clients.id", ondelete="CASCADE"), primary_key=True)
+    user_id: Mapped[int] = mapped_column(ForeignKey("users.id", ondelete="CASCADE"), index=True)
+    created_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), default=utcnow)

@@ -48,6 +48,7 @@ SCOPE_DESCRIPTIONS = {
     "address": "Your country, region and city",
     "app_claims": "These details from your profile, under the names the application uses",
     "credentials": "Your verified credentials",
+    "offline_access": "Stay connected while you are away (until you sign out of it or it expires)",
 }
 
 

@@ -6,6 +6,7 @@ The token, revocation and introspection endpoints answer RFC 6749 §5.2 errors
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from urllib.parse import unquote_plus, urlsplit
 
 from flask import Response, current_app, jsonify, request
@@ -16,7 +17,7 @@ from app.db import commit as commit_unit_of_work
 from app.errors import NotFound, handle_domain_error, handle_http_exception
 from app.extensions import limiter
 from app.http import UnsupportedMediaType, accepts, no_store, problem_doc
-from app.oidc import keys, mail, service
+from app.oidc import client_auth, keys, mail, service
 from app.oidc.auth import require_bearer_token
 from app.oidc.claims import SCOPE_CLAIMS, SUPPORTED_SCOPES
 from app.oidc.errors import InvalidRequest, OAuthError, UnsupportedBodyType
@@ -33,6 +34,7 @@ from app.oidc.schemas import (
 )
 from app.oidc.settings import install_settings
 from app.oidc.text import has_unstorable
+from app.tenancy.models import Client
 
 blp = Blueprint("oidc", __name__, description="OpenID Connect provider: tokens, userinfo, keys")
 
@@ -105,17 +107,21 @@ def _parameters() -> dict[str, str]:
     return values
 
 
-def _client_credentials(values: dict[str, str]) -> tuple[str | None, str | None]:
-    """client_id/secret from HTTP Basic (RFC 6749 §2.3.1, form-encoded) or from the body, not both."""
+def _presented_credentials(values: dict[str, str]) -> client_auth.PresentedCredentials:
+    """How the request authenticates its client (RFC 6749 §2.3.1 Basic is form-encoded)."""
     auth = request.authorization
+    basic = None
     if auth is not None and auth.type == "basic":
-        if values.get("client_secret"):
-            raise InvalidRequest("Use one client authentication method, not Basic and the body together.")
-        client_id = unquote_plus(auth.username or "")
-        if values.get("client_id") and values["client_id"] != client_id:
-            raise InvalidRequest("client_id in the body differs from the authenticated client.")
-        return client_id, unquote_plus(auth.password or "")
-    return values.get("client_id"), values.get("client_secret")
+        basic = (unquote_plus(auth.username or ""), unquote_plus(auth.password or ""))
+    return client_auth.presented_credentials(values, basic)
+
+
+def _authenticator(values: dict[str, str]) -> Callable[[], Client]:
+    """Authenticates the request's client when called (services call it after their first write)."""
+    credentials = _presented_credentials(values)
+    issuer = current_app.config["OIDC_ISSUER"]
+    audiences = {issuer, _origin(issuer) + request.path, request.base_url}
+    return lambda: client_auth.authenticate(credentials, audiences)
 
 
 def _client_rate_key() -> str:
@@ -150,17 +156,15 @@ def _token_rate_limit() -> str:
          responses=_OAUTH_ERRORS)
 @blp.response(200, TokenOut)
 def token():
-    """Exchange an authorization code for an access token and an id_token.
+    """The token endpoint: `authorization_code`, `refresh_token` and `client_credentials` grants.
 
-    Client authentication by `client_id`/`client_secret` in the body or HTTP Basic. A code is
-    single use: a second exchange answers `invalid_grant` and revokes the tokens of the first.
+    Client authentication by the client's `token_endpoint_auth_method`: `client_secret_basic`,
+    `client_secret_post`, or an RFC 7523 `client_assertion` (`client_secret_jwt`, `private_key_jwt`).
+    A code is single use: a second exchange answers `invalid_grant` and revokes the tokens of the
+    first. Refresh tokens rotate on every use; presenting a used one revokes its whole family.
     """
     values = _parameters()
-    client_id, client_secret = _client_credentials(values)
-    return service.exchange_code(
-        client_id, client_secret, grant_type=values.get("grant_type"), code=values.get("code"),
-        redirect_uri=values.get("redirect_uri"), code_verifier=values.get("code_verifier"),
-    ).as_dict()
+    return service.grant_token(values, _authenticator(values)).as_dict()
 
 
 @blp.route("/v1/openidc/user", methods=["GET", "POST"])
@@ -179,9 +183,8 @@ def userinfo():
     return jsonify(service.userinfo(require_bearer_token("openid")))
 
 
-def _authenticated_client_for(values: dict[str, str]):
-    client_id, client_secret = _client_credentials(values)
-    return service.authenticate_client(client_id, client_secret)
+def _authenticated_client_for(values: dict[str, str]) -> Client:
+    return _authenticator(values)()
 
 
 @blp.route("/v1/openidc/revoke", methods=["POST"])
@@ -229,7 +232,7 @@ def discovery():
     """OpenID Provider metadata (OpenID Connect Discovery 1.0)."""
     issuer = current_app.config["OIDC_ISSUER"]
     base = _origin(issuer)
-    claims = sorted({"sub", "user_id", "did", "iss", "aud", "exp", "iat", "auth_time", "nonce", "at_hash"}
+    claims = sorted({"sub", "user_id", "did", "iss", "aud", "exp", "iat", "auth_time", "nonce", "at_hash", "sid"}
                     | {claim for names in SCOPE_CLAIMS.values() for claim in names})
     document = {
         "issuer": issuer,
@@ -243,12 +246,15 @@ def discovery():
         "scopes_supported": list(SUPPORTED_SCOPES),
         "response_types_supported": ["code"],
         "response_modes_supported": ["query"],
-        "grant_types_supported": ["authorization_code"],
+        "grant_types_supported": list(service.GRANT_TYPES),
         "subject_types_supported": ["public"],
         "id_token_signing_alg_values_supported": list(keys.ALGORITHMS),
-        "token_endpoint_auth_methods_supported": ["client_secret_basic", "client_secret_post"],
-        "revocation_endpoint_auth_methods_supported": ["client_secret_basic", "client_secret_post"],
-        "introspection_endpoint_auth_methods_supported": ["client_secret_basic", "client_secret_post"],
+        "token_endpoint_auth_methods_supported": list(client_auth.METHODS),
+        "token_endpoint_auth_signing_alg_values_supported": ["HS256", *client_auth.KEY_ALGORITHMS],
+        "revocation_endpoint_auth_methods_supported": list(client_auth.METHODS),
+        "revocation_endpoint_auth_signing_alg_values_supported": ["HS256", *client_auth.KEY_ALGORITHMS],
+        "introspection_endpoint_auth_methods_supported": list(client_auth.METHODS),
+        "introspection_endpoint_auth_signing_alg_values_supported": ["HS256", *client_auth.KEY_ALGORITHMS],
         "code_challenge_methods_supported": ["S256"],
         "prompt_values_supported": ["none", "login", "consent", "select_account"],
         "claims_supported": claims,

@@ -9,12 +9,21 @@ from app.oidc.text import has_unstorable
 
 
 class TokenRequest(ma.Schema):
-    grant_type = ma.fields.String(required=True, validate=ma.validate.OneOf(["authorization_code"]))
-    code = ma.fields.String(required=True, validate=ma.validate.Length(min=1))
-    client_id = ma.fields.String(metadata={"description": "Required unless sent with HTTP Basic."})
-    client_secret = ma.fields.String(metadata={"description": "Required unless sent with HTTP Basic."})
-    redirect_uri = ma.fields.String(required=True, validate=ma.validate.Length(min=1))
+    grant_type = ma.fields.String(
+        required=True, validate=ma.validate.OneOf(["authorization_code", "refresh_token", "client_credentials"])
+    )
+    code = ma.fields.String(validate=ma.validate.Length(min=1), metadata={"description": "authorization_code."})
+    redirect_uri = ma.fields.String(validate=ma.validate.Length(min=1), metadata={"description": "authorization_code."})
     code_verifier = ma.fields.String(metadata={"description": "PKCE verifier, when the request had a challenge."})
+    refresh_token = ma.fields.String(metadata={"description": "refresh_token: the newest token of its family."})
+    scope = ma.fields.String(metadata={"description": "refresh_token: a narrower scope; client_credentials: "
+                                       "scopes the client may be granted (all when omitted)."})
+    client_id = ma.fields.String(metadata={"description": "Required unless sent with HTTP Basic or an assertion."})
+    client_secret = ma.fields.String(metadata={"description": "client_secret_post."})
+    client_assertion_type = ma.fields.String(
+        metadata={"description": "urn:ietf:params:oauth:client-assertion-type:jwt-bearer (RFC 7523)."}
+    )
+    client_assertion = ma.fields.String(metadata={"description": "client_secret_jwt (HS256) or private_key_jwt."})
 
 
 class TokenOut(ma.Schema):
@@ -23,7 +32,10 @@ class TokenOut(ma.Schema):
     access_token = ma.fields.String(required=True, metadata={"description": "RFC 9068 JWT (typ at+jwt)."})
     expire_in = ma.fields.Integer(required=True, metadata={"description": "Seconds until the access token expires."})
     expires_in = ma.fields.Integer(required=True, metadata={"description": "Same as expire_in (RFC 6749 name)."})
-    id_token = ma.fields.String(required=True)
+    id_token = ma.fields.String(metadata={"description": "With the openid scope (not for client_credentials)."})
+    refresh_token = ma.fields.String(
+        metadata={"description": "With offline_access or when the client always gets one; rotates on every use."}
+    )
 
 
 class OAuthErrorOut(ma.Schema):
@@ -32,10 +44,12 @@ class OAuthErrorOut(ma.Schema):
 
 
 class TokenParameter(ma.Schema):
-    token = ma.fields.String(required=True)
-    token_type_hint = ma.fields.String()
+    token = ma.fields.String(required=True, metadata={"description": "An access token or a refresh token."})
+    token_type_hint = ma.fields.String(validate=ma.validate.OneOf(["access_token", "refresh_token"]))
     client_id = ma.fields.String()
     client_secret = ma.fields.String()
+    client_assertion_type = ma.fields.String()
+    client_assertion = ma.fields.String()
 
 
 class IntrospectionOut(ma.Schema):
@@ -49,7 +63,7 @@ class IntrospectionOut(ma.Schema):
     aud = ma.fields.Raw()
     iss = ma.fields.String()
     jti = ma.fields.String()
-    user_id = ma.fields.Integer()
+    user_id = ma.fields.Integer(metadata={"description": "Absent from a client_credentials token."})
 
 
 class UserInfoOut(ma.Schema):

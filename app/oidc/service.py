@@ -9,7 +9,7 @@ import hashlib
 import hmac
 import time
 import uuid
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import NoReturn
@@ -20,7 +20,7 @@ from sqlalchemy.dialects import postgresql, sqlite
 
 from app.db import as_utc, utcnow
 from app.extensions import db
-from app.oidc import keys, tokens
+from app.oidc import keys, refresh, tokens
 from app.oidc.claims import (
     APP_CLAIMS_SCOPE,
     application_claims,
@@ -28,19 +28,20 @@ from app.oidc.claims import (
     mapping_fingerprint,
     standard_claims,
 )
+from app.oidc.client_auth import get_client_by_id
 from app.oidc.errors import (
     InvalidBearerToken,
-    InvalidClient,
     InvalidGrant,
     InvalidRequest,
+    InvalidScope,
     UnsupportedGrantType,
 )
 from app.oidc.models import AuthorizationCode, Consent, RevokedToken
 from app.oidc.tokens import AccessTokenClaims, TokenInvalid
 from app.security import hash_secret
 from app.tenancy.models import Client
-from app.tenancy.service import get_active_client, verify_client_secret
 from app.users.models import User
+from app.users.service import get_user_in_tree
 
 TOKEN_TYPE = "Bearer"
 
@@ -53,21 +54,7 @@ def client_alg(client: Client) -> str:
 
 def get_relying_party(client_id: str | None) -> Client | None:
     """The enabled client whose OpenID `client_id` (decimal id) is given, else None."""
-    value = (client_id or "").strip()
-    if not (value.isascii() and value.isdigit()) or len(value) > 18 or int(value) <= 0:
-        return None
-    return get_active_client(int(value))
-
-
-def authenticate_client(client_id: str | None, client_secret: str | None) -> Client:
-    """The client proving itself with its secret (current, or previous within its grace period).
-
-    Raises InvalidClient (401) without saying which part was wrong.
-    """
-    client = get_relying_party(client_id)
-    if client is None or not client_secret or not verify_client_secret(client, client_secret):
-        raise InvalidClient()
-    return client
+    return get_client_by_id(client_id)
 
 
 def _pkce_matches(verifier: str, challenge: str) -> bool:
@@ -100,39 +87,63 @@ def is_revoked(jti: str) -> bool:
 class TokenResponse:
     scope: str
     access_token: str
-    id_token: str
     expires_in: int
+    id_token: str | None = None
+    refresh_token: str | None = None
 
     def as_dict(self) -> dict:
-        return {
+        body = {
             "scope": self.scope,
             "token_type": TOKEN_TYPE,
             "access_token": self.access_token,
             "expire_in": self.expires_in,
             "expires_in": self.expires_in,
-            "id_token": self.id_token,
         }
+        if self.id_token is not None:
+            body["id_token"] = self.id_token
+        if self.refresh_token is not None:
+            body["refresh_token"] = self.refresh_token
+        return body
+
+
+GRANT_TYPES = ("authorization_code", "refresh_token", "client_credentials")
+Authenticator = Callable[[], Client]
+
+
+def grant_token(values: dict[str, str], authenticate: Authenticator) -> TokenResponse:
+    """The token endpoint: dispatch on `grant_type`; `authenticate` proves the client when called.
+
+    Raises InvalidRequest / UnsupportedGrantType before anything is read; see each grant.
+    """
+    grant_type = values.get("grant_type")
+    if grant_type == "authorization_code":
+        return exchange_code(
+            authenticate, code=values.get("code"), redirect_uri=values.get("redirect_uri"),
+            code_verifier=values.get("code_verifier"),
+        )
+    if grant_type == "refresh_token":
+        return refresh_grant(authenticate, refresh_token=values.get("refresh_token"), scope=values.get("scope"))
+    if grant_type == "client_credentials":
+        return client_credentials_grant(authenticate(), scope=values.get("scope"))
+    if not grant_type:
+        raise InvalidRequest("grant_type is required.")
+    raise UnsupportedGrantType(f"grant_type must be one of {', '.join(GRANT_TYPES)}.")
 
 
 def exchange_code(
-    client_id: str | None, client_secret: str | None, *, grant_type: str | None, code: str | None,
-    redirect_uri: str | None, code_verifier: str | None
+    authenticate: Authenticator, *, code: str | None, redirect_uri: str | None, code_verifier: str | None
 ) -> TokenResponse:
-    """Authenticate the client and redeem an authorization code for an access token and an id_token.
+    """Authenticate the client and redeem an authorization code for tokens (a refresh token with
+    `offline_access` or when the client always gets one).
 
-    Only `grant_type=authorization_code` (else UnsupportedGrantType); a missing parameter raises
-    InvalidRequest before anything is read.
+    A missing parameter raises InvalidRequest before anything is read.
 
     The code is consumed by the transaction's first statement, one conditional UPDATE, so of
     concurrent exchanges exactly one wins (PostgreSQL row lock; SQLite write lock taken before
     any read could go stale). Any later refusal raises, and the edge's rollback un-consumes the
-    code. A code already used answers `invalid_grant` and puts the token issued from it on the
-    deny-list; that error has `keep_changes` set so the edge commits the revocation.
+    code. A code already used answers `invalid_grant` and revokes the tokens issued from it
+    (access token and refresh family); that error has `keep_changes` set so the edge commits it.
     """
-    if grant_type != "authorization_code":
-        if not grant_type:
-            raise InvalidRequest("grant_type is required.")
-        raise UnsupportedGrantType("Only grant_type=authorization_code is supported.")
     code = require_token_parameter(code, "code")
     redirect_uri = require_token_parameter(redirect_uri, "redirect_uri")
     code_hash = hash_secret(code)
@@ -151,11 +162,11 @@ def exchange_code(
         .returning(
             AuthorizationCode.client_id, AuthorizationCode.user_id, AuthorizationCode.redirect_uri,
             AuthorizationCode.scope, AuthorizationCode.nonce, AuthorizationCode.code_challenge,
-            AuthorizationCode.auth_time, AuthorizationCode.expires_at,
+            AuthorizationCode.auth_time, AuthorizationCode.expires_at, AuthorizationCode.sid,
         )
         .execution_options(synchronize_session=False)
     ).first()
-    client = authenticate_client(client_id, client_secret)
+    client = authenticate()
     if consumed is None:
         _refuse_reuse(code_hash, client)
     if consumed.client_id != client.id:
@@ -172,25 +183,114 @@ def exchange_code(
     elif code_verifier:
         raise InvalidGrant("code_verifier was sent but the authorization request had no code_challenge.")
 
-    user = db.session.get(User, consumed.user_id)
+    user = get_user_in_tree(consumed.user_id, client.root_id or client.id)
     if user is None:
         raise InvalidGrant("The user of this authorization code no longer exists.")
+    expires_at = datetime.fromtimestamp(issued_at + expires_in, UTC)
+    auth_time = as_utc(consumed.auth_time)
+    refresh_token = None
+    if refresh.wanted(client, consumed.scope):
+        refresh_token, family = refresh.add_member(
+            client, user_id=user.id, scope=consumed.scope, auth_time=auth_time, sid=consumed.sid, family=None,
+            family_expires_at=None, access_token_jti=jti, access_token_expires_at=expires_at,
+        )
+        db.session.execute(
+            update(AuthorizationCode).where(AuthorizationCode.code_hash == code_hash)
+            .values(refresh_family=family).execution_options(synchronize_session=False)
+        )
+    return _user_tokens(client, user, scope=consumed.scope, auth_time=auth_time, nonce=consumed.nonce,
+                        sid=consumed.sid, jti=jti, issued_at=issued_at, refresh_token=refresh_token)
+
+
+def _user_tokens(client: Client, user: User, *, scope: str, auth_time: datetime, nonce: str | None,
+                 sid: str | None, jti: str, issued_at: int, refresh_token: str | None) -> TokenResponse:
     alg = client_alg(client)
     access_token, _ = tokens.issue_access_token(
-        client_id=client.id, user_id=user.id, scope=consumed.scope, alg=alg, now=issued_at, jti=jti
+        client_id=client.id, user_id=user.id, scope=scope, alg=alg, now=issued_at, jti=jti
     )
-    id_token = tokens.issue_id_token(
-        client_id=client.id,
-        user_id=user.id,
-        did=user.did,
-        auth_time=int(as_utc(consumed.auth_time).timestamp()),
-        nonce=consumed.nonce,
-        access_token=access_token,
-        extra_claims=released_application_claims(client, user, consumed.scope.split()),
-        alg=alg,
-        now=issued_at,
+    id_token = None
+    if "openid" in scope.split():
+        id_token = tokens.issue_id_token(
+            client_id=client.id,
+            user_id=user.id,
+            did=user.did,
+            auth_time=int(auth_time.timestamp()),
+            nonce=nonce,
+            access_token=access_token,
+            extra_claims=released_application_claims(client, user, scope.split()),
+            alg=alg,
+            now=issued_at,
+            sid=sid,
+        )
+    return TokenResponse(scope=scope, access_token=access_token, id_token=id_token, refresh_token=refresh_token,
+                         expires_in=current_app.config["OIDC_ACCESS_TOKEN_TTL"])
+
+
+def refresh_grant(authenticate: Authenticator, *, refresh_token: str | None, scope: str | None) -> TokenResponse:
+    """Rotate a refresh token: new access token, id_token and refresh token of the same family.
+
+    The token is consumed first (see `refresh.consume`); a token already consumed is a reuse that
+    revokes its family and its access tokens (committed: `keep_changes`), and any other refusal
+    rolls the consumption back. `scope` may narrow the grant, never widen it (`invalid_scope`).
+    """
+    raw = require_token_parameter(refresh_token, "refresh_token")
+    consumed = refresh.consume(raw)
+    client = authenticate()
+    if consumed is None:
+        _refuse_refresh_reuse(raw, client)
+    if consumed.client_id != client.id:
+        raise InvalidGrant("The refresh token is unknown or was issued to another client.")
+    now = utcnow()
+    if consumed.expires_at <= now or consumed.family_expires_at <= now:
+        raise InvalidGrant("The refresh token has expired.")
+    user = get_user_in_tree(consumed.user_id, client.root_id or client.id)
+    if user is None:
+        raise InvalidGrant("The user of this refresh token no longer exists.")
+    granted = consumed.scope.split()
+    requested = list(dict.fromkeys(scope.split())) if scope else granted
+    if not set(requested) <= set(granted):
+        raise InvalidScope("The requested scope exceeds the one originally granted.")
+    issued_at = int(time.time())
+    jti = uuid.uuid4().hex
+    expires_at = datetime.fromtimestamp(issued_at + current_app.config["OIDC_ACCESS_TOKEN_TTL"], UTC)
+    rotated, _ = refresh.add_member(
+        client, user_id=user.id, scope=consumed.scope, auth_time=consumed.auth_time, sid=consumed.sid,
+        family=consumed.family, family_expires_at=consumed.family_expires_at, access_token_jti=jti,
+        access_token_expires_at=expires_at,
     )
-    return TokenResponse(scope=consumed.scope, access_token=access_token, id_token=id_token, expires_in=expires_in)
+    return _user_tokens(client, user, scope=" ".join(requested), auth_time=consumed.auth_time, nonce=None,
+                        sid=consumed.sid, jti=jti, issued_at=issued_at, refresh_token=rotated)
+
+
+def _refuse_refresh_reuse(raw: str, client: Client) -> NoReturn:
+    row = refresh.find(raw, client.id)
+    if row is None:
+        raise InvalidGrant("The refresh token is unknown or was issued to another client.")
+    if row.revoked_at is not None:
+        raise InvalidGrant("The refresh token has been revoked.")
+    if refresh.within_reuse_grace(row):
+        raise InvalidGrant("The refresh token was just rotated; use the new one.")
+    for jti, expires_at in refresh.revoke_family(row.family):
+        deny_token(jti, expires_at, "refresh_reuse")
+    raise InvalidGrant("The refresh token was already used; its whole family is revoked.", keep_changes=True)
+
+
+def client_credentials_grant(client: Client, *, scope: str | None) -> TokenResponse:
+    """An access token of the client itself (`sub` = client) for scopes it may be granted.
+
+    Without `scope`, every scope the client may be granted; a scope outside them raises InvalidScope.
+    """
+    allowed = list(client.client_credentials_scopes or [])
+    requested = list(dict.fromkeys(scope.split())) if scope else allowed
+    if not set(requested) <= set(allowed):
+        raise InvalidScope("The client may not be granted the requested scope.")
+    issued_at = int(time.time())
+    granted = " ".join(requested)
+    access_token = tokens.issue_client_access_token(
+        client_id=client.id, scope=granted, alg=client_alg(client), jti=uuid.uuid4().hex, now=issued_at
+    )
+    return TokenResponse(scope=granted, access_token=access_token,
+                         expires_in=current_app.config["OIDC_ACCESS_TOKEN_TTL"])
 
 
 def _refuse_reuse(code_hash: str, client: Client) -> NoReturn:
@@ -203,6 +303,9 @@ def _refuse_reuse(code_hash: str, client: Client) -> NoReturn:
         raise InvalidGrant("The authorization code is unknown or was issued to another client.")
     if row.access_token_jti:
         deny_token(row.access_token_jti, as_utc(row.access_token_expires_at) or utcnow(), "code_replay")
+    if row.refresh_family:
+        for jti, expires_at in refresh.revoke_family(row.refresh_family):
+            deny_token(jti, expires_at, "code_replay")
     raise InvalidGrant("The authorization code was already used; tokens issued from it are revoked.",
                        keep_changes=True)
 
@@ -259,24 +362,34 @@ def _token_of_client(raw: str, client: Client) -> AccessTokenClaims | None:
 
 
 def revoke_token(client: Client, token: str | None) -> None:
-    """RFC 7009: revoke an access token issued to `client`; anything else is silently ignored.
+    """RFC 7009: revoke an access or refresh token issued to `client`; anything else is silently ignored.
 
+    Revoking a refresh token revokes its whole family and the access tokens issued from it.
     A missing token raises InvalidRequest.
     """
-    claims = _token_of_client(require_token_parameter(token, "token"), client)
+    raw = require_token_parameter(token, "token")
+    claims = _token_of_client(raw, client)
     if claims is not None:
         deny_token(claims.jti, datetime.fromtimestamp(claims.exp, UTC), "revoked_by_client")
+        return
+    row = refresh.find(raw, client.id)
+    if row is not None:
+        for jti, expires_at in refresh.revoke_family(row.family):
+            deny_token(jti, expires_at, "revoked_by_client")
 
 
 def introspect_token(client: Client, token: str | None) -> dict:
-    """RFC 7662: whether the token is active, with its claims, for the client it was issued to.
+    """RFC 7662: whether the access or refresh token is active, with its claims, for its own client.
 
     A missing token raises InvalidRequest.
     """
-    claims = _token_of_client(require_token_parameter(token, "token"), client)
-    if claims is None or is_revoked(claims.jti):
+    raw = require_token_parameter(token, "token")
+    claims = _token_of_client(raw, client)
+    if claims is None:
+        return _introspect_refresh_token(client, raw)
+    if is_revoked(claims.jti):
         return {"active": False}
-    return {
+    document = {
         "active": True,
         "scope": " ".join(claims.scopes),
         "client_id": claims.client_id,
@@ -287,7 +400,26 @@ def introspect_token(client: Client, token: str | None) -> dict:
         "aud": claims.claims.get("aud"),
         "iss": claims.claims.get("iss"),
         "jti": claims.jti,
-        "user_id": claims.user_id,
+    }
+    if claims.user_id is not None:
+        document["user_id"] = claims.user_id
+    return document
+
+
+def _introspect_refresh_token(client: Client, raw: str) -> dict:
+    row = refresh.find(raw, client.id)
+    if row is None or not refresh.is_active(row) or get_user_in_tree(row.user_id, client.root_id or client.id) is None:
+        return {"active": False}
+    return {
+        "active": True,
+        "scope": row.scope,
+        "client_id": str(client.id),
+        "token_type": "refresh_token",
+        "exp": int(min(as_utc(row.expires_at), as_utc(row.family_expires_at)).timestamp()),
+        "iat": int(as_utc(row.created_at).timestamp()),
+        "sub": str(row.user_id),
+        "iss": tokens.issuer(),
+        "user_id": row.user_id,
     }
 
 

@@ -30,7 +30,7 @@ class AccessTokenClaims:
 
     jti: str
     sub: str
-    user_id: int
+    user_id: int | None  # None in a client_credentials token, whose subject is the client
     client_id: str
     scopes: tuple[str, ...]
     iat: int
@@ -51,7 +51,8 @@ def at_hash(access_token: str) -> str:
     return base64.urlsafe_b64encode(digest[: len(digest) // 2]).rstrip(b"=").decode("ascii")
 
 
-def _sign(claims: dict, alg: str, typ: str) -> str:
+def sign(claims: dict, alg: str, typ: str) -> str:
+    """A JWS of `claims` with the active key of `alg`, typed `typ`."""
     key = keys.signing_key(alg)
     header = {"alg": alg, "kid": key.kid, "typ": typ}
     return jwt.encode(header, claims, key, algorithms=[alg])
@@ -73,7 +74,22 @@ def issue_access_token(
         "scope": scope,
         "user_id": user_id,
     }
-    return _sign(claims, alg, ACCESS_TOKEN_TYPE), claims
+    return sign(claims, alg, ACCESS_TOKEN_TYPE), claims
+
+
+def issue_client_access_token(*, client_id: int, scope: str, alg: str, jti: str, now: int) -> str:
+    """Sign an RFC 9068 access token of the client itself (client_credentials): `sub` is the client."""
+    claims = {
+        "iss": issuer(),
+        "sub": str(client_id),
+        "aud": str(client_id),
+        "client_id": str(client_id),
+        "exp": now + current_app.config["OIDC_ACCESS_TOKEN_TTL"],
+        "iat": now,
+        "jti": jti,
+        "scope": scope,
+    }
+    return sign(claims, alg, ACCESS_TOKEN_TYPE)
 
 
 def issue_id_token(
@@ -87,6 +103,7 @@ def issue_id_token(
     extra_claims: dict,
     alg: str,
     now: int | None = None,
+    sid: str | None = None,
 ) -> str:
     """Sign an id_token; `extra_claims` (the client's application claims) never override ours."""
     now = int(time.time()) if now is None else now
@@ -104,10 +121,12 @@ def issue_id_token(
     })
     if nonce:
         claims["nonce"] = nonce
-    return _sign(claims, alg, "JWT")
+    if sid:
+        claims["sid"] = sid
+    return sign(claims, alg, "JWT")
 
 
-def _b64_json(segment: str) -> dict:
+def b64_json(segment: str) -> dict:
     padded = segment + "=" * (-len(segment) % 4)
     value = json.loads(base64.urlsafe_b64decode(padded.encode("ascii")))
     if not isinstance(value, dict):
@@ -120,7 +139,7 @@ def _verified_claims(raw: str, *, typ: set[str]) -> dict:
     if len(parts) != 3:
         raise TokenInvalid("The token is not a signed JWT.")
     try:
-        header = _b64_json(parts[0])
+        header = b64_json(parts[0])
     except (ValueError, UnicodeError, RecursionError) as exc:
         raise TokenInvalid("The token header is malformed.") from exc
     alg = header.get("alg")
@@ -162,7 +181,7 @@ def decode_access_token(raw: str, *, now: int | None = None) -> AccessTokenClaim
     return AccessTokenClaims(
         jti=claims["jti"],
         sub=claims["sub"],
-        user_id=claims["user_id"],
+        user_id=claims.get("user_id"),
         client_id=claims["client_id"],
         scopes=tuple(str(claims.get("scope", "")).split()),
         iat=claims["iat"],
@@ -173,14 +192,19 @@ def decode_access_token(raw: str, *, now: int | None = None) -> AccessTokenClaim
 
 def _check_claims(claims: dict, *, now: int) -> None:
     leeway = current_app.config["OIDC_CLOCK_LEEWAY"]
-    for name, kind in (("exp", int), ("iat", int), ("user_id", int), ("jti", str), ("sub", str), ("client_id", str)):
+    # A token without user_id is the client's own (client_credentials): its subject is the client.
+    required = [("exp", int), ("iat", int), ("jti", str), ("sub", str), ("client_id", str)]
+    if "user_id" in claims:
+        required.append(("user_id", int))
+    for name, kind in required:
         if not isinstance(claims.get(name), kind) or isinstance(claims.get(name), bool):
             raise TokenInvalid(f"The token lacks a valid {name} claim.")
     audience = claims.get("aud")
     audiences = audience if isinstance(audience, list) else [audience]
     if claims["client_id"] not in audiences:
         raise TokenInvalid("The token's audience is not its client.")
-    if claims["sub"] != str(claims["user_id"]):
+    subject = str(claims["user_id"]) if "user_id" in claims else claims["client_id"]
+    if claims["sub"] != subject:
         raise TokenInvalid("The token's subject is inconsistent.")
     if claims["exp"] <= now - leeway:
         raise TokenInvalid("The token has expired.")

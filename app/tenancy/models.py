@@ -47,6 +47,18 @@ class Client(Base):
     previous_secret_hash: Mapped[str | None] = mapped_column(String(128), nullable=True)
     previous_secret_expires_at: Mapped[datetime | None] = mapped_column(DateTime(timezone=True), nullable=True)
     disabled_at: Mapped[datetime | None] = mapped_column(DateTime(timezone=True), nullable=True)
+    # OpenID parity settings (refresh tokens, machine clients, client authentication, PAR, logout).
+    # The secret sealed with the service key: client_secret_jwt needs it to check an HMAC.
+    secret_encrypted: Mapped[str | None] = mapped_column(String(512), nullable=True)
+    token_endpoint_auth_method: Mapped[str | None] = mapped_column(String(32), nullable=True)
+    jwks: Mapped[dict | None] = mapped_column(JSONType, nullable=True)
+    jwks_uri: Mapped[str | None] = mapped_column(String(2048), nullable=True)
+    client_credentials_scopes: Mapped[list] = mapped_column(JSONType, default=list)
+    issue_refresh_tokens: Mapped[bool] = mapped_column(Boolean, default=False)
+    refresh_token_ttl: Mapped[int | None] = mapped_column(Integer, nullable=True)
+    refresh_token_idle_ttl: Mapped[int | None] = mapped_column(Integer, nullable=True)
+    require_pushed_authorization_requests: Mapped[bool] = mapped_column(Boolean, default=False)
+    backchannel_logout_uri: Mapped[str | None] = mapped_column(String(2048), nullable=True)
     created_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), default=utcnow)
 
     @property

@@ -34,8 +34,89 @@ def _text(max_length: int, description: str, **kwargs: Any) -> PlainText:
         validate=ma.validate.Length(min=1, max=max_length), metadata={"description": description}, **kwargs
     )
 
+_SCOPE_TOKEN = r"^[\x21\x23-\x5B\x5D-\x7E]{1,64}$"
+MAX_CLIENT_CREDENTIALS_SCOPES = 20
+MAX_CLIENT_JWKS = 10
+TOKEN_ENDPOINT_AUTH_METHODS = ("client_secret_basic", "client_secret_post", "client_secret_jwt", "private_key_jwt")
+_DAY = 24 * 3600
 
-class SubClientFields(ma.Schema):
+
+def _public_jwks(document: dict) -> None:
+    keys = document.get("keys")
+    if not isinstance(keys, list) or not keys or len(keys) > MAX_CLIENT_JWKS:
+        raise ma.ValidationError(f'A JWK set: {{"keys": [...]}} with 1 to {MAX_CLIENT_JWKS} keys.')
+    for key in keys:
+        if not isinstance(key, dict) or key.get("kty") not in ("RSA", "EC") or not key.get("kid"):
+            raise ma.ValidationError("Each key must be an RSA or EC JWK with a kid.")
+        if any(member in key for member in ("d", "p", "q", "dp", "dq", "qi")):
+            raise ma.ValidationError("Register public keys only: a private key member was sent.")
+
+
+class OpenIdClientFields(ma.Schema):
+    """OpenID settings of a client: refresh tokens, client_credentials, authentication, PAR, logout."""
+
+    token_endpoint_auth_method = ma.fields.String(
+        validate=ma.validate.OneOf(TOKEN_ENDPOINT_AUTH_METHODS), allow_none=True,
+        metadata={"description": "The one method the client authenticates with at the token, PAR, revocation "
+                  "and introspection endpoints; when null, client_secret_basic or client_secret_post."},
+    )
+    jwks = ma.fields.Dict(
+        validate=_public_jwks, allow_none=True,
+        metadata={"description": "Public JWK set (RSA or EC keys with kid) verifying private_key_jwt assertions."},
+    )
+    # Where the client publishes its JWK set (used when jwks is null), fetched through the outbound guard.
+    jwks_uri = RedirectUri(allow_none=True)
+    client_credentials_scopes = ma.fields.List(
+        ma.fields.String(validate=ma.validate.Regexp(_SCOPE_TOKEN, error="Not an RFC 6749 scope token.")),
+        validate=ma.validate.Length(max=MAX_CLIENT_CREDENTIALS_SCOPES), allow_none=True,
+        metadata={"description": "Scopes the client may be granted with client_credentials (its own tokens)."},
+    )
+    issue_refresh_tokens = ma.fields.Boolean(
+        allow_none=True,
+        metadata={"description": "Issue a refresh token with every code exchange, not only with offline_access."},
+    )
+    refresh_token_ttl = ma.fields.Integer(
+        validate=ma.validate.Range(min=60, max=365 * _DAY), allow_none=True,
+        metadata={"description": "Absolute refresh-token lifetime in seconds; null for the deployment default."},
+    )
+    refresh_token_idle_ttl = ma.fields.Integer(
+        validate=ma.validate.Range(min=60, max=365 * _DAY), allow_none=True,
+        metadata={"description": "Idle refresh-token lifetime in seconds; null for the deployment default."},
+    )
+    require_pushed_authorization_requests = ma.fields.Boolean(
+        allow_none=True, metadata={"description": "Accept authorization requests only by a PAR request_uri."},
+    )
+    # Receives OpenID back-channel logout tokens when a user's session ends.
+    backchannel_logout_uri = RedirectUri(allow_none=True)
+
+
+_OMITTED_UNSET = "Omitted while not set (never `null`)."
+_OPENID_OPTIONAL = (
+    "token_endpoint_auth_method", "jwks", "jwks_uri", "refresh_token_ttl", "refresh_token_idle_ttl",
+    "backchannel_logout_uri",
+)
+
+
+class OpenIdClientOut(ma.Schema):
+    token_endpoint_auth_method = ma.fields.String(metadata={"description": _OMITTED_UNSET})
+    jwks = ma.fields.Dict(metadata={"description": _OMITTED_UNSET})
+    jwks_uri = ma.fields.String(metadata={"description": _OMITTED_UNSET})
+    client_credentials_scopes = ma.fields.List(ma.fields.String(), required=True)
+    issue_refresh_tokens = ma.fields.Boolean(required=True)
+    refresh_token_ttl = ma.fields.Integer(metadata={"description": _OMITTED_UNSET})
+    refresh_token_idle_ttl = ma.fields.Integer(metadata={"description": _OMITTED_UNSET})
+    require_pushed_authorization_requests = ma.fields.Boolean(required=True)
+    backchannel_logout_uri = ma.fields.String(metadata={"description": _OMITTED_UNSET})
+
+    @ma.post_dump
+    def _omit_unset(self, data: dict, **_kwargs: Any) -> dict:
+        for name in _OPENID_OPTIONAL:
+            if data.get(name) is None:
+                data.pop(name, None)
+        return data
+
+
+class SubClientFields(OpenIdClientFields):
     """Members shared by create and update; `null` clears an optional member."""
 
     name = _text(70, "Display name, 1 to 70 characters.")
@@ -98,7 +179,7 @@ def _optional_text() -> ma.fields.String:
     return ma.fields.String(required=True, metadata={"description": _UNSET_EMPTY})
 
 
-class SubClientOut(ma.Schema):
+class SubClientOut(OpenIdClientOut):
     """A sub-client (spec 2.2): every member present; optional text never set (or cleared) is `""`."""
 
     client_id = ma.fields.Integer(attribute="id", required=True)

@@ -24,7 +24,7 @@ from sqlalchemy.exc import IntegrityError
 from app.db import as_utc, utcnow
 from app.errors import NotFound
 from app.extensions import db
-from app.security import hash_secret, random_token, secret_hash_candidates, verify_secret
+from app.security import encrypt, hash_secret, random_token, secret_hash_candidates, verify_secret
 from app.tenancy.errors import ClientTreeTooDeep, MasterClientRequired, SubdomainTaken, TooManyApiTokens
 from app.tenancy.models import ApiToken, Client
 
@@ -38,7 +38,12 @@ DEFAULT_CLIENT_SECRET_GRACE_SECONDS = 24 * 3600
 _SUB_CLIENT_MEMBERS = (
     "name", "address_1", "address_2", "country", "province", "city", "timezone", "domain", "subdomain",
     "redirect_uris", "id_token_claims", "signing_alg",
+    "token_endpoint_auth_method", "jwks", "jwks_uri", "client_credentials_scopes", "issue_refresh_tokens",
+    "refresh_token_ttl", "refresh_token_idle_ttl", "require_pushed_authorization_requests",
+    "backchannel_logout_uri",
 )  # fmt: skip
+# Client secrets are also kept sealed under this purpose: client_secret_jwt checks an HMAC with them.
+CLIENT_SECRET_PURPOSE = "client-secret"
 SIGNING_ALGORITHMS = ("RS256", "ES256")
 DEFAULT_SIGNING_ALG = "RS256"
 
@@ -105,6 +110,7 @@ def create_master_client(
         id_token_claims=dict(id_token_claims or {}),
         signing_alg=signing_alg,
         secret_hash=hash_secret(secret),
+        secret_encrypted=encrypt(secret.encode(), CLIENT_SECRET_PURPOSE),
         created_at=utcnow(),
     )
     db.session.add(client)
@@ -234,6 +240,10 @@ def _apply_members(client: Client, members: dict[str, Any]) -> None:
             value = "UTC"
         if name == "signing_alg" and value is None:
             value = DEFAULT_SIGNING_ALG
+        if name in ("client_credentials_scopes",) and value is None:
+            value = []
+        if name in ("issue_refresh_tokens", "require_pushed_authorization_requests") and value is None:
+            value = False
         setattr(client, name, value)
 
 
@@ -357,6 +367,8 @@ def rotate_client_secret(caller: Caller, client_id: int) -> IssuedClientSecret:
         client.previous_secret_hash = None
         client.previous_secret_expires_at = None
     client.secret_hash = hash_secret(secret)
+    # Sealed, not hashed, as well: client_secret_jwt needs the secret itself to check an HMAC.
+    client.secret_encrypted = encrypt(secret.encode(), CLIENT_SECRET_PURPOSE)
     db.session.flush()
     return IssuedClientSecret(client.id, secret, client.previous_secret_expires_at)
 

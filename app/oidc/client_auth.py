@@ -1,0 +1,230 @@
+"""Client authentication at the token, PAR, revocation and introspection endpoints.
+
+Methods: `client_secret_basic`, `client_secret_post`, and the RFC 7523 assertions
+`client_secret_jwt` (HS256 with the client secret) and `private_key_jwt` (a key of the client's
+`jwks` or `jwks_uri`, fetched through the outbound guard). A client with a
+`token_endpoint_auth_method` must use exactly that method; one without it may use either secret
+method (as before the setting existed). An assertion's `jti` is accepted once.
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+from dataclasses import dataclass
+from datetime import UTC, datetime
+
+from flask import current_app
+from joserfc import jwt
+from joserfc.errors import JoseError
+from joserfc.jwk import KeySet, OctKey
+from sqlalchemy.dialects import postgresql, sqlite
+
+from app.extensions import db
+from app.oidc import outbound
+from app.oidc.errors import InvalidClient, InvalidRequest
+from app.oidc.models import ClientAssertion
+from app.oidc.tokens import b64_json
+from app.security import decrypt, hash_secret
+from app.tenancy.models import Client
+from app.tenancy.service import CLIENT_SECRET_PURPOSE, get_active_client, verify_client_secret
+
+ASSERTION_TYPE = "urn:ietf:params:oauth:client-assertion-type:jwt-bearer"
+SECRET_METHODS = ("client_secret_basic", "client_secret_post")
+METHODS = (*SECRET_METHODS, "client_secret_jwt", "private_key_jwt")
+KEY_ALGORITHMS = ("RS256", "PS256", "ES256")
+# An assertion must be short-lived: its jti is remembered only until it expires.
+MAX_ASSERTION_LIFETIME = 600
+_JWKS_CACHE_SECONDS = 300.0
+_JWKS_MISS_REFETCH_SECONDS = 10.0
+
+
+@dataclass(frozen=True)
+class PresentedCredentials:
+    """What a request offered to authenticate its client, not yet checked."""
+
+    method: str
+    client_id: str | None
+    secret: str | None = None
+    assertion: str | None = None
+
+
+def get_client_by_id(client_id: str | None) -> Client | None:
+    """The enabled client whose OpenID `client_id` (decimal id) is given, else None."""
+    value = (client_id or "").strip()
+    if not (value.isascii() and value.isdigit()) or len(value) > 18 or int(value) <= 0:
+        return None
+    return get_active_client(int(value))
+
+
+def presented_credentials(values: dict[str, str], basic: tuple[str, str] | None) -> PresentedCredentials:
+    """Which method the request uses; InvalidRequest when it mixes methods."""
+    assertion_type, assertion = values.get("client_assertion_type"), values.get("client_assertion")
+    if assertion_type or assertion:
+        if basic is not None or values.get("client_secret"):
+            raise InvalidRequest("Use one client authentication method, not several.")
+        if assertion_type != ASSERTION_TYPE or not assertion:
+            raise InvalidRequest(f"client_assertion_type must be {ASSERTION_TYPE} with a client_assertion.")
+        return PresentedCredentials("assertion", values.get("client_id"), assertion=assertion)
+    if basic is not None:
+        if values.get("client_secret"):
+            raise InvalidRequest("Use one client authentication method, not Basic and the body together.")
+        if values.get("client_id") and values["client_id"] != basic[0]:
+            raise InvalidRequest("client_id in the body differs from the authenticated client.")
+        return PresentedCredentials("client_secret_basic", basic[0], secret=basic[1])
+    return PresentedCredentials("client_secret_post", values.get("client_id"), secret=values.get("client_secret"))
+
+
+def authenticate(credentials: PresentedCredentials, audiences: set[str]) -> Client:
+    """The client proven by `credentials`; InvalidClient (401) without saying which part was wrong.
+
+    `audiences` are the values an assertion's `aud` may hold (the issuer, the endpoint's URL).
+    Flushes the assertion's jti when one is accepted.
+    """
+    if credentials.method == "assertion":
+        return _authenticate_assertion(credentials, audiences)
+    client = get_client_by_id(credentials.client_id)
+    if client is None or not credentials.secret or not verify_client_secret(client, credentials.secret):
+        raise InvalidClient()
+    if client.token_endpoint_auth_method not in (None, credentials.method):
+        raise InvalidClient(f"This client authenticates with {client.token_endpoint_auth_method}.")
+    return client
+
+
+def _unverified_claims(assertion: str) -> tuple[dict, dict]:
+    """Header and claims before verification: they only say which client and key to check with."""
+    parts = assertion.split(".")
+    if len(parts) != 3:
+        raise InvalidClient("client_assertion is not a signed JWT.")
+    try:
+        return b64_json(parts[0]), b64_json(parts[1])
+    except (ValueError, UnicodeError, RecursionError):
+        raise InvalidClient("client_assertion is malformed.") from None
+
+
+def _authenticate_assertion(credentials: PresentedCredentials, audiences: set[str]) -> Client:
+    header, claims = _unverified_claims(credentials.assertion or "")
+    issuer = claims.get("iss")
+    if not isinstance(issuer, str) or claims.get("sub") != issuer:
+        raise InvalidClient("client_assertion must have iss and sub equal to the client_id.")
+    if credentials.client_id and credentials.client_id != issuer:
+        raise InvalidClient("client_id differs from the assertion's issuer.")
+    client = get_client_by_id(issuer)
+    if client is None:
+        raise InvalidClient()
+    alg = header.get("alg")
+    method = "client_secret_jwt" if alg == "HS256" else "private_key_jwt"
+    if client.token_endpoint_auth_method != method:
+        raise InvalidClient(f"This client does not authenticate with {method}.")
+    if method == "client_secret_jwt":
+        key: OctKey | KeySet = _secret_key(client)
+        algorithms = ["HS256"]
+    else:
+        if alg not in KEY_ALGORITHMS:
+            raise InvalidClient("The assertion's algorithm is not accepted.")
+        key, algorithms = _client_keys(client, header.get("kid")), [alg]
+    try:
+        verified = jwt.decode(credentials.assertion or "", key, algorithms=algorithms).claims
+    except (JoseError, ValueError):
+        raise InvalidClient("The client_assertion signature is invalid.") from None
+    _check_assertion_claims(verified, audiences)
+    _remember_jti(client, str(verified["jti"]), int(verified["exp"]))
+    return client
+
+
+def _secret_key(client: Client) -> OctKey:
+    if not client.secret_encrypted:
+        raise InvalidClient("This client has no secret usable for client_secret_jwt; rotate it first.")
+    return OctKey.import_key(decrypt(client.secret_encrypted, CLIENT_SECRET_PURPOSE))
+
+
+def _check_assertion_claims(claims: dict, audiences: set[str]) -> None:
+    now = int(time.time())
+    leeway = current_app.config["OIDC_CLOCK_LEEWAY"]
+    exp, jti = claims.get("exp"), claims.get("jti")
+    if not isinstance(exp, int) or isinstance(exp, bool) or exp <= now - leeway:
+        raise InvalidClient("The client_assertion has expired or lacks exp.")
+    if exp > now + MAX_ASSERTION_LIFETIME:
+        raise InvalidClient(f"The client_assertion may live at most {MAX_ASSERTION_LIFETIME} seconds.")
+    if not isinstance(jti, str) or not jti or len(jti) > 256:
+        raise InvalidClient("The client_assertion lacks a jti.")
+    nbf, iat = claims.get("nbf"), claims.get("iat")
+    for value in (nbf, iat):
+        if isinstance(value, int) and value > now + leeway:
+            raise InvalidClient("The client_assertion is not valid yet.")
+    audience = claims.get("aud")
+    given = set(audience) if isinstance(audience, list) else {audience}
+    if not given & audiences:
+        raise InvalidClient("The client_assertion's audience is not this server.")
+
+
+def _remember_jti(client: Client, jti: str, exp: int) -> None:
+    """Record the assertion's jti; a second use, even a concurrent one, is refused."""
+    insert = postgresql.insert if db.session.get_bind().dialect.name == "postgresql" else sqlite.insert
+    recorded = db.session.execute(
+        insert(ClientAssertion)
+        .values(key=hash_secret(f"assertion:{client.id}:{jti}"), expires_at=datetime.fromtimestamp(exp, UTC))
+        .on_conflict_do_nothing()
+        .returning(ClientAssertion.key)
+    ).first()
+    if recorded is None:
+        raise InvalidClient("This client_assertion was already used.")
+
+
+class _JwksCache:
+    def __init__(self) -> None:
+        self.lock = threading.Lock()
+        self.entries: dict[str, tuple[float, dict]] = {}
+
+
+def _jwks_cache() -> _JwksCache:
+    return current_app.extensions.setdefault("oidc_client_jwks", _JwksCache())
+
+
+def _fetch_jwks(url: str) -> dict:
+    try:
+        response = outbound.request("GET", url)
+    except outbound.OutboundRefused as error:
+        raise InvalidClient(f"The client's jwks_uri cannot be fetched: {error}") from None
+    if response.status_code != 200:
+        raise InvalidClient(f"The client's jwks_uri answered HTTP {response.status_code}.")
+    try:
+        document = response.json()
+    except ValueError:
+        raise InvalidClient("The client's jwks_uri is not JSON.") from None
+    if not isinstance(document, dict) or not isinstance(document.get("keys"), list):
+        raise InvalidClient("The client's jwks_uri is not a JWK set.")
+    return document
+
+
+def _jwks_document(url: str, kid: object) -> dict:
+    cache = _jwks_cache()
+    now = time.monotonic()
+    with cache.lock:
+        cached = cache.entries.get(url)
+    if cached is not None:
+        fetched_at, document = cached
+        known = any(key.get("kid") == kid for key in document["keys"] if isinstance(key, dict))
+        fresh = now - fetched_at < _JWKS_CACHE_SECONDS
+        if fresh and (known or kid is None or now - fetched_at < _JWKS_MISS_REFETCH_SECONDS):
+            return document
+    document = _fetch_jwks(url)
+    with cache.lock:
+        cache.entries[url] = (now, document)
+    return document
+
+
+def _client_keys(client: Client, kid: object) -> KeySet:
+    if client.jwks:
+        document = client.jwks
+    elif client.jwks_uri:
+        document = _jwks_document(client.jwks_uri, kid)
+    else:
+        raise InvalidClient("This client has no keys registered for private_key_jwt.")
+    public = [key for key in document.get("keys", []) if isinstance(key, dict) and "d" not in key]
+    if kid is not None:
+        public = [key for key in public if key.get("kid") == kid]
+    try:
+        return KeySet.import_key_set({"keys": public})
+    except (JoseError, ValueError, TypeError, KeyError):
+        raise InvalidClient("The client's keys cannot be read.") from None
