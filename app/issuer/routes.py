@@ -111,7 +111,11 @@ def get_did_document(client_id: str):
 @api_token_required(subclient=True)
 @idempotent
 @blp.arguments(IssueIn)
-@blp.response(201, VerifiableCredentialOut)
+@blp.response(
+    201,
+    VerifiableCredentialOut,
+    headers={"Location": {"schema": {"type": "string"}}, "Link": {"schema": {"type": "string"}}},
+)
 @problem_doc(400, 413, 415, 422)
 def issue_credential(args: dict):
     """Sign a credential with one of the acting client's keys (W3C VC API issue).
@@ -119,7 +123,8 @@ def issue_credential(args: dict):
     `options.cryptosuite` picks the suite (default eddsa-rdfc-2022, or the key's default),
     `options.keyId` the key (default: the newest active key the suite can use),
     `options.mandatoryPointers` the always-disclosed claims of a bbs-2023 / ecdsa-sd-2023 base
-    proof, `options.credentialStatus` asks for a Bitstring Status List entry. `issuer`, when
+    proof, `options.credentialStatus` asks for a Bitstring Status List entry (the `Link` header
+    `rel="status-entry"` names it, to revoke or suspend it later). `issuer`, when
     left out, becomes the client's did:web. When the subject is a user of the caller's tree
     (`options.userId`, or `credentialSubject.id` is a user's DID), the credential is also stored
     for that user as `POST /v1/vc/issuer/store` would, and `Location` names the stored record.
@@ -128,6 +133,9 @@ def issue_credential(args: dict):
     headers = {}
     if issued.record is not None:
         headers["Location"] = url_for("credentials.get_credential", cid=issued.record.cid)
+    if issued.status_entry_id is not None:
+        entry = url_for("credentials.get_status_entry", entry_id=issued.status_entry_id)
+        headers["Link"] = f'<{entry}>; rel="status-entry"'
     return _json('{"verifiableCredential":' + issued.text + "}", 201, headers)
 
 
