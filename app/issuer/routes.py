@@ -11,7 +11,7 @@ from flask_smorest import Blueprint
 
 from app.http import problem_doc
 from app.idempotency.service import idempotent
-from app.issuer import keys, service
+from app.issuer import keys, service, vouching
 from app.issuer.schemas import (
     DeriveIn,
     IssueIn,
@@ -165,3 +165,42 @@ def derive_credential(args: dict):
     `options.presentationHeader` (bbs-2023) binds the proof to a verifier's challenge.
     """
     return {"verifiableCredential": service.derive_credential(args["verifiableCredential"], args["options"])}, 201
+
+
+USER_ID = [id_parameter("user_id", "The user the credential is about.")]
+PLATFORM = [{"in": "path", "name": "platform", "required": True, "schema": {"type": "string"}}]
+
+
+@blp.route("/v1/user/<user_id>/credentials/email", methods=["POST"], parameters=USER_ID)
+@blp.doc(security=[{"BearerToken": []}])
+@blp.response(201, VerifiableCredentialOut)
+@problem_doc(401, 403, 404, 422)
+def vouch_for_email(user_id: str):
+    """A credential, signed by the service, that the calling user controls their e-mail address.
+
+    Only the user asks for it, with their access token: the login behind the token proved the
+    address with a mailed code. `verifiedAt` is when that token was issued. Another user's id is a 404.
+    """
+    claims = require_bearer_token()
+    user = vouching.user_for_bearer(path_id(user_id, "user_id"), claims.user_id)
+    return _json('{"verifiableCredential":' + vouching.email_credential(user.id, claims.iat) + "}", 201)
+
+
+@blp.route("/v1/user/<user_id>/credentials/social/<string:platform>", methods=["POST"], parameters=USER_ID + PLATFORM)
+@blp.doc(security=[{"BearerToken": []}, {"ApiToken": []}])
+@blp.response(201, VerifiableCredentialOut)
+@problem_doc(401, 403, 404, 422)
+def vouch_for_social_account(user_id: str, platform: str):
+    """A credential, signed by the service, about the user's linked account on `platform`.
+
+    Asked by the user (access token, own id only) or by a client for a user of its acting
+    subtree (x-api-token, x-api-subclient-id honoured). The subject names the platform, the
+    account id (and name) and `verifiedAt`, when the platform's sign-in linked it.
+    A missing or broken link is a 404.
+    """
+    uid = path_id(user_id, "user_id")
+    if request.headers.get("Authorization", "").lower().startswith("bearer "):
+        user = vouching.user_for_bearer(uid, require_bearer_token().user_id)
+    else:
+        user = vouching.user_for_client(authenticate_request(honour_subclient=True), uid)
+    return _json('{"verifiableCredential":' + vouching.social_account_credential(user, platform) + "}", 201)
