@@ -87,6 +87,11 @@ def _issuer_signing_key() -> tuple[str, ed25519.Ed25519PrivateKey]:
     return did, private
 
 
+def service_signing_key() -> tuple[str, ed25519.Ed25519PrivateKey]:
+    """(did:key, private key) of the service's own issuer key (status lists, vouched credentials)."""
+    return _issuer_signing_key()
+
+
 def issuer_did() -> str:
     """The DID the service signs its status lists with (a did:key of an Ed25519 key)."""
     return _issuer_signing_key()[0]

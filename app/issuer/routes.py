@@ -11,7 +11,7 @@ from flask_smorest import Blueprint
 
 from app.http import problem_doc
 from app.idempotency.service import idempotent
-from app.issuer import keys, service
+from app.issuer import keys, service, vouching
 from app.issuer.schemas import (
     DeriveIn,
     IssueIn,
@@ -111,7 +111,11 @@ def get_did_document(client_id: str):
 @api_token_required(subclient=True)
 @idempotent
 @blp.arguments(IssueIn)
-@blp.response(201, VerifiableCredentialOut)
+@blp.response(
+    201,
+    VerifiableCredentialOut,
+    headers={"Location": {"schema": {"type": "string"}}, "Link": {"schema": {"type": "string"}}},
+)
 @problem_doc(400, 413, 415, 422)
 def issue_credential(args: dict):
     """Sign a credential with one of the acting client's keys (W3C VC API issue).
@@ -119,7 +123,8 @@ def issue_credential(args: dict):
     `options.cryptosuite` picks the suite (default eddsa-rdfc-2022, or the key's default),
     `options.keyId` the key (default: the newest active key the suite can use),
     `options.mandatoryPointers` the always-disclosed claims of a bbs-2023 / ecdsa-sd-2023 base
-    proof, `options.credentialStatus` asks for a Bitstring Status List entry. `issuer`, when
+    proof, `options.credentialStatus` asks for a Bitstring Status List entry (the `Link` header
+    `rel="status-entry"` names it, to revoke or suspend it later). `issuer`, when
     left out, becomes the client's did:web. When the subject is a user of the caller's tree
     (`options.userId`, or `credentialSubject.id` is a user's DID), the credential is also stored
     for that user as `POST /v1/vc/issuer/store` would, and `Location` names the stored record.
@@ -128,6 +133,9 @@ def issue_credential(args: dict):
     headers = {}
     if issued.record is not None:
         headers["Location"] = url_for("credentials.get_credential", cid=issued.record.cid)
+    if issued.status_entry_id is not None:
+        entry = url_for("credentials.get_status_entry", entry_id=issued.status_entry_id)
+        headers["Link"] = f'<{entry}>; rel="status-entry"'
     return _json('{"verifiableCredential":' + issued.text + "}", 201, headers)
 
 
@@ -157,3 +165,42 @@ def derive_credential(args: dict):
     `options.presentationHeader` (bbs-2023) binds the proof to a verifier's challenge.
     """
     return {"verifiableCredential": service.derive_credential(args["verifiableCredential"], args["options"])}, 201
+
+
+USER_ID = [id_parameter("user_id", "The user the credential is about.")]
+PLATFORM = [{"in": "path", "name": "platform", "required": True, "schema": {"type": "string"}}]
+
+
+@blp.route("/v1/user/<user_id>/credentials/email", methods=["POST"], parameters=USER_ID)
+@blp.doc(security=[{"BearerToken": []}])
+@blp.response(201, VerifiableCredentialOut)
+@problem_doc(401, 403, 404, 422)
+def vouch_for_email(user_id: str):
+    """A credential, signed by the service, that the calling user controls their e-mail address.
+
+    Only the user asks for it, with their access token: the login behind the token proved the
+    address with a mailed code. `verifiedAt` is when that token was issued. Another user's id is a 404.
+    """
+    claims = require_bearer_token()
+    user = vouching.user_for_bearer(path_id(user_id, "user_id"), claims.user_id)
+    return _json('{"verifiableCredential":' + vouching.email_credential(user.id, claims.iat) + "}", 201)
+
+
+@blp.route("/v1/user/<user_id>/credentials/social/<string:platform>", methods=["POST"], parameters=USER_ID + PLATFORM)
+@blp.doc(security=[{"BearerToken": []}, {"ApiToken": []}])
+@blp.response(201, VerifiableCredentialOut)
+@problem_doc(401, 403, 404, 422)
+def vouch_for_social_account(user_id: str, platform: str):
+    """A credential, signed by the service, about the user's linked account on `platform`.
+
+    Asked by the user (access token, own id only) or by a client for a user of its acting
+    subtree (x-api-token, x-api-subclient-id honoured). The subject names the platform, the
+    account id (and name) and `verifiedAt`, when the platform's sign-in linked it.
+    A missing or broken link is a 404.
+    """
+    uid = path_id(user_id, "user_id")
+    if request.headers.get("Authorization", "").lower().startswith("bearer "):
+        user = vouching.user_for_bearer(uid, require_bearer_token().user_id)
+    else:
+        user = vouching.user_for_client(authenticate_request(honour_subclient=True), uid)
+    return _json('{"verifiableCredential":' + vouching.social_account_credential(user, platform) + "}", 201)

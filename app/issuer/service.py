@@ -42,6 +42,7 @@ class IssuedCredential:
     credential: dict
     text: str
     record: StoredCredential | None
+    status_entry_id: str | None = None
 
 
 def suite_context() -> SuiteContext:
@@ -109,7 +110,7 @@ def _set_issuer(credential: dict, key: ClientIssuerKey) -> str:
     return controllers[issuer_id]
 
 
-def _status_entry(caller: Caller, credential: dict, request: Any, version: int) -> None:
+def _status_entry(caller: Caller, credential: dict, request: Any, version: int) -> str:
     if not isinstance(request, dict) or request.get("type", STATUS_ENTRY_TYPE) != STATUS_ENTRY_TYPE:
         raise _refuse("options.credentialStatus", f"Must be {{\"type\": \"{STATUS_ENTRY_TYPE}\", \"statusPurpose\"}}.")
     purpose = request.get("statusPurpose", "revocation")
@@ -117,12 +118,14 @@ def _status_entry(caller: Caller, credential: dict, request: Any, version: int) 
         raise _refuse("options.credentialStatus.statusPurpose", "Must be revocation or suspension.")
     if version != 2:
         raise _refuse("options.credentialStatus", "Bitstring Status List entries need a VC 2.0 credential.")
-    entry = status_lists.credential_status_of(status_lists.allocate_status_entry(caller.acting_client_id, purpose))
+    entry = status_lists.allocate_status_entry(caller.acting_client_id, purpose)
+    status = status_lists.credential_status_of(entry)
     existing = credential.get("credentialStatus")
     if existing is None:
-        credential["credentialStatus"] = entry
+        credential["credentialStatus"] = status
     else:
-        credential["credentialStatus"] = [*(existing if isinstance(existing, list) else [existing]), entry]
+        credential["credentialStatus"] = [*(existing if isinstance(existing, list) else [existing]), status]
+    return entry.id
 
 
 def _subject_user(caller: Caller, credential: dict, user_id: Any):
@@ -154,7 +157,8 @@ def issue_credential(caller: Caller, credential: dict, options: dict) -> IssuedC
 
     `options`: `cryptosuite`, `keyId`, `mandatoryPointers` (bbs-2023, ecdsa-sd-2023),
     `credentialStatus` (`{"type": "BitstringStatusListEntry", "statusPurpose"}` allocates an
-    entry of the service's lists), `credentialId` (becomes `id`), `userId`.
+    entry of the service's lists; for the selective-disclosure suites `/credentialStatus` is
+    then always mandatory), `credentialId` (becomes `id`), `userId`.
     Raises `CredentialNotIssuable` / `NoIssuerKey` (422).
     """
     if "proof" in credential:
@@ -183,8 +187,12 @@ def issue_credential(caller: Caller, credential: dict, options: dict) -> IssuedC
         if options.get("userId") is not None:
             raise _refuse("options.userId", "Only VC 2.0 credentials can be stored for a user.")
         user = None
+    entry_id = None
     if options.get("credentialStatus") is not None:
-        _status_entry(caller, credential, options["credentialStatus"], version)
+        entry_id = _status_entry(caller, credential, options["credentialStatus"], version)
+    if suite in proofs.SELECTIVE_DISCLOSURE_SUITES and "credentialStatus" in credential:
+        # A holder must not be able to hide that a credential can be revoked.
+        pointers = [*pointers, "/credentialStatus"] if "/credentialStatus" not in pointers else pointers
     try:
         signed = proofs.add_proof(
             credential,
@@ -208,7 +216,7 @@ def issue_credential(caller: Caller, credential: dict, options: dict) -> IssuedC
                 raise CredentialNotIssuable("The credential cannot be stored for the user.", errors=problems)
         else:
             record, _ = credentials_service.store_credential(caller, signed, text)
-    return IssuedCredential(signed, text, record)
+    return IssuedCredential(signed, text, record, entry_id)
 
 
 def derive_credential(credential: dict, options: dict) -> dict:

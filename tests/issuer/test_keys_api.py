@@ -136,3 +136,18 @@ def test_bad_key_requests_are_problems(client, master):
 def test_a_client_without_keys_has_an_empty_document(client, master):
     document = client.get(f"/clients/{master.client_id}/did.json").json
     assert document["verificationMethod"] == [] and document["assertionMethod"] == []
+
+
+def test_a_disabled_clients_did_is_gone_and_its_credentials_no_longer_verify(app, client, master):
+    from app.db import transaction
+    from app.tenancy import service
+
+    create_key(client, master.headers, "Ed25519")
+    signed = issue(client, master.headers, unsigned("did:example:holder")).json["verifiableCredential"]
+    verifier = make_master(app, name="Verifier")
+    assert verify(client, verifier.headers, signed)["verified"] is True
+    with app.app_context(), transaction():
+        service.disable_client(master.client_id)
+    _problem(client.get(f"/clients/{master.client_id}/did.json"), 404, "did_not_found")
+    result = verify(client, verifier.headers, signed)
+    assert result["verified"] is False and result["errors"][0]["code"] == "did_resolution_failed"

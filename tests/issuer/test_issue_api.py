@@ -1,0 +1,191 @@
+"""POST /credentials/issue (W3C VC API): every suite, VC 1.1 and 2.0, status entries, storage for users."""
+
+from __future__ import annotations
+
+import pytest
+
+from tests.credentials.issuing import create_user
+from tests.credentials.test_store_api import wait_for_verification
+from tests.issuer.helpers import create_key, issue, unsigned, verify
+
+SUITES = [
+    ("eddsa-rdfc-2022", "Ed25519"),
+    ("eddsa-jcs-2022", "Ed25519"),
+    ("ecdsa-rdfc-2019", "P-256"),
+    ("ecdsa-rdfc-2019", "P-384"),
+    ("ecdsa-jcs-2019", "P-256"),
+    ("ecdsa-jcs-2019", "P-384"),
+    ("ecdsa-sd-2023", "P-256"),
+    ("bbs-2023", "Bls12381G2"),
+]
+
+
+def _problem(response, status: int, code: str) -> dict:
+    assert response.status_code == status, response.get_data(as_text=True)
+    assert response.mimetype == "application/problem+json"
+    assert response.json["code"] == code, response.json
+    return response.json
+
+
+@pytest.mark.parametrize(("suite", "key_type"), SUITES)
+def test_each_suite_issues_what_the_verifier_accepts(client, master, suite, key_type):
+    key = create_key(client, master.headers, key_type)
+    credential = unsigned("did:example:holder", degree="BSc")
+    response = issue(client, master.headers, credential, cryptosuite=suite, keyId=key["id"])
+    assert list(response.json) == ["verifiableCredential"]
+    vc = response.json["verifiableCredential"]
+    assert "Location" not in response.headers  # the subject is nobody's user here
+    assert vc["issuer"] == key["controller"]
+    assert {name: vc[name] for name in credential} == credential
+    proof = vc["proof"]
+    assert (proof["type"], proof["cryptosuite"], proof["proofPurpose"]) == (
+        "DataIntegrityProof",
+        suite,
+        "assertionMethod",
+    )
+    assert proof["verificationMethod"] == key["verificationMethod"]
+    result = verify(client, master.headers, vc)
+    assert result["verified"] is True, result
+
+    vc["credentialSubject"]["degree"] = "PhD"
+    assert verify(client, master.headers, vc)["verified"] is False
+
+
+def test_the_suite_picks_the_newest_active_key_of_its_type(client, master):
+    create_key(client, master.headers, "Ed25519")
+    p256 = create_key(client, master.headers, "P-256")
+    newer = create_key(client, master.headers, "P-256")
+    vc = issue(client, master.headers, unsigned(), cryptosuite="ecdsa-jcs-2019").json["verifiableCredential"]
+    assert vc["proof"]["verificationMethod"] == newer["verificationMethod"] != p256["verificationMethod"]
+    key_default = issue(client, master.headers, unsigned(), keyId=p256["id"]).json["verifiableCredential"]
+    assert key_default["proof"]["cryptosuite"] == "ecdsa-rdfc-2019"
+    default = issue(client, master.headers, unsigned()).json["verifiableCredential"]
+    assert default["proof"]["cryptosuite"] == "eddsa-rdfc-2022"
+
+
+def test_a_did_key_issuer_signs_with_the_did_key_method(client, master):
+    key = create_key(client, master.headers, "Bls12381G2")
+    credential = {**unsigned("did:example:holder"), "issuer": {"id": key["didKey"], "name": "Example"}}
+    vc = issue(client, master.headers, credential, cryptosuite="bbs-2023").json["verifiableCredential"]
+    assert vc["issuer"] == {"id": key["didKey"], "name": "Example"}
+    assert vc["proof"]["verificationMethod"] == key["didKeyVerificationMethod"]
+    assert verify(client, master.headers, vc)["verified"] is True
+
+
+def test_vc_1_1_credentials_are_issued(client, master):
+    create_key(client, master.headers, "Ed25519")
+    credential = {
+        "@context": ["https://www.w3.org/2018/credentials/v1", "https://www.w3.org/ns/credentials/examples/v2"],
+        "id": "urn:uuid:0b8c3f4e-7c51-4e1b-9d3c-6bdb4f1c1e11",
+        "type": ["VerifiableCredential", "UniversityDegreeCredential"],
+        "credentialSubject": {"id": "did:example:ebfeb1f712ebc6f1c276e12ec21", "degree": {"type": "BachelorDegree"}},
+    }
+    for suite in ("eddsa-rdfc-2022", "eddsa-jcs-2022"):
+        vc = issue(client, master.headers, credential, cryptosuite=suite).json["verifiableCredential"]
+        assert vc["@context"][-1] == "https://w3id.org/security/data-integrity/v2"
+        assert "issuanceDate" in vc
+        result = verify(client, master.headers, vc)
+        assert result["verified"] is True, result
+
+
+def test_mandatory_pointers_stay_disclosed_in_base_proofs(client, master):
+    create_key(client, master.headers, "P-256")
+    credential = unsigned("did:example:holder", degree="BSc")
+    vc = issue(
+        client, master.headers, credential, cryptosuite="ecdsa-sd-2023", mandatoryPointers=["/issuer", "/validFrom"]
+    ).json["verifiableCredential"]
+    derived = client.post(
+        "/credentials/derive",
+        json={"verifiableCredential": vc, "options": {"selectivePointers": ["/credentialSubject/degree"]}},
+        headers=master.headers,
+    )
+    assert derived.status_code == 201, derived.get_data(as_text=True)
+    shown = derived.json["verifiableCredential"]
+    assert shown["issuer"] == vc["issuer"] and shown["validFrom"] == vc["validFrom"]
+    assert shown["credentialSubject"] == {"id": "did:example:holder", "degree": "BSc"}  # ids always go along
+    assert verify(client, master.headers, shown)["verified"] is True
+
+
+def test_a_status_entry_is_assigned_and_revocation_is_seen(client, master):
+    create_key(client, master.headers, "Ed25519")
+    vc = issue(
+        client, master.headers, unsigned("did:example:holder"),
+        credentialStatus={"type": "BitstringStatusListEntry", "statusPurpose": "revocation"},
+    ).json["verifiableCredential"]
+    status = vc["credentialStatus"]
+    assert status["type"] == "BitstringStatusListEntry" and status["statusPurpose"] == "revocation"
+    assert verify(client, master.headers, vc)["verified"] is True
+    entry_url = status["statusListCredential"]
+    assert client.get(entry_url.removeprefix("http://127.0.0.1:5000")).status_code == 200
+
+
+def test_the_credential_is_stored_for_the_subject_user(client, master):
+    create_key(client, master.headers, "Ed25519")
+    user = create_user(client, master.headers)
+
+    by_did = issue(client, master.headers, unsigned(user["did"]))
+    location = by_did.headers["Location"]
+    cid = location.rsplit("/", 1)[1]
+    record = wait_for_verification(client, master.headers, cid)
+    assert record["verification"]["state"] == "verified", record
+    assert record["vc"] == by_did.json["verifiableCredential"]
+
+    by_id = issue(client, master.headers, unsigned(), userId=user["user_id"]).json["verifiableCredential"]
+    assert by_id["credentialSubject"]["id"] == user["did"]
+
+    _problem(
+        issue(client, master.headers, unsigned("did:example:someone-else"), 422, userId=user["user_id"]),
+        422,
+        "credential_not_issuable",
+    )
+
+
+def test_another_tenants_user_is_not_a_target(app, client, master):
+    from tests.conftest import make_master
+
+    other = make_master(app, name="Other organisation")
+    create_key(client, other.headers, "Ed25519")
+    user = create_user(client, master.headers)
+    response = issue(client, other.headers, unsigned(user["did"]))
+    assert "Location" not in response.headers
+    _problem(issue(client, other.headers, unsigned(), 422, userId=user["user_id"]), 422, "credential_not_issuable")
+
+
+@pytest.mark.parametrize(
+    ("body", "status", "code"),
+    [
+        ({"options": {}}, 422, "validation_failed"),
+        ({"credential": [], "options": {}}, 422, "validation_failed"),
+        ({"credential": {"type": ["VerifiableCredential"]}}, 422, "credential_not_issuable"),
+        ({"credential": "UNSIGNED", "options": {"cryptosuite": "nope"}}, 422, "validation_failed"),
+        ({"credential": "UNSIGNED", "options": {"unknownOption": 1}}, 422, "validation_failed"),
+        ({"credential": "UNSIGNED", "options": {"mandatoryPointers": ["credentialSubject"]}}, 422, "validation_failed"),
+        ({"credential": "UNSIGNED", "options": {"mandatoryPointers": ["/issuer"]}}, 422, "credential_not_issuable"),
+        ({"credential": "UNSIGNED", "options": {"keyId": "nope"}}, 422, "issuer_key_missing"),
+        ({"credential": "UNSIGNED", "options": {"cryptosuite": "bbs-2023"}}, 422, "issuer_key_missing"),
+        ({"credential": "UNSIGNED", "options": {"userId": "7"}}, 422, "validation_failed"),
+        ({"credential": "UNSIGNED", "options": {"credentialStatus": {"statusPurpose": "x"}}}, 422, "validation_failed"),
+        ({"credential": "SIGNED"}, 422, "credential_not_issuable"),
+        ({"credential": "OTHER_ISSUER"}, 422, "credential_not_issuable"),
+        ({"credential": "UNKNOWN_CONTEXT"}, 422, "credential_not_issuable"),
+    ],
+)
+def test_bad_issue_requests_are_problems(client, master, body, status, code):
+    create_key(client, master.headers, "Ed25519")
+    credential = unsigned("did:example:holder")
+    replacements = {
+        "UNSIGNED": credential,
+        "SIGNED": {**credential, "proof": {"type": "DataIntegrityProof"}},
+        "OTHER_ISSUER": {**credential, "issuer": "did:example:issuer"},
+        "UNKNOWN_CONTEXT": {**credential, "@context": [*credential["@context"], "https://example.com/unknown/v1"]},
+    }
+    if isinstance(body.get("credential"), str):
+        body = {**body, "credential": replacements[body["credential"]]}
+    response = client.post("/credentials/issue", json=body, headers=master.headers)
+    _problem(response, status, code)
+
+
+def test_issue_needs_a_token_and_json(client, master):
+    assert client.post("/credentials/issue", json={"credential": unsigned()}).status_code == 401
+    response = client.post("/credentials/issue", data="{", content_type="application/json", headers=master.headers)
+    assert response.status_code == 400 and response.mimetype == "application/problem+json"
