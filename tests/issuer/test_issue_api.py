@@ -60,7 +60,16 @@ def test_the_suite_picks_the_newest_active_key_of_its_type(client, master):
     key_default = issue(client, master.headers, unsigned(), keyId=p256["id"]).json["verifiableCredential"]
     assert key_default["proof"]["cryptosuite"] == "ecdsa-rdfc-2019"
     default = issue(client, master.headers, unsigned()).json["verifiableCredential"]
-    assert default["proof"]["cryptosuite"] == "eddsa-rdfc-2022"
+    assert default["proof"]["cryptosuite"] == "ecdsa-rdfc-2019"
+    assert default["proof"]["verificationMethod"] == newer["verificationMethod"]
+    bbs = create_key(client, master.headers, "Bls12381G2")
+    default = issue(client, master.headers, unsigned()).json["verifiableCredential"]
+    assert (default["proof"]["cryptosuite"], default["proof"]["verificationMethod"]) == (
+        "bbs-2023",
+        bbs["verificationMethod"],
+    )
+    eddsa = issue(client, master.headers, unsigned(), cryptosuite="eddsa-jcs-2022").json["verifiableCredential"]
+    assert eddsa["proof"]["cryptosuite"] == "eddsa-jcs-2022"
 
 
 def test_a_did_key_issuer_signs_with_the_did_key_method(client, master):
