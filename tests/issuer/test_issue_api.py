@@ -198,3 +198,13 @@ def test_issue_needs_a_token_and_json(client, master):
     assert client.post("/credentials/issue", json={"credential": unsigned()}).status_code == 401
     response = client.post("/credentials/issue", data="{", content_type="application/json", headers=master.headers)
     assert response.status_code == 400 and response.mimetype == "application/problem+json"
+
+
+def test_a_repeated_idempotency_key_replays_the_issued_credential(client, master):
+    create_key(client, master.headers, "Ed25519")
+    body = {"credential": unsigned("did:example:holder"), "options": {}}
+    headers = {**master.headers, "Idempotency-Key": "issue-once"}
+    first = client.post("/credentials/issue", json=body, headers=headers)
+    again = client.post("/credentials/issue", json=body, headers=headers)
+    assert first.status_code == again.status_code == 201
+    assert again.get_data() == first.get_data()
