@@ -268,12 +268,17 @@ class CredentialEngine:
         budget = self.budget
         if time_limit is not None and time_limit < budget.time_limit:
             budget = replace(budget, time_limit=time_limit)
-        checker = (lambda credential: self.credential_status(credential, local_bit)) if check_status else None
+        deadline = time.monotonic() + budget.time_limit
+
+        def checker(credential: dict) -> str | None:
+            # A foreign list is verified within what is left of this credential's time.
+            return self.credential_status(credential, local_bit, time_limit=max(0.0, deadline - time.monotonic()))
+
         result = verify_credential(
             vc,
             resolver=self.resolver,
             loader=self.loader,
-            status_checker=checker,
+            status_checker=checker if check_status else None,
             now=now,
             limits=self.limits,
             proof_purpose=proof_purpose,
@@ -290,8 +295,12 @@ class CredentialEngine:
             )
         return result
 
-    def credential_status(self, vc: dict, local_bit: LocalStatusBit | None) -> str | None:
+    def credential_status(
+        self, vc: dict, local_bit: LocalStatusBit | None, *, time_limit: float | None = None
+    ) -> str | None:
         """"revoked", "suspended" or None for the vc's Bitstring Status List entries.
+
+        `time_limit` bounds the verification of each foreign list credential.
 
         Raises `ProofCheckFailed("status_check_failed")` when an entry cannot be checked.
         """
@@ -310,7 +319,7 @@ class CredentialEngine:
                 raise ProofCheckFailed("status_check_failed", "statusListCredential must be a URL")
             is_set = local_bit(url, index, purpose) if local_bit is not None else None
             if is_set is None:
-                is_set = self._remote_bit(url, index, purpose)
+                is_set = self._remote_bit(url, index, purpose, time_limit)
             if is_set:
                 found.add(STATUS_PURPOSES[purpose])
         for status in ("revoked", "suspended"):
@@ -318,8 +327,10 @@ class CredentialEngine:
                 return status
         return None
 
-    def _remote_bit(self, url: str, index: int, purpose: str) -> bool:
-        credential = self.remote_lists.status_list(url, lambda document: self.verify(document, check_status=False))
+    def _remote_bit(self, url: str, index: int, purpose: str, time_limit: float | None = None) -> bool:
+        credential = self.remote_lists.status_list(
+            url, lambda document: self.verify(document, check_status=False, time_limit=time_limit)
+        )
         subject = _status_list_subject(credential, url)
         if purpose not in _subject_purposes(subject):
             raise ProofCheckFailed("status_check_failed", f"the status list at {url} is not for {purpose}")

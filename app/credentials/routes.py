@@ -74,7 +74,8 @@ def store_credential(_args: dict):
 
     `vc` is stored and answered byte for byte as sent. `cid` is the CIDv1 of its RFC 8785 form;
     storing the same credential again answers 200 with the same record. Follow the record at
-    `GET /v1/vc/issuer/credentials/{cid}` for `verification`.
+    `GET /v1/vc/issuer/credentials/{cid}` for `verification`. A credential over the verification
+    budget is not stored: 422 `too_many_proofs` or `verification_size_limit`.
     """
     vc, vc_text = service.read_member_text(request.get_data(cache=True), "vc")
     record, created = service.store_credential(current_caller(), vc, vc_text)
@@ -120,7 +121,9 @@ def verify_credential(args: dict):
     """Verify a credential at once (W3C VC API); stores nothing.
 
     Answers 200 when verified and 400 with the same body when not. `options.expectedProofPurpose`
-    selects the proof purpose (default assertionMethod).
+    selects the proof purpose (default assertionMethod). A credential over the verification
+    budget is refused before any proof is checked: 422 `too_many_proofs` or
+    `verification_size_limit`.
     """
     return _verify(args)
 

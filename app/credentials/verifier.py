@@ -203,7 +203,9 @@ def verify_credential(
             report.warnings.append({"code": "status_not_checked", "detail": "credentialStatus was not checked"})
         else:
             report.checks.append("status")
-            if not report.errors:
+            if not report.errors and time.monotonic() > deadline:
+                report.fail("verification_time_limit", "the status was not checked in time")
+            elif not report.errors:
                 _check_status(vc, status_checker, report)
     return report.result()
 

@@ -120,8 +120,9 @@ def get_did_document(client_id: str):
 def issue_credential(args: dict):
     """Sign a credential with one of the acting client's keys (W3C VC API issue).
 
-    `options.cryptosuite` picks the suite (default eddsa-rdfc-2022, or the key's default),
-    `options.keyId` the key (default: the newest active key the suite can use),
+    `options.keyId` picks the key (default: the newest active key the suite can use, or the
+    client's newest active key), `options.cryptosuite` the suite (default: the key type's,
+    eddsa-rdfc-2022, ecdsa-rdfc-2019 or bbs-2023),
     `options.mandatoryPointers` the always-disclosed claims of a bbs-2023 / ecdsa-sd-2023 base
     proof, `options.credentialStatus` asks for a Bitstring Status List entry (the `Link` header
     `rel="status-entry"` names it, to revoke or suspend it later). `issuer`, when

@@ -66,7 +66,11 @@ def _version(credential: dict) -> int:
 
 
 def _choose_key(caller: Caller, options: dict) -> tuple[ClientIssuerKey, str]:
-    """(key, cryptosuite) from `options.keyId` / `options.cryptosuite`, with defaults."""
+    """(key, cryptosuite) from `options.keyId` / `options.cryptosuite`.
+
+    Without a key: the newest active key the suite can use. Without a suite: the key's type's
+    default suite (`proofs.DEFAULT_SUITE`). With neither: the client's newest active key.
+    """
     suite = options.get("cryptosuite")
     key_id = options.get("keyId")
     if key_id is not None:
@@ -82,15 +86,15 @@ def _choose_key(caller: Caller, options: dict) -> tuple[ClientIssuerKey, str]:
                 errors={"options.keyId": [f"A {key.key_type} key cannot sign {suite} proofs."]},
             )
         return key, suite
-    suite = suite or "eddsa-rdfc-2022"
-    key = keys.newest_active_key(caller.acting_client_id, proofs.SUITE_KEY_TYPES[suite])
+    types = proofs.SUITE_KEY_TYPES[suite] if suite else proofs.KEY_TYPES
+    key = keys.newest_active_key(caller.acting_client_id, types)
     if key is None:
-        types = " or ".join(proofs.SUITE_KEY_TYPES[suite])
+        wanted = " or ".join(types)
         raise NoIssuerKey(
-            f"This client has no active {types} key for {suite}; create one with POST /v1/issuer/keys.",
-            errors={"options.cryptosuite": [f"No active {types} key."]},
+            f"This client has no active {wanted} key; create one with POST /v1/issuer/keys.",
+            errors={"options.cryptosuite": [f"No active {wanted} key."]},
         )
-    return key, suite
+    return key, suite or proofs.DEFAULT_SUITE[key.key_type]
 
 
 def _set_issuer(credential: dict, key: ClientIssuerKey) -> str:

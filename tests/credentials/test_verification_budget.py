@@ -71,6 +71,37 @@ def test_a_35_proof_credential_stored_twice_ends_at_once_with_a_reason_while_can
         assert wait_for_job(response.json["data"]["id"])["state"] == "succeeded"
 
 
+def test_stored_credentials_over_the_budget_end_failed_with_the_limit_as_reason(
+    app, client, master, user, wait_for_job
+):
+    """Credentials stored before the budget (or under a larger one) fail their next check at once."""
+    from app.credentials.models import StoredCredential
+    from app.credentials.service import recheck_credentials
+    from app.db import transaction
+    from app.extensions import db
+
+    cids = []
+    for _ in range(2):
+        issuer = Issuer()
+        response = _store(client, master.headers, issuer.sign(issuer.credential(user["did"])))
+        assert response.status_code == 201, response.get_data(as_text=True)
+        cids.append(response.json["data"]["cid"])
+        assert wait_for_verification(client, master.headers, cids[-1])["verification"]["state"] == "verified"
+    many = json.dumps(_many_proofs(user["did"], 35))
+    with app.app_context(), transaction():
+        records = db.session.execute(select(StoredCredential).where(StoredCredential.cid.in_(cids))).scalars().all()
+        for record in records:
+            record.vc_json = many
+        recheck_credentials([record.id for record in records])
+    canaries = [client.post("/v1/jobs/canary", json={"delay_ms": 0}, headers=master.headers) for _ in range(3)]
+    for cid in cids:
+        verification = wait_for_verification(client, master.headers, cid)["verification"]
+        assert verification["state"] == "failed"
+        assert verification["reason"] == "too_many_proofs"
+    for response in canaries:
+        assert wait_for_job(response.json["data"]["id"])["state"] == "succeeded"
+
+
 @pytest.mark.parametrize("path", VERIFY_PATHS)
 def test_proofs_that_would_transform_too_much_are_refused_before_any_work(client, master, path):
     issuer = Issuer()

@@ -266,6 +266,14 @@ def test_selective_disclosure_proof_with_a_created_that_is_no_datetime_is_refuse
     assert "created" in body["errors"][0]["detail"]
 
 
+@pytest.mark.parametrize("name", SD_VECTORS)
+def test_selective_disclosure_proof_with_another_context_than_the_document_is_refused(client, master, name):
+    vc = _vector(name)
+    vc["proof"]["@context"] = ["https://www.w3.org/ns/credentials/examples/v2"]
+    body = _verify(client, master.headers, vc, UNBOUND)
+    assert _codes(body) == ["invalid_proof_configuration"], body["errors"]
+
+
 def _chain_proof(signer: Issuer, vc: dict, previous_id: str, proof_id: str) -> dict:
     """`vc` with a proof by `signer` added that chains to the proof `previous_id` (eddsa-rdfc-2022)."""
     from app.credentials.cryptosuites import get_suite

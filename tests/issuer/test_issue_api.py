@@ -60,7 +60,16 @@ def test_the_suite_picks_the_newest_active_key_of_its_type(client, master):
     key_default = issue(client, master.headers, unsigned(), keyId=p256["id"]).json["verifiableCredential"]
     assert key_default["proof"]["cryptosuite"] == "ecdsa-rdfc-2019"
     default = issue(client, master.headers, unsigned()).json["verifiableCredential"]
-    assert default["proof"]["cryptosuite"] == "eddsa-rdfc-2022"
+    assert default["proof"]["cryptosuite"] == "ecdsa-rdfc-2019"
+    assert default["proof"]["verificationMethod"] == newer["verificationMethod"]
+    bbs = create_key(client, master.headers, "Bls12381G2")
+    default = issue(client, master.headers, unsigned()).json["verifiableCredential"]
+    assert (default["proof"]["cryptosuite"], default["proof"]["verificationMethod"]) == (
+        "bbs-2023",
+        bbs["verificationMethod"],
+    )
+    eddsa = issue(client, master.headers, unsigned(), cryptosuite="eddsa-jcs-2022").json["verifiableCredential"]
+    assert eddsa["proof"]["cryptosuite"] == "eddsa-jcs-2022"
 
 
 def test_a_did_key_issuer_signs_with_the_did_key_method(client, master):
@@ -189,3 +198,13 @@ def test_issue_needs_a_token_and_json(client, master):
     assert client.post("/credentials/issue", json={"credential": unsigned()}).status_code == 401
     response = client.post("/credentials/issue", data="{", content_type="application/json", headers=master.headers)
     assert response.status_code == 400 and response.mimetype == "application/problem+json"
+
+
+def test_a_repeated_idempotency_key_replays_the_issued_credential(client, master):
+    create_key(client, master.headers, "Ed25519")
+    body = {"credential": unsigned("did:example:holder"), "options": {}}
+    headers = {**master.headers, "Idempotency-Key": "issue-once"}
+    first = client.post("/credentials/issue", json=body, headers=headers)
+    again = client.post("/credentials/issue", json=body, headers=headers)
+    assert first.status_code == again.status_code == 201
+    assert again.get_data() == first.get_data()

@@ -24,7 +24,7 @@ from typing import Any
 from app.credentials import bbs
 from app.credentials.cryptosuites import sd_primitives as sd
 from app.credentials.cryptosuites.base import ProofCheckFailed, SuiteContext, VerificationKey, register_suite
-from app.credentials.cryptosuites.data_integrity import check_proof_options
+from app.credentials.cryptosuites.data_integrity import check_proof_context, check_proof_options
 
 NAME = "bbs-2023"
 BASE_PROOF_HEADER = b"\xd9\x5d\x02"
@@ -163,6 +163,8 @@ class Bbs2023:
     def verify_proof(self, document_without_proof: dict, proof: dict, key: VerificationKey, ctx: SuiteContext) -> None:
         """Return when the proof verifies with `key` (BLS12-381 G2), else raise `ProofCheckFailed`."""
         check_proof_options(proof, NAME)
+        if isinstance(document_without_proof, dict):
+            check_proof_context(document_without_proof, proof)
         if key.key_type != "Bls12381G2":
             raise ProofCheckFailed("unsupported_key_type", f"{NAME} needs a BLS12-381 G2 key, not {key.key_type}")
         problem = _public_key_problem(self.backend or bbs.get_backend(), bytes(key.public_key))

@@ -23,7 +23,7 @@ from cryptography.hazmat.primitives.asymmetric.utils import decode_dss_signature
 
 from app.credentials.cryptosuites import sd_primitives as sd
 from app.credentials.cryptosuites.base import ProofCheckFailed, SuiteContext, VerificationKey, register_suite
-from app.credentials.cryptosuites.data_integrity import check_proof_options
+from app.credentials.cryptosuites.data_integrity import check_proof_context, check_proof_options
 from app.credentials.multiformats import multibase_decode
 
 NAME = "ecdsa-sd-2023"
@@ -181,6 +181,8 @@ class EcdsaSd2023:
     def verify_proof(self, document_without_proof: dict, proof: dict, key: VerificationKey, ctx: SuiteContext) -> None:
         """Return when the proof verifies with `key` (P-256), else raise `ProofCheckFailed`."""
         check_proof_options(proof, NAME)
+        if isinstance(document_without_proof, dict):
+            check_proof_context(document_without_proof, proof)
         if key.key_type != "P-256":
             raise ProofCheckFailed("unsupported_key_type", f"{NAME} needs a P-256 key, not {key.key_type}")
         issuer_key = _p256_public_key(key.public_key, "the verification method key", "invalid_public_key")
