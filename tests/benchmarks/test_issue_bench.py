@@ -21,8 +21,8 @@ from app.credentials.jsonld.loader import make_document_loader
 from app.credentials.multiformats import encode_multikey
 from app.credentials.verifier import verify_credential
 from app.issuer import proofs
-from tests.credentials.issuing import VECTORS
 from tests.issuer.helpers import create_key, unsigned
+from tests.support.vectors import VECTORS
 
 pytestmark = pytest.mark.benchmark
 

@@ -27,7 +27,7 @@ from cryptography.hazmat.primitives.asymmetric.utils import decode_dss_signature
 from cryptography.hazmat.primitives.serialization import Encoding, PublicFormat
 from pyld import jsonld
 
-from tests.credentials.issuing import VECTORS
+from tests.support.vectors import VECTORS
 
 # --- encodings ----------------------------------------------------------------------------------
 

@@ -10,9 +10,9 @@ import pytest
 from cryptography.hazmat.primitives.asymmetric import ec, ed25519
 from cryptography.hazmat.primitives.serialization import Encoding, PublicFormat
 
-from tests.credentials.issuing import VECTORS
 from tests.issuer import independent as ind
 from tests.issuer.helpers import create_key, issue, unsigned, verify
+from tests.support.vectors import VECTORS
 
 IETF = VECTORS / "bbs-ietf" / "bls12-381-sha-256"
 

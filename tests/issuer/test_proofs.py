@@ -10,9 +10,9 @@ from app.credentials.cryptosuites.base import ProofCheckFailed, SuiteContext
 from app.credentials.jsonld.loader import make_document_loader
 from app.credentials.multiformats import encode_multikey
 from app.issuer import proofs
-from tests.credentials.issuing import VECTORS
 from tests.issuer import independent as ind
 from tests.issuer.helpers import unsigned
+from tests.support.vectors import VECTORS
 
 CTX = SuiteContext(loader=make_document_loader(VECTORS / "contexts"))
 
