@@ -10,7 +10,7 @@ from sqlalchemy.orm import Mapped, mapped_column
 from app.db import Base, utcnow
 
 AGENT, ORGANISATION = "agent", "organisation"
-PENDING, APPROVED = "pending", "approved"
+PENDING, APPROVED, REVOKED = "pending", "approved", "revoked"
 
 
 class AgentAccount(Base):
@@ -126,7 +126,11 @@ class RegistryRecord(Base):
 
 
 class Consent(Base):
-    """An organisation's request to own an agent, approved by the agent's signature."""
+    """An organisation's request to own an agent, approved by the agent's signature.
+
+    An approved consent becomes ``revoked`` when the agent revokes its owner or the owner
+    organisation is deregistered.
+    """
 
     __tablename__ = "agent_consents"
 

@@ -25,6 +25,7 @@ from app.agents.schemas import (
     PricingEnvelope,
     RegistryArgs,
     RegistryEnvelope,
+    RevokeOwnerIn,
     SessionEnvelope,
     VerifyIn,
 )
@@ -269,6 +270,21 @@ def deregister(did: str):
     return _accepted(service.request_deregister(current_account(), did))
 
 
+@blp.route("/api/agents/<string:did>/owner/revoke", methods=["POST"])
+@agent_session_required
+@idempotent
+@blp.arguments(RevokeOwnerIn)
+@blp.response(202, JobEnvelope, headers={"Location": {"schema": {"type": "string"}}})
+@problem_doc(400, 403, 404, 409, 410, 413, 415, 422)
+def revoke_owner(args: dict, did: str):
+    """As the agent, revoke the owner organisation by a signed revocation; a job clears the owner."""
+    return _accepted(
+        service.request_owner_revocation(
+            current_account(), did, args["owner"], args["issued_at"], args["signature"]
+        )
+    )
+
+
 @blp.route("/api/contracts/current", methods=["GET"])
 @blp.arguments(ContractArgs, location="query")
 @blp.response(200, ContractEnvelope)
@@ -326,7 +342,7 @@ def consent_page(consent_id: str):
 
 
 @blp.route("/api/jobs/<string:job_id>", methods=["GET"])
-@agent_session_required
+@agent_session_required(allow_deactivated=True)
 @blp.response(200, JobEnvelope)
 @problem_doc(404)
 def get_agent_job(job_id: str):
