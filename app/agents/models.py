@@ -57,6 +57,15 @@ class AgentSession(Base):
     expires_at: Mapped[datetime] = mapped_column(DateTime(timezone=True))
 
 
+class SpentClaimToken(Base):
+    """A claim form token already used: its keyed hash, so a replayed form post is refused."""
+
+    __tablename__ = "agent_spent_claim_tokens"
+
+    token_hash: Mapped[str] = mapped_column(String(128), primary_key=True)
+    spent_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), default=utcnow, index=True)
+
+
 class CreditEntry(Base):
     """One movement on an account's credit ledger (grants positive, charges negative or zero)."""
 

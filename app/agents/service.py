@@ -67,6 +67,7 @@ from app.agents.models import (
     PrivateCard,
     PublicCard,
     RegistryRecord,
+    SpentClaimToken,
 )
 from app.agents.registration_file import registration_file_errors
 from app.agents.siwe import InvalidSiweMessage, SiweMessage, format_date_time, parse_date_time, parse_message
@@ -322,6 +323,29 @@ def claim_grant() -> int:
     if not is_testnet():
         raise ClaimUnavailable("The claim page exists only on a testnet.")
     return int(setting("AGENT_CLAIM_CREDITS", 1000))
+
+
+def claim_form_lifetime() -> timedelta:
+    """How long a claim form's token may be used (``AGENT_CLAIM_FORM_SECONDS``, default an hour)."""
+    return _seconds("AGENT_CLAIM_FORM_SECONDS", 3600)
+
+
+def spend_claim_token(token: str, issued_at: datetime) -> bool:
+    """Use a claim form token once: False if it was used before or is older than its lifetime.
+
+    The token lives in the browser's signed session cookie, which a replay can send again;
+    the hash of each spent token is kept until the token would have expired anyway.
+    """
+    now = utcnow()
+    if not token or not now - claim_form_lifetime() <= issued_at <= now:
+        return False
+    insert = postgresql_insert if db.session.get_bind().dialect.name == "postgresql" else sqlite_insert
+    spent = db.session.execute(
+        insert(SpentClaimToken)
+        .values(token_hash=hash_secret(token), spent_at=now)
+        .on_conflict_do_nothing(index_elements=[SpentClaimToken.token_hash])
+    )
+    return spent.rowcount == 1
 
 
 def claim_key(kind: str = AGENT) -> tuple[str, AgentAccount]:
@@ -977,11 +1001,14 @@ def revoke_owner_from_job(job: Job) -> dict[str, Any]:
 
 
 def purge_expired() -> int:
-    """Delete expired sign-in challenges and sessions and the holds of finished jobs; returns how
-    many rows went. Flushes only."""
+    """Delete expired sign-in challenges, sessions and spent claim tokens and the holds of finished
+    jobs; returns how many rows went. Flushes only."""
     now = utcnow()
     removed = db.session.execute(delete(AuthChallenge).where(AuthChallenge.expires_at < now)).rowcount
     removed += db.session.execute(delete(AgentSession).where(AgentSession.expires_at < now)).rowcount
+    removed += db.session.execute(
+        delete(SpentClaimToken).where(SpentClaimToken.spent_at < now - claim_form_lifetime())
+    ).rowcount
     finished = select(Job.id).where(Job.state.in_((SUCCEEDED, FAILED)))
     removed += db.session.execute(delete(CreditHold).where(CreditHold.job_id.in_(finished))).rowcount
     return removed
