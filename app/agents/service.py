@@ -341,11 +341,12 @@ def spend_claim_token(token: str, issued_at: datetime) -> bool:
         return False
     insert = postgresql_insert if db.session.get_bind().dialect.name == "postgresql" else sqlite_insert
     spent = db.session.execute(
-        insert(SpentClaimToken)
+        insert(SpentClaimToken.__table__)
         .values(token_hash=hash_secret(token), spent_at=now)
         .on_conflict_do_nothing(index_elements=[SpentClaimToken.token_hash])
+        .returning(SpentClaimToken.token_hash)
     )
-    return spent.rowcount == 1
+    return spent.first() is not None
 
 
 def claim_key(kind: str = AGENT) -> tuple[str, AgentAccount]:
