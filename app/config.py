@@ -124,6 +124,10 @@ class Config:
         # (client addresses for rate limits, scheme and host for generated URLs).
         self.TRUSTED_PROXIES = _env_int("TRUSTED_PROXIES", 0)
         self.BASE_URL = os.environ.get("BASE_URL", "http://127.0.0.1:5000").rstrip("/")
+        # Flask's session cookie carries the claim form's token: never sent by cross-site posts.
+        self.SESSION_COOKIE_HTTPONLY = True
+        self.SESSION_COOKIE_SAMESITE = "Lax"
+        self.SESSION_COOKIE_SECURE = self.BASE_URL.startswith("https://")
         self.LOG_LEVEL = os.environ.get("LOG_LEVEL", "INFO")
 
         # Jobs: how long a queued job waits before the sweep re-publishes it, and how long a

@@ -33,6 +33,11 @@ def approve_consent(job):
     return service.approve_consent_from_job(job)
 
 
+@job_task("agents.revoke_owner")
+def revoke_owner(job):
+    return service.revoke_owner_from_job(job)
+
+
 @celery.task(name="agents.purge_expired", ignore_result=True)
 def purge_expired() -> int:
     with transaction():

@@ -15,20 +15,27 @@ from app.agents.models import AgentAccount
 from app.http import problem_doc
 
 
-def agent_session_required(view: Callable) -> Callable:
-    """Require ``Authorization: Bearer <session token>`` from ``/api/auth/verify`` (401 otherwise)."""
+def agent_session_required(view: Callable | None = None, *, allow_deactivated: bool = False) -> Callable:
+    """Require ``Authorization: Bearer <session token>`` from ``/api/auth/verify`` (401 otherwise).
 
-    @wraps(view)
-    def wrapper(*args: Any, **kwargs: Any) -> Any:
-        scheme, _, token = request.headers.get("Authorization", "").partition(" ")
-        if scheme.lower() != "bearer" or not token.strip():
-            raise AuthenticationFailed("Send the session token from /api/auth/verify as a Bearer token.")
-        account = service.authenticate_session(token.strip())
-        g.agent_account = account
-        g.idempotency_scope = f"agent:{account.id}"
-        return view(*args, **kwargs)
+    ``allow_deactivated`` lets the revoked sessions of a deregistered account through, for the
+    views that only show it the outcome of its own jobs (its deregistration among them).
+    """
 
-    return problem_doc(401)(Blueprint.doc(security=[{"BearerToken": []}])(wrapper))
+    def decorator(view: Callable) -> Callable:
+        @wraps(view)
+        def wrapper(*args: Any, **kwargs: Any) -> Any:
+            scheme, _, token = request.headers.get("Authorization", "").partition(" ")
+            if scheme.lower() != "bearer" or not token.strip():
+                raise AuthenticationFailed("Send the session token from /api/auth/verify as a Bearer token.")
+            account = service.authenticate_session(token.strip(), allow_deactivated=allow_deactivated)
+            g.agent_account = account
+            g.idempotency_scope = f"agent:{account.id}"
+            return view(*args, **kwargs)
+
+        return problem_doc(401)(Blueprint.doc(security=[{"BearerToken": []}])(wrapper))
+
+    return decorator(view) if view is not None else decorator
 
 
 def current_account() -> AgentAccount:

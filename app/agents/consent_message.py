@@ -1,8 +1,9 @@
-"""The text an agent signs to accept an owner organisation (no Flask imports).
+"""The texts an agent signs to accept an owner organisation and to revoke it (no Flask imports).
 
-The network writes it with ``format_consent_message``; the client reads it back with
+The network writes the consent with ``format_consent_message``; the client reads it back with
 ``parse_consent_message`` and compares every term with what it expects before signing, so a
-network (or anything in between) cannot get the agent key to sign other text.
+network (or anything in between) cannot get the agent key to sign other text. A revocation
+(``format_revocation_message``) is written by the agent and rebuilt by the network.
 """
 
 from __future__ import annotations
@@ -63,3 +64,33 @@ def parse_consent_message(text: str) -> ConsentTerms:
     if match is None:
         raise InvalidConsentMessage("not a consent message of the Tessera network")
     return ConsentTerms(**match.groupdict())
+
+
+@dataclass(frozen=True)
+class OwnerRevocation:
+    """What an owner revocation says: on which network, which agent drops which owner, and when.
+
+    ``issued_at`` is an RFC 3339 UTC text as it appears in the message.
+    """
+
+    network_host: str
+    agent_did: str
+    owner_did: str
+    issued_at: str
+
+
+def format_revocation_message(terms: OwnerRevocation) -> str:
+    """The exact text the agent signs (EIP-191 personal_sign) to revoke ``terms.owner_did``.
+
+    The agent writes it itself, so there is nothing of the network's to check before signing;
+    the network rebuilds it from the request and checks the signature.
+    """
+    return "\n".join(
+        [
+            f"{terms.network_host}: revoke the owner of your agent:",
+            terms.agent_did,
+            "",
+            f"Owner: {terms.owner_did}",
+            f"Issued At: {terms.issued_at}",
+        ]
+    )

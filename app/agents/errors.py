@@ -14,6 +14,10 @@ class AuthenticationFailed(Unauthorized):
         super().__init__(detail, scheme="Bearer", **kwargs)
 
 
+class AccountDeactivated(AuthenticationFailed):
+    code, title = "account_deactivated", "Account deregistered"
+
+
 class InsufficientCredits(DomainError):
     status, code, title = 402, "insufficient_credits", "Insufficient credits"
 
@@ -62,6 +66,10 @@ class OwnerNamedRecord(Conflict):
 
 class AlreadyOwned(Conflict):
     code, title = "already_owned", "Agent already owned"
+
+
+class OwnerNotNamed(Conflict):
+    code, title = "owner_not_named", "Owner not named"
 
 
 class NotAnOrganisation(Forbidden):

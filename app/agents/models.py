@@ -10,7 +10,7 @@ from sqlalchemy.orm import Mapped, mapped_column
 from app.db import Base, utcnow
 
 AGENT, ORGANISATION = "agent", "organisation"
-PENDING, APPROVED = "pending", "approved"
+PENDING, APPROVED, REVOKED = "pending", "approved", "revoked"
 
 
 class AgentAccount(Base):
@@ -55,6 +55,15 @@ class AgentSession(Base):
     account_id: Mapped[int] = mapped_column(ForeignKey("agent_accounts.id"), index=True)
     created_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), default=utcnow)
     expires_at: Mapped[datetime] = mapped_column(DateTime(timezone=True))
+
+
+class SpentClaimToken(Base):
+    """A claim form token already used: its keyed hash, so a replayed form post is refused."""
+
+    __tablename__ = "agent_spent_claim_tokens"
+
+    token_hash: Mapped[str] = mapped_column(String(128), primary_key=True)
+    spent_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), default=utcnow, index=True)
 
 
 class CreditEntry(Base):
@@ -126,7 +135,11 @@ class RegistryRecord(Base):
 
 
 class Consent(Base):
-    """An organisation's request to own an agent, approved by the agent's signature."""
+    """An organisation's request to own an agent, approved by the agent's signature.
+
+    An approved consent becomes ``revoked`` when the agent revokes its owner or the owner
+    organisation is deregistered.
+    """
 
     __tablename__ = "agent_consents"
 

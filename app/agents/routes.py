@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import hmac
 import json
+from datetime import UTC, datetime
 
 from flask import Response, render_template, request, session, url_for
 from flask_smorest import Blueprint
@@ -25,6 +26,7 @@ from app.agents.schemas import (
     PricingEnvelope,
     RegistryArgs,
     RegistryEnvelope,
+    RevokeOwnerIn,
     SessionEnvelope,
     VerifyIn,
 )
@@ -148,8 +150,12 @@ def get_credits():
 def claim_page():
     """Testnet only: a form that issues a fresh agent key with test credits."""
     credits = service.claim_grant()
-    token = session.get("claim_csrf") or random_token(24)
-    session["claim_csrf"] = token
+    # One token per browser session, renewed when half its life is gone (the POST spends it).
+    now = int(datetime.now(UTC).timestamp())
+    fresh_for = service.claim_form_lifetime().total_seconds() / 2
+    if not session.get("claim_csrf") or now - int(session.get("claim_csrf_at", 0)) > fresh_for:
+        session["claim_csrf"], session["claim_csrf_at"] = random_token(24), now
+    token = session["claim_csrf"]
     return _page(render_template("agents/claim.html", csrf_token=token, credits=credits), no_store=True)
 
 
@@ -184,8 +190,13 @@ def claim_page():
 def claim_submit():
     """Testnet only: issue a fresh key with test credits and show it once (rate limited)."""
     expected = session.pop("claim_csrf", None)
+    issued_at = datetime.fromtimestamp(int(session.pop("claim_csrf_at", 0)), UTC)
     supplied = request.form.get("csrf_token", "")
-    if not expected or not hmac.compare_digest(expected, supplied):
+    if (
+        not expected
+        or not hmac.compare_digest(expected, supplied)
+        or not service.spend_claim_token(expected, issued_at)
+    ):
         return _page(render_template("agents/claim_error.html"), 400, no_store=True)
     private_key, account = service.claim_key(request.form.get("kind", "agent"))
     return _page(
@@ -269,6 +280,21 @@ def deregister(did: str):
     return _accepted(service.request_deregister(current_account(), did))
 
 
+@blp.route("/api/agents/<string:did>/owner/revoke", methods=["POST"])
+@agent_session_required
+@idempotent
+@blp.arguments(RevokeOwnerIn)
+@blp.response(202, JobEnvelope, headers={"Location": {"schema": {"type": "string"}}})
+@problem_doc(400, 403, 404, 409, 410, 413, 415, 422)
+def revoke_owner(args: dict, did: str):
+    """As the agent, revoke the owner organisation by a signed revocation; a job clears the owner."""
+    return _accepted(
+        service.request_owner_revocation(
+            current_account(), did, args["owner"], args["issued_at"], args["signature"]
+        )
+    )
+
+
 @blp.route("/api/contracts/current", methods=["GET"])
 @blp.arguments(ContractArgs, location="query")
 @blp.response(200, ContractEnvelope)
@@ -326,7 +352,7 @@ def consent_page(consent_id: str):
 
 
 @blp.route("/api/jobs/<string:job_id>", methods=["GET"])
-@agent_session_required
+@agent_session_required(allow_deactivated=True)
 @blp.response(200, JobEnvelope)
 @problem_doc(404)
 def get_agent_job(job_id: str):
@@ -349,7 +375,13 @@ def public_agent_card(did: str):
     """The published card of a DID, exactly the bytes that were hosted (public)."""
     card = service.get_public_card(did)
     cache_seconds = int(service.setting("AGENT_CARD_CACHE_SECONDS", 60))
-    headers = {"ETag": card.etag, "Cache-Control": f"public, max-age={cache_seconds}"}
+    headers = {
+        "ETag": card.etag,
+        "Cache-Control": f"public, max-age={cache_seconds}",
+        # The bytes are the agent's: never sniffed as another type, never run as a page.
+        "X-Content-Type-Options": "nosniff",
+        "Content-Security-Policy": "sandbox; default-src 'none'",
+    }
     if card.etag.strip('"') in request.if_none_match:
         return Response(status=304, headers=headers)
     return Response(card.body, status=200, mimetype="application/json", headers=headers)

@@ -128,7 +128,7 @@ class ConsentOut(ma.Schema):
     id = ma.fields.String(required=True)
     owner = ma.fields.String(required=True)
     agent = ma.fields.String(required=True)
-    state = ma.fields.String(required=True, validate=ma.validate.OneOf(["pending", "approved"]))
+    state = ma.fields.String(required=True, validate=ma.validate.OneOf(["pending", "approved", "revoked"]))
     message = ma.fields.String(required=True, metadata={"description": "Text the agent signs to approve."})
     consent_url = ma.fields.String(required=True)
     created_at = ma.fields.String(required=True)
@@ -138,6 +138,21 @@ class ConsentOut(ma.Schema):
 
 class ConsentEnvelope(ma.Schema):
     data = ma.fields.Nested(ConsentOut, required=True)
+
+
+class RevokeOwnerIn(ma.Schema):
+    owner = ma.fields.String(required=True, metadata={"description": "The owner organisation's DID."})
+    issued_at = ma.fields.String(
+        required=True, metadata={"description": "RFC 3339 UTC time written in the message, within minutes of now."}
+    )
+    signature = ma.fields.String(
+        required=True,
+        metadata={
+            "description": "personal_sign by the agent key of the revocation message: "
+            "'<network host>: revoke the owner of your agent:\\n<agent DID>\\n\\nOwner: <owner DID>\\n"
+            "Issued At: <issued_at>'."
+        },
+    )
 
 
 class ApproveIn(ma.Schema):

@@ -29,8 +29,14 @@ from sqlalchemy.dialects.postgresql import insert as postgresql_insert
 from sqlalchemy.dialects.sqlite import insert as sqlite_insert
 
 from app.agents import ethereum
-from app.agents.consent_message import ConsentTerms, format_consent_message
+from app.agents.consent_message import (
+    ConsentTerms,
+    OwnerRevocation,
+    format_consent_message,
+    format_revocation_message,
+)
 from app.agents.errors import (
+    AccountDeactivated,
     AlreadyOwned,
     AuthenticationFailed,
     CardNotFound,
@@ -43,6 +49,7 @@ from app.agents.errors import (
     NotAllowedForDid,
     NotAnOrganisation,
     OwnerNamedRecord,
+    OwnerNotNamed,
     UnknownDid,
 )
 from app.agents.models import (
@@ -50,6 +57,7 @@ from app.agents.models import (
     APPROVED,
     ORGANISATION,
     PENDING,
+    REVOKED,
     AgentAccount,
     AgentSession,
     AuthChallenge,
@@ -59,9 +67,10 @@ from app.agents.models import (
     PrivateCard,
     PublicCard,
     RegistryRecord,
+    SpentClaimToken,
 )
 from app.agents.registration_file import registration_file_errors
-from app.agents.siwe import InvalidSiweMessage, SiweMessage, format_date_time, parse_message
+from app.agents.siwe import InvalidSiweMessage, SiweMessage, format_date_time, parse_date_time, parse_message
 from app.db import as_utc, isoformat, utcnow
 from app.errors import NotFound, ValidationFailed
 from app.extensions import db
@@ -231,7 +240,8 @@ def verify_challenge(message_text: str, signature: str) -> IssuedSession:
     """Check a signed challenge, spend its nonce, bind the DID on first use and open a session.
 
     Raises ``AuthenticationFailed`` for a malformed, foreign, expired, reused or wrongly signed
-    message; the nonce is spent only by a verified signature.
+    message and ``AccountDeactivated`` for the key of a deregistered DID; the nonce is spent only
+    by a verified signature.
     """
     try:
         message = parse_message(message_text)
@@ -262,7 +272,10 @@ def verify_challenge(message_text: str, signature: str) -> IssuedSession:
     )
     if spent.rowcount != 1:
         raise AuthenticationFailed("The challenge was already used; request a new one.")
-    account = _bind_did(_lock_or_create_account(signer), now)
+    account = _lock_or_create_account(signer)
+    if account.deactivated_at is not None:
+        raise AccountDeactivated("The DID of this key was deregistered; the key can no longer sign in.")
+    account = _bind_did(account, now)
     token = random_token(32)
     expires_at = now + _seconds("AGENT_SESSION_SECONDS", 3600)
     db.session.add(
@@ -272,8 +285,12 @@ def verify_challenge(message_text: str, signature: str) -> IssuedSession:
     return IssuedSession(token=token, expires_at=expires_at, account=account)
 
 
-def authenticate_session(token: str) -> AgentAccount:
-    """The account of a live session token; ``AuthenticationFailed`` otherwise."""
+def authenticate_session(token: str, *, allow_deactivated: bool = False) -> AgentAccount:
+    """The account of a live session token; ``AuthenticationFailed`` otherwise.
+
+    The sessions of a deregistered account are revoked (``AccountDeactivated``); with
+    ``allow_deactivated`` they still identify it until they expire, for reading its own jobs.
+    """
     row = db.session.execute(
         select(AgentSession, AgentAccount)
         .join(AgentAccount, AgentAccount.id == AgentSession.account_id)
@@ -281,6 +298,8 @@ def authenticate_session(token: str) -> AgentAccount:
     ).first()
     if row is None or as_utc(row[0].expires_at) <= utcnow():
         raise AuthenticationFailed("The session token is unknown or expired; authenticate again.")
+    if row[1].deactivated_at is not None and not allow_deactivated:
+        raise AccountDeactivated("The account was deregistered; its sessions are revoked.")
     return row[1]
 
 
@@ -304,6 +323,30 @@ def claim_grant() -> int:
     if not is_testnet():
         raise ClaimUnavailable("The claim page exists only on a testnet.")
     return int(setting("AGENT_CLAIM_CREDITS", 1000))
+
+
+def claim_form_lifetime() -> timedelta:
+    """How long a claim form's token may be used (``AGENT_CLAIM_FORM_SECONDS``, default an hour)."""
+    return _seconds("AGENT_CLAIM_FORM_SECONDS", 3600)
+
+
+def spend_claim_token(token: str, issued_at: datetime) -> bool:
+    """Use a claim form token once: False if it was used before or is older than its lifetime.
+
+    The token lives in the browser's signed session cookie, which a replay can send again;
+    the hash of each spent token is kept until the token would have expired anyway.
+    """
+    now = utcnow()
+    if not token or not now - claim_form_lifetime() <= issued_at <= now:
+        return False
+    insert = postgresql_insert if db.session.get_bind().dialect.name == "postgresql" else sqlite_insert
+    spent = db.session.execute(
+        insert(SpentClaimToken.__table__)
+        .values(token_hash=hash_secret(token), spent_at=now)
+        .on_conflict_do_nothing(index_elements=[SpentClaimToken.token_hash])
+        .returning(SpentClaimToken.token_hash)
+    )
+    return spent.first() is not None
 
 
 def claim_key(kind: str = AGENT) -> tuple[str, AgentAccount]:
@@ -485,11 +528,21 @@ def _ensure_record(target: AgentAccount) -> RegistryRecord:
 
 
 def _job_accounts(job: Job) -> tuple[AgentAccount, AgentAccount]:
-    """Lock the job's target then its payer (a fixed order, so concurrent jobs cannot deadlock)."""
+    """Lock the job's target then its payer (a fixed order, so concurrent jobs cannot deadlock).
+
+    The permission checked when the job was accepted is checked again: an owner revoked or
+    deregistered while the job waited may no longer act for the agent.
+    """
     target = _lock_account(int(job.payload["target_id"]))
     payer = target if job.payload["payer_id"] == target.id else _lock_account(int(job.payload["payer_id"]))
     if target.deactivated_at is not None:
         raise DidDeactivated(f"The DID {target.did} was deregistered.")
+    if payer.deactivated_at is not None:
+        raise DidDeactivated(f"The DID {payer.did} was deregistered.")
+    if payer.id != target.id:
+        record = get_record(target.did)
+        if payer.kind != ORGANISATION or record is None or record.owner_did != payer.did:
+            raise NotAllowedForDid(f"{payer.did} no longer owns {target.did}.")
     return target, payer
 
 
@@ -714,18 +767,47 @@ def request_deregister(caller: AgentAccount, did: str) -> Job:
 
 
 def deregister_from_job(job: Job) -> dict[str, Any]:
-    """Remove the registry record and both cards and deactivate the DID, in one transaction."""
+    """Remove the registry record and both cards, deactivate the DID and revoke its sessions.
+
+    An organisation's deregistration also releases the agents it owns: their records name no
+    owner any more and its consents end. All in one transaction.
+    """
     target, payer = _job_accounts(job)
     record = get_record(target.did)
     if record is not None and record.owner_did:
         raise OwnerNamedRecord(record.owner_did)
     charged = _charge(payer, "deregister", target.did, job.id)
+    now = utcnow()
     for model in (PublicCard, PrivateCard, RegistryRecord):
         db.session.execute(delete(model).where(model.did == target.did))
-    db.session.execute(delete(Consent).where(Consent.agent_did == target.did, Consent.state == PENDING))
-    target.deactivated_at = utcnow()
+    # Sessions now only show the account its own jobs (the outcome of this one), and not for long.
+    revoked_by = now + _seconds("AGENT_CHALLENGE_SECONDS", 300)
+    db.session.execute(
+        update(AgentSession)
+        .where(AgentSession.account_id == target.id, AgentSession.expires_at > revoked_by)
+        .values(expires_at=revoked_by)
+        .execution_options(synchronize_session=False)
+    )
+    db.session.execute(
+        delete(Consent).where(
+            (Consent.agent_did == target.did) | (Consent.owner_did == target.did), Consent.state == PENDING
+        )
+    )
+    released = db.session.execute(
+        update(RegistryRecord)
+        .where(RegistryRecord.owner_did == target.did)
+        .values(owner_did=None, updated_at=now)
+        .execution_options(synchronize_session=False)
+    ).rowcount
+    db.session.execute(
+        update(Consent)
+        .where(Consent.owner_did == target.did, Consent.state == APPROVED)
+        .values(state=REVOKED)
+        .execution_options(synchronize_session=False)
+    )
+    target.deactivated_at = now
     db.session.flush()
-    return {"did": target.did, "deactivated": True, "charged": charged}
+    return {"did": target.did, "deactivated": True, "charged": charged, "released_agents": released}
 
 
 # -- organisation consent ----------------------------------------------------------------------
@@ -833,6 +915,9 @@ def approve_consent_from_job(job: Job) -> dict[str, Any]:
     consent = db.session.get(Consent, job.payload["consent_id"])
     if consent is None or consent.state != PENDING:
         raise ConsentNotPending("The consent is no longer pending.")
+    owner = get_account_by_did(consent.owner_did)
+    if owner is None or owner.deactivated_at is not None:
+        raise ConsentNotPending(f"The organisation {consent.owner_did} was deregistered.")
     record = _ensure_record(target)
     if record.owner_did and record.owner_did != consent.owner_did:
         raise AlreadyOwned(f"{target.did} is already owned by {record.owner_did}.")
@@ -844,15 +929,87 @@ def approve_consent_from_job(job: Job) -> dict[str, Any]:
     return {"agent": target.did, "owner": consent.owner_did, "consent": consent.id}
 
 
+# -- owner revocation --------------------------------------------------------------------------
+
+
+def _revocation_window() -> timedelta:
+    return _seconds("AGENT_CHALLENGE_SECONDS", 300)
+
+
+def request_owner_revocation(caller: AgentAccount, did: str, owner: str, issued_at: str, signature: str) -> Job:
+    """As the agent, drop the owner its record names, by a signed revocation; starts a job.
+
+    The agent's key signs ``format_revocation_message`` for this network, agent, owner and
+    ``issued_at``; that time must be within ``AGENT_CHALLENGE_SECONDS`` of now and after the
+    owner's consent was approved, so a revocation cannot be replayed against a later consent.
+    Raises ``NotAllowedForDid`` (403) for anyone but the agent, ``OwnerNotNamed`` (409) when the
+    record names another owner or none, ``ValidationFailed`` (422) for the time or signature.
+    """
+    target = _require_target(did)
+    if target.id != caller.id:
+        raise NotAllowedForDid("Only the agent itself can revoke its owner.")
+    record = get_record(did)
+    if record is None or record.owner_did != owner:
+        raise OwnerNotNamed(f"The registry record of {did} does not name {owner} as owner.")
+    try:
+        moment = parse_date_time(issued_at)
+    except InvalidSiweMessage as exc:
+        raise ValidationFailed(errors={"issued_at": [str(exc)]}) from exc
+    now = utcnow()
+    if abs(moment - now) > _revocation_window():
+        raise ValidationFailed(errors={"issued_at": ["Must be within a few minutes of now; sign a fresh revocation."]})
+    approved = db.session.scalar(
+        select(func.max(Consent.approved_at)).where(
+            Consent.agent_did == did, Consent.owner_did == owner, Consent.state == APPROVED
+        )
+    )
+    if approved is not None and moment <= as_utc(approved):
+        raise ValidationFailed(errors={"issued_at": ["Must be after the owner's consent was approved."]})
+    message = format_revocation_message(
+        OwnerRevocation(
+            network_host=urlparse(network_url()).netloc, agent_did=did, owner_did=owner, issued_at=issued_at
+        )
+    )
+    try:
+        signer = ethereum.recover_personal_signer(message, signature)
+    except ethereum.InvalidSignature as exc:
+        raise ValidationFailed(errors={"signature": [str(exc)]}) from exc
+    if signer != caller.address:
+        raise ValidationFailed(errors={"signature": ["Not the agent key's signature of the revocation message."]})
+    return _start("agents.revoke_owner", caller, target, owner=owner, issued_at=issued_at, signature=signature)
+
+
+def revoke_owner_from_job(job: Job) -> dict[str, Any]:
+    """Clear the record's owner and mark its consent revoked, together; no-op refusal if it changed."""
+    target, _payer = _job_accounts(job)
+    owner = job.payload["owner"]
+    record = get_record(target.did)
+    if record is None or record.owner_did != owner:
+        raise OwnerNotNamed(f"The registry record of {target.did} does not name {owner} as owner.")
+    record.owner_did = None
+    record.updated_at = utcnow()
+    db.session.execute(
+        update(Consent)
+        .where(Consent.agent_did == target.did, Consent.owner_did == owner, Consent.state == APPROVED)
+        .values(state=REVOKED)
+        .execution_options(synchronize_session=False)
+    )
+    db.session.flush()
+    return {"agent": target.did, "revoked_owner": owner}
+
+
 # -- housekeeping ------------------------------------------------------------------------------
 
 
 def purge_expired() -> int:
-    """Delete expired sign-in challenges and sessions and the holds of finished jobs; returns how
-    many rows went. Flushes only."""
+    """Delete expired sign-in challenges, sessions and spent claim tokens and the holds of finished
+    jobs; returns how many rows went. Flushes only."""
     now = utcnow()
     removed = db.session.execute(delete(AuthChallenge).where(AuthChallenge.expires_at < now)).rowcount
     removed += db.session.execute(delete(AgentSession).where(AgentSession.expires_at < now)).rowcount
+    removed += db.session.execute(
+        delete(SpentClaimToken).where(SpentClaimToken.spent_at < now - claim_form_lifetime())
+    ).rowcount
     finished = select(Job.id).where(Job.state.in_((SUCCEEDED, FAILED)))
     removed += db.session.execute(delete(CreditHold).where(CreditHold.job_id.in_(finished))).rowcount
     return removed

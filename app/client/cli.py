@@ -504,6 +504,22 @@ def agent_deregister(settings: Settings, yes: bool) -> None:
     _emit(settings, job, lambda: click.echo(f"Deregistered {job['result'].get('did')}"))
 
 
+@agent.command("revoke-owner")
+@click.option("--owner", help="The owner organisation's DID (default: the one the registry record names).")
+@click.option("--yes", is_flag=True, help="Do not ask for confirmation.")
+@pass_settings
+def agent_revoke_owner(settings: Settings, owner: str | None, yes: bool) -> None:
+    """Revoke the organisation that owns this agent, by a revocation signed with the agent key."""
+    with _translate_errors(settings), settings.client() as client:
+        owner = owner or client.owner_of()
+        if not owner:
+            raise library.TesseraError(f"the registry record of {client.did} names no owner")
+        _confirm(yes, f"Revoke {owner} as the owner of this agent?")
+        with _job_progress(settings, "revoke-owner") as cb:
+            job = client.revoke_owner(owner, progress=cb)
+    _emit(settings, job, lambda: click.echo(f"{job['result']['agent']} is no longer owned by {owner}"))
+
+
 @main.command("host-card")
 @click.option(
     "--file",

@@ -24,8 +24,13 @@ from urllib.parse import quote, urlparse
 import httpx
 
 from app.agents import ethereum
-from app.agents.consent_message import InvalidConsentMessage, parse_consent_message
-from app.agents.siwe import InvalidSiweMessage, SiweMessage, parse_message
+from app.agents.consent_message import (
+    InvalidConsentMessage,
+    OwnerRevocation,
+    format_revocation_message,
+    parse_consent_message,
+)
+from app.agents.siwe import InvalidSiweMessage, SiweMessage, format_date_time, parse_message
 from app.client.cards import MAX_CARD_BYTES, find_placeholders_in_bytes
 
 REGISTRY_CONTRACT = "agent-registry"
@@ -587,6 +592,44 @@ class TesseraClient:
             "POST",
             f"/api/consents/{quote(consent_id)}/approve",
             json_body={"signature": signature},
+            wait=wait,
+            progress=progress,
+        )
+
+    def owner_of(self, agent_did: str | None = None) -> str | None:
+        """Return the owner organisation the agent's registry record names (``None``: no owner or no record)."""
+        try:
+            return self.registry(self._target(agent_did)).get("owner")
+        except ApiError as exc:
+            if exc.status == 404:
+                return None
+            raise
+
+    def revoke_owner(
+        self, owner: str | None = None, *, wait: bool = True, progress: ProgressCallback | None = None
+    ) -> dict[str, Any]:
+        """As the agent, revoke the owner organisation its registry record names; return the job.
+
+        ``owner`` defaults to the owner the record names now. The agent key signs a revocation
+        this client writes itself (network host, agent DID, owner DID, the current time). A
+        record naming another owner, or none, raises ``ApiError`` (409 ``owner_not_named``).
+        """
+        agent_did = self._target(None)
+        owner = owner or self.owner_of(agent_did)
+        if not owner:
+            raise TesseraError(f"the registry record of {agent_did} names no owner")
+        issued_at = format_date_time(datetime.now(UTC))
+        message = format_revocation_message(
+            OwnerRevocation(
+                network_host=urlparse(self.base_url).netloc, agent_did=agent_did, owner_did=owner, issued_at=issued_at
+            )
+        )
+        assert self._api_key is not None
+        signature = ethereum.sign_personal_message(message, self._api_key)
+        return self._job(
+            "POST",
+            f"/api/agents/{quote(agent_did)}/owner/revoke",
+            json_body={"owner": owner, "issued_at": issued_at, "signature": signature},
             wait=wait,
             progress=progress,
         )

@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import re
 import threading
+import time
 from dataclasses import dataclass
 from typing import Any
 
@@ -82,3 +83,31 @@ def agent_client(live_server, claimed_key):
     with TesseraClient(live_server.url, api_key=claimed_key, poll_interval=0.05, job_timeout=30) as client:
         client.authenticate()
         yield client
+
+
+class Outbox:
+    """Holds new jobs in the outbox, as while the broker is unreachable, until ``release``."""
+
+    def __init__(self, app, monkeypatch) -> None:
+        from app.jobs import service as jobs
+
+        self.app, self.jobs, self.monkeypatch = app, jobs, monkeypatch
+
+    def hold(self) -> None:
+        self.monkeypatch.setattr(self.jobs, "_broker_down_until", time.monotonic() + 3600)
+
+    def resume(self) -> None:
+        """Let the broker back: new jobs are published again; those that waited still wait."""
+        self.jobs._broker_down_until = 0.0
+
+    def release(self) -> None:
+        """Let the broker back and run the operator's outbox sweep, which publishes what waited."""
+        self.resume()
+        self.monkeypatch.setitem(self.app.config, "OUTBOX_GRACE_SECONDS", 0)
+        result = self.app.test_cli_runner().invoke(args=["outbox", "sweep"])
+        assert result.exit_code == 0, result.output
+
+
+@pytest.fixture
+def outbox(app, monkeypatch) -> Outbox:
+    return Outbox(app, monkeypatch)

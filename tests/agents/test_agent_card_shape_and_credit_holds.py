@@ -4,7 +4,6 @@ holds its price: a 202 always means the job can pay, and a failed job gives its 
 from __future__ import annotations
 
 import threading
-import time
 
 import pytest
 
@@ -115,30 +114,10 @@ def test_120_concurrent_requests_for_100_cards_worth_accept_exactly_100(live_ser
     assert sum(1 for entry in ledger["entries"] if entry["reason"] == "host-card") == 100
 
 
-class Outbox:
-    """Holds new jobs in the outbox, as while the broker is unreachable, until ``release``."""
-
-    def __init__(self, app, monkeypatch) -> None:
-        from app.jobs import service as jobs
-
-        self.app, self.jobs, self.monkeypatch = app, jobs, monkeypatch
-
-    def hold(self) -> None:
-        self.monkeypatch.setattr(self.jobs, "_broker_down_until", time.monotonic() + 3600)
-
-    def release(self) -> None:
-        """Let the broker back and run the operator's outbox sweep, which publishes what waited."""
-        self.jobs._broker_down_until = 0.0
-        self.monkeypatch.setitem(self.app.config, "OUTBOX_GRACE_SECONDS", 0)
-        result = self.app.test_cli_runner().invoke(args=["outbox", "sweep"])
-        assert result.exit_code == 0, result.output
-
-
-def test_a_failed_job_releases_its_hold(app, live_server, monkeypatch, wait_for_job):
+def test_a_failed_job_releases_its_hold(app, live_server, outbox, wait_for_job):
     key = generate_private_key()
     granted = app.test_cli_runner().invoke(args=["agents", "grant-credits", address_from_private_key(key), "12"])
     assert granted.exit_code == 0, granted.output
-    outbox = Outbox(app, monkeypatch)
     with TesseraClient(live_server.url, api_key=key, poll_interval=0.05, job_timeout=30) as client:
         assert client.host_card(registration_card("Held"))["result"]["balance"] == 2
         outbox.hold()
