@@ -347,9 +347,9 @@ def send_login_code(request: AuthorizationRequest, client: Client, email: str, *
 
     The answer is the same whether or not the account exists. A new code replaces the previous
     one but keeps the request's attempt counter. At most `OIDC_LOGIN_CODE_SENDS` codes per
-    request and `OIDC_LOGIN_CODE_SENDS_PER_ADDRESS` per address and clock hour (counted in the
-    database, so every process shares the limits; the hour starts at the address's first code);
-    beyond them a LoginStep with status 429.
+    request and `OIDC_LOGIN_CODE_SENDS_PER_ADDRESS` per address in an hour that opens at its
+    first code (counted in the database, so every process shares the limits); beyond them, and
+    once the request's attempts are used up, a LoginStep with status 429.
     """
     address = (email or "").strip().lower()
     if not _EMAIL.fullmatch(address) or len(address) > 254:
