@@ -124,6 +124,8 @@ class Config:
         self.JOB_MAX_RETRIES = _env_int("JOB_MAX_RETRIES", 5)
         self.JOB_RETRY_BACKOFF_MAX = _env_float("JOB_RETRY_BACKOFF_MAX", 300)
         self.RETRY_AFTER_SECONDS = _env_int("RETRY_AFTER_SECONDS", 5)
+        # /readyz answers within this many seconds whatever its dependencies do.
+        self.READYZ_TIMEOUT = _env_float("READYZ_TIMEOUT", 1.5)
         self.IDEMPOTENCY_TTL_SECONDS = _env_int("IDEMPOTENCY_TTL_SECONDS", 24 * 3600)
 
         self.API_TITLE = "Tessera"
@@ -153,12 +155,26 @@ class Config:
 def _engine_options(url: str) -> dict:
     if url.startswith("sqlite"):
         return {"connect_args": {"timeout": 30, "check_same_thread": False}}
+    connect_args: dict = {
+        "connect_timeout": _env_int("DB_CONNECT_TIMEOUT", 3),
+        # A partition must surface as an error, not a hang: keepalives find a dead idle connection,
+        # tcp_user_timeout fails one whose sent data goes unacknowledged, and the server cancels
+        # a statement that runs too long.
+        "keepalives": 1,
+        "keepalives_idle": _env_int("DB_KEEPALIVES_IDLE", 10),
+        "keepalives_interval": _env_int("DB_KEEPALIVES_INTERVAL", 3),
+        "keepalives_count": _env_int("DB_KEEPALIVES_COUNT", 3),
+        "tcp_user_timeout": _env_int("DB_TCP_USER_TIMEOUT_MS", 10_000),
+    }
+    statement_timeout = _env_int("DB_STATEMENT_TIMEOUT_MS", 30_000)
+    if statement_timeout > 0:
+        connect_args["options"] = f"-c statement_timeout={statement_timeout}"
     return {
         "pool_pre_ping": True,
         "pool_size": _env_int("DB_POOL_SIZE", 5),
         "max_overflow": _env_int("DB_MAX_OVERFLOW", 10),
         "pool_timeout": _env_float("DB_POOL_TIMEOUT", 5),
-        "connect_args": {"connect_timeout": _env_int("DB_CONNECT_TIMEOUT", 3)},
+        "connect_args": connect_args,
     }
 
 
