@@ -111,6 +111,10 @@ class Config:
         self.TRUSTED_PROXIES = _env_int("TRUSTED_PROXIES", 0)
         self.BASE_URL = os.environ.get("BASE_URL", "http://127.0.0.1:5000").rstrip("/")
         self.LOG_LEVEL = os.environ.get("LOG_LEVEL", "INFO")
+        # Bearer token of /metrics scrapes; unset, only the loopback interface may scrape.
+        self.METRICS_TOKEN = os.environ.get("METRICS_TOKEN", "")
+        # Strict-Transport-Security max-age on https responses; 0 sends none.
+        self.HSTS_MAX_AGE = _env_int("HSTS_MAX_AGE", 365 * 24 * 3600)
 
         # Jobs: how long a queued job waits before the sweep re-publishes it, and how long a
         # running job may hold its lease before it is considered abandoned by a dead worker.
