@@ -5,7 +5,7 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
-from kombu import Queue
+from kombu import Exchange, Queue
 
 INSTANCE_DIR = Path(os.environ.get("TESSERA_INSTANCE_DIR", Path.cwd() / "instance")).resolve()
 # Seconds a Redis call (rate limits, social claims and budgets) may wait before it counts as down.
@@ -89,7 +89,10 @@ class Config:
             "task_default_queue": default_queue(),
             # The outbox sweep has a queue of its own so it never waits behind a backlog of jobs;
             # a worker started without `-Q` consumes both.
-            "task_queues": (Queue(default_queue()), Queue(sweep_queue())),
+            "task_queues": tuple(
+                Queue(name, Exchange(default_queue(), type="direct"), routing_key=name)
+                for name in (default_queue(), sweep_queue())
+            ),
             "task_routes": {"jobs.sweep_outbox": {"queue": sweep_queue()}},
         }
         self.RATELIMIT_STORAGE_URI = self.REDIS_URL or "memory://"
