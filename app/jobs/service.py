@@ -270,7 +270,8 @@ def sweep_outbox() -> int:
                 job.lease_expires_at = now + timedelta(seconds=current_app.config["JOB_LEASE_SECONDS"])
         pending = [(job.id, job.kind, job.request_id) for job in jobs]
     published = [job_id for job_id, kind, request_id in pending if publish_job(job_id, kind, request_id)]
-    refused = [job_id for job_id, _kind, _request_id in pending if job_id not in set(published)]
+    accepted = set(published)
+    refused = [job_id for job_id, _kind, _request_id in pending if job_id not in accepted]
     if pending:
         with transaction():
             if published:
