@@ -152,6 +152,14 @@ def _register_request_hooks(app: Flask) -> None:
         response.headers["X-Request-Id"] = g.get("request_id", "")
         return response
 
+    @app.after_request
+    def _strict_transport_security(response: Response) -> Response:
+        # `request.is_secure` trusts X-Forwarded-Proto only from the TRUSTED_PROXIES hops.
+        max_age = app.config["HSTS_MAX_AGE"]
+        if max_age > 0 and (request.is_secure or app.config["BASE_URL"].startswith("https://")):
+            response.headers.setdefault("Strict-Transport-Security", f"max-age={max_age}")
+        return response
+
 
 def _register_blueprints(app: Flask) -> None:
     from app.agents.routes import blp as agents_blp

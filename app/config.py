@@ -6,7 +6,7 @@ import os
 import sys
 from pathlib import Path
 
-from kombu import Queue
+from kombu import Exchange, Queue
 
 
 def _default_instance_dir() -> Path:
@@ -103,7 +103,10 @@ class Config:
             "task_default_queue": default_queue(),
             # The outbox sweep has a queue of its own so it never waits behind a backlog of jobs;
             # a worker started without `-Q` consumes both.
-            "task_queues": (Queue(default_queue()), Queue(sweep_queue())),
+            "task_queues": tuple(
+                Queue(name, Exchange(default_queue(), type="direct"), routing_key=name)
+                for name in (default_queue(), sweep_queue())
+            ),
             "task_routes": {"jobs.sweep_outbox": {"queue": sweep_queue()}},
         }
         self.RATELIMIT_STORAGE_URI = self.REDIS_URL or "memory://"
@@ -129,6 +132,10 @@ class Config:
         self.SESSION_COOKIE_SAMESITE = "Lax"
         self.SESSION_COOKIE_SECURE = self.BASE_URL.startswith("https://")
         self.LOG_LEVEL = os.environ.get("LOG_LEVEL", "INFO")
+        # Bearer token of /metrics scrapes; unset, only the loopback interface may scrape.
+        self.METRICS_TOKEN = os.environ.get("METRICS_TOKEN", "")
+        # Strict-Transport-Security max-age on https responses; 0 sends none.
+        self.HSTS_MAX_AGE = _env_int("HSTS_MAX_AGE", 365 * 24 * 3600)
 
         # Jobs: how long a queued job waits before the sweep re-publishes it, and how long a
         # running job may hold its lease before it is considered abandoned by a dead worker.
@@ -144,6 +151,8 @@ class Config:
         self.JOB_STALL_SECONDS = _env_float("JOB_STALL_SECONDS", 60)
         self.JOB_RETRY_BACKOFF_MAX = _env_float("JOB_RETRY_BACKOFF_MAX", 300)
         self.RETRY_AFTER_SECONDS = _env_int("RETRY_AFTER_SECONDS", 5)
+        # /readyz answers within this many seconds whatever its dependencies do.
+        self.READYZ_TIMEOUT = _env_float("READYZ_TIMEOUT", 1.5)
         self.IDEMPOTENCY_TTL_SECONDS = _env_int("IDEMPOTENCY_TTL_SECONDS", 24 * 3600)
 
         self.API_TITLE = "Tessera"
@@ -174,12 +183,26 @@ class Config:
 def _engine_options(url: str) -> dict:
     if url.startswith("sqlite"):
         return {"connect_args": {"timeout": 30, "check_same_thread": False}}
+    connect_args: dict = {
+        "connect_timeout": _env_int("DB_CONNECT_TIMEOUT", 3),
+        # A partition must surface as an error, not a hang: keepalives find a dead idle connection,
+        # tcp_user_timeout fails one whose sent data goes unacknowledged, and the server cancels
+        # a statement that runs too long.
+        "keepalives": 1,
+        "keepalives_idle": _env_int("DB_KEEPALIVES_IDLE", 10),
+        "keepalives_interval": _env_int("DB_KEEPALIVES_INTERVAL", 3),
+        "keepalives_count": _env_int("DB_KEEPALIVES_COUNT", 3),
+        "tcp_user_timeout": _env_int("DB_TCP_USER_TIMEOUT_MS", 10_000),
+    }
+    statement_timeout = _env_int("DB_STATEMENT_TIMEOUT_MS", 30_000)
+    if statement_timeout > 0:
+        connect_args["options"] = f"-c statement_timeout={statement_timeout}"
     return {
         "pool_pre_ping": True,
         "pool_size": _env_int("DB_POOL_SIZE", 5),
         "max_overflow": _env_int("DB_MAX_OVERFLOW", 10),
         "pool_timeout": _env_float("DB_POOL_TIMEOUT", 5),
-        "connect_args": {"connect_timeout": _env_int("DB_CONNECT_TIMEOUT", 3)},
+        "connect_args": connect_args,
     }
 
 

@@ -288,7 +288,8 @@ def sweep_outbox() -> int:
                 job.lease_expires_at = now + timedelta(seconds=current_app.config["JOB_LEASE_SECONDS"])
         pending = [(job.id, job.kind, job.request_id) for job in jobs]
     published = [job_id for job_id, kind, request_id in pending if publish_job(job_id, kind, request_id)]
-    refused = [job_id for job_id, _kind, _request_id in pending if job_id not in set(published)]
+    accepted = set(published)
+    refused = [job_id for job_id, _kind, _request_id in pending if job_id not in accepted]
     if pending:
         with transaction():
             if published:
@@ -312,11 +313,9 @@ def _take_sweep_lock() -> bool:
 
 def oldest_queued_job_age() -> float:
     """Seconds the oldest queued job has waited (0 when none waits). Ends its read transaction."""
-    oldest = as_utc(db.session.scalar(select(func.min(Job.created_at)).where(Job.state == QUEUED)))
+    age = oldest_queued_job_age_seconds()
     db.session.rollback()
-    if oldest is None:
-        return 0.0
-    return max(0.0, (utcnow() - oldest).total_seconds())
+    return age or 0.0
 
 
 def count_jobs_by_state() -> dict[str, int]:

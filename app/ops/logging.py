@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import logging
+import re
 import sys
 import uuid
 from contextvars import ContextVar
@@ -12,6 +13,34 @@ from datetime import UTC, datetime
 request_id_var: ContextVar[str | None] = ContextVar("request_id", default=None)
 
 _RESERVED = set(vars(logging.LogRecord("", 0, "", 0, "", (), None))) | {"message", "asctime"}
+
+
+_QUERY_IN_TEXT = re.compile(r"\?([^\s\"'#]+)")
+REDACTED = "REDACTED"
+
+
+def redact_query(query: str) -> str:
+    """`a=1&b=2` -> `a=REDACTED&b=REDACTED`: names stay for debugging, no value (codes, states, tokens)."""
+    parts = []
+    for pair in query.split("&"):
+        name, sep, value = pair.partition("=")
+        parts.append(f"{name}={REDACTED}" if sep and value else pair)
+    return "&".join(parts)
+
+
+def redact_urls(text: str) -> str:
+    """Every query string inside `text` (a request line, a URL, a log message) with its values redacted."""
+    return _QUERY_IN_TEXT.sub(lambda match: "?" + redact_query(match.group(1)), text)
+
+
+class QueryRedactingFilter(logging.Filter):
+    """Rewrites a record's message with query-string values redacted (request logs of servers)."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        message = record.getMessage()
+        if "?" in message:
+            record.msg, record.args = redact_urls(message), ()
+        return True
 
 
 def new_request_id() -> str:
@@ -54,3 +83,5 @@ def configure_logging(level: str = "INFO") -> None:
     root.handlers = [handler]
     root.setLevel(level)
     logging.getLogger("alembic.runtime.plugins").setLevel(logging.WARNING)
+    # The development server logs every request line, query string included.
+    logging.getLogger("werkzeug").addFilter(QueryRedactingFilter())

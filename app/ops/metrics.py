@@ -1,15 +1,19 @@
 """Prometheus metrics: request latency and status codes, job durations and queue depth.
 
 With `PROMETHEUS_MULTIPROC_DIR` set (gunicorn with several workers, Celery workers on the same
-host) the figures of every process are aggregated at scrape time.
+host) the figures of every process are aggregated at scrape time. Scrapes present
+`Authorization: Bearer <METRICS_TOKEN>`; without a token configured only the loopback interface
+(an agent on the host) may scrape.
 """
 
 from __future__ import annotations
 
+import hmac
+import ipaddress
 import os
 import time
 
-from flask import Flask, Response, g, request
+from flask import Flask, Response, current_app, g, request
 from prometheus_client import (
     CONTENT_TYPE_LATEST,
     CollectorRegistry,
@@ -81,6 +85,7 @@ def init_metrics(app: Flask) -> None:
 
     @app.get("/metrics")
     def metrics() -> Response:
+        _authorize_scrape()
         if os.environ.get("PROMETHEUS_MULTIPROC_DIR"):
             registry = CollectorRegistry()
             multiprocess.MultiProcessCollector(registry)
@@ -91,3 +96,21 @@ def init_metrics(app: Flask) -> None:
             body = generate_latest(REGISTRY)
         body += generate_latest(queue_registry)
         return Response(body, mimetype=CONTENT_TYPE_LATEST)
+
+
+def _authorize_scrape() -> None:
+    """Let the scrape through, or raise `Unauthorized` (wrong or missing token) / `Forbidden`."""
+    from app.errors import Forbidden, Unauthorized
+
+    token = current_app.config.get("METRICS_TOKEN") or ""
+    if token:
+        scheme, _, supplied = request.headers.get("Authorization", "").partition(" ")
+        if scheme.lower() != "bearer" or not hmac.compare_digest(supplied.strip().encode(), token.encode()):
+            raise Unauthorized("Metrics need the bearer token set as METRICS_TOKEN.", scheme="Bearer")
+        return
+    try:
+        loopback = ipaddress.ip_address(request.remote_addr or "").is_loopback
+    except ValueError:
+        loopback = False
+    if not loopback:
+        raise Forbidden("Metrics are served to the loopback interface only unless METRICS_TOKEN is set.")

@@ -88,8 +88,19 @@ def republish_abandoned(app, job_id: str) -> None:
         with transaction():
             job = db.session.get(Job, job_id)
             assert job.state == "running"
-            job.lease_expires_at = job.started_at
-        assert sweep_outbox() >= 1
+            job.lease_expires_at = started = job.started_at
+        # Workers sweep on their own timer too: whichever sweep comes first re-publishes the job
+        # (renewing its lease); one finding another sweep at work does nothing.
+        deadline = time.monotonic() + 30
+        while True:
+            sweep_outbox()
+            job = db.session.get(Job, job_id, populate_existing=True)
+            state, lease = job.state, job.lease_expires_at
+            db.session.rollback()
+            if state != "running" or lease != started:
+                return
+            assert time.monotonic() < deadline, "the abandoned job was never re-published"
+            time.sleep(0.2)
 
 
 def crash_during(app, real_worker, did: str, start_job) -> str:

@@ -7,6 +7,7 @@ tests cut or blackhole.
 from __future__ import annotations
 
 import os
+import time
 
 import pytest
 
@@ -71,3 +72,43 @@ def test_social_claims_and_budgets_fall_back_to_this_process_without_redis():
         assert budget.acquire("platform_x") > 0
     finally:
         conftest.REDIS_PROXY.restore()
+
+
+def test_readyz_answers_503_at_its_deadline_during_a_database_partition(app, client):
+    from concurrent.futures import ThreadPoolExecutor
+
+    # Ready first (a busy machine may need a few probes), so the partition is what the probe meets.
+    deadline = time.monotonic() + 30
+    while client.get("/readyz").status_code != 200:
+        assert time.monotonic() < deadline, "readyz not ready before the partition"
+        time.sleep(0.2)
+    pool = ThreadPoolExecutor(max_workers=1)
+    conftest.DB_PROXY.blackhole()
+    try:
+        first = pool.submit(client.get, "/readyz").result(timeout=30)  # a hang guard, not a timing
+        second = pool.submit(client.get, "/readyz").result(timeout=30)
+    finally:
+        conftest.DB_PROXY.restore()
+        pool.shutdown(wait=False)
+    for ready in (first, second):
+        assert ready.status_code == 503
+        assert ready.get_json()["checks"]["database"] == "timeout"
+        assert int(ready.headers["Retry-After"]) > 0
+    deadline = time.monotonic() + 30
+    while client.get("/readyz").status_code != 200:
+        assert time.monotonic() < deadline, "readyz did not recover after the partition"
+        time.sleep(0.2)
+
+
+def test_database_connections_carry_keepalives_a_tcp_user_timeout_and_a_statement_timeout(app):
+    from sqlalchemy import text
+
+    from app.extensions import db
+
+    with app.app_context(), db.engine.connect() as connection:
+        parameters = connection.connection.driver_connection.info.get_parameters()
+        statement_timeout = connection.execute(text("SHOW statement_timeout")).scalar()
+    assert parameters["keepalives"] == "1"
+    assert int(parameters["tcp_user_timeout"]) > 0
+    assert int(parameters["keepalives_idle"]) > 0
+    assert statement_timeout not in ("0", "0ms")

@@ -185,3 +185,21 @@ def test_workers_sweep_the_outbox_without_a_beat(app, client, master, real_worke
         real_worker.start()
     assert finished["state"] == "succeeded"
     assert count_runs(app, job_id) == 1
+
+
+def test_a_sweep_request_waits_on_the_sweep_queue_not_behind_the_jobs(app, real_worker):
+    from worker.jobs import request_sweep
+
+    client = redis.Redis.from_url(os.environ["DIRECT_REDIS_URL"])
+    sweep_queue = app.config["CELERY"]["task_routes"]["jobs.sweep_outbox"]["queue"]
+    assert sweep_queue != os.environ["CELERY_QUEUE"]
+    real_worker.stop()
+    try:
+        jobs_before, sweeps_before = waiting_deliveries(), client.llen(sweep_queue)
+        with app.app_context():
+            request_sweep(5.0)
+        assert waiting_deliveries() == jobs_before
+        assert client.llen(sweep_queue) == sweeps_before + 1
+    finally:
+        client.close()
+        real_worker.start()
