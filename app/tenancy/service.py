@@ -36,7 +36,7 @@ MAX_ACTIVE_TOKENS_PER_CLIENT = 100
 DEFAULT_CLIENT_SECRET_GRACE_SECONDS = 24 * 3600
 _SUB_CLIENT_MEMBERS = (
     "name", "address_1", "address_2", "country", "province", "city", "timezone", "domain", "subdomain",
-    "redirect_uris", "id_token_claims", "signing_alg",
+    "redirect_uris", "id_token_claims", "signing_alg", "logo_url", "accent_color",
 )  # fmt: skip
 SIGNING_ALGORITHMS = ("RS256", "ES256")
 DEFAULT_SIGNING_ALG = "RS256"
@@ -93,11 +93,18 @@ def create_master_client(
     redirect_uris: list[str] | None = None,
     id_token_claims: dict[str, str] | None = None,
     signing_alg: str = DEFAULT_SIGNING_ALG,
+    logo_url: str | None = None,
+    accent_color: str | None = None,
 ) -> tuple[Client, str]:
-    """Create a master client (a tree root) and its client secret. Flushes; returns (client, secret)."""
+    """Create a master client (a tree root) and its client secret. Flushes; returns (client, secret).
+
+    `logo_url` and `accent_color` must already be valid (see `validation`).
+    """
     secret = random_token(32)
     client = Client(
         name=name,
+        logo_url=logo_url,
+        accent_color=accent_color,
         parent_id=None,
         esp_token=new_esp_token(),
         redirect_uris=list(redirect_uris or []),
