@@ -85,12 +85,20 @@ class InsufficientScope(DomainError):
 
 
 class AuthorizationPageError(Exception):
-    """The authorization request cannot go on and must not redirect: shown as an HTML error page."""
+    """The authorization request cannot go on and must not redirect: shown as an HTML error page.
 
-    def __init__(self, message: str, status: int = 400) -> None:
+    `message` speaks to the person; `code` (an RFC 6749 style error code) and `detail` (which
+    parameter was wrong, and how) help the developer of the application.
+    """
+
+    def __init__(
+        self, message: str, status: int = 400, *, code: str = "invalid_request", detail: str | None = None
+    ) -> None:
         super().__init__(message)
         self.message = message
         self.status = status
+        self.code = code
+        self.detail = detail
 
 
 class AuthorizationRedirectError(Exception):

@@ -125,7 +125,7 @@ def _check_csrf(browser_token: str) -> None:
     if not browser_token or not hmac.compare_digest(submitted, csrf_token(browser_token)):
         raise AuthorizationPageError(
             "This form has expired or was not sent from our page. Go back to the application and start again.",
-            status=403,
+            status=403, code="invalid_csrf_token", detail="csrf_token is missing or does not match this browser.",
         )
 
 
@@ -212,14 +212,16 @@ def _redirect(location: str, *, code: int = 302, browser_token: str | None = Non
 @blp.errorhandler(AuthorizationPageError)
 def _error_page(error: AuthorizationPageError) -> Response:
     browser_token, new = _browser_token()
-    return _page("error.html", error.status, browser_token=browser_token, new_browser=new, message=error.message)
+    return _page("error.html", error.status, browser_token=browser_token, new_browser=new, message=error.message,
+                 error_code=error.code, error_detail=error.detail)
 
 
 @blp.errorhandler(RateLimitExceeded)
 def _rate_limited_page(error: RateLimitExceeded) -> Response:
     browser_token, new = _browser_token()
     response = _page("error.html", 429, browser_token=browser_token, new_browser=new,
-                     message="Too many sign-in attempts from your network. Wait a minute and try again.")
+                     message="Too many sign-in attempts from your network. Wait a minute and try again.",
+                     error_code="slow_down", error_detail="The sign-in rate limit of this network address was hit.")
     response.headers["Retry-After"] = error.get_response().headers.get("Retry-After", "60")
     return response
 
@@ -360,7 +362,8 @@ def privacy(client_id: str):
     browser_token, _ = _browser_token()
     client = get_relying_party(client_id)
     if client is None:
-        raise AuthorizationPageError("There is no such application.", status=404)
+        raise AuthorizationPageError("There is no such application.", status=404, code="not_found",
+                                     detail="No active client has this id.")
     return _page("privacy.html", browser_token=browser_token, client=client,
                  back_href=_back_target(request.args.get("back", "")))
 
