@@ -39,6 +39,12 @@ class UnsupportedBodyType(InvalidRequest):
     status = 415
 
 
+class BodyTooLarge(InvalidRequest):
+    """A token-side request whose body exceeds the size limit: RFC 6749 shape, HTTP 413."""
+
+    status = 413
+
+
 class InvalidClient(OAuthError):
     status, error = 401, "invalid_client"
 
