@@ -7,7 +7,7 @@ from http import HTTPStatus
 from typing import Any
 
 import marshmallow as _ma
-from flask import Flask, Response, current_app, json, request
+from flask import Flask, Response, current_app, json, render_template, request
 from sqlalchemy.exc import DataError, DBAPIError, IntegrityError, OperationalError
 from werkzeug.exceptions import HTTPException
 
@@ -158,7 +158,42 @@ def handle_http_exception(error: HTTPException) -> Response:
         headers["Retry-After"] = retry_after or str(current_app.config.get("RETRY_AFTER_SECONDS", 5))
     for name, value in (data.get("headers") or {}).items():
         headers[name] = value
+    if status in _HTML_PAGES and _prefers_html():
+        return _html_error_page(status, body["code"], headers)
     return problem_response(body, status, headers)
+
+
+_HTML_PAGES = {
+    404: "There is nothing at this address.",
+    405: "This address does not take that kind of request.",
+}
+_PAGE_HEADERS = {
+    "Content-Security-Policy": "default-src 'none'; style-src 'self'; img-src 'self'; frame-ancestors 'none'; "
+    "base-uri 'none'; form-action 'none'",
+    "X-Frame-Options": "DENY",
+    "X-Content-Type-Options": "nosniff",
+    "Referrer-Policy": "no-referrer",
+}
+
+
+def _prefers_html() -> bool:
+    """A browser (HTML preferred over JSON); on a tie or without Accept, API clients keep problem+json."""
+    offered = [PROBLEM_MIMETYPE, "application/json", "text/html"]
+    return request.accept_mimetypes.best_match(offered) == "text/html"
+
+
+def _html_error_page(status: int, code: str, headers: dict[str, str]) -> Response:
+    if status == 405:
+        detail = f"{request.method} is not allowed on {request.path}; allowed: {headers.get('Allow', 'none')}."
+    else:
+        detail = f"No page or endpoint answers {request.path}."
+    html = render_template(
+        "error_page.html", title=HTTPStatus(status).phrase, message=_HTML_PAGES[status], error_code=code,
+        error_detail=detail,
+    )
+    response = current_app.response_class(html, status=status, mimetype="text/html")
+    response.headers.update({**headers, **_PAGE_HEADERS})
+    return response
 
 
 def handle_domain_error(error: DomainError) -> Response:

@@ -50,7 +50,7 @@ blp = Blueprint(
 DID_JSON = "application/did+json"
 DID_RESOLUTION = "application/did-resolution"
 _PAGE_HEADERS = {
-    "Content-Security-Policy": "default-src 'none'; style-src 'self'; form-action 'self'; "
+    "Content-Security-Policy": "default-src 'none'; script-src 'self'; style-src 'self'; form-action 'self'; "
     "frame-ancestors 'none'; base-uri 'none'",
     "X-Frame-Options": "DENY",
     "X-Content-Type-Options": "nosniff",

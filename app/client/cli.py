@@ -591,6 +591,13 @@ def job_show(settings: Settings, job_id: str, wait: bool, timeout: float) -> Non
                 job = client.wait_for_job(job_id, progress=cb, timeout=timeout)
         else:
             job = client.get_job(job_id)
+        queue = client.queue_status() if job.get("state") == "queued" else None
+    if queue and queue.get("consuming") is False:
+        click.echo(
+            f"warning: no worker is taking jobs on the network: the oldest queued job has waited "
+            f"{queue.get('oldest_queued_job_age_seconds')} s",
+            err=True,
+        )
 
     def human() -> None:
         click.echo(f"Job:      {job.get('id')}\nKind:     {job.get('kind')}\nState:    {job.get('state')}")

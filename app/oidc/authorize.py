@@ -107,11 +107,17 @@ def validate_redirect_target(raw: Mapping[str, str]) -> tuple[Client, str]:
     """The client and redirect_uri, both trusted; AuthorizationPageError (never a redirect) otherwise."""
     client = get_relying_party(raw.get("client_id"))
     if client is None:
-        raise AuthorizationPageError("This application is not known to us, so we cannot sign you in to it.")
+        raise AuthorizationPageError(
+            "This application is not known to us, so we cannot sign you in to it.",
+            code="invalid_client",
+            detail="client_id is missing or names no active client.",
+        )
     redirect_uri = raw.get("redirect_uri") or ""
     if not redirect_uri or redirect_uri not in (client.redirect_uris or []):
         raise AuthorizationPageError(
-            "The application asked us to send you to an address it has not registered, so we stopped here."
+            "The application asked us to send you to an address it has not registered, so we stopped here.",
+            detail="redirect_uri is missing." if not redirect_uri else
+            "redirect_uri is not registered for this client (it must equal one registered URI exactly).",
         )
     return client, redirect_uri
 
@@ -124,7 +130,10 @@ def validate_authorization_request(
     `repeated` names parameters sent more than once, which RFC 6749 §3.1 forbids.
     """
     if repeated & {"client_id", "redirect_uri"}:
-        raise AuthorizationPageError("The application sent an ambiguous request, so we stopped here.")
+        raise AuthorizationPageError(
+            "The application sent an ambiguous request, so we stopped here.",
+            detail=f"{' and '.join(sorted(repeated & {'client_id', 'redirect_uri'}))} sent more than once.",
+        )
     client, redirect_uri = validate_redirect_target(raw)
     try:
         return _validated_parameters(raw, repeated, client, redirect_uri)
@@ -324,7 +333,8 @@ def start_authorization(params: AuthorizationParams, *, browser_token: str, sess
 def require_request(handle: str | None, browser_token: str | None) -> tuple[AuthorizationRequest, Client]:
     """The request in progress behind `handle` in this browser; an error page if gone or foreign."""
     expired = AuthorizationPageError(
-        "This sign-in page has expired. Go back to the application and start again.", status=400
+        "This sign-in page has expired. Go back to the application and start again.", status=400,
+        code="request_expired", detail="The request handle is unknown, expired, or was started in another browser.",
     )
     if not handle or not browser_token:
         raise expired
@@ -337,7 +347,9 @@ def require_request(handle: str | None, browser_token: str | None) -> tuple[Auth
         raise expired
     client = get_relying_party(str(request.client_id))
     if client is None:
-        raise AuthorizationPageError("This application is no longer available.")
+        raise AuthorizationPageError(
+            "This application is no longer available.", code="invalid_client", detail="The client was disabled."
+        )
     return request, client
 
 
@@ -478,7 +490,10 @@ def signed_in_for(request: AuthorizationRequest) -> bool:
 
 def require_signed_in(request: AuthorizationRequest) -> None:
     if request.user_id is None or request.auth_time is None:
-        raise AuthorizationPageError("Sign in first. Go back to the application and start again.")
+        raise AuthorizationPageError(
+            "Sign in first. Go back to the application and start again.", code="login_required",
+            detail="The consent page needs a signed-in browser.",
+        )
 
 
 def decide_consent(request: AuthorizationRequest, client: Client, decision: str,
@@ -495,7 +510,7 @@ def decide_consent(request: AuthorizationRequest, client: Client, decision: str,
         db.session.flush()
         return location
     if decision != "allow":
-        raise AuthorizationPageError("Choose allow or deny.")
+        raise AuthorizationPageError("Choose allow or deny.", detail="decision must be allow or deny.")
     fingerprint = None
     if APP_CLAIMS_SCOPE in request.scope.split():
         fingerprint = claims_fingerprint(client)
@@ -503,6 +518,7 @@ def decide_consent(request: AuthorizationRequest, client: Client, decision: str,
             raise AuthorizationPageError(
                 f"The information {client.name} asks for changed while you were deciding. "
                 "Go back, reload the page and review it again.", status=409,
+                code="consent_changed", detail="The client's claim mapping changed after the consent page was shown.",
             )
     consent = db.session.execute(
         select(Consent).where(Consent.user_id == request.user_id, Consent.client_id == client.id)

@@ -39,6 +39,12 @@ class UnsupportedBodyType(InvalidRequest):
     status = 415
 
 
+class BodyTooLarge(InvalidRequest):
+    """A token-side request whose body exceeds the size limit: RFC 6749 shape, HTTP 413."""
+
+    status = 413
+
+
 class InvalidClient(OAuthError):
     status, error = 401, "invalid_client"
 
@@ -89,12 +95,21 @@ class InsufficientScope(DomainError):
 
 
 class AuthorizationPageError(Exception):
-    """The authorization request cannot go on and must not redirect: shown as an HTML error page."""
+    """The authorization request cannot go on and must not redirect: shown as an HTML error page.
 
-    def __init__(self, message: str, status: int = 400, *, retry_after: int | None = None) -> None:
+    `message` speaks to the person; `code` (an RFC 6749 style error code) and `detail` (which
+    parameter was wrong, and how) help the developer of the application.
+    """
+
+    def __init__(
+        self, message: str, status: int = 400, *, code: str = "invalid_request", detail: str | None = None,
+        retry_after: int | None = None,
+    ) -> None:
         super().__init__(message)
         self.message = message
         self.status = status
+        self.code = code
+        self.detail = detail
         self.retry_after = retry_after
 
 

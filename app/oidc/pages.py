@@ -17,7 +17,7 @@ from werkzeug.routing import Rule
 
 from app.extensions import api, limiter
 from app.http import accepts
-from app.oidc import authorize
+from app.oidc import authorize, branding
 from app.oidc.authorize import LoginStep, Outcome
 from app.oidc.claims import APP_CLAIMS_SCOPE, SCOPE_CLAIMS
 from app.oidc.errors import AuthorizationPageError, AuthorizationRedirectError
@@ -136,7 +136,7 @@ def _check_csrf(browser_token: str) -> None:
     if not browser_token or not hmac.compare_digest(submitted, csrf_token(browser_token)):
         raise AuthorizationPageError(
             "This form has expired or was not sent from our page. Go back to the application and start again.",
-            status=403,
+            status=403, code="invalid_csrf_token", detail="csrf_token is missing or does not match this browser.",
         )
 
 
@@ -152,15 +152,17 @@ def _origin(url: str | None) -> str:
     return f"{parts.scheme}://{parts.netloc}" if parts.scheme and parts.netloc else ""
 
 
-def _secure(response: Response, *, client=None, redirect_uri: str | None = None) -> Response:
+def _secure(response: Response, *, client=None, redirect_uri: str | None = None, style: str | None = None) -> Response:
     """Security headers of every page; the form-action allows the client's redirect target, because
-    browsers apply form-action to the redirect that follows a form submission."""
+    browsers apply form-action to the redirect that follows a form submission. `style` is the one
+    inline stylesheet a page may carry (the client's branding), allowed by its hash."""
     recaptcha = bool(client is not None and client.recaptcha_enabled)
     script = "'self'" + (f" {_RECAPTCHA_ORIGINS}" if recaptcha else "")
     frame = _RECAPTCHA_ORIGINS if recaptcha else "'none'"
     form_action = " ".join(part for part in ("'self'", _origin(redirect_uri)) if part)
+    style_src = "'self'" + (f" '{branding.style_hash(style)}'" if style else "")
     response.headers["Content-Security-Policy"] = (
-        f"default-src 'none'; script-src {script}; style-src 'self'; img-src 'self' https: data:; "
+        f"default-src 'none'; script-src {script}; style-src {style_src}; img-src 'self' https: data:; "
         f"connect-src 'self'{' ' + _RECAPTCHA_ORIGINS if recaptcha else ''}; frame-src {frame}; "
         f"form-action {form_action}; frame-ancestors 'none'; base-uri 'none'"
     )
@@ -174,20 +176,38 @@ def _secure(response: Response, *, client=None, redirect_uri: str | None = None)
 
 def _page(template: str, status: int = 200, *, browser_token: str, client=None, redirect_uri=None,
           new_browser: bool = False, **context) -> Response:
+    style = branding.brand_style(client.accent_color) if client is not None else None
     html = render_template(
         f"oidc/{template}",
         client=client,
         privacy_link=privacy_link(client) if client is not None else None,
+        privacy_href=_privacy_href(client, context.get("handle")) if client is not None else None,
+        brand_style=style,
         csrf_token=csrf_token(browser_token),
         recaptcha_action=LOGIN_ACTION,
         recaptcha_script=current_app.config["RECAPTCHA_SCRIPT_URL"],
         **context,
     )
     response = _secure(Response(html, status=status, mimetype="text/html"), client=client,
-                       redirect_uri=redirect_uri)
+                       redirect_uri=redirect_uri, style=style)
     if new_browser:
         _set_cookie(response, BROWSER_COOKIE, browser_token, _BROWSER_COOKIE_AGE)
     return response
+
+
+def _privacy_href(client, handle: str | None) -> str:
+    """The client's privacy link; our own default page also learns the way back to this sign-in."""
+    link = privacy_link(client)
+    if handle and not client.privacy_link:
+        return f"{link}?{urlencode({'back': url_for('oidc_pages.login', request=handle)})}"
+    return link
+
+
+def _back_target(value: str) -> str | None:
+    """A way back from the privacy page: only a path of this service's sign-in pages, never elsewhere."""
+    if value.startswith("/v1/openidc/") and "//" not in value and "\\" not in value and value.isascii():
+        return value
+    return None
 
 
 def _redirect(location: str, *, code: int = 302, browser_token: str | None = None, new_browser: bool = False,
@@ -203,7 +223,8 @@ def _redirect(location: str, *, code: int = 302, browser_token: str | None = Non
 @blp.errorhandler(AuthorizationPageError)
 def _error_page(error: AuthorizationPageError) -> Response:
     browser_token, new = _browser_token()
-    response = _page("error.html", error.status, browser_token=browser_token, new_browser=new, message=error.message)
+    response = _page("error.html", error.status, browser_token=browser_token, new_browser=new, message=error.message,
+                     error_code=error.code, error_detail=error.detail)
     if error.retry_after is not None:
         response.headers["Retry-After"] = str(error.retry_after)
     return response
@@ -212,7 +233,8 @@ def _error_page(error: AuthorizationPageError) -> Response:
 @blp.errorhandler(RateLimitExceeded)
 def _rate_limited_page(error: RateLimitExceeded) -> Response:
     browser_token, new = _browser_token()
-    response = _page("error.html", 429, browser_token=browser_token, new_browser=new, message=_TOO_MANY_ATTEMPTS)
+    response = _page("error.html", 429, browser_token=browser_token, new_browser=new, message=_TOO_MANY_ATTEMPTS,
+                     error_code="slow_down", error_detail="The sign-in rate limit of this network address was hit.")
     response.headers["Retry-After"] = error.get_response().headers.get("Retry-After", "60")
     return response
 
@@ -377,8 +399,10 @@ def privacy(reference: str):
     client_id = client_id_of_privacy_reference(reference)
     client = get_relying_party(str(client_id)) if client_id is not None else None
     if client is None:
-        raise AuthorizationPageError("There is no such application.", status=404)
-    return _page("privacy.html", browser_token=browser_token, client=client)
+        raise AuthorizationPageError("There is no such application.", status=404, code="not_found",
+                                     detail="No active client has this id.")
+    return _page("privacy.html", browser_token=browser_token, client=client,
+                 back_href=_back_target(request.args.get("back", "")))
 
 
 @blp.route("/v1/openidc/logout", methods=["GET", "POST"])

@@ -12,6 +12,7 @@ from urllib.parse import unquote_plus, urlsplit
 from flask import Response, current_app, jsonify, request
 from flask_limiter.errors import RateLimitExceeded
 from flask_smorest import Blueprint
+from werkzeug.exceptions import RequestEntityTooLarge
 
 from app.db import commit as commit_unit_of_work
 from app.errors import NotFound, handle_domain_error, handle_http_exception
@@ -20,7 +21,7 @@ from app.http import UnsupportedMediaType, accepts, no_store, problem_doc
 from app.oidc import client_auth, keys, mail, service
 from app.oidc.auth import require_bearer_token
 from app.oidc.claims import SCOPE_CLAIMS, SUPPORTED_SCOPES
-from app.oidc.errors import InvalidRequest, OAuthError, UnsupportedBodyType
+from app.oidc.errors import BodyTooLarge, InvalidRequest, OAuthError, UnsupportedBodyType
 from app.oidc.schemas import (
     IntrospectionOut,
     JWKSetOut,
@@ -44,6 +45,7 @@ _OAUTH_ENDPOINTS = frozenset({"oidc.token", "oidc.revoke", "oidc.introspect"})
 _OAUTH_ERRORS = {
     str(status): {"description": description, "content": {JSON: {"schema": OAuthErrorOut}}}
     for status, description in ((400, "RFC 6749 error"), (401, "Client authentication failed"),
+                                (413, "Body over MAX_CONTENT_LENGTH (error invalid_request)"),
                                 (415, "Body neither JSON nor a form (error invalid_request)"),
                                 (429, "Too many requests"))
 }
@@ -79,6 +81,16 @@ def _handle_unsupported_media_type(error: UnsupportedMediaType) -> Response:
     if request.endpoint not in _OAUTH_ENDPOINTS:
         return handle_domain_error(error)
     return _oauth_response(UnsupportedBodyType(error.detail))
+
+
+@blp.errorhandler(RequestEntityTooLarge)
+def _handle_too_large(error: RequestEntityTooLarge) -> Response:
+    if request.endpoint not in _OAUTH_ENDPOINTS:
+        return handle_http_exception(error)
+    limit = current_app.config.get("MAX_CONTENT_LENGTH")
+    return _oauth_response(
+        BodyTooLarge(f"The request body is larger than the limit of {limit} bytes." if limit else "Body too large.")
+    )
 
 
 @blp.errorhandler(RateLimitExceeded)

@@ -50,17 +50,34 @@ def _check_redirect_uris(uris: tuple[str, ...]) -> None:
     show_default=True,
     help="JWS algorithm of this client's tokens.",
 )
+@click.option("--logo-url", help="https URL of the logo shown on the client's sign-in pages.")
+@click.option("--accent-color", help="Accent colour #rrggbb of the client's sign-in pages.")
 @click.option("--json", "as_json", is_flag=True, help="Print one JSON object.")
 def create_master(
-    name: str, redirect_uris: tuple[str, ...], claims: tuple[str, ...], signing_alg: str, as_json: bool
+    name: str,
+    redirect_uris: tuple[str, ...],
+    claims: tuple[str, ...],
+    signing_alg: str,
+    logo_url: str | None,
+    accent_color: str | None,
+    as_json: bool,
 ) -> None:
     """Create a master client; prints its client_id, client_secret and an API token once."""
     if not 1 <= len(name) <= 70:
         raise click.BadParameter("must be 1 to 70 characters", param_hint="--name")
     _check_redirect_uris(redirect_uris)
+    if logo_url is not None and (problem := validation.logo_url_problem(logo_url)):
+        raise click.BadParameter(problem, param_hint="--logo-url")
+    if accent_color is not None and (problem := validation.accent_color_problem(accent_color)):
+        raise click.BadParameter(problem, param_hint="--accent-color")
     with transaction():
         client, secret = service.create_master_client(
-            name, redirect_uris=list(redirect_uris), id_token_claims=_parse_claims(claims), signing_alg=signing_alg
+            name,
+            redirect_uris=list(redirect_uris),
+            id_token_claims=_parse_claims(claims),
+            signing_alg=signing_alg,
+            logo_url=logo_url,
+            accent_color=accent_color.lower() if accent_color else None,
         )
         issued = service.issue_api_token(client.id, name="created by operator")
         output = {"client_id": client.id, "client_secret": secret, "api_token": issued.plaintext}

@@ -77,3 +77,35 @@ class RedirectUri(ma.fields.String):
         if problem:
             raise ma.ValidationError(problem)
         return uri
+
+
+class LogoUrl(ma.fields.String):
+    """The https URL of a client's logo, shown on its hosted pages."""
+
+    def __init__(self, **kwargs: Any) -> None:
+        metadata = {"format": "uri", "maxLength": validation.MAX_LOGO_URL_LENGTH}
+        metadata.update(kwargs.pop("metadata", {}))
+        super().__init__(metadata=metadata, **kwargs)
+
+    def _deserialize(self, value: Any, attr: str | None, data: Any, **kwargs: Any) -> str:
+        url = super()._deserialize(value, attr, data, **kwargs)
+        problem = validation.logo_url_problem(url)
+        if problem:
+            raise ma.ValidationError(problem)
+        return url
+
+
+class AccentColor(ma.fields.String):
+    """A `#rrggbb` colour, stored lower case."""
+
+    def __init__(self, **kwargs: Any) -> None:
+        metadata = {"pattern": "^#[0-9a-fA-F]{6}$", "example": "#0b5fff"}
+        metadata.update(kwargs.pop("metadata", {}))
+        super().__init__(metadata=metadata, **kwargs)
+
+    def _deserialize(self, value: Any, attr: str | None, data: Any, **kwargs: Any) -> str:
+        color = super()._deserialize(value, attr, data, **kwargs)
+        problem = validation.accent_color_problem(color)
+        if problem:
+            raise ma.ValidationError(problem)
+        return color.lower()

@@ -40,6 +40,9 @@ class Client(Base):
     recaptcha_threshold: Mapped[float] = mapped_column(Float, default=0.5)
     recaptcha_enabled: Mapped[bool] = mapped_column(Boolean, default=False)
     privacy_link: Mapped[str | None] = mapped_column(String(2048), nullable=True)
+    # Branding of the hosted sign-in pages: an https logo and a #rrggbb accent colour.
+    logo_url: Mapped[str | None] = mapped_column(String(2048), nullable=True)
+    accent_color: Mapped[str | None] = mapped_column(String(7), nullable=True)
     redirect_uris: Mapped[list] = mapped_column(JSONType, default=list)
     id_token_claims: Mapped[dict] = mapped_column(JSONType, default=dict)
     signing_alg: Mapped[str] = mapped_column(String(8), default="RS256")

@@ -9,7 +9,7 @@ import marshmallow as ma
 
 from app.db import utcnow
 from app.tenancy import service, validation
-from app.tenancy.fields import DnsLabel, HostName, PlainText, RedirectUri, UtcTimestamp
+from app.tenancy.fields import AccentColor, DnsLabel, HostName, LogoUrl, PlainText, RedirectUri, UtcTimestamp
 from app.tenancy.service import SIGNING_ALGORITHMS
 from app.users.schemas import PROFILE_FIELDS
 
@@ -158,6 +158,14 @@ class SubClientFields(OpenIdClientFields):
     )
 
 
+    logo_url = LogoUrl(
+        allow_none=True, metadata={"description": "https URL of the logo shown on this client's sign-in pages."}
+    )
+    accent_color = AccentColor(
+        allow_none=True, metadata={"description": "Accent colour `#rrggbb` of this client's sign-in pages."}
+    )
+
+
 class SubClientCreateIn(SubClientFields):
     name = _text(70, "Display name, 1 to 70 characters.", required=True)
 
@@ -172,7 +180,9 @@ class SubClientUpdateIn(SubClientFields):
 
 
 _UNSET_EMPTY = "An empty string while not set (never `null`)."
-_UNSET_STRINGS = ("address_1", "address_2", "country", "province", "city", "domain", "subdomain")
+_UNSET_STRINGS = (
+    "address_1", "address_2", "country", "province", "city", "domain", "subdomain", "logo_url", "accent_color",
+)  # fmt: skip
 
 
 def _optional_text() -> ma.fields.String:
@@ -224,6 +234,8 @@ class SubClientOut(OpenIdClientOut):
     redirect_uris = ma.fields.List(ma.fields.String(), required=True)
     id_token_claims = ma.fields.Dict(keys=ma.fields.String(), values=ma.fields.String(), required=True)
     signing_alg = ma.fields.String(required=True, validate=ma.validate.OneOf(SIGNING_ALGORITHMS))
+    logo_url = _optional_text()
+    accent_color = _optional_text()
 
     @ma.post_dump
     def _no_nulls(self, data: dict, **_kwargs: Any) -> dict:

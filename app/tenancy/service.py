@@ -37,7 +37,7 @@ MAX_ACTIVE_TOKENS_PER_CLIENT = 100
 DEFAULT_CLIENT_SECRET_GRACE_SECONDS = 24 * 3600
 _SUB_CLIENT_MEMBERS = (
     "name", "address_1", "address_2", "country", "province", "city", "timezone", "domain", "subdomain",
-    "redirect_uris", "id_token_claims", "signing_alg",
+    "redirect_uris", "id_token_claims", "signing_alg", "logo_url", "accent_color",
     "token_endpoint_auth_method", "jwks", "jwks_uri", "client_credentials_scopes", "issue_refresh_tokens",
     "refresh_token_ttl", "refresh_token_idle_ttl", "require_pushed_authorization_requests",
     "backchannel_logout_uri",
@@ -99,11 +99,18 @@ def create_master_client(
     redirect_uris: list[str] | None = None,
     id_token_claims: dict[str, str] | None = None,
     signing_alg: str = DEFAULT_SIGNING_ALG,
+    logo_url: str | None = None,
+    accent_color: str | None = None,
 ) -> tuple[Client, str]:
-    """Create a master client (a tree root) and its client secret. Flushes; returns (client, secret)."""
+    """Create a master client (a tree root) and its client secret. Flushes; returns (client, secret).
+
+    `logo_url` and `accent_color` must already be valid (see `validation`).
+    """
     secret = random_token(32)
     client = Client(
         name=name,
+        logo_url=logo_url,
+        accent_color=accent_color,
         parent_id=None,
         esp_token=new_esp_token(),
         redirect_uris=list(redirect_uris or []),

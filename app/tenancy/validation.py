@@ -110,6 +110,32 @@ def redirect_uri_problem(uri: str) -> str | None:
     return None
 
 
+MAX_LOGO_URL_LENGTH = 2048
+_ACCENT_COLOR = re.compile(r"#[0-9a-fA-F]{6}")
+
+
+def logo_url_problem(url: str) -> str | None:
+    """Why `url` cannot be a client's logo on the hosted pages (they load images over https only)."""
+    if len(url) > MAX_LOGO_URL_LENGTH:
+        return f"Must be at most {MAX_LOGO_URL_LENGTH} characters."
+    if not url.isascii() or any(ch.isspace() for ch in url) or has_unstorable_characters(url):
+        return "Must be an ASCII URL without spaces or control characters."
+    try:
+        parts = urlsplit(url)
+    except ValueError:
+        return "Not a valid URL."
+    if parts.scheme != "https" or not parts.hostname:
+        return "Must be an absolute https URL."
+    if parts.username is not None or parts.password is not None:
+        return "Must not contain user information."
+    return None
+
+
+def accent_color_problem(color: str) -> str | None:
+    """Why `color` cannot be a client's accent colour, or None when it is `#rrggbb`."""
+    return None if _ACCENT_COLOR.fullmatch(color) else "Must be a colour written #rrggbb."
+
+
 def claim_name_problem(name: str) -> str | None:
     """Why `name` cannot be a custom id_token claim, or None when it can."""
     if not _CLAIM_NAME.fullmatch(name):

@@ -29,7 +29,7 @@ def runner(monkeypatch):
         ["host-card", "--file", "/nonexistent/card.json"],
         ["set-card"],
         ["did", "get"],
-        ["agent", "registry"],
+        ["agent", "registry", DID, "extra"],
         ["consent", "request", "--owner", DID],
         ["consent", "approve"],
         ["agent", "create-card", "--unknown-flag"],

@@ -168,6 +168,7 @@ def test_job_show_follows_a_queued_job(runner, live_server, claimed_key, unconsu
     result = runner.invoke(main, ["job", "show", unconsumed_job], env=env)
     assert result.exit_code == 0, result.output
     assert "State:    queued" in result.output
+    assert "warning: no worker is taking jobs" in result.stderr
     result = runner.invoke(main, ["job", "show", unconsumed_job, "--wait", "--timeout", "0.2"], env=env)
     assert result.exit_code == 1
     assert f"tessera job show {unconsumed_job} --wait" in result.output

@@ -52,3 +52,13 @@ def test_token_endpoint_415_is_an_oauth_error(client, path):
     assert body["error"] == "invalid_request"
     assert "application/x-www-form-urlencoded" in body["error_description"]
     assert answer.headers["Cache-Control"] == "no-store"
+
+
+def test_token_endpoint_413_is_an_oauth_error_stating_the_limit(app, client):
+    limit = app.config["MAX_CONTENT_LENGTH"]
+    answer = client.post(
+        "/v1/openidc/token", data="code=" + "x" * limit, headers={"Content-Type": "application/x-www-form-urlencoded"}
+    )
+    assert answer.status_code == 413
+    body = answer.get_json()
+    assert body["error"] == "invalid_request" and f"{limit} bytes" in body["error_description"]
