@@ -17,7 +17,7 @@ from werkzeug.routing import Rule
 
 from app.extensions import api, limiter
 from app.http import accepts
-from app.oidc import authorize
+from app.oidc import authorize, par
 from app.oidc.authorize import LoginStep, Outcome
 from app.oidc.claims import SCOPE_CLAIMS
 from app.oidc.errors import AuthorizationPageError, AuthorizationRedirectError
@@ -233,8 +233,11 @@ def authorization():
     browser_token, new_browser = _browser_token()
     values = request.args.to_dict()
     repeated = frozenset(name for name, given in request.args.lists() if len(given) > 1)
+    pushed = bool(values.get("request_uri"))
+    if pushed:
+        values, repeated = par.redeem_request(values), frozenset()
     try:
-        params = authorize.validate_authorization_request(values, repeated)
+        params = authorize.validate_authorization_request(values, repeated, pushed=pushed)
     except AuthorizationRedirectError as error:
         return _redirect(error.location)
     outcome = authorize.start_authorization(

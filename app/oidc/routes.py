@@ -17,7 +17,7 @@ from app.db import commit as commit_unit_of_work
 from app.errors import NotFound, handle_http_exception
 from app.extensions import limiter
 from app.http import accepts, no_store, problem_doc
-from app.oidc import client_auth, keys, mail, service
+from app.oidc import client_auth, keys, mail, par, service
 from app.oidc.auth import require_bearer_token
 from app.oidc.claims import SCOPE_CLAIMS, SUPPORTED_SCOPES
 from app.oidc.errors import InvalidRequest, OAuthError
@@ -27,6 +27,8 @@ from app.oidc.schemas import (
     OAuthErrorOut,
     OutboxArgs,
     OutboxOut,
+    PushedAuthorizationOut,
+    PushedAuthorizationRequest,
     TokenOut,
     TokenParameter,
     TokenRequest,
@@ -74,7 +76,7 @@ def _handle_oauth_error(error: OAuthError) -> Response:
 
 @blp.errorhandler(RateLimitExceeded)
 def _handle_rate_limited(error: RateLimitExceeded) -> Response:
-    if request.endpoint not in {"oidc.token", "oidc.revoke", "oidc.introspect"}:
+    if request.endpoint not in {"oidc.token", "oidc.revoke", "oidc.introspect", "oidc.pushed_authorization_request"}:
         return handle_http_exception(error)
     response = jsonify({"error": "slow_down", "error_description": "Too many requests; retry later."})
     response.status_code = 429
@@ -158,6 +160,23 @@ def token():
     return service.grant_token(values, _authenticator(values)).as_dict()
 
 
+@blp.route("/v1/openidc/par", methods=["POST"])
+@limiter.limit(_token_rate_limit, key_func=_client_rate_key)
+@accepts(FORM)
+@no_store
+@blp.doc(requestBody={"content": {FORM: {"schema": PushedAuthorizationRequest}}}, responses=_OAUTH_ERRORS)
+@blp.response(201, PushedAuthorizationOut)
+def pushed_authorization_request():
+    """RFC 9126: push an authorization request; the browser then goes to the authorization endpoint
+    with only `client_id` and the `request_uri` returned here (single use, short-lived).
+
+    The client authenticates as at the token endpoint; errors of the request itself answer the
+    code the authorization endpoint would have sent to the redirect_uri.
+    """
+    values = _parameters()
+    return par.push_request(_authenticated_client_for(values), values)
+
+
 @blp.route("/v1/openidc/user", methods=["GET", "POST"])
 @accepts(FORM)
 @no_store
@@ -232,6 +251,8 @@ def discovery():
         "jwks_uri": f"{base}/certs/jwks.json",
         "end_session_endpoint": f"{base}/v1/openidc/logout",
         "revocation_endpoint": f"{base}/v1/openidc/revoke",
+        "pushed_authorization_request_endpoint": f"{base}/v1/openidc/par",
+        "require_pushed_authorization_requests": False,
         "introspection_endpoint": f"{base}/v1/openidc/introspect",
         "scopes_supported": list(SUPPORTED_SCOPES),
         "response_types_supported": ["code"],
@@ -249,6 +270,8 @@ def discovery():
         "prompt_values_supported": ["none", "login", "consent", "select_account"],
         "claims_supported": claims,
         "claims_parameter_supported": False,
+        "backchannel_logout_supported": True,
+        "backchannel_logout_session_supported": True,
         "request_parameter_supported": False,
         "request_uri_parameter_supported": False,
         "authorization_response_iss_parameter_supported": True,
