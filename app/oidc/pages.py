@@ -73,6 +73,8 @@ def _document_browser_endpoints() -> None:
         query("login_hint", "E-mail address to prefill on the sign-in page."),
         query("code_challenge", "PKCE challenge (RFC 7636)."),
         query("code_challenge_method", "`S256` (the only method supported)."),
+        query("request_uri", "From `POST /v1/openidc/par` (single use): then only `client_id` is sent beside it and "
+                             "every other parameter comes from the pushed request."),
     ]
     authorize_responses = {
         "302": {"description": "To the sign-in or consent page, or back to `redirect_uri` with `code`, `state`"

@@ -167,11 +167,11 @@ def token():
 @blp.doc(requestBody={"content": {FORM: {"schema": PushedAuthorizationRequest}}}, responses=_OAUTH_ERRORS)
 @blp.response(201, PushedAuthorizationOut)
 def pushed_authorization_request():
-    """RFC 9126: push an authorization request; the browser then goes to the authorization endpoint
-    with only `client_id` and the `request_uri` returned here (single use, short-lived).
+    """Push an authorization request (RFC 9126) and get a single-use, short-lived `request_uri`.
 
-    The client authenticates as at the token endpoint; errors of the request itself answer the
-    code the authorization endpoint would have sent to the redirect_uri.
+    The browser then goes to the authorization endpoint with only `client_id` and that
+    `request_uri`. The client authenticates as at the token endpoint; errors of the request itself
+    answer the code the authorization endpoint would have sent to the redirect_uri.
     """
     values = _parameters()
     return par.push_request(_authenticated_client_for(values), values)

@@ -110,3 +110,27 @@ def test_discovery_names_the_par_endpoint(client):
     meta = client.get("/.well-known/openid-configuration").get_json()
     assert meta["pushed_authorization_request_endpoint"].endswith("/v1/openidc/par")
     assert meta["require_pushed_authorization_requests"] is False
+
+
+def test_openapi_documents_par_and_the_new_grants(client):
+    spec = client.get("/openapi.json").get_json()
+    par = spec["paths"]["/v1/openidc/par"]["post"]
+    assert set(par["responses"]) >= {"201", "400", "401", "429"}
+    assert "request_uri" in spec["components"]["schemas"]["PushedAuthorizationOut"]["required"]
+    authorize = {parameter["name"] for parameter in spec["paths"]["/v1/openidc/authorize"]["get"]["parameters"]}
+    assert "request_uri" in authorize
+    schemas = spec["components"]["schemas"]
+    assert schemas["TokenRequest"]["properties"]["grant_type"]["enum"] == [
+        "authorization_code", "refresh_token", "client_credentials"]
+    assert {"refresh_token", "client_assertion", "client_assertion_type", "scope"} <= set(
+        schemas["TokenRequest"]["properties"])
+    assert "refresh_token" in schemas["TokenOut"]["properties"]
+    assert "id_token" not in schemas["TokenOut"].get("required", [])
+    settings = {"token_endpoint_auth_method", "jwks", "jwks_uri", "client_credentials_scopes", "issue_refresh_tokens",
+                "refresh_token_ttl", "refresh_token_idle_ttl", "require_pushed_authorization_requests",
+                "backchannel_logout_uri"}
+    assert settings <= set(schemas["SubClientOut"]["properties"])
+    assert settings <= set(schemas["SubClientUpdateIn"]["properties"])
+    assert "secret_encrypted" not in schemas["SubClientOut"]["properties"]
+    assert schemas["SubClientUpdateIn"]["properties"]["token_endpoint_auth_method"]["enum"] == [
+        "client_secret_basic", "client_secret_post", "client_secret_jwt", "private_key_jwt", None]
