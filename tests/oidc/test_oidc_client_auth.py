@@ -191,3 +191,21 @@ def test_discovery_advertises_the_grants_and_methods(client):
         "client_secret_basic", "client_secret_post", "client_secret_jwt", "private_key_jwt"]
     assert "offline_access" in meta["scopes_supported"]
     assert "sid" in meta["claims_supported"]
+
+
+def test_an_oversized_jwks_document_is_refused(app, client, jwks_server, issuer):
+    port, served, hits = jwks_server
+    tenant = make_tenant(app, client, name="Huge keys")
+    key = ECKey.generate_key("P-256", private=True)
+    served.update({"keys": [{**key.as_dict(private=False), "kid": "k", "alg": "ES256"}], "pad": "x" * 300_000})
+    response = client.put(f"/v1/sub_client/{tenant.client_id}", headers=tenant.headers, json={
+        "token_endpoint_auth_method": "private_key_jwt", "jwks_uri": f"http://127.0.0.1:{port}/big.json",
+    })
+    assert response.status_code == 200
+    app.config["OIDC_OUTBOUND_ALLOW_HOSTS"] = f"127.0.0.1:{port}"
+    try:
+        refused = _with_assertion(client, _assertion(issuer, tenant.client_id, key, "ES256", kid="k"))
+    finally:
+        app.config["OIDC_OUTBOUND_ALLOW_HOSTS"] = ""
+    assert refused.status_code == 401 and "more than" in refused.get_json()["error_description"]
+    assert hits == ["/big.json"]
