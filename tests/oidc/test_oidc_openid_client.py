@@ -10,6 +10,8 @@ from __future__ import annotations
 import json
 import shutil
 import subprocess
+import threading
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 
 import pytest
@@ -36,6 +38,46 @@ def node_rp():
         return json.loads(completed.stdout)
 
     return run
+
+
+class _KeySetServer:
+    """A client's jwks_uri on loopback."""
+
+    def __init__(self, document: dict) -> None:
+        body = json.dumps(document).encode()
+
+        class Handler(BaseHTTPRequestHandler):
+            def do_GET(self) -> None:
+                self.send_response(200)
+                self.send_header("Content-Type", "application/json")
+                self.send_header("Content-Length", str(len(body)))
+                self.end_headers()
+                self.wfile.write(body)
+
+            def log_message(self, *args) -> None:
+                return
+
+        self.server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self.host = f"127.0.0.1:{self.server.server_port}"
+        threading.Thread(target=self.server.serve_forever, daemon=True).start()
+
+
+def test_openid_client_private_key_jwt_with_a_jwks_uri(app, client, live_server, callback_server, node_rp):
+    tenant, auth = _configured_tenant(app, client, callback_server.url + "/callback", "private_key_jwt")
+    jwks = client.get(f"/v1/sub_client/{tenant.client_id}", headers=tenant.headers).get_json()["data"]["jwks"]
+    keys = _KeySetServer(jwks)
+    response = client.put(f"/v1/sub_client/{tenant.client_id}", headers=tenant.headers,
+                          json={"jwks": None, "jwks_uri": f"http://{keys.host}/jwks.json"})
+    assert response.status_code == 200
+    live_server.app.config["OIDC_OUTBOUND_ALLOW_HOSTS"] = keys.host
+    try:
+        result = node_rp("client_credentials", {"issuer": live_server.url, "clientId": str(tenant.client_id),
+                                                "auth": auth, "scope": "reports:write"})
+    finally:
+        live_server.app.config["OIDC_OUTBOUND_ALLOW_HOSTS"] = ""
+        keys.server.shutdown()
+    assert result["ok"], result
+    assert result["scope"] == "reports:write" and result["introspected"]["active"] is True
 
 
 def _configured_tenant(app, client, redirect_uri: str, method: str, **settings) -> tuple[object, dict]:
