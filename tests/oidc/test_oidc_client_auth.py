@@ -209,3 +209,15 @@ def test_an_oversized_jwks_document_is_refused(app, client, jwks_server, issuer)
         app.config["OIDC_OUTBOUND_ALLOW_HOSTS"] = ""
     assert refused.status_code == 401 and "more than" in refused.get_json()["error_description"]
     assert hits == ["/big.json"]
+
+
+@pytest.mark.parametrize("alg", ["RS256", "PS256"])
+def test_private_key_jwt_with_an_rsa_key(client, tenant, configure, issuer, alg):
+    from joserfc.jwk import RSAKey
+
+    key = RSAKey.generate_key(2048, private=True)
+    public = {**key.as_dict(private=False), "kid": "rsa-1"}
+    configure(token_endpoint_auth_method="private_key_jwt", jwks={"keys": [public]},
+              client_credentials_scopes=["reports:read"])
+    response = _with_assertion(client, _assertion(issuer, tenant.client_id, key, alg, kid="rsa-1"))
+    assert response.status_code == 200, response.get_json()
