@@ -221,3 +221,31 @@ def test_private_key_jwt_with_an_rsa_key(client, tenant, configure, issuer, alg)
               client_credentials_scopes=["reports:read"])
     response = _with_assertion(client, _assertion(issuer, tenant.client_id, key, alg, kid="rsa-1"))
     assert response.status_code == 200, response.get_json()
+
+
+def test_concurrent_uses_of_one_assertion_exactly_one_wins(app, client, live_server):
+    import requests
+
+    tenant = make_tenant(app, client, name="Racing assertions")
+    response = client.put(f"/v1/sub_client/{tenant.client_id}", headers=tenant.headers, json={
+        "token_endpoint_auth_method": "client_secret_jwt", "client_credentials_scopes": ["a"]})
+    assert response.status_code == 200
+    assertion = _assertion(live_server.url, tenant.client_id, OctKey.import_key(tenant.client_secret.encode()),
+                           "HS256")
+    count = 8
+    barrier = threading.Barrier(count)
+    statuses: list[int] = []
+
+    def attempt() -> None:
+        barrier.wait()
+        answer = requests.post(live_server.url + "/v1/openidc/token", timeout=30, data={
+            "grant_type": "client_credentials", "client_assertion_type": ASSERTION_TYPE,
+            "client_assertion": assertion})
+        statuses.append(answer.status_code)
+
+    threads = [threading.Thread(target=attempt) for _ in range(count)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    assert sorted(statuses) == [200] + [401] * (count - 1)
