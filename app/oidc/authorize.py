@@ -123,11 +123,12 @@ def validate_redirect_target(raw: Mapping[str, str]) -> tuple[Client, str]:
 
 
 def validate_authorization_request(
-    raw: Mapping[str, str], repeated: frozenset[str] = frozenset()
+    raw: Mapping[str, str], repeated: frozenset[str] = frozenset(), *, pushed: bool = False
 ) -> AuthorizationParams:
     """Check every parameter; redirect-safe errors raise AuthorizationRedirectError (RFC 6749 §4.1.2.1).
 
-    `repeated` names parameters sent more than once, which RFC 6749 §3.1 forbids.
+    `repeated` names parameters sent more than once, which RFC 6749 §3.1 forbids. `pushed` says
+    the parameters came from a pushed request (PAR), which some clients require.
     """
     if repeated & {"client_id", "redirect_uri"}:
         raise AuthorizationPageError(
@@ -136,6 +137,8 @@ def validate_authorization_request(
         )
     client, redirect_uri = validate_redirect_target(raw)
     try:
+        if client.require_pushed_authorization_requests and not pushed:
+            raise AuthorizationRedirectError("invalid_request", "This client must use pushed authorization requests.")
         return _validated_parameters(raw, repeated, client, redirect_uri)
     except AuthorizationRedirectError as error:
         state = raw.get("state")
@@ -157,7 +160,7 @@ def _validated_parameters(raw: Mapping[str, str], repeated: frozenset[str], clie
     if raw.get("request"):
         raise AuthorizationRedirectError("request_not_supported", "Request objects are not supported.")
     if raw.get("request_uri"):
-        raise AuthorizationRedirectError("request_uri_not_supported", "request_uri is not supported.")
+        raise AuthorizationRedirectError("invalid_request", "request_uri is only accepted from /par.")
     if not raw.get("response_type"):
         raise AuthorizationRedirectError("invalid_request", "response_type is required.")
     if raw.get("response_type") != "code":

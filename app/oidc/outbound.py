@@ -69,14 +69,26 @@ def request(method: str, url: str, *, data: dict | None = None, timeout: float =
         for address in addresses:
             literal = f"[{address}]" if ":" in address else address
             try:
-                response = http.request(method, f"{scheme}://{literal}:{port}{path}", data=data, headers=headers,
-                                        extensions={"sni_hostname": host})
+                return _send(http, method, f"{scheme}://{literal}:{port}{path}", data=data, headers=headers,
+                             host=host, url=url)
             except (httpx.ConnectError, httpx.ConnectTimeout) as error:
                 last_error = error
-                continue
             except httpx.HTTPError as error:
                 raise OutboundRefused(f"{method} {url}: {error.__class__.__name__}", transient=True) from None
-            if len(response.content) > MAX_BYTES:
-                raise OutboundRefused(f"{url} answered more than {MAX_BYTES} bytes.")
-            return response
     raise OutboundRefused(f"Cannot connect to {url}: {last_error.__class__.__name__}", transient=True)
+
+
+def _send(http: httpx.Client, method: str, pinned_url: str, *, data: dict | None, headers: dict, host: str,
+          url: str) -> httpx.Response:
+    """One request to a checked address; the body is read in chunks and refused beyond MAX_BYTES."""
+    request = http.build_request(method, pinned_url, data=data, headers=headers, extensions={"sni_hostname": host})
+    response = http.send(request, stream=True)
+    try:
+        body = bytearray()
+        for chunk in response.iter_bytes():
+            body.extend(chunk)
+            if len(body) > MAX_BYTES:
+                raise OutboundRefused(f"{url} answered more than {MAX_BYTES} bytes.")
+    finally:
+        response.close()
+    return httpx.Response(response.status_code, headers=response.headers, content=bytes(body), request=request)

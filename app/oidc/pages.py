@@ -17,7 +17,7 @@ from werkzeug.routing import Rule
 
 from app.extensions import api, limiter
 from app.http import accepts
-from app.oidc import authorize, branding
+from app.oidc import authorize, branding, par
 from app.oidc.authorize import LoginStep, Outcome
 from app.oidc.claims import APP_CLAIMS_SCOPE, SCOPE_CLAIMS
 from app.oidc.errors import AuthorizationPageError, AuthorizationRedirectError
@@ -80,6 +80,8 @@ def _document_browser_endpoints() -> None:
         query("login_hint", "E-mail address to prefill on the sign-in page."),
         query("code_challenge", "PKCE challenge (RFC 7636)."),
         query("code_challenge_method", "`S256` (the only method supported)."),
+        query("request_uri", "From `POST /v1/openidc/par` (single use): then only `client_id` is sent beside it and "
+                             "every other parameter comes from the pushed request."),
     ]
     authorize_responses = {
         "302": {"description": "To the sign-in or consent page, or back to `redirect_uri` with `code`, `state`"
@@ -278,8 +280,11 @@ def authorization():
     browser_token, new_browser = _browser_token()
     values = request.args.to_dict()
     repeated = frozenset(name for name, given in request.args.lists() if len(given) > 1)
+    pushed = bool(values.get("request_uri"))
+    if pushed:
+        values, repeated = par.redeem_request(values), frozenset()
     try:
-        params = authorize.validate_authorization_request(values, repeated)
+        params = authorize.validate_authorization_request(values, repeated, pushed=pushed)
     except AuthorizationRedirectError as error:
         return _redirect(error.location)
     outcome = authorize.start_authorization(

@@ -119,6 +119,10 @@ def is_active(row: RefreshToken) -> bool:
 def revoke_family(family: str) -> list[tuple[str, datetime]]:
     """Revoke every member of the family; returns (jti, expiry) of its access tokens still alive."""
     now = utcnow()
+    # Lock the family's rows in one order first: concurrent reuses then queue instead of deadlocking.
+    db.session.execute(
+        select(RefreshToken.id).where(RefreshToken.family == family).order_by(RefreshToken.id).with_for_update()
+    ).all()
     db.session.execute(
         update(RefreshToken).where(RefreshToken.family == family, RefreshToken.revoked_at.is_(None))
         .values(revoked_at=now).execution_options(synchronize_session=False)

@@ -18,7 +18,7 @@ from app.db import commit as commit_unit_of_work
 from app.errors import NotFound, handle_domain_error, handle_http_exception
 from app.extensions import limiter
 from app.http import UnsupportedMediaType, accepts, no_store, problem_doc
-from app.oidc import client_auth, keys, mail, service
+from app.oidc import client_auth, keys, mail, par, service
 from app.oidc.auth import require_bearer_token
 from app.oidc.claims import SCOPE_CLAIMS, SUPPORTED_SCOPES
 from app.oidc.errors import BodyTooLarge, InvalidRequest, OAuthError, UnsupportedBodyType
@@ -28,6 +28,8 @@ from app.oidc.schemas import (
     OAuthErrorOut,
     OutboxArgs,
     OutboxOut,
+    PushedAuthorizationOut,
+    PushedAuthorizationRequest,
     TokenOut,
     TokenParameter,
     TokenRequest,
@@ -41,7 +43,7 @@ blp = Blueprint("oidc", __name__, description="OpenID Connect provider: tokens, 
 
 FORM = "application/x-www-form-urlencoded"
 JSON = "application/json"
-_OAUTH_ENDPOINTS = frozenset({"oidc.token", "oidc.revoke", "oidc.introspect"})
+_OAUTH_ENDPOINTS = frozenset({"oidc.token", "oidc.revoke", "oidc.introspect", "oidc.pushed_authorization_request"})
 _OAUTH_ERRORS = {
     str(status): {"description": description, "content": {JSON: {"schema": OAuthErrorOut}}}
     for status, description in ((400, "RFC 6749 error"), (401, "Client authentication failed"),
@@ -179,6 +181,23 @@ def token():
     return service.grant_token(values, _authenticator(values)).as_dict()
 
 
+@blp.route("/v1/openidc/par", methods=["POST"])
+@limiter.limit(_token_rate_limit, key_func=_client_rate_key)
+@accepts(FORM)
+@no_store
+@blp.doc(requestBody={"content": {FORM: {"schema": PushedAuthorizationRequest}}}, responses=_OAUTH_ERRORS)
+@blp.response(201, PushedAuthorizationOut)
+def pushed_authorization_request():
+    """Push an authorization request (RFC 9126) and get a single-use, short-lived `request_uri`.
+
+    The browser then goes to the authorization endpoint with only `client_id` and that
+    `request_uri`. The client authenticates as at the token endpoint; errors of the request itself
+    answer the code the authorization endpoint would have sent to the redirect_uri.
+    """
+    values = _parameters()
+    return par.push_request(_authenticated_client_for(values), values)
+
+
 @blp.route("/v1/openidc/user", methods=["GET", "POST"])
 @accepts(FORM)
 @no_store
@@ -254,6 +273,8 @@ def discovery():
         "jwks_uri": f"{base}/certs/jwks.json",
         "end_session_endpoint": f"{base}/v1/openidc/logout",
         "revocation_endpoint": f"{base}/v1/openidc/revoke",
+        "pushed_authorization_request_endpoint": f"{base}/v1/openidc/par",
+        "require_pushed_authorization_requests": False,
         "introspection_endpoint": f"{base}/v1/openidc/introspect",
         "scopes_supported": list(SUPPORTED_SCOPES),
         "response_types_supported": ["code"],
@@ -271,6 +292,8 @@ def discovery():
         "prompt_values_supported": ["none", "login", "consent", "select_account"],
         "claims_supported": claims,
         "claims_parameter_supported": False,
+        "backchannel_logout_supported": True,
+        "backchannel_logout_session_supported": True,
         "request_parameter_supported": False,
         "request_uri_parameter_supported": False,
         "authorization_response_iss_parameter_supported": True,

@@ -38,6 +38,33 @@ class TokenOut(ma.Schema):
     )
 
 
+class PushedAuthorizationRequest(ma.Schema):
+    class Meta:
+        unknown = ma.INCLUDE
+
+    response_type = ma.fields.String(required=True, metadata={"example": "code"})
+    client_id = ma.fields.String(metadata={"description": "The authenticated client (optional with Basic)."})
+    redirect_uri = ma.fields.String(required=True)
+    scope = ma.fields.String(required=True, metadata={"example": "openid profile offline_access"})
+    state = ma.fields.String()
+    nonce = ma.fields.String()
+    code_challenge = ma.fields.String()
+    code_challenge_method = ma.fields.String(metadata={"example": "S256"})
+    prompt = ma.fields.String()
+    max_age = ma.fields.Integer()
+    login_hint = ma.fields.String()
+    client_secret = ma.fields.String(metadata={"description": "client_secret_post."})
+    client_assertion_type = ma.fields.String()
+    client_assertion = ma.fields.String()
+
+
+class PushedAuthorizationOut(ma.Schema):
+    request_uri = ma.fields.String(
+        required=True, metadata={"example": "urn:ietf:params:oauth:request_uri:6esc_11ACC5bwc014ltc14eY22c"}
+    )
+    expires_in = ma.fields.Integer(required=True, metadata={"description": "Seconds the request_uri stays usable."})
+
+
 class OAuthErrorOut(ma.Schema):
     error = ma.fields.String(required=True, metadata={"example": "invalid_grant"})
     error_description = ma.fields.String()

@@ -1,5 +1,5 @@
-"""OpenID provider benchmarks: the full code exchange under 32 concurrent connections, and the cost
-of one RS256 versus one ES256 id_token signature.
+"""OpenID provider benchmarks: the code exchange, the refresh grant and the client_credentials grant
+under 32 concurrent connections, and the cost of one RS256 versus one ES256 id_token signature.
 
 The exchange runs against gunicorn (the Procfile's web process: `WEB_CONCURRENCY` workers x
 `WEB_THREADS` threads) over real HTTP, on the configured database; codes are issued beforehand, so
@@ -87,10 +87,16 @@ def _issue_codes(app, tenant, count: int) -> list[str]:
     return codes
 
 
-def _run(url: str, tenant, codes: list[str], concurrency: int) -> tuple[list[float], float, int]:
-    pending: queue.SimpleQueue[str] = queue.SimpleQueue()
-    for code in codes:
-        pending.put(code)
+def _code_bodies(tenant, codes: list[str]) -> list[dict]:
+    return [{"grant_type": "authorization_code", "code": code, "redirect_uri": tenant.redirect_uri,
+             "client_id": str(tenant.client_id), "client_secret": tenant.client_secret} for code in codes]
+
+
+def _run(url: str, bodies: list[dict], concurrency: int) -> tuple[list[float], float, int]:
+    """POST each body to the token endpoint over `concurrency` connections; (latencies, seconds, failures)."""
+    pending: queue.SimpleQueue[dict] = queue.SimpleQueue()
+    for body in bodies:
+        pending.put(body)
     latencies: list[float] = []
     failures = [0]
     lock = threading.Lock()
@@ -103,14 +109,11 @@ def _run(url: str, tenant, codes: list[str], concurrency: int) -> tuple[list[flo
         start.wait()
         while True:
             try:
-                code = pending.get_nowait()
+                body = pending.get_nowait()
             except queue.Empty:
                 break
             began = time.perf_counter()
-            response = session.post(url + "/v1/openidc/token", timeout=60, data={
-                "grant_type": "authorization_code", "code": code, "redirect_uri": tenant.redirect_uri,
-                "client_id": str(tenant.client_id), "client_secret": tenant.client_secret,
-            })
+            response = session.post(url + "/v1/openidc/token", timeout=60, data=body)
             mine.append(time.perf_counter() - began)
             bad += response.status_code != 200
         with lock:
@@ -136,16 +139,73 @@ def _percentile(values: list[float], fraction: float) -> float:
 def test_code_exchange_throughput(app, client, gunicorn_server, signing_alg):
     url, shape = gunicorn_server
     tenant = make_tenant(app, client, signing_alg=signing_alg)
-    _run(url, tenant, _issue_codes(app, tenant, WARMUP), CONCURRENCY)
-    latencies, elapsed, failures = _run(url, tenant, _issue_codes(app, tenant, EXCHANGES), CONCURRENCY)
+    _run(url, _code_bodies(tenant, _issue_codes(app, tenant, WARMUP)), CONCURRENCY)
+    latencies, elapsed, failures = _run(url, _code_bodies(tenant, _issue_codes(app, tenant, EXCHANGES)), CONCURRENCY)
+    _report(f"code exchange {signing_alg}", shape, latencies, elapsed, failures)
+    assert failures == 0
+
+
+def _report(what: str, shape: str, latencies: list[float], elapsed: float, failures: int) -> None:
     database = "postgresql" if conftest.USING_POSTGRES else "sqlite"
     print(
-        f"\n[oidc bench] code exchange {signing_alg} on {database}, gunicorn {shape}, {CONCURRENCY} connections: "
-        f"{len(latencies)} exchanges in {elapsed:.2f}s = {len(latencies) / elapsed:.0f} exchanges/s; "
+        f"\n[oidc bench] {what} on {database}, gunicorn {shape}, {CONCURRENCY} connections: "
+        f"{len(latencies)} grants in {elapsed:.2f}s = {len(latencies) / elapsed:.0f} grants/s; "
         f"p50 {statistics.median(latencies) * 1000:.1f} ms, p99 {_percentile(latencies, 0.99) * 1000:.1f} ms, "
         f"max {max(latencies) * 1000:.1f} ms; failures {failures} (load generator on the same {os.cpu_count()} CPUs, "
         f"load average {os.getloadavg()[0]:.1f})"
     )
+
+
+def _issue_refresh_tokens(app, tenant, count: int) -> list[str]:
+    """`count` fresh refresh tokens, each the head of its own family (as after a code exchange)."""
+    from app.db import transaction, utcnow
+    from app.extensions import db
+    from app.oidc import refresh
+    from app.tenancy.models import Client
+
+    now = utcnow()
+    with app.app_context(), transaction():
+        client = db.session.get(Client, tenant.client_id)
+        return [refresh.add_member(
+            client, user_id=tenant.user_id, scope="openid profile offline_access", auth_time=now, sid=None,
+            family=None, family_expires_at=None, access_token_jti=f"bench-{index}",
+            access_token_expires_at=now + timedelta(hours=1),
+        )[0] for index in range(count)]
+
+
+def _refresh_bodies(tenant, refresh_tokens: list[str]) -> list[dict]:
+    return [{"grant_type": "refresh_token", "refresh_token": token, "client_id": str(tenant.client_id),
+             "client_secret": tenant.client_secret} for token in refresh_tokens]
+
+
+@pytest.mark.parametrize("signing_alg", ["RS256", "ES256"])
+def test_refresh_grant_throughput(app, client, gunicorn_server, signing_alg):
+    """Each request rotates one refresh token: consume, store the next, sign access and id tokens."""
+    url, shape = gunicorn_server
+    tenant = make_tenant(app, client, signing_alg=signing_alg)
+    _run(url, _refresh_bodies(tenant, _issue_refresh_tokens(app, tenant, WARMUP)), CONCURRENCY)
+    bodies = _refresh_bodies(tenant, _issue_refresh_tokens(app, tenant, EXCHANGES))
+    latencies, elapsed, failures = _run(url, bodies, CONCURRENCY)
+    _report(f"refresh grant {signing_alg}", shape, latencies, elapsed, failures)
+    assert failures == 0
+
+
+@pytest.mark.parametrize("signing_alg", ["RS256", "ES256"])
+def test_client_credentials_grant_throughput(app, client, gunicorn_server, signing_alg):
+    """Each request authenticates the client (secret) and signs one access token; no database write."""
+    from app.db import transaction
+    from app.extensions import db
+    from app.tenancy.models import Client
+
+    url, shape = gunicorn_server
+    tenant = make_tenant(app, client, signing_alg=signing_alg)
+    with app.app_context(), transaction():
+        db.session.get(Client, tenant.client_id).client_credentials_scopes = ["reports:read"]
+    body = {"grant_type": "client_credentials", "scope": "reports:read", "client_id": str(tenant.client_id),
+            "client_secret": tenant.client_secret}
+    _run(url, [body] * WARMUP, CONCURRENCY)
+    latencies, elapsed, failures = _run(url, [body] * EXCHANGES, CONCURRENCY)
+    _report(f"client_credentials grant {signing_alg}", shape, latencies, elapsed, failures)
     assert failures == 0
 
 

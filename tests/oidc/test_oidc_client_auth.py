@@ -191,3 +191,61 @@ def test_discovery_advertises_the_grants_and_methods(client):
         "client_secret_basic", "client_secret_post", "client_secret_jwt", "private_key_jwt"]
     assert "offline_access" in meta["scopes_supported"]
     assert "sid" in meta["claims_supported"]
+
+
+def test_an_oversized_jwks_document_is_refused(app, client, jwks_server, issuer):
+    port, served, hits = jwks_server
+    tenant = make_tenant(app, client, name="Huge keys")
+    key = ECKey.generate_key("P-256", private=True)
+    served.update({"keys": [{**key.as_dict(private=False), "kid": "k", "alg": "ES256"}], "pad": "x" * 300_000})
+    response = client.put(f"/v1/sub_client/{tenant.client_id}", headers=tenant.headers, json={
+        "token_endpoint_auth_method": "private_key_jwt", "jwks_uri": f"http://127.0.0.1:{port}/big.json",
+    })
+    assert response.status_code == 200
+    app.config["OIDC_OUTBOUND_ALLOW_HOSTS"] = f"127.0.0.1:{port}"
+    try:
+        refused = _with_assertion(client, _assertion(issuer, tenant.client_id, key, "ES256", kid="k"))
+    finally:
+        app.config["OIDC_OUTBOUND_ALLOW_HOSTS"] = ""
+    assert refused.status_code == 401 and "more than" in refused.get_json()["error_description"]
+    assert hits == ["/big.json"]
+
+
+@pytest.mark.parametrize("alg", ["RS256", "PS256"])
+def test_private_key_jwt_with_an_rsa_key(client, tenant, configure, issuer, alg):
+    from joserfc.jwk import RSAKey
+
+    key = RSAKey.generate_key(2048, private=True)
+    public = {**key.as_dict(private=False), "kid": "rsa-1"}
+    configure(token_endpoint_auth_method="private_key_jwt", jwks={"keys": [public]},
+              client_credentials_scopes=["reports:read"])
+    response = _with_assertion(client, _assertion(issuer, tenant.client_id, key, alg, kid="rsa-1"))
+    assert response.status_code == 200, response.get_json()
+
+
+def test_concurrent_uses_of_one_assertion_exactly_one_wins(app, client, live_server):
+    import requests
+
+    tenant = make_tenant(app, client, name="Racing assertions")
+    response = client.put(f"/v1/sub_client/{tenant.client_id}", headers=tenant.headers, json={
+        "token_endpoint_auth_method": "client_secret_jwt", "client_credentials_scopes": ["a"]})
+    assert response.status_code == 200
+    assertion = _assertion(live_server.url, tenant.client_id, OctKey.import_key(tenant.client_secret.encode()),
+                           "HS256")
+    count = 8
+    barrier = threading.Barrier(count)
+    statuses: list[int] = []
+
+    def attempt() -> None:
+        barrier.wait()
+        answer = requests.post(live_server.url + "/v1/openidc/token", timeout=30, data={
+            "grant_type": "client_credentials", "client_assertion_type": ASSERTION_TYPE,
+            "client_assertion": assertion})
+        statuses.append(answer.status_code)
+
+    threads = [threading.Thread(target=attempt) for _ in range(count)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    assert sorted(statuses) == [200] + [401] * (count - 1)

@@ -213,3 +213,26 @@ def test_concurrent_refreshes_with_one_token_exactly_one_wins(app, client, live_
     else:
         # Without it, concurrent use is indistinguishable from theft: the family is revoked.
         assert follow_up.status_code == 400
+
+
+def test_purge_keeps_rotated_tokens_until_their_family_ends(app, client, tenant):
+    from worker.oidc import purge_expired
+
+    first = _tokens(client, tenant)
+    second = _refresh(client, tenant, first["refresh_token"]).get_json()
+    with app.app_context(), transaction():
+        db.session.execute(update(RefreshToken).where(RefreshToken.client_id == tenant.client_id)
+                           .values(expires_at=utcnow() - timedelta(seconds=1)))
+    purge_expired()
+    # Idle-expired but the family lives: the rotated token is still recognised as a reuse.
+    reuse = _refresh(client, tenant, first["refresh_token"])
+    assert "already used" in reuse.get_json()["error_description"]
+    with app.app_context(), transaction():
+        db.session.execute(update(RefreshToken).where(RefreshToken.client_id == tenant.client_id)
+                           .values(family_expires_at=utcnow() - timedelta(seconds=1)))
+    purge_expired()
+    with app.app_context():
+        remaining = db.session.query(RefreshToken).filter_by(client_id=tenant.client_id).count()
+        db.session.rollback()
+    assert remaining == 0
+    assert _refresh(client, tenant, second["refresh_token"]).status_code == 400

@@ -1,0 +1,95 @@
+// openid-client (v6) as a relying party of Tessera, driven step by step by
+// tests/oidc/test_oidc_openid_client.py: `node rp.mjs <step> '<json>'` prints one JSON object.
+// Steps: start (authorization URL, by PAR when asked), finish (code exchange, refresh rotation,
+// reuse refused, revocation), client_credentials (grant, introspection).
+import * as client from 'openid-client'
+
+async function clientAuth (auth) {
+  switch (auth.method) {
+    case 'client_secret_basic': return client.ClientSecretBasic(auth.secret)
+    case 'client_secret_post': return client.ClientSecretPost(auth.secret)
+    case 'client_secret_jwt': return client.ClientSecretJwt(auth.secret)
+    case 'private_key_jwt': {
+      const key = await crypto.subtle.importKey(
+        'jwk', auth.privateJwk, { name: 'ECDSA', namedCurve: 'P-256' }, false, ['sign'])
+      return client.PrivateKeyJwt({ key, kid: auth.privateJwk.kid })
+    }
+    default: throw new Error(`unknown method ${auth.method}`)
+  }
+}
+
+async function configuration (input) {
+  const metadata = { token_endpoint_auth_method: input.auth.method }
+  if (input.redirectUri) metadata.redirect_uris = [input.redirectUri]
+  return client.discovery(new URL(input.issuer), input.clientId, metadata, await clientAuth(input.auth), {
+    execute: [client.allowInsecureRequests]
+  })
+}
+
+function failure (error) {
+  return { name: error.name, code: error.code, error: error.error, status: error.status, message: error.message }
+}
+
+async function start (input) {
+  const config = await configuration(input)
+  const verifier = client.randomPKCECodeVerifier()
+  const parameters = {
+    redirect_uri: input.redirectUri,
+    scope: input.scope,
+    code_challenge: await client.calculatePKCECodeChallenge(verifier),
+    code_challenge_method: 'S256',
+    state: client.randomState(),
+    nonce: client.randomNonce()
+  }
+  const url = input.par
+    ? await client.buildAuthorizationUrlWithPAR(config, parameters)
+    : client.buildAuthorizationUrl(config, parameters)
+  return { url: url.href, verifier, state: parameters.state, nonce: parameters.nonce }
+}
+
+async function finish (input) {
+  const config = await configuration(input)
+  const tokens = await client.authorizationCodeGrant(config, new URL(input.callbackUrl), {
+    pkceCodeVerifier: input.verifier, expectedState: input.state, expectedNonce: input.nonce, idTokenExpected: true
+  })
+  const claims = tokens.claims()
+  const userinfo = await client.fetchUserInfo(config, tokens.access_token, claims.sub)
+  const result = { scope: tokens.scope, claims, userinfo, refreshToken: tokens.refresh_token }
+  if (tokens.refresh_token) {
+    const rotated = await client.refreshTokenGrant(config, tokens.refresh_token)
+    result.rotated = { refreshToken: rotated.refresh_token, claims: rotated.claims(), scope: rotated.scope }
+    const introspected = await client.tokenIntrospection(config, rotated.refresh_token)
+    result.introspected = introspected
+    try {
+      await client.refreshTokenGrant(config, tokens.refresh_token)
+      result.reuse = { accepted: true }
+    } catch (error) {
+      result.reuse = failure(error)
+    }
+    try {
+      await client.refreshTokenGrant(config, rotated.refresh_token)
+      result.afterReuse = { accepted: true }
+    } catch (error) {
+      result.afterReuse = failure(error)
+    }
+  }
+  return result
+}
+
+async function clientCredentials (input) {
+  const config = await configuration(input)
+  const tokens = await client.clientCredentialsGrant(config, input.scope ? { scope: input.scope } : {})
+  const introspected = await client.tokenIntrospection(config, tokens.access_token)
+  await client.tokenRevocation(config, tokens.access_token)
+  const afterRevocation = await client.tokenIntrospection(config, tokens.access_token)
+  return { scope: tokens.scope, tokenType: tokens.token_type, introspected, afterRevocation }
+}
+
+const steps = { start, finish, client_credentials: clientCredentials }
+const [step, raw] = process.argv.slice(2)
+try {
+  const output = await steps[step](JSON.parse(raw))
+  process.stdout.write(JSON.stringify({ ok: true, ...output }))
+} catch (error) {
+  process.stdout.write(JSON.stringify({ ok: false, ...failure(error), cause: error.cause && String(error.cause) }))
+}

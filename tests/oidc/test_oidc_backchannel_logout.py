@@ -1,0 +1,165 @@
+"""Back-channel logout: ending a session sends a signed logout token from a worker job to each client
+of the session that registered a backchannel_logout_uri, retrying transient failures."""
+
+from __future__ import annotations
+
+import base64
+import json
+import threading
+import time
+import warnings
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from urllib.parse import parse_qs
+
+import pytest
+
+from tests.conftest import USING_POSTGRES
+from tests.oidc.helpers import add_sub_client, exchange, sign_in
+
+with warnings.catch_warnings():
+    warnings.simplefilter("ignore")
+    from authlib.jose import JsonWebKey, jwt
+
+
+class Receiver:
+    """A relying party's back-channel logout endpoint on loopback; fails the first `failures` calls."""
+
+    def __init__(self) -> None:
+        self.tokens: list[str] = []
+        self.failures = 0
+        self.calls = 0
+        receiver = self
+
+        class Handler(BaseHTTPRequestHandler):
+            def do_POST(self) -> None:
+                length = int(self.headers.get("Content-Length", 0))
+                form = parse_qs(self.rfile.read(length).decode())
+                receiver.calls += 1
+                if receiver.calls <= receiver.failures:
+                    self.send_response(503)
+                else:
+                    receiver.tokens.append(form["logout_token"][0])
+                    self.send_response(200)
+                self.send_header("Content-Length", "0")
+                self.end_headers()
+
+            def log_message(self, *args) -> None:
+                return
+
+        self.server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self.host = f"127.0.0.1:{self.server.server_port}"
+        self.url = f"http://{self.host}/backchannel-logout"
+        threading.Thread(target=self.server.serve_forever, daemon=True).start()
+
+    def wait_for(self, count: int, timeout: float = 40.0) -> list[str]:
+        deadline = time.monotonic() + timeout
+        while len(self.tokens) < count and time.monotonic() < deadline:
+            time.sleep(0.05)
+        return self.tokens
+
+
+@pytest.fixture
+def receiver(app, real_worker):
+    receiver = Receiver()
+    app.config["OIDC_OUTBOUND_ALLOW_HOSTS"] = receiver.host
+    if USING_POSTGRES:
+        real_worker.stop()
+        real_worker.start(extra_env={"OIDC_OUTBOUND_ALLOW_HOSTS": receiver.host})
+    yield receiver
+    app.config["OIDC_OUTBOUND_ALLOW_HOSTS"] = ""
+    receiver.server.shutdown()
+    if USING_POSTGRES:
+        real_worker.stop()
+        real_worker.start()
+
+
+def _claims(token: str) -> dict:
+    payload = token.split(".")[1]
+    return json.loads(base64.urlsafe_b64decode(payload + "=" * (-len(payload) % 4)))
+
+
+def _verified(client, token: str) -> dict:
+    jwks = client.get("/certs/jwks.json").get_json()
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        return dict(jwt.decode(token, JsonWebKey.import_key_set(jwks)))
+
+
+def _register(client, tenant, uri: str) -> None:
+    response = client.put(f"/v1/sub_client/{tenant.client_id}", headers=tenant.headers,
+                          json={"backchannel_logout_uri": uri})
+    assert response.status_code == 200, response.get_json()
+
+
+def test_logout_tokens_reach_every_client_of_the_session(app, client, tenant, receiver):
+    _register(client, tenant, receiver.url)
+    second_id, second_secret = add_sub_client(client, tenant, redirect_uris=[tenant.redirect_uri])
+    response = client.put(f"/v1/sub_client/{second_id}", headers=tenant.headers,
+                          json={"backchannel_logout_uri": receiver.url + "?app=second"})
+    assert response.status_code == 200
+
+    id_token = exchange(client, tenant, sign_in(client, tenant)["code"]).get_json()["id_token"]
+    sid = _claims(id_token)["sid"]
+    second = type(tenant)(second_id, second_secret, tenant.api_token, tenant.redirect_uri, tenant.user_id,
+                          tenant.email, tenant.did)
+    second_token = exchange(client, second, sign_in(client, second)["code"]).get_json()["id_token"]
+    assert _claims(second_token)["sid"] == sid  # single sign-on: the same session
+
+    logout = client.get("/v1/openidc/logout", query_string={"id_token_hint": id_token})
+    assert logout.status_code in (200, 303)
+    tokens = receiver.wait_for(2)
+    assert len(tokens) == 2
+    audiences = set()
+    for token in tokens:
+        header = json.loads(base64.urlsafe_b64decode(token.split(".")[0] + "=="))
+        assert header["typ"] == "logout+jwt"
+        claims = _verified(client, token)
+        assert claims["sid"] == sid and claims["sub"] == str(tenant.user_id)
+        assert claims["iss"] == app.config["OIDC_ISSUER"]
+        assert claims["events"] == {"http://schemas.openid.net/event/backchannel-logout": {}}
+        assert "nonce" not in claims and claims["jti"]
+        audiences.add(claims["aud"])
+    assert audiences == {str(tenant.client_id), str(second_id)}
+
+
+def test_a_failing_logout_endpoint_is_retried(app, client, tenant, receiver):
+    receiver.failures = 2
+    _register(client, tenant, receiver.url)
+    id_token = exchange(client, tenant, sign_in(client, tenant)["code"]).get_json()["id_token"]
+    client.get("/v1/openidc/logout", query_string={"id_token_hint": id_token})
+    tokens = receiver.wait_for(1, timeout=60)
+    assert len(tokens) == 1 and receiver.calls == 3
+    assert _claims(tokens[0])["sid"] == _claims(id_token)["sid"]
+
+
+def _logout_jobs(app, client_id: int) -> list[str]:
+    from sqlalchemy import select
+
+    from app.extensions import db
+    from app.jobs.models import Job
+
+    with app.app_context():
+        jobs = db.session.execute(select(Job).where(Job.kind == "oidc.backchannel_logout")).scalars().all()
+        return [job.id for job in jobs if job.payload.get("client_id") == client_id]
+
+
+def test_a_client_without_backchannel_uri_gets_nothing(app, client, tenant, receiver):
+    id_token = exchange(client, tenant, sign_in(client, tenant)["code"]).get_json()["id_token"]
+    client.get("/v1/openidc/logout", query_string={"id_token_hint": id_token})
+    assert _logout_jobs(app, tenant.client_id) == []
+    assert receiver.calls == 0
+
+
+def test_a_non_public_logout_uri_is_refused_by_the_outbound_guard(app, client, tenant, wait_for_job):
+    """Without the allow-list, loopback is refused: the job fails without contacting it."""
+    receiver = Receiver()
+    try:
+        _register(client, tenant, receiver.url)
+        id_token = exchange(client, tenant, sign_in(client, tenant)["code"]).get_json()["id_token"]
+        client.get("/v1/openidc/logout", query_string={"id_token_hint": id_token})
+        (job_id,) = _logout_jobs(app, tenant.client_id)
+        job = wait_for_job(job_id)
+        assert job["state"] == "failed" and job["error"]["code"] == "backchannel_logout_refused"
+        assert receiver.calls == 0
+    finally:
+        receiver.server.shutdown()
