@@ -1,7 +1,7 @@
 """agents: credits held for accepted jobs until they finish
 
 Revision ID: agentharden_0001
-Revises: 7c2e5a91d4f3
+Revises: oidcparity_0001
 Create Date: 2026-11-25 07:00:00.000000
 
 """
@@ -10,7 +10,7 @@ import sqlalchemy as sa
 
 # revision identifiers, used by Alembic.
 revision = 'agentharden_0001'
-down_revision = '7c2e5a91d4f3'
+down_revision = 'oidcparity_0001'
 branch_labels = None
 depends_on = None
 

@@ -1,7 +1,7 @@
 """jobs: record successful publishes and back off re-publishing per job
 
 Revision ID: faults_0001
-Revises: 7c2e5a91d4f3
+Revises: faces_0001
 Create Date: 2026-11-25 06:50:00.000000
 
 """
@@ -10,7 +10,7 @@ import sqlalchemy as sa
 
 # revision identifiers, used by Alembic.
 revision = 'faults_0001'
-down_revision = '7c2e5a91d4f3'
+down_revision = 'faces_0001'
 branch_labels = None
 depends_on = None
 

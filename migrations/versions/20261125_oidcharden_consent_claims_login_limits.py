@@ -1,7 +1,7 @@
 """oidc: consented claim-mapping fingerprint, login-code send counters
 
 Revision ID: oidcharden_0001
-Revises: 7c2e5a91d4f3
+Revises: faults_0001
 Create Date: 2026-11-25 07:00:00
 
 """
@@ -10,7 +10,7 @@ import sqlalchemy as sa
 
 
 revision = 'oidcharden_0001'
-down_revision = '7c2e5a91d4f3'
+down_revision = 'faults_0001'
 branch_labels = None
 depends_on = None
 

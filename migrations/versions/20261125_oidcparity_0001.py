@@ -1,7 +1,7 @@
 """oidc parity: refresh tokens, client auth, PAR, back-channel logout
 
 Revision ID: oidcparity_0001
-Revises: 7c2e5a91d4f3
+Revises: oidcharden_0001
 Create Date: 2026-11-25 06:38:23.341052
 
 """
@@ -12,7 +12,7 @@ from sqlalchemy.dialects import postgresql
 
 # revision identifiers, used by Alembic.
 revision = 'oidcparity_0001'
-down_revision = '7c2e5a91d4f3'
+down_revision = 'oidcharden_0001'
 branch_labels = None
 depends_on = None
 

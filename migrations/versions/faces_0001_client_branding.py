@@ -1,7 +1,7 @@
 """tenancy: client branding (logo URL and accent colour of the hosted pages)
 
 Revision ID: faces_0001
-Revises: 7c2e5a91d4f3
+Revises: issuer_0001
 Create Date: 2026-11-25 07:00:00
 
 """
@@ -11,7 +11,7 @@ import sqlalchemy as sa
 
 # revision identifiers, used by Alembic.
 revision = 'faces_0001'
-down_revision = '7c2e5a91d4f3'
+down_revision = 'issuer_0001'
 branch_labels = None
 depends_on = None
 
