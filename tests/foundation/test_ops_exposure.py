@@ -105,12 +105,9 @@ def test_the_procfile_web_process_logs_no_query_values(app):
     assert not [secret for secret in SECRETS if secret in logged]
 
 
-def test_the_development_server_request_log_is_redacted():
+def test_the_development_server_request_log_is_redacted(app):
     import logging
 
-    from app.ops.logging import configure_logging
-
-    configure_logging("INFO")
     record = logging.LogRecord(
         "werkzeug", logging.INFO, __file__, 1, '%s - - [%s] "%s" %s %s',
         ("127.0.0.1", "now", f"GET /v1/openidc/authorize?state={SECRETS[1]}&code={SECRETS[0]} HTTP/1.1", "302", "-"),
