@@ -274,7 +274,10 @@ def verify_challenge(message_text: str, signature: str) -> IssuedSession:
         raise AuthenticationFailed("The challenge was already used; request a new one.")
     account = _lock_or_create_account(signer)
     if account.deactivated_at is not None:
-        raise AccountDeactivated("The DID of this key was deregistered; the key can no longer sign in.")
+        # The signature proved the key, so naming its own DID reveals nothing to anyone else.
+        raise AccountDeactivated(
+            "The DID of this key was deregistered; the key can no longer sign in.", did=account.did
+        )
     account = _bind_did(account, now)
     token = random_token(32)
     expires_at = now + _seconds("AGENT_SESSION_SECONDS", 3600)

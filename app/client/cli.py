@@ -317,9 +317,9 @@ def whoami(settings: Settings) -> None:
         settings,
         account,
         lambda: click.echo(
-            f"DID:     {account['did']}\nAddress: {account['address']}\n"
-            f"Kind:    {account['kind']}\nCredits: {account['balance']}\n"
-            f"Status:  {'deactivated (deregistered)' if account.get('deactivated') else 'active'}"
+            f"DID:     {account.get('did') or '(unknown)'}\nAddress: {account['address']}\n"
+            + (f"Kind:    {account['kind']}\nCredits: {account['balance']}\n" if "kind" in account else "")
+            + f"Status:  {'deactivated (deregistered)' if account.get('deactivated') else 'active'}"
         ),
     )
 

@@ -64,6 +64,14 @@ class AuthenticationFailed(TesseraError):
     """No agent key, a malformed key, or the network refused the signature or session (401)."""
 
 
+class AccountDeactivated(AuthenticationFailed):
+    """The key's DID was deregistered: it can no longer sign in. ``did`` names it."""
+
+    def __init__(self, message: str, did: str | None = None):
+        super().__init__(message)
+        self.did = did
+
+
 class ChallengeRefused(AuthenticationFailed):
     """The network's sign-in challenge is not one for this network, key and moment; nothing was signed."""
 
@@ -231,6 +239,8 @@ def _problem_of(response: httpx.Response) -> dict[str, Any]:
 
 def _raise_for_problem(status: int, problem: dict[str, Any]) -> None:
     code = problem.get("code")
+    if code == "account_deactivated":
+        raise AccountDeactivated(problem.get("detail") or "the account was deregistered", problem.get("did"))
     if status == 401 or code in ("authentication_failed", "unauthorized"):
         raise AuthenticationFailed(problem.get("detail") or problem.get("title") or "authentication failed")
     if status == 402 or code == "insufficient_credits":
@@ -396,8 +406,14 @@ class TesseraClient:
         return session
 
     def whoami(self) -> dict[str, Any]:
-        """Return the authenticated account: ``{did, address, kind, balance, created_at}``."""
-        return self._data("GET", "/api/account", authenticated=True)
+        """Return the authenticated account: ``{did, address, kind, balance, created_at}``.
+
+        A deregistered account cannot sign in any more; it is answered as ``{did, address, deactivated: True}``.
+        """
+        try:
+            return self._data("GET", "/api/account", authenticated=True)
+        except AccountDeactivated as refused:
+            return {"did": refused.did, "address": self.address, "deactivated": True}
 
     def credits(self) -> dict[str, Any]:
         """Return the balance and ledger entries of the authenticated account."""

@@ -38,6 +38,16 @@ def test_global_options_before_or_after_the_command(runner, args):
     assert "Traceback" not in result.output
 
 
+def _card(name: str) -> bytes:
+    """The smallest card the network hosts: an ERC-8004 registration file."""
+    return json.dumps({
+        "type": "https://eips.ethereum.org/EIPS/eip-8004#registration-v1",
+        "name": name,
+        "description": f"{name}, a test agent",
+        "services": [{"name": "A2A", "endpoint": "https://agent.example/a2a.json"}],
+    }).encode()
+
+
 def test_env_after_a_nested_command_is_accepted(runner):
     result = runner.invoke(main, ["did", "get", DID, "--env", "production"])
     assert result.exit_code == 2
@@ -82,7 +92,7 @@ def test_json_network_error_is_a_json_document(runner):
 
 def test_insufficient_credits_says_how_to_get_credits(runner, live_server, tmp_path):
     card = tmp_path / "card.json"
-    card.write_text('{"name": "x"}')
+    card.write_bytes(_card("x"))
     env = {"TESSERA_NETWORK_URL": live_server.url}
     key = generate_private_key()
     result = runner.invoke(main, ["host-card", "--file", str(card), "--api-key", key], env=env)
@@ -179,7 +189,7 @@ def test_job_show_follows_a_queued_job(runner, live_server, claimed_key, unconsu
 
 
 def test_job_show_of_a_finished_job(runner, live_server, claimed_key, agent_client):
-    job = agent_client.host_card(b'{"name": "x"}')
+    job = agent_client.host_card(_card("x"))
     env = {"TESSERA_NETWORK_URL": live_server.url, "TESSERA_API_KEY": claimed_key}
     result = runner.invoke(main, ["job", "show", job["id"], "--wait", "--json"], env=env)
     assert result.exit_code == 0, result.output
@@ -188,7 +198,7 @@ def test_job_show_of_a_finished_job(runner, live_server, claimed_key, agent_clie
 
 def test_registry_defaults_to_own_did_and_never_prints_none(runner, live_server, claimed_key, agent_client):
     env = {"TESSERA_NETWORK_URL": live_server.url, "TESSERA_API_KEY": claimed_key}
-    agent_client.host_card(b'{"name": "x"}')
+    agent_client.host_card(_card("x"))
     result = runner.invoke(main, ["agent", "registry", "--full", "--json"], env=env)
     assert result.exit_code == 0, result.output
     record = json.loads(result.stdout)
@@ -203,7 +213,7 @@ def test_registry_defaults_to_own_did_and_never_prints_none(runner, live_server,
 def test_whoami_shows_a_deactivated_account(runner, live_server, claimed_key, agent_client):
     env = {"TESSERA_NETWORK_URL": live_server.url, "TESSERA_API_KEY": claimed_key}
     assert "Status:  active" in runner.invoke(main, ["whoami"], env=env).output
-    agent_client.host_card(b'{"name": "x"}')
+    agent_client.host_card(_card("x"))
     agent_client.deregister_agent()
     result = runner.invoke(main, ["whoami"], env=env)
     assert result.exit_code == 0, result.output
@@ -212,7 +222,7 @@ def test_whoami_shows_a_deactivated_account(runner, live_server, claimed_key, ag
 
 def test_unpublished_own_card_is_not_advertised_in_the_did_document(live_server, agent_client):
     did = agent_client.did
-    agent_client.host_card(b'{"name": "x"}')
+    agent_client.host_card(_card("x"))
     own = f"{live_server.url}/api/agent-card/{did}"
     agent_client.set_card(own)
     with live_server.http() as http:
@@ -220,5 +230,5 @@ def test_unpublished_own_card_is_not_advertised_in_the_did_document(live_server,
         agent_client.card_unpublish()
         assert http.get(own).status_code == 404
         assert "service" not in http.get(f"/api/did/{did}").json()
-        agent_client.host_card(b'{"name": "y"}')
+        agent_client.host_card(_card("y"))
         assert http.get(f"/api/did/{did}").json()["service"][0]["serviceEndpoint"] == own

@@ -12,6 +12,7 @@ import pytest
 from app.db import transaction
 from app.extensions import db
 from app.tenancy.models import Client
+from app.tenancy.service import privacy_reference
 from tests.oidc.helpers import authorize_query, form_fields, latest_code, make_tenant, path_of
 
 LOGO = "https://brand.example/logo.png"
@@ -119,6 +120,8 @@ def test_privacy_page_leads_back_to_the_sign_in(app, client):
 @pytest.mark.parametrize("back", ["https://evil.example/", "//evil.example/x", "/v1/openidc/..//evil", "/admin"])
 def test_privacy_page_never_leads_elsewhere(app, client, back):
     tenant = make_tenant(app, client)
-    page = client.get(f"/privacy/{tenant.client_id}", query_string={"back": back}).get_data(as_text=True)
+    with app.app_context():
+        reference = privacy_reference(db.session.get(Client, tenant.client_id))
+    page = client.get(f"/privacy/{reference}", query_string={"back": back}).get_data(as_text=True)
     assert 'id="back-link"' not in page and "evil" not in page
     assert 'id="back-hint"' in page
