@@ -9,9 +9,8 @@ from collections.abc import Callable
 from concurrent.futures import Future, ThreadPoolExecutor
 from concurrent.futures import TimeoutError as FutureTimeout
 
-from flask import Blueprint, current_app, jsonify
+from flask import Blueprint, Flask, current_app, jsonify
 from sqlalchemy import text
-from sqlalchemy.engine import Engine
 
 from app.extensions import db
 from app.jobs.service import oldest_queued_job_age_seconds
@@ -38,41 +37,25 @@ def healthz():
 @blp.get("/readyz")
 def readyz():
     """The database and the broker are reachable; 503 with `Retry-After` otherwise, within `READYZ_TIMEOUT`."""
-    engine = db.engine
-    broker_url = current_app.config["CELERY"]["broker_url"]
-    deadline = time.monotonic() + float(current_app.config["READYZ_TIMEOUT"])
-    futures = {
-        "database": _probe("database", lambda: _check_database(engine)),
-        "broker": _probe(f"broker:{broker_url}", lambda: _check_broker(broker_url)),
-    }
-    checks = {name: _outcome(name, future, deadline) for name, future in futures.items()}
+    app = current_app._get_current_object()
+    broker_url = app.config["CELERY"]["broker_url"]
+    deadline = time.monotonic() + float(app.config["READYZ_TIMEOUT"])
+    database = _probe("database", lambda: _check_database(app))
+    broker = _probe(f"broker:{broker_url}", lambda: _check_broker(broker_url))
+    database_status, queue = _outcome("database", database, deadline, ("timeout", None))
+    checks = {"database": database_status, "broker": _outcome("broker", broker, deadline, "timeout")}
     ready = all(value == "ok" for value in checks.values())
     body: dict = {"status": "ok" if ready else "unavailable", "checks": checks}
-    if checks["database"] == "ok":
-        body["queue"] = _queue_state()
+    if queue is not None:
+        body["queue"] = queue
     response = jsonify(body)
     if not ready:
         response.status_code = 503
-        response.headers["Retry-After"] = str(current_app.config["RETRY_AFTER_SECONDS"])
+        response.headers["Retry-After"] = str(app.config["RETRY_AFTER_SECONDS"])
     return response
 
 
-def _queue_state() -> dict:
-    """Whether workers take jobs; it does not change readiness (web processes serve without them)."""
-    try:
-        age = oldest_queued_job_age_seconds()
-    finally:
-        db.session.rollback()
-    consuming = age is None or age < float(current_app.config["JOB_STALL_SECONDS"])
-    state: dict = {"oldest_queued_job_age_seconds": None if age is None else round(age, 1), "consuming": consuming}
-    if not consuming:
-        state["detail"] = (
-            f"no worker has taken a queued job for {age:.0f} s; is a worker running (celery -A worker worker)?"
-        )
-    return state
-
-
-def _probe(key: str, check: Callable[[], str]) -> Future:
+def _probe(key: str, check: Callable[[], object]) -> Future:
     global _executor
     with _probe_lock:
         future = _probes.get(key)
@@ -83,22 +66,40 @@ def _probe(key: str, check: Callable[[], str]) -> Future:
         return future
 
 
-def _outcome(name: str, future: Future, deadline: float) -> str:
+def _outcome(name: str, future: Future, deadline: float, late):
     try:
         return future.result(timeout=max(0.0, deadline - time.monotonic()))
     except FutureTimeout:
         log.warning("readiness: %s did not answer in time", name)
-        return "timeout"
+        return late
 
 
-def _check_database(engine: Engine) -> str:
-    try:
-        with engine.connect() as connection:
-            connection.execute(text("SELECT 1"))
-        return "ok"
-    except Exception as exc:
-        log.warning("readiness: database unreachable: %s", exc.__class__.__name__)
-        return "unreachable"
+def _check_database(app: Flask) -> tuple[str, dict | None]:
+    """("ok", the queue's state) when the database answers; ("unreachable", None) otherwise."""
+    with app.app_context():
+        try:
+            db.session.execute(text("SELECT 1"))
+            return "ok", _queue_state(app)
+        except Exception as exc:
+            log.warning("readiness: database unreachable: %s", exc.__class__.__name__)
+            return "unreachable", None
+        finally:
+            try:
+                db.session.rollback()
+            except Exception:  # the connection is already gone
+                log.debug("rollback failed", exc_info=True)
+
+
+def _queue_state(app: Flask) -> dict:
+    """Whether workers take jobs; it does not change readiness (web processes serve without them)."""
+    age = oldest_queued_job_age_seconds()
+    consuming = age is None or age < float(app.config["JOB_STALL_SECONDS"])
+    state: dict = {"oldest_queued_job_age_seconds": None if age is None else round(age, 1), "consuming": consuming}
+    if not consuming:
+        state["detail"] = (
+            f"no worker has taken a queued job for {age:.0f} s; is a worker running (celery -A worker worker)?"
+        )
+    return state
 
 
 def _check_broker(url: str) -> str:
