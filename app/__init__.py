@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import importlib
+import logging
 import pkgutil
 import re
 from pathlib import Path
@@ -12,7 +13,7 @@ from flask import Flask, Response, g, has_app_context, has_request_context, requ
 from sqlalchemy import event
 from sqlalchemy.exc import DataError, IntegrityError, OperationalError
 
-from app.config import INSTANCE_DIR, Config
+from app.config import INSTANCE_DIR, Config, check_startup_safety
 from app.http import BoundedArgumentsParser, BoundedJSONProvider
 from app.ops.logging import configure_logging, new_request_id, request_id_var
 
@@ -41,6 +42,11 @@ def create_app(config: dict | None = None) -> Flask:
     _register_blueprints(app)
     _register_tasks(app)
     _register_commands(app)
+    check_startup_safety(app.config)
+    if app.config.get("DEV_OUTBOX"):
+        logging.getLogger(__name__).warning(
+            "DEV_OUTBOX=1: login codes are readable by anyone at /dev/outbox; never enable it in production."
+        )
     return app
 
 

@@ -2,9 +2,13 @@
 
 from __future__ import annotations
 
+import ipaddress
 import os
 import sys
+from collections.abc import Mapping
 from pathlib import Path
+from typing import Any
+from urllib.parse import urlsplit
 
 from kombu import Exchange, Queue
 
@@ -78,13 +82,18 @@ class Config:
     """Production-shaped defaults; every value can be overridden by `create_app(config=...)`."""
 
     def __init__(self) -> None:
-        self.SECRET_KEY = os.environ.get("SECRET_KEY") or _development_secret("secret_key")
+        self.SQLALCHEMY_DATABASE_URI = database_url()
+        # Only the embedded default (SQLite) makes its own secrets; on a shared database every host
+        # must be given the same ones (`check_startup_safety` refuses to start without them).
+        embedded = self.SQLALCHEMY_DATABASE_URI.startswith("sqlite")
+        self.SECRET_KEY = _secret("SECRET_KEY", "secret_key", embedded)
         # Key material for hashing secrets and encrypting data at rest. Comma-separated list:
         # the first key encrypts, every key decrypts, so keys can be rotated.
-        self.ENCRYPTION_KEYS = os.environ.get("ENCRYPTION_KEYS") or _development_secret("encryption_key")
-        self.SECRET_HASH_KEY = os.environ.get("SECRET_HASH_KEY") or _development_secret("secret_hash_key")
-
-        self.SQLALCHEMY_DATABASE_URI = database_url()
+        self.ENCRYPTION_KEYS = _secret("ENCRYPTION_KEYS", "encryption_key", embedded)
+        self.SECRET_HASH_KEY = _secret("SECRET_HASH_KEY", "secret_hash_key", embedded)
+        # The testnet claim page and its credit grants exist only on a testnet: the embedded default
+        # is one, a deployment on its own database is not unless it says so.
+        self.AGENT_NETWORK = os.environ.get("AGENT_NETWORK") or ("testnet" if embedded else "production")
         self.SQLALCHEMY_ENGINE_OPTIONS = _engine_options(self.SQLALCHEMY_DATABASE_URI)
         self.REDIS_URL = os.environ.get("REDIS_URL", "")
         self.CELERY = {
@@ -126,7 +135,8 @@ class Config:
         # Number of reverse proxies in front of the service whose X-Forwarded-* headers are trusted
         # (client addresses for rate limits, scheme and host for generated URLs).
         self.TRUSTED_PROXIES = _env_int("TRUSTED_PROXIES", 0)
-        self.BASE_URL = os.environ.get("BASE_URL", "http://127.0.0.1:5000").rstrip("/")
+        port = os.environ.get("PORT") or "5000"
+        self.BASE_URL = (os.environ.get("BASE_URL") or f"http://127.0.0.1:{port}").rstrip("/")
         # Flask's session cookie carries the claim form's token: never sent by cross-site posts.
         self.SESSION_COOKIE_HTTPONLY = True
         self.SESSION_COOKIE_SAMESITE = "Lax"
@@ -215,6 +225,52 @@ def _broker_transport_options(url: str) -> dict:
         "socket_timeout": 5,
         "max_retries": 0,
     }
+
+
+class UnsafeConfiguration(SystemExit):
+    """Start-up refused because the settings would be unsafe; exits non-zero, printing the reason."""
+
+    def __init__(self, reason: str) -> None:
+        super().__init__(f"Tessera refuses to start: {reason}")
+        self.reason = reason
+
+
+SHARED_SECRETS = ("SECRET_KEY", "ENCRYPTION_KEYS", "SECRET_HASH_KEY")
+_LOOPBACK_HOSTS = {"localhost", "127.0.0.1", "::1"}
+
+
+def is_loopback_http(url: str) -> bool:
+    """True for an http:// address on this machine only (localhost, 127.0.0.0/8, ::1)."""
+    parts = urlsplit(url)
+    host = (parts.hostname or "").lower()
+    if parts.scheme != "http":
+        return False
+    if host in _LOOPBACK_HOSTS:
+        return True
+    try:
+        return ipaddress.ip_address(host).is_loopback
+    except ValueError:
+        return False
+
+
+def check_startup_safety(config: Mapping[str, Any]) -> None:
+    """Refuse settings that are dangerous outside a development machine; raises `UnsafeConfiguration`."""
+    if config["SQLALCHEMY_DATABASE_URI"].startswith("postgresql"):
+        missing = [name for name in SHARED_SECRETS if not config.get(name)]
+        if missing:
+            raise UnsafeConfiguration(
+                f"{', '.join(missing)} must be set when DATABASE_URL is PostgreSQL: every host of the "
+                "deployment must share them, and generated ones would differ from host to host."
+            )
+    if config.get("DEV_OUTBOX") and not is_loopback_http(config["BASE_URL"]):
+        raise UnsafeConfiguration(
+            f"DEV_OUTBOX=1 shows every login code at /dev/outbox; it is allowed only when BASE_URL is a "
+            f"loopback http address (BASE_URL is {config['BASE_URL']})."
+        )
+
+
+def _secret(variable: str, file_name: str, embedded: bool) -> str:
+    return os.environ.get(variable) or (_development_secret(file_name) if embedded else "")
 
 
 def _development_secret(name: str) -> str:

@@ -52,11 +52,17 @@ def _drop_postgres_database(test_url: str) -> None:
 
 os.environ["TESSERA_INSTANCE_DIR"] = str(TMP_DIR / "instance")
 os.environ.setdefault("DEV_OUTBOX", "1")
+# The claim page and its credit grants are tested here; only the embedded default is a testnet by itself.
+os.environ.setdefault("AGENT_NETWORK", "testnet")
 os.environ.setdefault("LOG_LEVEL", "WARNING")
 os.environ["CELERY_QUEUE"] = f"tessera-test-{RUN_ID}"
 DB_PROXY = REDIS_PROXY = None
 if USING_POSTGRES:
     from sqlalchemy.engine import make_url
+
+    # On PostgreSQL the service refuses to make up its secrets; the run (and its worker) shares these.
+    for _name in ("SECRET_KEY", "ENCRYPTION_KEYS", "SECRET_HASH_KEY"):
+        os.environ.setdefault(_name, f"test-{_name.lower()}-{RUN_ID}")
 
     from tests.support.netproxy import TcpProxy
 

@@ -123,8 +123,11 @@ def network_url() -> str:
 
 
 def is_testnet() -> bool:
-    """Whether this deployment is a testnet (``AGENT_NETWORK``: ``testnet`` or ``production``)."""
-    return setting("AGENT_NETWORK", "testnet") == "testnet"
+    """Whether this deployment is a testnet (``AGENT_NETWORK``: ``testnet`` or ``production``).
+
+    Only an explicit ``testnet`` is one; the embedded default sets it (see ``app.config``).
+    """
+    return setting("AGENT_NETWORK", "production") == "testnet"
 
 
 def prices() -> dict[str, int]:

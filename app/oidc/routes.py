@@ -15,7 +15,7 @@ from flask_smorest import Blueprint
 from werkzeug.exceptions import RequestEntityTooLarge
 
 from app.db import commit as commit_unit_of_work
-from app.errors import NotFound, handle_domain_error, handle_http_exception
+from app.errors import BadRequest, NotFound, handle_domain_error, handle_http_exception
 from app.extensions import limiter
 from app.http import UnsupportedMediaType, accepts, no_store, problem_doc
 from app.oidc import client_auth, keys, mail, par, service
@@ -305,9 +305,11 @@ def discovery():
 @blp.route("/dev/outbox", methods=["GET"])
 @blp.arguments(OutboxArgs, location="query")
 @blp.response(200, OutboxOut)
-@problem_doc(404)
+@problem_doc(400, 404)
 def dev_outbox(args: dict):
     """Mail kept by the outbox backend, newest first (only when `DEV_OUTBOX=1`; never in production)."""
     if not current_app.config["DEV_OUTBOX"]:
         raise NotFound("The development outbox is disabled.")
+    if not args.get("to"):
+        raise BadRequest("Name the recipient: /dev/outbox?to=<address>.")
     return {"data": mail.outbox_messages(args.get("to"))}

@@ -116,7 +116,7 @@ def _storable(value: str) -> None:
 
 
 class OutboxArgs(ma.Schema):
-    to = ma.fields.String(validate=_storable, metadata={"description": "Only messages to this address."})
+    to = ma.fields.String(validate=_storable, metadata={"description": "The recipient (required)."})
 
 
 class OutboxMailOut(ma.Schema):

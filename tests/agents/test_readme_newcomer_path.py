@@ -1,0 +1,72 @@
+"""The README's newcomer path, run as written (its shell lines) against a live service."""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import subprocess
+
+import pytest
+
+from app.agents.ethereum import address_from_private_key
+from tests.conftest import REPO_ROOT
+
+README = REPO_ROOT / "README.md"
+README_ADDRESS = "http://127.0.0.1:5000"
+
+
+def readme_block(marker: str) -> str:
+    """The shell lines of the fenced block right after `<!-- quickstart:marker -->`."""
+    match = re.search(rf"<!-- quickstart:{marker} -->\n```bash\n(.*?)\n```", README.read_text(), re.S)
+    assert match, f"README has no quickstart:{marker} block"
+    return match.group(1)
+
+
+def _bash(script: str, *, stdin: str = "", env: dict[str, str] | None = None) -> subprocess.CompletedProcess:
+    return subprocess.run(
+        ["bash", "-e", "-o", "pipefail", "-c", script], cwd=REPO_ROOT, input=stdin, capture_output=True,
+        text=True, timeout=180, env={**os.environ, **(env or {})},
+    )  # fmt: skip
+
+
+@pytest.fixture
+def activated_checkout():
+    if not (REPO_ROOT / ".venv" / "bin" / "activate").exists():
+        pytest.skip("the README path activates .venv of the checkout, which the quick start creates")
+
+
+def test_readme_says_the_second_terminal_and_what_the_test_command_installs():
+    text = README.read_text()
+    assert "second terminal" in text
+    test_command = readme_block("test")
+    assert test_command.index('echo "Installing Debian packages chromium and chromium-driver') < test_command.index(
+        "apt-get update"
+    )
+    assert "--api-key" not in readme_block("agent") and "TESSERA_API_KEY" in readme_block("agent")
+
+
+def test_readme_newcomer_lines_create_an_organisation_and_run_a_job(live_server, activated_checkout):
+    lines = readme_block("newcomer")
+    assert lines.splitlines()[0] == ". .venv/bin/activate"
+    assert "TOKEN=$(flask --app app clients create-master" in lines and "--json" in lines
+    script = lines.replace(README_ADDRESS, live_server.url) + '\necho "token=$TOKEN"'
+    result = _bash(script)
+    assert result.returncode == 0, (result.stdout, result.stderr)
+    job = json.loads(result.stdout.splitlines()[0])
+    assert job["data"]["id"] and job["data"]["state"] in {"queued", "running", "succeeded"}
+    token = result.stdout.splitlines()[-1].removeprefix("token=")
+    assert len(token) > 20
+    assert "Traceback" not in result.stderr
+
+
+def test_readme_agent_lines_take_the_key_from_the_environment(live_server, activated_checkout):
+    from tests.agents.conftest import claim_key_over_http
+
+    key = claim_key_over_http(live_server)
+    script = readme_block("agent").replace("--env testnet", "--env testnet --json")
+    result = _bash(script, stdin=key + "\n", env={"TESSERA_NETWORK_URL": live_server.url})
+    assert result.returncode == 0, (result.stdout, result.stderr)
+    assert key not in result.stdout + result.stderr
+    account = json.loads(result.stdout)
+    assert account["address"] == address_from_private_key(key)
