@@ -6,6 +6,7 @@ import importlib
 import logging
 import pkgutil
 import re
+import sys
 from pathlib import Path
 
 from celery import signals as celery_signals
@@ -13,7 +14,7 @@ from flask import Flask, Response, g, has_app_context, has_request_context, requ
 from sqlalchemy import event
 from sqlalchemy.exc import DataError, IntegrityError, OperationalError
 
-from app.config import INSTANCE_DIR, Config, check_startup_safety
+from app.config import INSTANCE_DIR, Config, UnsafeConfiguration, check_startup_safety
 from app.http import BoundedArgumentsParser, BoundedJSONProvider
 from app.ops.logging import configure_logging, new_request_id, request_id_var
 
@@ -42,7 +43,11 @@ def create_app(config: dict | None = None) -> Flask:
     _register_blueprints(app)
     _register_tasks(app)
     _register_commands(app)
-    check_startup_safety(app.config)
+    try:
+        check_startup_safety(app.config)
+    except UnsafeConfiguration as refusal:
+        print(refusal.message, file=sys.stderr, flush=True)
+        raise
     if app.config.get("DEV_OUTBOX"):
         logging.getLogger(__name__).warning(
             "DEV_OUTBOX=1: login codes are readable by anyone at /dev/outbox; never enable it in production."

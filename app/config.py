@@ -228,11 +228,20 @@ def _broker_transport_options(url: str) -> dict:
 
 
 class UnsafeConfiguration(SystemExit):
-    """Start-up refused because the settings would be unsafe; exits non-zero, printing the reason."""
+    """Start-up refused because the settings would be unsafe; the process exits with status 3.
+
+    3 is gunicorn's "worker failed to boot": its master stops instead of restarting workers forever.
+    """
+
+    EXIT_STATUS = 3
 
     def __init__(self, reason: str) -> None:
-        super().__init__(f"Tessera refuses to start: {reason}")
+        super().__init__(self.EXIT_STATUS)
         self.reason = reason
+        self.message = f"Tessera refuses to start: {reason}"
+
+    def __str__(self) -> str:
+        return self.message
 
 
 SHARED_SECRETS = ("SECRET_KEY", "ENCRYPTION_KEYS", "SECRET_HASH_KEY")

@@ -46,7 +46,7 @@ def _answer(result: subprocess.CompletedProcess) -> dict:
 def test_dev_outbox_is_refused_unless_base_url_is_loopback_http(tmp_path, base_url):
     for args in (None, [sys.executable, "-m", "flask", "--app", "app", "clients", "list"]):
         result = _start(tmp_path, args, DEV_OUTBOX="1", BASE_URL=base_url)
-        assert result.returncode != 0
+        assert result.returncode == 3
         assert "Tessera refuses to start: DEV_OUTBOX=1" in result.stderr
         assert f"BASE_URL is {base_url}" in result.stderr
         assert "Traceback" not in result.stderr
@@ -77,7 +77,7 @@ def test_base_url_defaults_to_the_port_the_service_listens_on(tmp_path):
 
 def test_postgresql_without_shared_secrets_refuses_to_start(tmp_path):
     result = _start(tmp_path, DATABASE_URL=UNREACHABLE_POSTGRES, SECRET_KEY="only-this-one")
-    assert result.returncode != 0
+    assert result.returncode == 3
     assert "Tessera refuses to start: ENCRYPTION_KEYS, SECRET_HASH_KEY must be set" in result.stderr
     assert "Traceback" not in result.stderr
     assert not (tmp_path / "instance" / ".encryption_key").exists()

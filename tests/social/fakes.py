@@ -1,4 +1,4 @@
-"""Fake platforms for tests: real HTTP servers on 127.0.0.1 following `shared/social-fakes.md`.
+"""Fake platforms for tests: real HTTP servers on 127.0.0.1 following the social fakes specification.
 
 Each fake runs in a background thread on an ephemeral port (`with FakeGameStore() as store:` or
 `start()`/`stop()`), keeps its own users, counts every request it receives per endpoint label
