@@ -6,7 +6,7 @@ import hmac
 import json
 from datetime import UTC, datetime
 
-from flask import Response, render_template, request, session, url_for
+from flask import Response, render_template, request, session
 from flask_smorest import Blueprint
 
 from app.agents import service
@@ -32,13 +32,13 @@ from app.agents.schemas import (
 )
 from app.db import isoformat
 from app.extensions import limiter
-from app.http import accepts, problem_doc
+from app.http import accepted_job, accepts, job_id_or_404, problem_doc
 from app.idempotency.service import idempotent
 from app.jobs.models import Job
-from app.jobs.routes import job_id_or_404
 from app.jobs.schemas import JobEnvelope
 from app.jobs.service import require_job_for_agent
 from app.security import random_token
+from app.web.pages import page_security_headers
 
 blp = Blueprint(
     "agents",
@@ -49,17 +49,14 @@ blp = Blueprint(
 
 DID_JSON = "application/did+json"
 DID_RESOLUTION = "application/did-resolution"
-_PAGE_HEADERS = {
-    "Content-Security-Policy": "default-src 'none'; script-src 'self'; style-src 'self'; form-action 'self'; "
-    "frame-ancestors 'none'; base-uri 'none'",
-    "X-Frame-Options": "DENY",
-    "X-Content-Type-Options": "nosniff",
-    "Referrer-Policy": "no-referrer",
-}
+_PAGE_HEADERS = page_security_headers(
+    "default-src 'none'; script-src 'self'; style-src 'self'; form-action 'self'; frame-ancestors 'none'; "
+    "base-uri 'none'"
+)
 
 
 def _accepted(job: Job) -> tuple[dict, int, dict]:
-    return {"data": job}, 202, {"Location": url_for("agents.get_agent_job", job_id=job.id)}
+    return accepted_job(job, "agents.get_agent_job")
 
 
 def _claim_rate_limit() -> str:

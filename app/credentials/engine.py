@@ -38,6 +38,8 @@ from app.credentials.dids import DidResolver, DidWebResolver
 from app.credentials.jsonld.canon import CanonicalizationLimits
 from app.credentials.jsonld.loader import DocumentLoader, make_document_loader
 from app.credentials.verifier import VerificationBudget, VerificationResult, verify_credential
+from app.dids.local import local_documents
+from app.dids.method import did_method as network_did_method
 from app.outbound import OutboundPolicy, system_addresses, unusable_host_detail
 
 STATUS_ENTRY_TYPE = "BitstringStatusListEntry"
@@ -327,23 +329,6 @@ class CredentialEngine:
         return bit_is_set(decode_encoded_list(subject.get("encodedList")), index)
 
 
-def _network_documents(did_method: str) -> Callable[[str], dict | None]:
-    prefix = f"did:{did_method}:"
-
-    def lookup(did: str) -> dict | None:
-        if did.startswith("did:web:"):
-            from app.issuer.keys import local_did_document
-
-            return local_did_document(did)
-        if not did.startswith(prefix):
-            return None
-        from app.agents.service import resolve_network_did
-
-        return resolve_network_did(did)
-
-    return lookup
-
-
 _engines: dict[tuple, CredentialEngine] = {}
 _engines_lock = threading.Lock()
 
@@ -356,7 +341,7 @@ def current_engine() -> CredentialEngine:
     ca_bundle = setting("OUTBOUND_CA_BUNDLE")
     time_limit = float(setting("CANONICALIZATION_TIME_LIMIT", 2.0))
     cache_seconds = float(setting("STATUS_LIST_CACHE_MAX_SECONDS", 3600))
-    did_method = setting("DID_METHOD", "tessera")
+    did_method = network_did_method()
     budget = VerificationBudget(
         max_proofs=int(setting("VC_MAX_PROOFS", 8)),
         max_values=int(setting("VC_VERIFY_MAX_VALUES", 60_000)),
@@ -370,7 +355,7 @@ def current_engine() -> CredentialEngine:
             engine = CredentialEngine(
                 loader=make_document_loader(Path(contexts_dir) if contexts_dir else None, builtin=True),
                 resolver=DidResolver(
-                    local_documents=_network_documents(did_method),
+                    local_documents=local_documents(did_method),
                     web=DidWebResolver(allowed_private_hosts=did_web_hosts, verify=verify_tls),
                 ),
                 remote_lists=RemoteStatusLists(

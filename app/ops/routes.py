@@ -14,7 +14,7 @@ from sqlalchemy import text
 from sqlalchemy.engine import Engine
 
 from app.extensions import db
-from app.jobs.service import oldest_queued_job_age_seconds
+from app.ops.queue import queue_reader
 
 log = logging.getLogger(__name__)
 
@@ -60,7 +60,7 @@ def readyz():
 def _queue_state() -> dict:
     """Whether workers take jobs; it does not change readiness (web processes serve without them)."""
     try:
-        age = oldest_queued_job_age_seconds()
+        age = queue_reader().oldest_queued_age_seconds()
     finally:
         db.session.rollback()
     consuming = age is None or age < float(current_app.config["JOB_STALL_SECONDS"])

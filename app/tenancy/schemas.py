@@ -8,10 +8,10 @@ from typing import Any
 import marshmallow as ma
 
 from app.db import utcnow
+from app.profile.schemas import PROFILE_FIELDS
 from app.tenancy import service, validation
 from app.tenancy.fields import AccentColor, DnsLabel, HostName, LogoUrl, PlainText, RedirectUri, UtcTimestamp
 from app.tenancy.service import SIGNING_ALGORITHMS
-from app.users.schemas import PROFILE_FIELDS
 
 MAX_REDIRECT_URIS = 20
 MAX_ID_TOKEN_CLAIMS = 20

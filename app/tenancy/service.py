@@ -14,7 +14,7 @@ import uuid
 from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import datetime, timedelta
-from typing import TYPE_CHECKING, Any
+from typing import Any
 from urllib.parse import urlsplit
 
 from flask import current_app
@@ -25,11 +25,9 @@ from app.db import as_utc, utcnow
 from app.errors import NotFound
 from app.extensions import db
 from app.security import encrypt, hash_secret, random_token, secret_hash_candidates, verify_secret
+from app.tenancy.caller import Caller
 from app.tenancy.errors import ClientTreeTooDeep, MasterClientRequired, SubdomainTaken, TooManyApiTokens
 from app.tenancy.models import ApiToken, Client
-
-if TYPE_CHECKING:
-    from app.tenancy.auth import Caller
 
 TOKEN_PREFIX = "tsk_"
 MAX_TREE_DEPTH = 32
