@@ -1,5 +1,5 @@
-"""Reusable HTTP pieces: documented problem responses, content-type enforcement, job id parameters,
-the 202 answer of a write that started a job."""
+"""Reusable HTTP pieces: documented problem responses, content-type enforcement, integer and job id
+path parameters, the `Location` header, the 202 answer of a write that started a job."""
 
 from __future__ import annotations
 
@@ -15,9 +15,12 @@ from flask.json.provider import DefaultJSONProvider
 from flask_smorest import Blueprint
 from webargs.flaskparser import FlaskParser
 
-from app.errors import DomainError, NotFound
+from app.errors import DomainError, NotFound, ValidationFailed
 
 JSON_MIMETYPES = frozenset({"application/json"})
+MAX_ID = 2**31 - 1
+LOCATION_HEADER = {"Location": {"description": "URL of the created resource.", "schema": {"type": "string"}}}
+_DIGITS = re.compile(r"^[0-9]{1,10}$")
 _JOB_ID = re.compile(r"^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$")
 
 
@@ -106,6 +109,27 @@ class BoundedArgumentsParser(FlaskParser):
 
     def _raw_load_json(self, req: Any) -> Any:
         return _parse_json_bounded(lambda: super(BoundedArgumentsParser, self)._raw_load_json(req))
+
+
+def id_parameter(name: str, description: str) -> dict:
+    """OpenAPI description of a positive integer path id (parsed by `path_id`)."""
+    return {
+        "in": "path",
+        "name": name,
+        "required": True,
+        "description": description,
+        "schema": {"type": "integer", "minimum": 1, "maximum": MAX_ID},
+    }
+
+
+def path_id(raw: str, name: str) -> int:
+    """A positive integer id from a path segment; 422 naming the parameter otherwise."""
+    if not _DIGITS.fullmatch(raw) or not 0 < int(raw) <= MAX_ID:
+        raise ValidationFailed(
+            f"{name} must be an integer from 1 to {MAX_ID}.",
+            errors={name: [f"Must be an integer from 1 to {MAX_ID}."]},
+        )
+    return int(raw)
 
 
 def job_id_or_404(job_id: str) -> str:

@@ -9,7 +9,7 @@ from typing import Any
 from flask import current_app, request, url_for
 from flask_smorest import Blueprint
 
-from app.http import problem_doc
+from app.http import id_parameter, path_id, problem_doc
 from app.idempotency.service import idempotent
 from app.issuer import keys, service, vouching
 from app.issuer.schemas import (
@@ -22,7 +22,6 @@ from app.issuer.schemas import (
 )
 from app.oidc.auth import require_bearer_token
 from app.tenancy.auth import api_token_required, authenticate_request, current_caller
-from app.tenancy.routes import id_parameter, path_id
 
 blp = Blueprint("issuer", __name__, description="Issuing credentials: issuer keys, did:web, VC API issue and derive")
 

@@ -6,14 +6,13 @@ from flask import Response, make_response, redirect, request
 from flask_smorest import Blueprint
 
 from app.db import commit
-from app.http import accepted_job, problem_doc
+from app.http import accepted_job, id_parameter, path_id, problem_doc
 from app.idempotency.service import idempotent
 from app.jobs.models import Job
 from app.jobs.schemas import JobEnvelope
 from app.social import service
 from app.social.schemas import LinkIn, LinkStartedOut, SocialDataOut, SocialLinksEnvelope
 from app.tenancy.auth import api_token_required, current_caller
-from app.tenancy.routes import id_parameter, path_id
 
 blp = Blueprint("social", __name__, url_prefix="/v1", description="Linked platform accounts and their data")
 
