@@ -278,7 +278,7 @@ def _chain_proof(signer: Issuer, vc: dict, previous_id: str, proof_id: str) -> d
     """`vc` with a proof by `signer` added that chains to the proof `previous_id` (eddsa-rdfc-2022)."""
     from app.credentials.cryptosuites import get_suite
     from app.credentials.multiformats import base58btc_encode
-    from tests.credentials.issuing import _CTX
+    from tests.support.vectors import suite_context
 
     suite = get_suite("eddsa-rdfc-2022")
     proofs = vc["proof"] if isinstance(vc["proof"], list) else [vc["proof"]]
@@ -294,7 +294,7 @@ def _chain_proof(signer: Issuer, vc: dict, previous_id: str, proof_id: str) -> d
         "proofPurpose": "assertionMethod",
         "previousProof": previous_id,
     }
-    data = suite.hash_data(document, options, "Ed25519", _CTX)
+    data = suite.hash_data(document, options, "Ed25519", suite_context())
     chained = copy.deepcopy(vc)
     chained["proof"] = [*proofs, {**options, "proofValue": "z" + base58btc_encode(signer.private_key.sign(data))}]
     return chained
@@ -302,10 +302,14 @@ def _chain_proof(signer: Issuer, vc: dict, previous_id: str, proof_id: str) -> d
 
 def _signed_with_id(issuer: Issuer, vc: dict, proof_id: str) -> dict:
     from app.credentials.cryptosuites import get_suite
-    from tests.credentials.issuing import _CTX
+    from tests.support.vectors import suite_context
 
     return get_suite("eddsa-rdfc-2022").sign(
-        vc, private_key=issuer.private_key, verification_method=issuer.verification_method, ctx=_CTX, proof_id=proof_id
+        vc,
+        private_key=issuer.private_key,
+        verification_method=issuer.verification_method,
+        ctx=suite_context(),
+        proof_id=proof_id,
     )
 
 
