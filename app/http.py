@@ -20,6 +20,8 @@ from app.errors import DomainError, NotFound, ValidationFailed
 JSON_MIMETYPES = frozenset({"application/json"})
 MAX_ID = 2**31 - 1
 LOCATION_HEADER = {"Location": {"description": "URL of the created resource.", "schema": {"type": "string"}}}
+# The same header as documented by the routes written before LOCATION_HEADER (kept: the document is stable).
+BARE_LOCATION_HEADER = {"Location": {"schema": {"type": "string"}}}
 _DIGITS = re.compile(r"^[0-9]{1,10}$")
 _JOB_ID = re.compile(r"^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$")
 

@@ -32,7 +32,7 @@ from app.agents.schemas import (
 )
 from app.db import isoformat
 from app.extensions import limiter
-from app.http import accepted_job, accepts, job_id_or_404, problem_doc
+from app.http import BARE_LOCATION_HEADER, accepted_job, accepts, job_id_or_404, problem_doc
 from app.idempotency.service import idempotent
 from app.jobs.models import Job
 from app.jobs.schemas import JobEnvelope
@@ -222,7 +222,7 @@ def claim_submit():
         "content": {"application/json": {"schema": {"type": "object"}}},
     }
 )
-@blp.response(202, JobEnvelope, headers={"Location": {"schema": {"type": "string"}}})
+@blp.response(202, JobEnvelope, headers=BARE_LOCATION_HEADER)
 @problem_doc(402, 403, 404, 410, 413, 415, 422)
 def put_card(did: str):
     """Host a card: a job stores it privately and publishes the identical public copy (charged)."""
@@ -240,7 +240,7 @@ def get_card(did: str):
 
 @blp.route("/api/agents/<string:did>/card/public", methods=["DELETE"])
 @agent_session_required
-@blp.response(202, JobEnvelope, headers={"Location": {"schema": {"type": "string"}}})
+@blp.response(202, JobEnvelope, headers=BARE_LOCATION_HEADER)
 @problem_doc(402, 403, 404, 410)
 def delete_public_card(did: str):
     """Unpublish the card: a job removes the public copy; the private card stays."""
@@ -251,7 +251,7 @@ def delete_public_card(did: str):
 @agent_session_required
 @idempotent
 @blp.arguments(CardUriIn)
-@blp.response(202, JobEnvelope, headers={"Location": {"schema": {"type": "string"}}})
+@blp.response(202, JobEnvelope, headers=BARE_LOCATION_HEADER)
 @problem_doc(400, 402, 403, 404, 410, 413, 415, 422)
 def put_card_uri(args: dict, did: str):
     """set-card: a job registers the card URI; it then appears as the DID document's AgentService."""
@@ -270,7 +270,7 @@ def get_registry(args: dict, did: str):
 
 @blp.route("/api/agents/<string:did>", methods=["DELETE"])
 @agent_session_required
-@blp.response(202, JobEnvelope, headers={"Location": {"schema": {"type": "string"}}})
+@blp.response(202, JobEnvelope, headers=BARE_LOCATION_HEADER)
 @problem_doc(402, 403, 404, 409, 410)
 def deregister(did: str):
     """Deregister (self only): a job removes the record and both cards; 409 if an owner is named."""
@@ -281,7 +281,7 @@ def deregister(did: str):
 @agent_session_required
 @idempotent
 @blp.arguments(RevokeOwnerIn)
-@blp.response(202, JobEnvelope, headers={"Location": {"schema": {"type": "string"}}})
+@blp.response(202, JobEnvelope, headers=BARE_LOCATION_HEADER)
 @problem_doc(400, 403, 404, 409, 410, 413, 415, 422)
 def revoke_owner(args: dict, did: str):
     """As the agent, revoke the owner organisation by a signed revocation; a job clears the owner."""
@@ -329,7 +329,7 @@ def get_consent(consent_id: str):
 @agent_session_required
 @idempotent
 @blp.arguments(ApproveIn)
-@blp.response(202, JobEnvelope, headers={"Location": {"schema": {"type": "string"}}})
+@blp.response(202, JobEnvelope, headers=BARE_LOCATION_HEADER)
 @problem_doc(400, 403, 404, 409, 413, 415, 422)
 def approve_consent(args: dict, consent_id: str):
     """As the agent, approve with a signature of the message; a job names the owner in the record."""

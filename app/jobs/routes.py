@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from flask_smorest import Blueprint
 
-from app.http import accepted_job, job_id_or_404, problem_doc
+from app.http import BARE_LOCATION_HEADER, accepted_job, job_id_or_404, problem_doc
 from app.idempotency.service import idempotent
 from app.jobs import service
 from app.jobs.schemas import CanaryIn, JobEnvelope
@@ -27,7 +27,7 @@ def get_job(job_id: str):
 @api_token_required
 @idempotent
 @blp.arguments(CanaryIn)
-@blp.response(202, JobEnvelope, headers={"Location": {"schema": {"type": "string"}}})
+@blp.response(202, JobEnvelope, headers=BARE_LOCATION_HEADER)
 @problem_doc(400, 413, 415, 422)
 def start_canary(args: dict):
     """Start a canary job that proves outbox, broker, worker and database work end to end."""
