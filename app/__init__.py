@@ -39,6 +39,7 @@ def create_app(config: dict | None = None) -> Flask:
 
     _import_models()
     _init_extensions(app)
+    _connect_features(app)
     _register_request_hooks(app)
     _register_blueprints(app)
     _register_tasks(app)
@@ -122,6 +123,18 @@ def _configure_sqlite(engine) -> None:
     @event.listens_for(engine, "begin")
     def _on_begin(connection) -> None:
         connection.exec_driver_sql("BEGIN IMMEDIATE" if has_request_context() else "BEGIN")
+
+
+def _connect_features(app: Flask) -> None:
+    """Hand lower layers the callbacks they need from features, so they never import those features."""
+    from app.agents.service import resolve_network_did
+    from app.dids.local import LocalDids, register_local_dids
+    from app.issuer.keys import local_did_document
+    from app.jobs.service import count_jobs_by_state, oldest_queued_job_age_seconds
+    from app.ops.queue import QueueReader, register_queue_reader
+
+    register_queue_reader(app, QueueReader(count_jobs_by_state, oldest_queued_job_age_seconds))
+    register_local_dids(app, LocalDids(network=resolve_network_did, web=local_did_document))
 
 
 def _register_request_hooks(app: Flask) -> None:

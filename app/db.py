@@ -13,26 +13,11 @@ from contextlib import contextmanager
 from datetime import UTC, datetime
 from typing import Any
 
-from sqlalchemy import JSON, MetaData
-from sqlalchemy.dialects import postgresql
-from sqlalchemy.orm import DeclarativeBase
+# Models import these from here, beside the time helpers they use.
+from app.orm import Base as Base
+from app.orm import JSONType as JSONType
 
 log = logging.getLogger(__name__)
-
-NAMING_CONVENTION = {
-    "ix": "ix_%(column_0_label)s",
-    "uq": "uq_%(table_name)s_%(column_0_N_name)s",
-    "ck": "ck_%(table_name)s_%(constraint_name)s",
-    "fk": "fk_%(table_name)s_%(column_0_name)s_%(referred_table_name)s",
-    "pk": "pk_%(table_name)s",
-}
-
-# JSON on every database, JSONB where PostgreSQL offers it.
-JSONType = JSON().with_variant(postgresql.JSONB(), "postgresql")
-
-
-class Base(DeclarativeBase):
-    metadata = MetaData(naming_convention=NAMING_CONVENTION)
 
 
 def utcnow() -> datetime:

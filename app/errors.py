@@ -6,14 +6,15 @@ import logging
 from http import HTTPStatus
 from typing import Any
 
-import marshmallow as _ma
 from flask import Flask, Response, current_app, json, render_template, request
 from sqlalchemy.exc import DataError, DBAPIError, IntegrityError, OperationalError
 from werkzeug.exceptions import HTTPException
 
+from app.web.pages import page_security_headers
+from app.web.problem import PROBLEM_MIMETYPE
+
 log = logging.getLogger(__name__)
 
-PROBLEM_MIMETYPE = "application/problem+json"
 PROBLEM_BASE = "https://tessera.dev/problems/"
 
 
@@ -167,13 +168,9 @@ _HTML_PAGES = {
     404: "There is nothing at this address.",
     405: "This address does not take that kind of request.",
 }
-_PAGE_HEADERS = {
-    "Content-Security-Policy": "default-src 'none'; style-src 'self'; img-src 'self'; frame-ancestors 'none'; "
-    "base-uri 'none'; form-action 'none'",
-    "X-Frame-Options": "DENY",
-    "X-Content-Type-Options": "nosniff",
-    "Referrer-Policy": "no-referrer",
-}
+_PAGE_HEADERS = page_security_headers(
+    "default-src 'none'; style-src 'self'; img-src 'self'; frame-ancestors 'none'; base-uri 'none'; form-action 'none'"
+)
 
 
 def _prefers_html() -> bool:
@@ -275,21 +272,3 @@ def register_error_handlers(app: Flask) -> None:
     app.register_error_handler(DataError, handle_unstorable_value)
     app.register_error_handler(IntegrityError, handle_integrity_error)
     app.register_error_handler(Exception, handle_unexpected)
-
-
-class ProblemSchema(_ma.Schema):
-    """RFC 9457 problem details, as every error response carries them."""
-
-    type = _ma.fields.String(required=True)
-    title = _ma.fields.String(required=True)
-    status = _ma.fields.Integer(required=True)
-    detail = _ma.fields.String()
-    code = _ma.fields.String(required=True)
-    errors = _ma.fields.Dict(
-        keys=_ma.fields.String(),
-        values=_ma.fields.List(_ma.fields.String()),
-        metadata={"description": "Field name → messages, on validation failures (422)."},
-    )
-
-    class Meta:
-        unknown = _ma.INCLUDE

@@ -6,7 +6,7 @@ import hmac
 import json
 from datetime import UTC, datetime
 
-from flask import Response, render_template, request, session, url_for
+from flask import Response, render_template, request, session
 from flask_smorest import Blueprint
 
 from app.agents import service
@@ -32,13 +32,13 @@ from app.agents.schemas import (
 )
 from app.db import isoformat
 from app.extensions import limiter
-from app.http import accepts, problem_doc
+from app.http import BARE_LOCATION_HEADER, accepted_job, accepts, job_id_or_404, problem_doc
 from app.idempotency.service import idempotent
 from app.jobs.models import Job
-from app.jobs.routes import job_id_or_404
 from app.jobs.schemas import JobEnvelope
 from app.jobs.service import require_job_for_agent
 from app.security import random_token
+from app.web.pages import page_security_headers
 
 blp = Blueprint(
     "agents",
@@ -49,17 +49,14 @@ blp = Blueprint(
 
 DID_JSON = "application/did+json"
 DID_RESOLUTION = "application/did-resolution"
-_PAGE_HEADERS = {
-    "Content-Security-Policy": "default-src 'none'; script-src 'self'; style-src 'self'; form-action 'self'; "
-    "frame-ancestors 'none'; base-uri 'none'",
-    "X-Frame-Options": "DENY",
-    "X-Content-Type-Options": "nosniff",
-    "Referrer-Policy": "no-referrer",
-}
+_PAGE_HEADERS = page_security_headers(
+    "default-src 'none'; script-src 'self'; style-src 'self'; form-action 'self'; frame-ancestors 'none'; "
+    "base-uri 'none'"
+)
 
 
 def _accepted(job: Job) -> tuple[dict, int, dict]:
-    return {"data": job}, 202, {"Location": url_for("agents.get_agent_job", job_id=job.id)}
+    return accepted_job(job, "agents.get_agent_job")
 
 
 def _claim_rate_limit() -> str:
@@ -225,7 +222,7 @@ def claim_submit():
         "content": {"application/json": {"schema": {"type": "object"}}},
     }
 )
-@blp.response(202, JobEnvelope, headers={"Location": {"schema": {"type": "string"}}})
+@blp.response(202, JobEnvelope, headers=BARE_LOCATION_HEADER)
 @problem_doc(402, 403, 404, 410, 413, 415, 422)
 def put_card(did: str):
     """Host a card: a job stores it privately and publishes the identical public copy (charged)."""
@@ -243,7 +240,7 @@ def get_card(did: str):
 
 @blp.route("/api/agents/<string:did>/card/public", methods=["DELETE"])
 @agent_session_required
-@blp.response(202, JobEnvelope, headers={"Location": {"schema": {"type": "string"}}})
+@blp.response(202, JobEnvelope, headers=BARE_LOCATION_HEADER)
 @problem_doc(402, 403, 404, 410)
 def delete_public_card(did: str):
     """Unpublish the card: a job removes the public copy; the private card stays."""
@@ -254,7 +251,7 @@ def delete_public_card(did: str):
 @agent_session_required
 @idempotent
 @blp.arguments(CardUriIn)
-@blp.response(202, JobEnvelope, headers={"Location": {"schema": {"type": "string"}}})
+@blp.response(202, JobEnvelope, headers=BARE_LOCATION_HEADER)
 @problem_doc(400, 402, 403, 404, 410, 413, 415, 422)
 def put_card_uri(args: dict, did: str):
     """set-card: a job registers the card URI; it then appears as the DID document's AgentService."""
@@ -273,7 +270,7 @@ def get_registry(args: dict, did: str):
 
 @blp.route("/api/agents/<string:did>", methods=["DELETE"])
 @agent_session_required
-@blp.response(202, JobEnvelope, headers={"Location": {"schema": {"type": "string"}}})
+@blp.response(202, JobEnvelope, headers=BARE_LOCATION_HEADER)
 @problem_doc(402, 403, 404, 409, 410)
 def deregister(did: str):
     """Deregister (self only): a job removes the record and both cards; 409 if an owner is named."""
@@ -284,7 +281,7 @@ def deregister(did: str):
 @agent_session_required
 @idempotent
 @blp.arguments(RevokeOwnerIn)
-@blp.response(202, JobEnvelope, headers={"Location": {"schema": {"type": "string"}}})
+@blp.response(202, JobEnvelope, headers=BARE_LOCATION_HEADER)
 @problem_doc(400, 403, 404, 409, 410, 413, 415, 422)
 def revoke_owner(args: dict, did: str):
     """As the agent, revoke the owner organisation by a signed revocation; a job clears the owner."""
@@ -332,7 +329,7 @@ def get_consent(consent_id: str):
 @agent_session_required
 @idempotent
 @blp.arguments(ApproveIn)
-@blp.response(202, JobEnvelope, headers={"Location": {"schema": {"type": "string"}}})
+@blp.response(202, JobEnvelope, headers=BARE_LOCATION_HEADER)
 @problem_doc(400, 403, 404, 409, 413, 415, 422)
 def approve_consent(args: dict, consent_id: str):
     """As the agent, approve with a signature of the message; a job names the owner in the record."""

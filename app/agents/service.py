@@ -72,6 +72,7 @@ from app.agents.models import (
 from app.agents.registration_file import registration_file_errors
 from app.agents.siwe import InvalidSiweMessage, SiweMessage, format_date_time, parse_date_time, parse_message
 from app.db import as_utc, isoformat, utcnow
+from app.dids.method import did_method, is_network_did, new_network_did
 from app.errors import NotFound, ValidationFailed
 from app.extensions import db
 from app.jobs.models import FAILED, QUEUED, RUNNING, SUCCEEDED, Job
@@ -105,11 +106,6 @@ def setting(name: str, default: Any) -> Any:
     if current_app.config.get(name) not in (None, ""):
         return current_app.config[name]
     return os.environ.get(name) or default
-
-
-def did_method() -> str:
-    """The DID method name of this network (config ``DID_METHOD``, default ``tessera``)."""
-    return setting("DID_METHOD", "tessera")
 
 
 def chain_id() -> int:
@@ -154,10 +150,6 @@ def _seconds(name: str, default: int) -> timedelta:
     return timedelta(seconds=int(setting(name, default)))
 
 
-def _is_network_did(did: str) -> bool:
-    return re.fullmatch(rf"did:{re.escape(did_method())}:[0-9a-f]{{40}}", did) is not None
-
-
 # -- accounts and authentication ---------------------------------------------------------------
 
 
@@ -196,7 +188,7 @@ def _bind_did(account: AgentAccount, now: datetime) -> AgentAccount:
         db.session.execute(
             update(AgentAccount)
             .where(AgentAccount.id == account.id, AgentAccount.did.is_(None))
-            .values(did=f"did:{did_method()}:{secrets.token_bytes(20).hex()}", did_bound_at=now)
+            .values(did=new_network_did(), did_bound_at=now)
             .execution_options(synchronize_session=False)
         )
         db.session.refresh(account)
@@ -496,7 +488,7 @@ def _lock_account(account_id: int) -> AgentAccount:
 
 
 def _require_target(did: str) -> AgentAccount:
-    target = get_account_by_did(did) if _is_network_did(did) else None
+    target = get_account_by_did(did) if is_network_did(did) else None
     if target is None:
         raise UnknownDid(f"No agent has the DID {did}.")
     if target.deactivated_at is not None:
@@ -678,7 +670,7 @@ def card_unpublish_from_job(job: Job) -> dict[str, Any]:
 
 def get_public_card(did: str) -> PublicCard:
     """The published card of ``did``; ``CardNotFound`` when none is published."""
-    card = db.session.get(PublicCard, did) if _is_network_did(did) else None
+    card = db.session.get(PublicCard, did) if is_network_did(did) else None
     if card is None:
         raise CardNotFound(f"No card is published for {did}.")
     return card
@@ -1084,7 +1076,7 @@ def _resolution_error(status: int, error: str, title: str, detail: str) -> Resol
 
 def resolve_did(did: str) -> Resolution:
     """Resolve a DID of this network: 200, 400 INVALID_DID, 404 NOT_FOUND or 410 deactivated."""
-    if not _DID_SYNTAX.match(did) or not _is_network_did(did):
+    if not _DID_SYNTAX.match(did) or not is_network_did(did):
         return _resolution_error(
             400, "INVALID_DID", "Invalid DID", f"Not a DID of this network (did:{did_method()}:<40 hex>)."
         )

@@ -30,15 +30,17 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import urlsplit
 
-import httpx
 from flask import current_app
 
+from app import outbound
 from app.credentials.cryptosuites.base import ProofCheckFailed
 from app.credentials.dids import DidResolver, DidWebResolver
-from app.credentials.dids.web import is_public_address, system_addresses, unusable_host_detail
 from app.credentials.jsonld.canon import CanonicalizationLimits
 from app.credentials.jsonld.loader import DocumentLoader, make_document_loader
 from app.credentials.verifier import VerificationBudget, VerificationResult, verify_credential
+from app.dids.local import local_documents
+from app.dids.method import did_method as network_did_method
+from app.outbound import OutboundPolicy, system_addresses, unusable_host_detail
 
 STATUS_ENTRY_TYPE = "BitstringStatusListEntry"
 STATUS_LIST_CREDENTIAL_TYPE = "BitstringStatusListCredential"
@@ -158,25 +160,15 @@ class RemoteStatusLists:
             port = parts.port or (443 if parts.scheme == "https" else 80)
         except ValueError:
             raise ProofCheckFailed("status_check_failed", "statusListCredential has an invalid port") from None
-        allowed = f"{host}:{port}" in self.allowed_private_hosts
-        if parts.scheme != "https" and not (parts.scheme == "http" and allowed):
+        policy = self.policy()
+        if parts.scheme != "https" and not (parts.scheme == "http" and policy.is_listed(host, port)):
             raise ProofCheckFailed("status_check_failed", "statusListCredential must be an https URL")
         if not host or parts.username or parts.password:
             raise ProofCheckFailed("status_check_failed", "statusListCredential has no valid host")
-        # The same answer for an unknown and an internal host, and never an address (see did:web).
-        unusable = ProofCheckFailed("status_check_failed", unusable_host_detail("status list", host))
-        try:
-            addresses = self.resolve_addresses(host, port)
-        except (OSError, UnicodeError):
-            raise unusable from None
-        if not addresses:
-            raise unusable
-        if not allowed and any(not is_public_address(address) for address in addresses):
-            raise unusable
         path = parts.path or "/"
         if parts.query:
             path += "?" + parts.query
-        body = self._download(parts.scheme, host, port, path, addresses[0], url)
+        body = self._download(policy, parts.scheme, host, port, path, url)
         try:
             document = json.loads(body)
         except (UnicodeDecodeError, ValueError):
@@ -185,33 +177,33 @@ class RemoteStatusLists:
             raise ProofCheckFailed("status_check_failed", "the status list credential is not a JSON object")
         return document
 
-    def _download(self, scheme: str, host: str, port: int, path: str, address: str, url: str) -> bytes:
-        literal = f"[{address}]" if ":" in address else address
-        pinned = f"{scheme}://{literal}:{port}{path}"
-        default_port = 443 if scheme == "https" else 80
-        headers = {
-            "Host": host if port == default_port else f"{host}:{port}",
-            "Accept": "application/vc+ld+json, application/vc, application/json",
-        }
-        timeout = httpx.Timeout(self.read_timeout, connect=self.connect_timeout)
-        deadline = time.monotonic() + self.connect_timeout + self.read_timeout
+    def policy(self) -> OutboundPolicy:
+        return OutboundPolicy(
+            allowed_private_hosts=self.allowed_private_hosts,
+            verify=self.verify_tls,
+            connect_timeout=self.connect_timeout,
+            read_timeout=self.read_timeout,
+            total_timeout=self.connect_timeout + self.read_timeout,
+            max_bytes=self.max_bytes,
+            resolve_addresses=self.resolve_addresses,
+        )
+
+    def _download(self, policy: OutboundPolicy, scheme: str, host: str, port: int, path: str, url: str) -> bytes:
+        headers = {"Accept": "application/vc+ld+json, application/vc, application/json"}
         try:
-            client = httpx.Client(timeout=timeout, verify=self.verify_tls, follow_redirects=False, trust_env=False)
-            with client:
-                extensions = {"sni_hostname": host} if scheme == "https" else {}
-                with client.stream("GET", pinned, headers=headers, extensions=extensions) as response:
-                    if response.status_code != 200:
-                        raise ProofCheckFailed("status_check_failed", f"{url} answered HTTP {response.status_code}")
-                    body = bytearray()
-                    for chunk in response.iter_bytes():
-                        body.extend(chunk)
-                        if len(body) > self.max_bytes:
-                            raise ProofCheckFailed("status_check_failed", f"{url} exceeds {self.max_bytes} bytes")
-                        if time.monotonic() > deadline:
-                            raise ProofCheckFailed("status_check_failed", f"{url} took too long")
-                    return bytes(body)
-        except httpx.HTTPError as error:
-            raise ProofCheckFailed("status_check_failed", f"fetching {url}: {type(error).__name__}") from None
+            response = outbound.fetch(policy, "GET", scheme, host, port, path, headers=headers, require_status=200)
+        except outbound.UnusableHost:
+            # The same answer for an unknown and an internal host, and never an address (see did:web).
+            raise ProofCheckFailed("status_check_failed", unusable_host_detail("status list", host)) from None
+        except outbound.UnexpectedStatus as error:
+            raise ProofCheckFailed("status_check_failed", f"{url} answered HTTP {error.status}") from None
+        except outbound.TooLarge:
+            raise ProofCheckFailed("status_check_failed", f"{url} exceeds {self.max_bytes} bytes") from None
+        except outbound.TooSlow:
+            raise ProofCheckFailed("status_check_failed", f"{url} took too long") from None
+        except (outbound.ConnectFailed, outbound.TransferFailed) as error:
+            raise ProofCheckFailed("status_check_failed", f"fetching {url}: {type(error.error).__name__}") from None
+        return response.content
 
 
 def _status_list_subject(credential: dict, url: str) -> dict:
@@ -337,23 +329,6 @@ class CredentialEngine:
         return bit_is_set(decode_encoded_list(subject.get("encodedList")), index)
 
 
-def _network_documents(did_method: str) -> Callable[[str], dict | None]:
-    prefix = f"did:{did_method}:"
-
-    def lookup(did: str) -> dict | None:
-        if did.startswith("did:web:"):
-            from app.issuer.keys import local_did_document
-
-            return local_did_document(did)
-        if not did.startswith(prefix):
-            return None
-        from app.agents.service import resolve_network_did
-
-        return resolve_network_did(did)
-
-    return lookup
-
-
 _engines: dict[tuple, CredentialEngine] = {}
 _engines_lock = threading.Lock()
 
@@ -366,7 +341,7 @@ def current_engine() -> CredentialEngine:
     ca_bundle = setting("OUTBOUND_CA_BUNDLE")
     time_limit = float(setting("CANONICALIZATION_TIME_LIMIT", 2.0))
     cache_seconds = float(setting("STATUS_LIST_CACHE_MAX_SECONDS", 3600))
-    did_method = setting("DID_METHOD", "tessera")
+    did_method = network_did_method()
     budget = VerificationBudget(
         max_proofs=int(setting("VC_MAX_PROOFS", 8)),
         max_values=int(setting("VC_VERIFY_MAX_VALUES", 60_000)),
@@ -380,7 +355,7 @@ def current_engine() -> CredentialEngine:
             engine = CredentialEngine(
                 loader=make_document_loader(Path(contexts_dir) if contexts_dir else None, builtin=True),
                 resolver=DidResolver(
-                    local_documents=_network_documents(did_method),
+                    local_documents=local_documents(did_method),
                     web=DidWebResolver(allowed_private_hosts=did_web_hosts, verify=verify_tls),
                 ),
                 remote_lists=RemoteStatusLists(

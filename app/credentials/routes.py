@@ -23,7 +23,7 @@ from app.credentials.schemas import (
     StoreCredentialIn,
     StoredCredentialEnvelope,
 )
-from app.http import problem_doc
+from app.http import BARE_LOCATION_HEADER, problem_doc
 from app.idempotency.service import idempotent
 from app.oidc.auth import require_bearer_token
 from app.oidc.claims import CREDENTIALS_SCOPE
@@ -66,7 +66,7 @@ def _token_unless_open(view: Callable) -> Callable:
 @api_token_required(subclient=True)
 @idempotent
 @blp.arguments(StoreCredentialIn)
-@blp.response(201, StoredCredentialEnvelope, headers={"Location": {"schema": {"type": "string"}}})
+@blp.response(201, StoredCredentialEnvelope, headers=BARE_LOCATION_HEADER)
 @blp.alt_response(200, schema=StoredCredentialEnvelope, description="The same credential was already stored.")
 @problem_doc(400, 413, 415, 422)
 def store_credential(_args: dict):

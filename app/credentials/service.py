@@ -29,7 +29,7 @@ from app.errors import ValidationFailed
 from app.extensions import db
 from app.jobs.models import Job
 from app.jobs.service import enqueue_job, register_failure_handler
-from app.tenancy.auth import Caller
+from app.tenancy.caller import Caller
 from app.tenancy.service import subtree_client_ids
 
 VERIFY_JOB = "credentials.verify"

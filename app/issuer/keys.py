@@ -25,7 +25,7 @@ from app.issuer import proofs
 from app.issuer.errors import IssuerDidNotFound, IssuerKeyNotFound, IssuerKeyRetired
 from app.issuer.models import KEY_ACTIVE, KEY_RETIRED, ClientIssuerKey
 from app.security import decrypt, encrypt
-from app.tenancy.auth import Caller
+from app.tenancy.caller import Caller
 from app.tenancy.service import get_active_client
 
 KEY_PURPOSE = "issuer.client_key"

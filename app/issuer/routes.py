@@ -9,7 +9,7 @@ from typing import Any
 from flask import current_app, request, url_for
 from flask_smorest import Blueprint
 
-from app.http import problem_doc
+from app.http import BARE_LOCATION_HEADER, id_parameter, path_id, problem_doc
 from app.idempotency.service import idempotent
 from app.issuer import keys, service, vouching
 from app.issuer.schemas import (
@@ -22,7 +22,6 @@ from app.issuer.schemas import (
 )
 from app.oidc.auth import require_bearer_token
 from app.tenancy.auth import api_token_required, authenticate_request, current_caller
-from app.tenancy.routes import id_parameter, path_id
 
 blp = Blueprint("issuer", __name__, description="Issuing credentials: issuer keys, did:web, VC API issue and derive")
 
@@ -37,7 +36,7 @@ def _json(text: str, status: int, headers: dict[str, str] | None = None):
 @api_token_required(subclient=True)
 @idempotent
 @blp.arguments(IssuerKeyIn)
-@blp.response(201, IssuerKeyEnvelope, headers={"Location": {"schema": {"type": "string"}}})
+@blp.response(201, IssuerKeyEnvelope, headers=BARE_LOCATION_HEADER)
 @problem_doc(400, 413, 415, 422)
 def create_key(args: dict):
     """Create an active signing key (Ed25519, P-256, P-384 or Bls12381G2) for the acting client.
@@ -68,7 +67,7 @@ def get_key(key_id: str):
 @blp.route("/v1/issuer/keys/<string:key_id>/rotate", methods=["POST"], parameters=KEY_ID)
 @api_token_required(subclient=True)
 @idempotent
-@blp.response(201, IssuerKeyEnvelope, headers={"Location": {"schema": {"type": "string"}}})
+@blp.response(201, IssuerKeyEnvelope, headers=BARE_LOCATION_HEADER)
 @problem_doc(404, 409)
 def rotate_key(key_id: str):
     """Retire an active key and create a new one of its type; answers the new key.

@@ -26,7 +26,7 @@ from app.errors import NotFound
 from app.issuer import keys, proofs
 from app.issuer.errors import CredentialNotDerivable, CredentialNotIssuable, NoIssuerKey
 from app.issuer.models import KEY_ACTIVE, ClientIssuerKey
-from app.tenancy.auth import Caller
+from app.tenancy.caller import Caller
 from app.tenancy.service import subtree_client_ids
 
 CREDENTIALS_V1 = "https://www.w3.org/2018/credentials/v1"

@@ -24,7 +24,7 @@ from app.issuer.service import CREDENTIALS_V2, suite_context
 from app.social.errors import SocialLinkNotFound
 from app.social.models import LINKED, SocialLink
 from app.social.service import require_platform
-from app.tenancy.auth import Caller
+from app.tenancy.caller import Caller
 from app.users.models import User
 from app.users.service import require_user_visible
 

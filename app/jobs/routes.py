@@ -2,40 +2,16 @@
 
 from __future__ import annotations
 
-import re
-
-from flask import url_for
 from flask_smorest import Blueprint
 
-from app.errors import NotFound
-from app.http import problem_doc
+from app.http import BARE_LOCATION_HEADER, accepted_job, job_id_or_404, problem_doc
 from app.idempotency.service import idempotent
 from app.jobs import service
-from app.jobs.models import Job
 from app.jobs.schemas import CanaryIn, JobEnvelope
 from app.tenancy.auth import api_token_required, current_caller
 from app.tenancy.service import subtree_client_ids
 
 blp = Blueprint("jobs", __name__, url_prefix="/v1/jobs", description="Results of slow work")
-
-_JOB_ID = re.compile(r"^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$")
-
-
-def job_id_or_404(job_id: str) -> str:
-    """`job_id` if it has the shape every job id has (a lower-case UUID); `NotFound` otherwise.
-
-    Nothing else names a job, so the database is not asked (PostgreSQL cannot even compare a
-    text holding NUL).
-    """
-    if not _JOB_ID.match(job_id):
-        raise NotFound("No such job.")
-    return job_id
-
-
-def accepted(job: Job, endpoint: str = "jobs.get_job") -> tuple[dict, int, dict]:
-    """The 202 answer of a write that started a job: the job and where to poll it."""
-    return {"data": job}, 202, {"Location": url_for(endpoint, job_id=job.id)}
-
 
 @blp.route("/<string:job_id>", methods=["GET"])
 @api_token_required
@@ -51,8 +27,8 @@ def get_job(job_id: str):
 @api_token_required
 @idempotent
 @blp.arguments(CanaryIn)
-@blp.response(202, JobEnvelope, headers={"Location": {"schema": {"type": "string"}}})
+@blp.response(202, JobEnvelope, headers=BARE_LOCATION_HEADER)
 @problem_doc(400, 413, 415, 422)
 def start_canary(args: dict):
     """Start a canary job that proves outbox, broker, worker and database work end to end."""
-    return accepted(service.start_canary(current_caller().client_id, args["delay_ms"]))
+    return accepted_job(service.start_canary(current_caller().client_id, args["delay_ms"]))

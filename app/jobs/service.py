@@ -311,13 +311,6 @@ def _take_sweep_lock() -> bool:
     return True
 
 
-def oldest_queued_job_age() -> float:
-    """Seconds the oldest queued job has waited (0 when none waits). Ends its read transaction."""
-    age = oldest_queued_job_age_seconds()
-    db.session.rollback()
-    return age or 0.0
-
-
 def count_jobs_by_state() -> dict[str, int]:
     rows = db.session.execute(select(Job.state, func.count()).group_by(Job.state)).all()
     db.session.rollback()

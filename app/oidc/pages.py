@@ -27,6 +27,7 @@ from app.oidc.service import get_relying_party
 from app.oidc.settings import install_settings
 from app.security import random_token
 from app.tenancy.service import client_id_of_privacy_reference, privacy_link
+from app.web.pages import page_security_headers
 
 blp = Blueprint(
     "oidc_pages", __name__, template_folder="templates", static_folder="static",
@@ -163,14 +164,12 @@ def _secure(response: Response, *, client=None, redirect_uri: str | None = None,
     frame = _RECAPTCHA_ORIGINS if recaptcha else "'none'"
     form_action = " ".join(part for part in ("'self'", _origin(redirect_uri)) if part)
     style_src = "'self'" + (f" '{branding.style_hash(style)}'" if style else "")
-    response.headers["Content-Security-Policy"] = (
+    csp = (
         f"default-src 'none'; script-src {script}; style-src {style_src}; img-src 'self' https: data:; "
         f"connect-src 'self'{' ' + _RECAPTCHA_ORIGINS if recaptcha else ''}; frame-src {frame}; "
         f"form-action {form_action}; frame-ancestors 'none'; base-uri 'none'"
     )
-    response.headers["X-Frame-Options"] = "DENY"
-    response.headers["X-Content-Type-Options"] = "nosniff"
-    response.headers["Referrer-Policy"] = "no-referrer"
+    response.headers.update(page_security_headers(csp))
     response.headers["Cache-Control"] = "no-store"
     response.headers["Pragma"] = "no-cache"
     return response

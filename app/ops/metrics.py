@@ -24,6 +24,9 @@ from prometheus_client import (
 )
 from prometheus_client.core import GaugeMetricFamily
 
+from app.extensions import db
+from app.ops.queue import queue_reader
+
 REQUEST_LATENCY = Histogram(
     "tessera_http_request_duration_seconds",
     "HTTP request latency",
@@ -52,13 +55,13 @@ class QueueDepthCollector:
         oldest = GaugeMetricFamily(
             "tessera_jobs_oldest_queued_age_seconds", "Seconds the oldest queued job has waited (0 when none)"
         )
-        from app.jobs.service import count_jobs_by_state, oldest_queued_job_age
-
+        reader = queue_reader(self.app)
         try:
             with self.app.app_context():
-                for state, count in count_jobs_by_state().items():
+                for state, count in reader.counts_by_state().items():
                     gauge.add_metric([state], count)
-                oldest.add_metric([], oldest_queued_job_age())
+                oldest.add_metric([], reader.oldest_queued_age_seconds() or 0.0)
+                db.session.rollback()
         except Exception:  # a scrape during a database outage still answers with the rest
             return
         yield gauge

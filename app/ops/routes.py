@@ -13,7 +13,7 @@ from flask import Blueprint, Flask, current_app, jsonify
 from sqlalchemy import text
 
 from app.extensions import db
-from app.jobs.service import oldest_queued_job_age_seconds
+from app.ops.queue import queue_reader
 
 log = logging.getLogger(__name__)
 
@@ -92,7 +92,7 @@ def _check_database(app: Flask) -> tuple[str, dict | None]:
 
 def _queue_state(app: Flask) -> dict:
     """Whether workers take jobs; it does not change readiness (web processes serve without them)."""
-    age = oldest_queued_job_age_seconds()
+    age = queue_reader(app).oldest_queued_age_seconds()
     consuming = age is None or age < float(app.config["JOB_STALL_SECONDS"])
     state: dict = {"oldest_queued_job_age_seconds": None if age is None else round(age, 1), "consuming": consuming}
     if not consuming:

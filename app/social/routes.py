@@ -6,15 +6,13 @@ from flask import Response, make_response, redirect, request
 from flask_smorest import Blueprint
 
 from app.db import commit
-from app.http import problem_doc
+from app.http import accepted_job, id_parameter, path_id, problem_doc
 from app.idempotency.service import idempotent
 from app.jobs.models import Job
-from app.jobs.routes import accepted
 from app.jobs.schemas import JobEnvelope
 from app.social import service
 from app.social.schemas import LinkIn, LinkStartedOut, SocialDataOut, SocialLinksEnvelope
 from app.tenancy.auth import api_token_required, current_caller
-from app.tenancy.routes import id_parameter, path_id
 
 blp = Blueprint("social", __name__, url_prefix="/v1", description="Linked platform accounts and their data")
 
@@ -89,7 +87,7 @@ def social_data(user_id: str):
 
 def _accepted_response(job: Job) -> Response:
     # This view's response schema is the 200 data; the 202 job envelope is serialised here.
-    body, status, headers = accepted(job)
+    body, status, headers = accepted_job(job)
     return make_response(JobEnvelope().dump(body), status, headers)
 
 

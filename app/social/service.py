@@ -65,7 +65,7 @@ from app.social.errors import (
 from app.social.locks import ShortClaims
 from app.social.models import BROKEN, LINKED, PLATFORMS, OpenIdNonce, SocialLink, SocialLinkAttempt
 from app.social.settings import SocialSettings, load_settings
-from app.tenancy.auth import Caller
+from app.tenancy.caller import Caller
 from app.users.service import require_user_visible
 
 FETCH_JOB = "social.fetch"

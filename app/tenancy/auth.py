@@ -5,7 +5,6 @@ from __future__ import annotations
 import re
 from collections.abc import Callable
 from copy import deepcopy
-from dataclasses import dataclass
 from datetime import timedelta
 from functools import wraps
 from typing import Any
@@ -17,6 +16,7 @@ from app.db import as_utc, utcnow
 from app.errors import NotFound, Unauthorized, ValidationFailed
 from app.http import problem_doc
 from app.tenancy import service
+from app.tenancy.caller import Caller
 from app.tenancy.models import Client
 
 TOKEN_HEADER = "x-api-token"
@@ -24,23 +24,6 @@ SUBCLIENT_HEADER = "x-api-subclient-id"
 _LAST_USED_RESOLUTION = timedelta(minutes=1)
 MAX_CLIENT_ID = 2**31 - 1
 _CLIENT_ID = re.compile(r"^[0-9]{1,10}$")
-
-
-@dataclass(frozen=True)
-class Caller:
-    """Who is calling (the token's client) and where in its tree the request acts.
-
-    `path` and `acting_path` are materialised paths ("/1/5/") used for subtree filters;
-    `is_master` describes the token's own client, whatever node the request acts in.
-    """
-
-    client_id: int
-    token_id: int
-    is_master: bool
-    root_id: int
-    path: str
-    acting_client_id: int
-    acting_path: str
 
 
 def current_caller() -> Caller:

@@ -11,8 +11,8 @@ from flask.cli import AppGroup
 
 from app.db import isoformat, transaction, utcnow
 from app.errors import DomainError
+from app.profile.schemas import PROFILE_FIELDS
 from app.tenancy import service, validation
-from app.users.schemas import PROFILE_FIELDS
 
 clients_cli = AppGroup("clients", help="Clients (organisations) and their API tokens.")
 

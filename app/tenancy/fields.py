@@ -1,4 +1,4 @@
-"""Marshmallow fields shared by the tenancy and users schemas (no Flask import)."""
+"""Marshmallow fields of the tenancy schemas (no Flask import); the generic ones live in `app.fields`."""
 
 from __future__ import annotations
 
@@ -6,30 +6,9 @@ from typing import Any
 
 import marshmallow as ma
 
-from app.db import isoformat
+from app.fields import PlainText as PlainText
+from app.fields import UtcTimestamp as UtcTimestamp
 from app.tenancy import validation
-
-
-class PlainText(ma.fields.String):
-    """A string without control characters or lone surrogates (422 otherwise)."""
-
-    def _deserialize(self, value: Any, attr: str | None, data: Any, **kwargs: Any) -> str:
-        text = super()._deserialize(value, attr, data, **kwargs)
-        if validation.has_unstorable_characters(text):
-            raise ma.ValidationError("Must not contain control characters.")
-        return text
-
-
-class UtcTimestamp(ma.fields.Field):
-    """A datetime written as ISO 8601 UTC with `Z` (output only)."""
-
-    def __init__(self, **kwargs: Any) -> None:
-        metadata = {"type": "string", "format": "date-time"}
-        metadata.update(kwargs.pop("metadata", {}))
-        super().__init__(dump_only=True, metadata=metadata, **kwargs)
-
-    def _serialize(self, value: Any, attr: str | None, obj: Any, **kwargs: Any) -> str | None:
-        return isoformat(value)
 
 
 class HostName(ma.fields.String):

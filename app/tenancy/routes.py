@@ -2,15 +2,13 @@
 
 from __future__ import annotations
 
-import re
-
 from flask import url_for
 from flask.views import MethodView
 from flask_smorest import Blueprint
 
-from app.errors import ValidationFailed
-from app.http import no_store, problem_doc
+from app.http import LOCATION_HEADER, id_parameter, no_store, path_id, problem_doc
 from app.idempotency.service import idempotent
+from app.pagination import PageArgs
 from app.tenancy import service
 from app.tenancy.auth import api_token_required, current_caller
 from app.tenancy.schemas import (
@@ -18,16 +16,11 @@ from app.tenancy.schemas import (
     ApiTokenPage,
     ClientSecretEnvelope,
     IssuedApiTokenEnvelope,
-    PageArgs,
     SubClientCreateIn,
     SubClientEnvelope,
     SubClientPage,
     SubClientUpdateIn,
 )
-
-MAX_ID = 2**31 - 1
-LOCATION_HEADER = {"Location": {"description": "URL of the created resource.", "schema": {"type": "string"}}}
-_DIGITS = re.compile(r"^[0-9]{1,10}$")
 
 blp = Blueprint(
     "sub_clients",
@@ -41,27 +34,6 @@ tokens_blp = Blueprint(
     url_prefix="/v1/api_tokens",
     description="API tokens of the acting client (x-api-subclient-id selects a node of your tree).",
 )
-
-
-def id_parameter(name: str, description: str) -> dict:
-    """OpenAPI description of a positive integer path id (parsed by `path_id`)."""
-    return {
-        "in": "path",
-        "name": name,
-        "required": True,
-        "description": description,
-        "schema": {"type": "integer", "minimum": 1, "maximum": MAX_ID},
-    }
-
-
-def path_id(raw: str, name: str) -> int:
-    """A positive integer id from a path segment; 422 naming the parameter otherwise."""
-    if not _DIGITS.fullmatch(raw) or not 0 < int(raw) <= MAX_ID:
-        raise ValidationFailed(
-            f"{name} must be an integer from 1 to {MAX_ID}.",
-            errors={name: [f"Must be an integer from 1 to {MAX_ID}."]},
-        )
-    return int(raw)
 
 
 @blp.route("")

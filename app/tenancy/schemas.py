@@ -8,14 +8,14 @@ from typing import Any
 import marshmallow as ma
 
 from app.db import utcnow
+from app.pagination import PageMeta
+from app.profile.schemas import PROFILE_FIELDS
 from app.tenancy import service, validation
 from app.tenancy.fields import AccentColor, DnsLabel, HostName, LogoUrl, PlainText, RedirectUri, UtcTimestamp
 from app.tenancy.service import SIGNING_ALGORITHMS
-from app.users.schemas import PROFILE_FIELDS
 
 MAX_REDIRECT_URIS = 20
 MAX_ID_TOKEN_CLAIMS = 20
-MAX_PAGE = 2**31 - 1
 
 
 def _unique_uris(uris: list[str]) -> None:
@@ -251,24 +251,7 @@ class SubClientEnvelope(ma.Schema):
     data = ma.fields.Nested(SubClientOut, required=True)
 
 
-class PageArgs(ma.Schema):
-    page = ma.fields.Integer(
-        load_default=1, validate=ma.validate.Range(min=1, max=MAX_PAGE), metadata={"description": "Page number, > 0."}
-    )
-    per_page = ma.fields.Integer(
-        load_default=20,
-        validate=ma.validate.Range(min=1, max=99),
-        metadata={"description": "Items per page, 0 < per_page < 100."},
-    )
-
-
-class _PageMeta(ma.Schema):
-    per_page = ma.fields.Integer(required=True)
-    current_page = ma.fields.Integer(required=True)
-    total_pages = ma.fields.Integer(required=True, metadata={"description": "0 when the list is empty."})
-
-
-class SubClientPage(_PageMeta):
+class SubClientPage(PageMeta):
     data = ma.fields.List(ma.fields.Nested(SubClientOut), required=True)
 
 
@@ -313,7 +296,7 @@ class IssuedApiTokenEnvelope(ma.Schema):
     data = ma.fields.Nested(IssuedApiTokenOut, required=True)
 
 
-class ApiTokenPage(_PageMeta):
+class ApiTokenPage(PageMeta):
     data = ma.fields.List(ma.fields.Nested(ApiTokenOut), required=True)
 
 

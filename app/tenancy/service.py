@@ -8,28 +8,25 @@ flush but never commit: the request, task or CLI command that called them owns t
 from __future__ import annotations
 
 import hmac
-import math
 import os
 import uuid
-from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import datetime, timedelta
-from typing import TYPE_CHECKING, Any
+from typing import Any
 from urllib.parse import urlsplit
 
 from flask import current_app
-from sqlalchemy import Select, func, select, update
+from sqlalchemy import func, select, update
 from sqlalchemy.exc import IntegrityError
 
 from app.db import as_utc, utcnow
 from app.errors import NotFound
 from app.extensions import db
+from app.pagination import Page, paginate
 from app.security import encrypt, hash_secret, random_token, secret_hash_candidates, verify_secret
+from app.tenancy.caller import Caller
 from app.tenancy.errors import ClientTreeTooDeep, MasterClientRequired, SubdomainTaken, TooManyApiTokens
 from app.tenancy.models import ApiToken, Client
-
-if TYPE_CHECKING:
-    from app.tenancy.auth import Caller
 
 TOKEN_PREFIX = "tsk_"
 MAX_TREE_DEPTH = 32
@@ -63,23 +60,6 @@ class IssuedClientSecret:
     client_id: int
     client_secret: str
     previous_secret_expires_at: datetime | None
-
-
-@dataclass(frozen=True)
-class Page:
-    """One page of a list, with the envelope members of design section 2."""
-
-    data: Sequence[Any]
-    per_page: int
-    current_page: int
-    total_pages: int
-
-
-def paginate(statement: Select, page: int, per_page: int) -> Page:
-    """Run `statement` (already ordered) for one page; `total_pages` is 0 for an empty list."""
-    total = db.session.scalar(select(func.count()).select_from(statement.order_by(None).subquery())) or 0
-    items = db.session.execute(statement.limit(per_page).offset((page - 1) * per_page)).scalars().all()
-    return Page(data=items, per_page=per_page, current_page=page, total_pages=math.ceil(total / per_page))
 
 
 def _setting(name: str, default: Any) -> Any:

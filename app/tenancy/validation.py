@@ -8,10 +8,11 @@ from __future__ import annotations
 
 import ipaddress
 import re
-import unicodedata
 import zoneinfo
 from functools import lru_cache
 from urllib.parse import urlsplit
+
+from app.fields import has_unstorable_characters
 
 # Used with fullmatch: `$` alone also matches before a trailing newline.
 _LABEL = re.compile(r"^(?!-)[a-z0-9-]{1,63}(?<!-)$")
@@ -26,14 +27,6 @@ RESERVED_CLAIMS = frozenset(
     }
 )  # fmt: skip
 MAX_REDIRECT_URI_LENGTH = 2048
-
-
-def has_unstorable_characters(value: str) -> bool:
-    """Whether `value` holds control characters (NUL included) or lone surrogates.
-
-    Neither belongs in a name or an address, and PostgreSQL cannot store NUL or lone surrogates.
-    """
-    return any(unicodedata.category(ch) in {"Cc", "Cs"} for ch in value)
 
 
 @lru_cache(maxsize=1)

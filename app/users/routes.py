@@ -5,10 +5,9 @@ from __future__ import annotations
 from flask import url_for
 from flask_smorest import Blueprint
 
-from app.http import problem_doc
+from app.http import LOCATION_HEADER, id_parameter, path_id, problem_doc
 from app.idempotency.service import idempotent
 from app.tenancy.auth import api_token_required, current_caller
-from app.tenancy.routes import LOCATION_HEADER, id_parameter, path_id
 from app.users import service
 from app.users.schemas import UserCreateIn, UserEnvelope
 

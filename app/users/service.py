@@ -2,32 +2,18 @@
 
 from __future__ import annotations
 
-import os
-import secrets
-
-from flask import current_app
 from sqlalchemy import select
 from sqlalchemy.exc import IntegrityError
 
 from app.db import utcnow
+from app.dids.documents import user_document
+from app.dids.method import new_network_did
 from app.errors import NotFound
 from app.extensions import db
-from app.tenancy.auth import Caller
+from app.tenancy.caller import Caller
 from app.tenancy.models import Client
 from app.users.errors import EmailAddressTaken
 from app.users.models import User
-
-DID_CORE_CONTEXT = "https://www.w3.org/ns/did/v1"
-
-
-def did_method() -> str:
-    """The DID method of this network: `DID_METHOD` from the app config, else the environment, else `tessera`."""
-    return current_app.config.get("DID_METHOD") or os.environ.get("DID_METHOD") or "tessera"
-
-
-def new_user_did() -> str:
-    """A fresh user DID: `did:<method>:` and 20 random bytes as lower-case hex."""
-    return f"did:{did_method()}:{secrets.token_hex(20)}"
 
 
 def normalise_email(email: str) -> str:
@@ -48,7 +34,7 @@ def create_user(caller: Caller, profile: dict) -> User:
         client_id=caller.acting_client_id,
         root_client_id=caller.root_id,
         email_address=email,
-        did=new_user_did(),
+        did=new_network_did(),
         profile=profile,
         created_at=utcnow(),
     )
@@ -96,4 +82,4 @@ def user_did_document(did: str) -> dict | None:
     """A minimal DID document for a user DID (no verification methods), or None if unknown."""
     if find_user_by_did(did) is None:
         return None
-    return {"@context": [DID_CORE_CONTEXT], "id": did}
+    return user_document(did)

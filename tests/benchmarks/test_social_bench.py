@@ -20,7 +20,7 @@ from app.jobs.models import Job
 from app.social import service
 from app.social.connectors import TokenSet
 from app.social.models import SocialLink
-from app.tenancy.auth import Caller
+from app.tenancy.caller import Caller
 from app.tenancy.models import Client
 from app.users.service import create_user
 from tests import conftest

@@ -150,7 +150,7 @@ def test_sub_client_reads_under_load(app):
     from app.db import transaction
     from app.extensions import db
     from app.tenancy import service
-    from app.tenancy.auth import Caller
+    from app.tenancy.caller import Caller
     from app.tenancy.models import Client
 
     with app.app_context(), transaction():

@@ -11,8 +11,8 @@ from app.credentials import bbs
 from app.credentials.cryptosuites import bbs_2023, ecdsa_sd_2023
 from app.credentials.multiformats import encode_multikey
 from tests.credentials.issuing import Issuer, allocate_status
-from tests.credentials.test_store_api import wait_for_verification
-from tests.oidc.helpers import exchange, make_tenant, sign_in
+from tests.oidc.helpers import make_tenant
+from tests.support.credentials import access_token, listed_credentials, wait_for_state, wait_for_verification
 from tests.support.vectors import suite_context
 
 SD_MANDATORY = ["/issuer", "/validFrom"]
@@ -64,30 +64,6 @@ def _store(client, headers, vc: dict) -> str:
     return response.json["data"]["cid"]
 
 
-def _access_token(client, tenant) -> str:
-    code = sign_in(client, tenant, scope="openid credentials")["code"]
-    response = exchange(client, tenant, code)
-    assert response.status_code == 200, response.get_data(as_text=True)
-    return response.json["access_token"]
-
-
-def _listed(client, token: str) -> list[dict]:
-    response = client.get("/v1/openidc/credentials", headers={"Authorization": f"Bearer {token}"})
-    assert response.status_code == 200, response.get_data(as_text=True)
-    assert response.headers["Cache-Control"] == "no-store"
-    return response.json["data"]
-
-
-def _wait_for_state(client, headers, cid: str, state: str, timeout: float = 20.0) -> dict:
-    deadline = time.monotonic() + timeout
-    while True:
-        record = wait_for_verification(client, headers, cid, timeout)
-        if record["verification"]["state"] == state:
-            return record
-        assert time.monotonic() < deadline, record
-        time.sleep(0.05)
-
-
 def test_verified_credentials_reach_the_users_list_and_others_never_do(app, client):
     tenant = make_tenant(app, client)
     issuer = Issuer()
@@ -109,8 +85,8 @@ def test_verified_credentials_reach_the_users_list_and_others_never_do(app, clie
     assert wait_for_verification(client, tenant.headers, revocable_cid)["verification"]["state"] == "verified"
     assert wait_for_verification(client, tenant.headers, newer_cid)["verification"]["state"] == "verified"
 
-    token = _access_token(client, tenant)
-    listed = _listed(client, token)
+    token = access_token(client, tenant)
+    listed = listed_credentials(client, token)
     assert [vc["credentialSubject"]["degree"] for vc in listed] == ["MBA", "MSc", "BSc"]
     assert listed[1] == revocable
     assert listed[1]["credentialStatus"] == entry["credentialStatus"]
@@ -119,9 +95,9 @@ def test_verified_credentials_reach_the_users_list_and_others_never_do(app, clie
         f"/v1/vc/issuer/status_entries/{entry['id']}", json={"status": "revoked"}, headers=tenant.headers
     )
     assert revoke.status_code == 200
-    record = _wait_for_state(client, tenant.headers, revocable_cid, "failed")
+    record = wait_for_state(client, tenant.headers, revocable_cid, "failed")
     assert record["verification"]["reason"] == "revoked"
-    assert [vc["credentialSubject"]["degree"] for vc in _listed(client, token)] == ["MBA", "BSc"]
+    assert [vc["credentialSubject"]["degree"] for vc in listed_credentials(client, token)] == ["MBA", "BSc"]
 
 
 def test_selectively_disclosed_credentials_reach_the_users_list(app, client):
@@ -142,7 +118,7 @@ def test_selectively_disclosed_credentials_reach_the_users_list(app, client):
     failed = wait_for_verification(client, tenant.headers, tampered_cid)["verification"]
     assert (failed["state"], failed["reason"]) == ("failed", "invalid_signature")
 
-    assert _listed(client, _access_token(client, tenant)) == [shown_ecdsa, shown_bbs]
+    assert listed_credentials(client, access_token(client, tenant)) == [shown_ecdsa, shown_bbs]
 
 
 def test_credential_revoked_before_it_is_stored_is_reported_revoked(app, client):
@@ -154,7 +130,7 @@ def test_credential_revoked_before_it_is_stored_is_reported_revoked(app, client)
     cid = _store(client, tenant.headers, vc)
     verification = wait_for_verification(client, tenant.headers, cid)["verification"]
     assert (verification["state"], verification["reason"]) == ("failed", "revoked")
-    assert _listed(client, _access_token(client, tenant)) == []
+    assert listed_credentials(client, access_token(client, tenant)) == []
 
 
 def test_list_needs_a_valid_bearer_token_and_shows_only_the_callers_credentials(app, client):
@@ -163,8 +139,8 @@ def test_list_needs_a_valid_bearer_token_and_shows_only_the_callers_credentials(
     cid = _store(client, first.headers, issuer.sign(issuer.credential(first.did)))
     assert wait_for_verification(client, first.headers, cid)["verification"]["state"] == "verified"
 
-    assert len(_listed(client, _access_token(client, first))) == 1
-    assert _listed(client, _access_token(client, second)) == []
+    assert len(listed_credentials(client, access_token(client, first))) == 1
+    assert listed_credentials(client, access_token(client, second)) == []
     missing = client.get("/v1/openidc/credentials")
     assert missing.status_code == 401
     assert missing.headers["WWW-Authenticate"].startswith("Bearer")
@@ -180,7 +156,7 @@ def test_expired_credential_leaves_the_list(app, client):
     vc["validUntil"] = valid_until.isoformat().replace("+00:00", "Z")
     cid = _store(client, tenant.headers, issuer.sign(vc))
     assert wait_for_verification(client, tenant.headers, cid)["verification"]["state"] == "verified"
-    token = _access_token(client, tenant)
-    assert len(_listed(client, token)) == 1
+    token = access_token(client, tenant)
+    assert len(listed_credentials(client, token)) == 1
     time.sleep(max(0.0, (valid_until - datetime.now(UTC)).total_seconds()) + 0.5)
-    assert _listed(client, token) == []
+    assert listed_credentials(client, token) == []

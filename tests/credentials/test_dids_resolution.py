@@ -23,8 +23,9 @@ from app.credentials.cryptosuites.base import ProofCheckFailed
 from app.credentials.dids import DidResolver, DidWebResolver, resolve_verification_method
 from app.credentials.dids.document import key_from_verification_method
 from app.credentials.dids.key import resolve_did_key
-from app.credentials.dids.web import did_web_location, is_public_address
+from app.credentials.dids.web import did_web_location
 from app.credentials.multiformats import encode_multikey
+from app.outbound import is_public_address
 from tests.support.vectors import VECTORS
 
 ED25519_DID = "did:key:z6MkrJVnaZkeFzdQyMZu1cgjg7k1pZZ6pvBQ7XJPt4swbTQ2"

@@ -16,7 +16,7 @@ from app.credentials.engine import encode_bitstring
 from tests import conftest
 from tests.conftest import make_master
 from tests.credentials.issuing import Issuer, allocate_status, create_user
-from tests.credentials.test_store_api import wait_for_verification
+from tests.support.credentials import wait_for_verification
 
 
 def _path(url: str) -> str:

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import json
-import time
 
 import pytest
 import rfc8785
@@ -11,6 +10,7 @@ import rfc8785
 from app.credentials.multiformats import cid_for
 from tests.conftest import make_master
 from tests.credentials.issuing import Issuer, create_user
+from tests.support.credentials import wait_for_verification
 
 
 def _store(client, headers, vc_text: str, **extra_headers):
@@ -18,19 +18,6 @@ def _store(client, headers, vc_text: str, **extra_headers):
     return client.post(
         "/v1/vc/issuer/store", data=body, content_type="application/json", headers={**headers, **extra_headers}
     )
-
-
-def wait_for_verification(client, headers, cid: str, timeout: float = 20.0) -> dict:
-    """The record once its verification is no longer pending."""
-    deadline = time.monotonic() + timeout
-    while True:
-        response = client.get(f"/v1/vc/issuer/credentials/{cid}", headers=headers)
-        assert response.status_code == 200, response.get_data(as_text=True)
-        data = response.json["data"]
-        if data["verification"]["state"] != "pending":
-            return data
-        assert time.monotonic() < deadline, f"verification of {cid} still pending"
-        time.sleep(0.05)
 
 
 @pytest.fixture

@@ -9,10 +9,11 @@ import uuid
 from datetime import timedelta
 
 import pytest
-from sqlalchemy import func, select
+from sqlalchemy import select
 
 from tests.credentials.issuing import Issuer, create_user
-from tests.credentials.test_store_api import wait_for_verification
+from tests.support.credentials import wait_for_verification
+from tests.support.rows import row_count
 from tests.tenancy.support import assert_problem
 
 VERIFY_PATHS = ["/v1/vc/verify", "/credentials/verify"]
@@ -37,14 +38,8 @@ def _store(client, headers, vc: dict):
 
 def _stored_count(app, client_id: int) -> int:
     from app.credentials.models import StoredCredential
-    from app.extensions import db
 
-    with app.app_context():
-        count = db.session.scalar(
-            select(func.count()).select_from(StoredCredential).where(StoredCredential.client_id == client_id)
-        )
-        db.session.rollback()
-        return count
+    return row_count(app, StoredCredential, StoredCredential.client_id == client_id)
 
 
 @pytest.mark.parametrize("path", VERIFY_PATHS)

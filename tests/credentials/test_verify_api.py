@@ -305,8 +305,11 @@ def _signed_with_id(issuer: Issuer, vc: dict, proof_id: str) -> dict:
     from tests.support.vectors import suite_context
 
     return get_suite("eddsa-rdfc-2022").sign(
-        vc, private_key=issuer.private_key, verification_method=issuer.verification_method,
-        ctx=suite_context(), proof_id=proof_id,
+        vc,
+        private_key=issuer.private_key,
+        verification_method=issuer.verification_method,
+        ctx=suite_context(),
+        proof_id=proof_id,
     )
 
 

@@ -6,19 +6,9 @@ import json
 
 import pytest
 
+from tests.support.problems import assert_problem
+
 PROBLEM = "application/problem+json"
-
-
-def assert_problem(response, status: int, code: str | None = None) -> dict:
-    assert response.status_code == status, response.get_data(as_text=True)
-    assert response.mimetype == PROBLEM
-    body = response.get_json(force=True)
-    assert body["status"] == status
-    assert {"type", "title", "status", "detail", "code"} <= body.keys()
-    assert "Traceback" not in response.get_data(as_text=True)
-    if code is not None:
-        assert body["code"] == code
-    return body
 
 
 def test_health_and_readiness(client):

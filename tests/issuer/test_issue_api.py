@@ -5,8 +5,9 @@ from __future__ import annotations
 import pytest
 
 from tests.credentials.issuing import create_user
-from tests.credentials.test_store_api import wait_for_verification
 from tests.issuer.helpers import create_key, issue, unsigned, verify
+from tests.support.credentials import wait_for_verification
+from tests.support.problems import assert_problem
 
 SUITES = [
     ("eddsa-rdfc-2022", "Ed25519"),
@@ -18,13 +19,6 @@ SUITES = [
     ("ecdsa-sd-2023", "P-256"),
     ("bbs-2023", "Bls12381G2"),
 ]
-
-
-def _problem(response, status: int, code: str) -> dict:
-    assert response.status_code == status, response.get_data(as_text=True)
-    assert response.mimetype == "application/problem+json"
-    assert response.json["code"] == code, response.json
-    return response.json
 
 
 @pytest.mark.parametrize(("suite", "key_type"), SUITES)
@@ -142,7 +136,7 @@ def test_the_credential_is_stored_for_the_subject_user(client, master):
     by_id = issue(client, master.headers, unsigned(), userId=user["user_id"]).json["verifiableCredential"]
     assert by_id["credentialSubject"]["id"] == user["did"]
 
-    _problem(
+    assert_problem(
         issue(client, master.headers, unsigned("did:example:someone-else"), 422, userId=user["user_id"]),
         422,
         "credential_not_issuable",
@@ -157,7 +151,8 @@ def test_another_tenants_user_is_not_a_target(app, client, master):
     user = create_user(client, master.headers)
     response = issue(client, other.headers, unsigned(user["did"]))
     assert "Location" not in response.headers
-    _problem(issue(client, other.headers, unsigned(), 422, userId=user["user_id"]), 422, "credential_not_issuable")
+    answer = issue(client, other.headers, unsigned(), 422, userId=user["user_id"])
+    assert_problem(answer, 422, "credential_not_issuable")
 
 
 @pytest.mark.parametrize(
@@ -191,7 +186,7 @@ def test_bad_issue_requests_are_problems(client, master, body, status, code):
     if isinstance(body.get("credential"), str):
         body = {**body, "credential": replacements[body["credential"]]}
     response = client.post("/credentials/issue", json=body, headers=master.headers)
-    _problem(response, status, code)
+    assert_problem(response, status, code)
 
 
 def test_issue_needs_a_token_and_json(client, master):

@@ -3,9 +3,9 @@ disclosure as holder, and a verifier verifies it; revoking it is seen by the ver
 
 from __future__ import annotations
 
-from tests.credentials.test_credentials_e2e import _access_token, _listed, _wait_for_state
 from tests.issuer.helpers import create_key, unsigned
 from tests.oidc.helpers import make_tenant
+from tests.support.credentials import access_token, listed_credentials, wait_for_state
 
 
 def test_issue_list_derive_verify_bbs_2023(app, client):
@@ -30,10 +30,10 @@ def test_issue_list_derive_verify_bbs_2023(app, client):
     vc = issued.json["verifiableCredential"]
     assert vc["issuer"] == key["controller"] and vc["credentialSubject"]["id"] == tenant.did
     cid = issued.headers["Location"].rsplit("/", 1)[1]
-    assert _wait_for_state(client, tenant.headers, cid, "verified")["vc"] == vc
+    assert wait_for_state(client, tenant.headers, cid, "verified")["vc"] == vc
 
-    token = _access_token(client, tenant)
-    listed = _listed(client, token)
+    token = access_token(client, tenant)
+    listed = listed_credentials(client, token)
     assert listed == [vc]
 
     derived = client.post(
@@ -63,8 +63,8 @@ def test_issue_list_derive_verify_bbs_2023(app, client):
     assert revoked.status_code == 200, revoked.get_data(as_text=True)
     after = client.post("/credentials/verify", json={"verifiableCredential": shown}, headers=verifier.headers)
     assert after.status_code == 400 and after.json["verified"] is False
-    _wait_for_state(client, tenant.headers, cid, "failed")
-    assert _listed(client, token) == []
+    wait_for_state(client, tenant.headers, cid, "failed")
+    assert listed_credentials(client, token) == []
 
 
 def test_derive_refuses_what_it_cannot_derive(app, client):

@@ -7,16 +7,9 @@ import pytest
 from app.credentials.multiformats import decode_multikey
 from tests.conftest import make_master
 from tests.issuer.helpers import create_key, issue, unsigned, verify
+from tests.support.problems import assert_problem
 
 KEY_TYPES = ["Ed25519", "P-256", "P-384", "Bls12381G2"]
-
-
-def _problem(response, status: int, code: str | None = None) -> dict:
-    assert response.status_code == status, response.get_data(as_text=True)
-    assert response.mimetype == "application/problem+json"
-    if code is not None:
-        assert response.json["code"] == code, response.json
-    return response.json
 
 
 @pytest.mark.parametrize("key_type", KEY_TYPES)
@@ -67,7 +60,8 @@ def test_list_rotate_and_retire(client, master):
     old = client.get(f"/v1/issuer/keys/{first['id']}", headers=master.headers).json["data"]
     assert (old["state"], old["replacedBy"]) == ("retired", second["id"])
 
-    _problem(client.post(f"/v1/issuer/keys/{first['id']}/rotate", headers=master.headers), 409, "issuer_key_retired")
+    rotated = client.post(f"/v1/issuer/keys/{first['id']}/rotate", headers=master.headers)
+    assert_problem(rotated, 409, "issuer_key_retired")
 
     retired = client.post(f"/v1/issuer/keys/{bbs['id']}/retire", headers=master.headers)
     assert retired.status_code == 200 and retired.json["data"]["state"] == "retired"
@@ -86,8 +80,8 @@ def test_a_retired_key_no_longer_signs_but_what_it_signed_still_verifies(client,
     assert signed["proof"]["verificationMethod"] == key["verificationMethod"]
     client.post(f"/v1/issuer/keys/{key['id']}/retire", headers=master.headers)
 
-    _problem(issue(client, master.headers, unsigned("did:example:holder"), 422), 422, "issuer_key_missing")
-    _problem(
+    assert_problem(issue(client, master.headers, unsigned("did:example:holder"), 422), 422, "issuer_key_missing")
+    assert_problem(
         issue(client, master.headers, unsigned("did:example:holder"), 422, keyId=key["id"]), 422, "issuer_key_missing"
     )
     assert verify(client, master.headers, signed)["verified"] is True
@@ -101,9 +95,9 @@ def test_keys_of_another_tenant_are_404s(app, client, master):
         ("post", f"/v1/issuer/keys/{key['id']}/rotate"),
         ("post", f"/v1/issuer/keys/{key['id']}/retire"),
     ]:
-        _problem(getattr(client, method)(path, headers=other.headers), 404, "issuer_key_not_found")
+        assert_problem(getattr(client, method)(path, headers=other.headers), 404, "issuer_key_not_found")
     assert client.get("/v1/issuer/keys", headers=other.headers).json["data"] == []
-    _problem(
+    assert_problem(
         issue(client, other.headers, unsigned("did:example:x"), 422, keyId=key["id"], cryptosuite="ecdsa-rdfc-2019"),
         422,
         "issuer_key_missing",
@@ -119,18 +113,19 @@ def test_sub_client_keys_belong_to_the_acting_node(client, master):
     key = create_key(client, acting, "Ed25519")
     assert key["controller"].endswith(f":clients:{sub_id}")
     assert client.get("/v1/issuer/keys", headers=master.headers).json["data"] == []
-    _problem(client.get(f"/v1/issuer/keys/{key['id']}", headers=master.headers), 404)
+    assert_problem(client.get(f"/v1/issuer/keys/{key['id']}", headers=master.headers), 404)
     assert client.get(f"/clients/{sub_id}/did.json").json["verificationMethod"][0]["id"] == key["verificationMethod"]
 
 
 def test_bad_key_requests_are_problems(client, master):
-    _problem(client.post("/v1/issuer/keys", json={"type": "RSA"}, headers=master.headers), 422, "validation_failed")
-    _problem(client.post("/v1/issuer/keys", json={}, headers=master.headers), 422)
-    _problem(client.post("/v1/issuer/keys", json={"type": "Ed25519"}), 401)
-    _problem(client.get("/v1/issuer/keys/not-a-key", headers=master.headers), 404)
-    _problem(client.get("/v1/issuer/keys/%00", headers=master.headers), 404)
-    _problem(client.get("/clients/999999999/did.json"), 404, "did_not_found")
-    _problem(client.get("/clients/abc/did.json"), 422)
+    rsa = client.post("/v1/issuer/keys", json={"type": "RSA"}, headers=master.headers)
+    assert_problem(rsa, 422, "validation_failed")
+    assert_problem(client.post("/v1/issuer/keys", json={}, headers=master.headers), 422)
+    assert_problem(client.post("/v1/issuer/keys", json={"type": "Ed25519"}), 401)
+    assert_problem(client.get("/v1/issuer/keys/not-a-key", headers=master.headers), 404)
+    assert_problem(client.get("/v1/issuer/keys/%00", headers=master.headers), 404)
+    assert_problem(client.get("/clients/999999999/did.json"), 404, "did_not_found")
+    assert_problem(client.get("/clients/abc/did.json"), 422)
 
 
 def test_a_client_without_keys_has_an_empty_document(client, master):
@@ -148,6 +143,6 @@ def test_a_disabled_clients_did_is_gone_and_its_credentials_no_longer_verify(app
     assert verify(client, verifier.headers, signed)["verified"] is True
     with app.app_context(), transaction():
         service.disable_client(master.client_id)
-    _problem(client.get(f"/clients/{master.client_id}/did.json"), 404, "did_not_found")
+    assert_problem(client.get(f"/clients/{master.client_id}/did.json"), 404, "did_not_found")
     result = verify(client, verifier.headers, signed)
     assert result["verified"] is False and result["errors"][0]["code"] == "did_resolution_failed"

@@ -7,9 +7,9 @@ from datetime import UTC, datetime
 from app.db import transaction
 from app.extensions import db
 from app.social.models import BROKEN, SocialLink
-from tests.credentials.test_credentials_e2e import _access_token
 from tests.issuer.helpers import verify
 from tests.oidc.helpers import make_tenant
+from tests.support.credentials import access_token
 
 LINKED_AT = datetime(2026, 3, 1, 12, 0, tzinfo=UTC)
 
@@ -34,7 +34,7 @@ def _service_did(client) -> str:
 
 def test_the_user_gets_a_credential_for_their_verified_email(app, client):
     tenant = make_tenant(app, client)
-    token = _access_token(client, tenant)
+    token = access_token(client, tenant)
     response = client.post(f"/v1/user/{tenant.user_id}/credentials/email",
                            headers={"Authorization": f"Bearer {token}"})
     assert response.status_code == 201, response.get_data(as_text=True)
@@ -71,7 +71,7 @@ def test_a_linked_social_account_is_vouched_for(app, client):
     }
     assert verify(client, tenant.headers, vc)["verified"] is True
 
-    token = _access_token(client, tenant)
+    token = access_token(client, tenant)
     by_user = client.post(f"/v1/user/{tenant.user_id}/credentials/social/platform_a",
                           headers={"Authorization": f"Bearer {token}"})
     assert by_user.status_code == 201

@@ -4,7 +4,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from sqlalchemy import func, select
+from tests.support import problems
+from tests.support.rows import row_count
 
 
 def create_sub_client(client, headers: dict, expect: int = 201, **fields: Any) -> dict:
@@ -25,24 +26,16 @@ def token_for(client, master_headers: dict, client_id: int) -> str:
 
 
 def count_clients(app, root_id: int) -> int:
-    from app.extensions import db
     from app.tenancy.models import Client
 
-    with app.app_context():
-        count = db.session.scalar(select(func.count()).select_from(Client).where(Client.root_id == root_id))
-        db.session.rollback()
-        return count
+    return row_count(app, Client, Client.root_id == root_id)
 
 
 def count_users(app, root_id: int) -> int:
     """How many users the client tree rooted at `root_id` holds."""
-    from app.extensions import db
     from app.users.models import User
 
-    with app.app_context():
-        count = db.session.scalar(select(func.count()).select_from(User).where(User.root_client_id == root_id))
-        db.session.rollback()
-        return count
+    return row_count(app, User, User.root_client_id == root_id)
 
 
 def load_client_row(app, client_id: int) -> dict:
@@ -58,17 +51,8 @@ def load_client_row(app, client_id: int) -> dict:
 
 
 def assert_problem(response, status: int, field: str | None = None) -> dict:
-    """The response is an RFC 9457 problem with `status`; with `field`, its errors name the field.
-
-    Nested members count: `redirect_uris.0` names `redirect_uris`.
-    """
-    assert response.status_code == status, (response.status_code, response.get_data(as_text=True)[:500])
-    assert response.mimetype == "application/problem+json"
-    body = response.get_json()
-    assert body["status"] == status
-    if field is not None:
-        assert any(key == field or key.startswith(f"{field}.") for key in body["errors"]), body
-    return body
+    """`tests.support.problems.assert_problem` with the field as third argument (tenancy's habit)."""
+    return problems.assert_problem(response, status, field=field)
 
 
 def expected_error_statuses(spec: dict, path: str, method: str) -> set[str]:

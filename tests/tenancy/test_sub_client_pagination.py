@@ -11,7 +11,7 @@ def _add_children(app, parent_id: int, count: int) -> list[int]:
     """Create `count` children of `parent_id` directly through the service (fast set-up)."""
     from app.db import transaction
     from app.tenancy import service
-    from app.tenancy.auth import Caller
+    from app.tenancy.caller import Caller
     from app.tenancy.models import Client
 
     with app.app_context(), transaction():

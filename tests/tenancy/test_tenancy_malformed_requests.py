@@ -127,7 +127,7 @@ def test_control_characters_and_lone_surrogates_are_422_everywhere(client, app, 
         assert response.status_code == 422, (member, response.get_json())
     assert client.post("/v1/api_tokens", json={"name": value}, headers=master.headers).status_code == 422
     assert count_clients(app, master.client_id) == before
-    from app.users.schemas import ProfileSchema
+    from app.profile.schemas import ProfileSchema
 
     users_before = count_users(app, master.client_id)
     for field in ProfileSchema._declared_fields:

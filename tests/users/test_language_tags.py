@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from app.users.formats import canonical_language_tag, is_country_code
+from app.profile.formats import canonical_language_tag, is_country_code
 
 
 @pytest.mark.parametrize(

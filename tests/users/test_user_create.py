@@ -6,8 +6,8 @@ import re
 from datetime import date, timedelta
 
 import pytest
-from sqlalchemy import func, select
 
+from tests.support.rows import row_count
 from tests.tenancy.support import assert_problem, create_sub_client
 
 FULL_PROFILE = {
@@ -35,13 +35,9 @@ FULL_PROFILE = {
 
 
 def _users_in_tree(app, root_id: int) -> int:
-    from app.extensions import db
     from app.users.models import User
 
-    with app.app_context():
-        count = db.session.scalar(select(func.count()).select_from(User).where(User.root_client_id == root_id))
-        db.session.rollback()
-        return count
+    return row_count(app, User, User.root_client_id == root_id)
 
 
 def _create(client, headers, profile: dict):

@@ -1,4 +1,4 @@
-"""Interfaces shared by every Data Integrity cryptosuite: the failure type, keys, context, registry.
+"""Interfaces shared by every Data Integrity cryptosuite: keys, context, registry (and the failure type).
 
 Pure module (no Flask). A suite module defines an object satisfying `Cryptosuite` and calls
 `register_suite(...)` at import time; `app.credentials.cryptosuites.get_suite(name)` finds it.
@@ -9,36 +9,21 @@ from __future__ import annotations
 import threading
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
+from typing import Any, Protocol, runtime_checkable
 
-if TYPE_CHECKING:
-    from app.credentials.jsonld.canon import CanonicalizationLimits, CanonicalResult
-    from app.credentials.jsonld.loader import DocumentLoader
+from app.credentials.failures import ProofCheckFailed as ProofCheckFailed
+from app.credentials.jsonld.canon import (
+    CanonicalizationLimits,
+    CanonicalResult,
+    canonicalize,
+    canonicalize_nquads,
+    canonicalize_with_labels,
+    expand,
+    to_nquads,
+)
+from app.credentials.jsonld.loader import DocumentLoader
 
 KEY_TYPES = frozenset({"Ed25519", "P-256", "P-384", "Bls12381G2"})
-
-
-class ProofCheckFailed(Exception):
-    """A proof (or the credential around it) did not verify; `code` is a stable snake_case reason.
-
-    Codes used across the engine include `invalid_signature`, `unknown_cryptosuite`,
-    `malformed_proof_value`, `malformed_proof`, `verification_method_not_authorized`,
-    `context_not_allowed`, `undefined_term`, `canonicalization_limit`, `did_resolution_failed`,
-    `unsupported_key_type`, `invalid_proof_configuration`, and the budget of one credential:
-    `too_many_proofs`, `verification_size_limit`, `verification_time_limit`.
-    """
-
-    code: str = "proof_check_failed"
-
-    def __init__(self, code: str | None = None, detail: str | None = None) -> None:
-        if code is not None:
-            self.code = code
-        self.detail = detail or self.code.replace("_", " ")
-        super().__init__(f"{self.code}: {self.detail}")
-
-    def as_dict(self) -> dict[str, str]:
-        """The `{code, detail}` pair reported in verification results."""
-        return {"code": self.code, "detail": self.detail}
 
 
 @dataclass(frozen=True)
@@ -59,13 +44,6 @@ class VerificationKey:
             raise ValueError(f"unknown key type {self.key_type!r}")
 
 
-# JSON-LD modules import this one (for ProofCheckFailed), so they are imported lazily here.
-def _default_limits() -> CanonicalizationLimits:
-    from app.credentials.jsonld.canon import CanonicalizationLimits
-
-    return CanonicalizationLimits()
-
-
 @dataclass(frozen=True)
 class SuiteContext:
     """What a suite needs besides the document and the key: JSON-LD processing bound to a loader.
@@ -76,37 +54,27 @@ class SuiteContext:
     """
 
     loader: DocumentLoader
-    limits: CanonicalizationLimits = field(default_factory=_default_limits)
+    limits: CanonicalizationLimits = field(default_factory=CanonicalizationLimits)
     options: Mapping[str, Any] = field(default_factory=dict)
 
     def canonicalize(self, document: dict, *, hash_name: str = "sha256") -> str:
         """RDFC-1.0 canonical N-Quads of a JSON-LD document (one string, each quad ending in newline)."""
-        from app.credentials.jsonld.canon import canonicalize
-
         return canonicalize(document, self.loader, hash_name=hash_name, limits=self.limits)
 
     def canonicalize_with_labels(self, document: dict, *, hash_name: str = "sha256") -> CanonicalResult:
         """Canonical quads plus the map from the document's blank-node ids to canonical labels."""
-        from app.credentials.jsonld.canon import canonicalize_with_labels
-
         return canonicalize_with_labels(document, self.loader, hash_name=hash_name, limits=self.limits)
 
     def to_nquads(self, document: dict) -> list[str]:
         """The document's quads in N-Quads form (not canonicalized; blank nodes `_:b0`, ...)."""
-        from app.credentials.jsonld.canon import to_nquads
-
         return to_nquads(document, self.loader, limits=self.limits)
 
     def canonicalize_nquads(self, nquads: list[str] | str, *, hash_name: str = "sha256") -> CanonicalResult:
         """Canonicalize already serialized N-Quads (used by the selective-disclosure suites)."""
-        from app.credentials.jsonld.canon import canonicalize_nquads
-
         return canonicalize_nquads(nquads, hash_name=hash_name, limits=self.limits)
 
     def expand(self, document: dict) -> list:
         """The JSON-LD expansion of a document, in safe mode and under the limits."""
-        from app.credentials.jsonld.canon import expand
-
         return expand(document, self.loader, limits=self.limits)
 
 

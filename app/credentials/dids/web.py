@@ -1,69 +1,21 @@
-"""did:web resolution over HTTPS with time and size limits and an SSRF guard.
+"""did:web resolution over HTTPS through the outbound fetch policy (`app.outbound`).
 
-The host is resolved first and every address is checked: private, loopback, link-local,
-multicast, reserved and unspecified addresses are refused before any connection is made, unless
-`host:port` is on the explicit `allowed_private_hosts` list (tests). The request then goes to the
-checked address itself (TLS still verifies the certificate for the DID's host name), so a second
-DNS answer cannot redirect it. Redirects are not followed and proxies from the environment are
-ignored. Every failure raises `ProofCheckFailed("did_resolution_failed")`.
+Private hosts may be fetched only when `host:port` is on the explicit `allowed_private_hosts` list
+(tests). Every failure raises `ProofCheckFailed("did_resolution_failed")`.
 """
 
 from __future__ import annotations
 
-import ipaddress
 import json
-import socket
 import ssl
-import time
-from collections.abc import Callable
 from dataclasses import dataclass, field
 from urllib.parse import unquote
 
-import httpx
-
+from app import outbound
 from app.credentials.cryptosuites.base import ProofCheckFailed
+from app.outbound import AddressResolver, OutboundPolicy, system_addresses
 
-AddressResolver = Callable[[str, int], list[str]]
 _HOST_CHARS = frozenset("abcdefghijklmnopqrstuvwxyz0123456789-.")
-
-
-def system_addresses(host: str, port: int) -> list[str]:
-    """The IP addresses of `host` from the system resolver (IPv4 first)."""
-    infos = socket.getaddrinfo(host, port, type=socket.SOCK_STREAM)
-    addresses = list(dict.fromkeys(info[4][0] for info in infos))
-    return sorted(addresses, key=lambda address: ":" in address)
-
-
-def is_public_address(address: str) -> bool:
-    """True for a globally routable unicast address; False for anything an SSRF could abuse."""
-    try:
-        ip = ipaddress.ip_address(address.split("%", 1)[0])
-    except ValueError:
-        return False
-    if isinstance(ip, ipaddress.IPv6Address):
-        embedded = ip.ipv4_mapped or ip.sixtofour or (ip.teredo[1] if ip.teredo else None)
-        if embedded is not None and not is_public_address(str(embedded)):
-            return False
-    return ip.is_global and not (
-        ip.is_private or ip.is_loopback or ip.is_link_local or ip.is_multicast or ip.is_reserved or ip.is_unspecified
-    )
-
-
-def _reason(error: BaseException | None) -> str:
-    """Why a connection failed, without the addresses or OS messages its text may hold."""
-    seen = 0
-    while error is not None and seen < 10:
-        if isinstance(error, ssl.SSLCertVerificationError):
-            return "the TLS certificate does not verify"
-        if isinstance(error, ssl.SSLError):
-            return "the TLS handshake failed"
-        error, seen = error.__cause__ or error.__context__, seen + 1
-    return "connection failed"
-
-
-def unusable_host_detail(what: str, host: str) -> str:
-    """The failure detail for a host that does not resolve or resolves to a non-public address."""
-    return f"{what} host {host[:100]} is unknown or has a non-public address; refused"
 
 
 @dataclass(frozen=True)
@@ -122,8 +74,7 @@ class DidWebResolver:
     def __call__(self, did: str) -> dict:
         """The DID document of `did` (a did:web); raises `ProofCheckFailed`."""
         location = did_web_location(did)
-        addresses = self._checked_addresses(location)
-        body = self._fetch(location, addresses)
+        body = self._fetch(location)
         try:
             document = json.loads(body)
         except (UnicodeDecodeError, ValueError):
@@ -132,56 +83,45 @@ class DidWebResolver:
             raise ProofCheckFailed("did_resolution_failed", "did:web document id does not match the DID")
         return document
 
-    def _checked_addresses(self, location: DidWebLocation) -> list[str]:
-        # One answer for "unknown" and "internal", never the addresses: details reach the caller,
-        # who must learn nothing about the internal network from them.
-        unusable = ProofCheckFailed("did_resolution_failed", unusable_host_detail("did:web", location.host))
+    def policy(self) -> OutboundPolicy:
+        return OutboundPolicy(
+            allowed_private_hosts=self.allowed_private_hosts,
+            verify=self.verify,
+            connect_timeout=self.connect_timeout,
+            read_timeout=self.read_timeout,
+            total_timeout=self.total_timeout,
+            max_bytes=self.max_bytes,
+            resolve_addresses=self.resolve_addresses,
+        )
+
+    def _fetch(self, location: DidWebLocation) -> bytes:
+        headers = {"Accept": "application/did+json, application/json"}
         try:
-            addresses = self.resolve_addresses(location.host, location.port)
-        except (OSError, UnicodeError):
-            raise unusable from None
-        if not addresses:
-            raise unusable
-        allowed = f"{location.host}:{location.port}" in self.allowed_private_hosts
-        if not allowed and any(not is_public_address(address) for address in addresses):
-            raise unusable
-        return addresses
-
-    def _fetch(self, location: DidWebLocation, addresses: list[str]) -> bytes:
-        timeout = httpx.Timeout(self.read_timeout, connect=self.connect_timeout)
-        host_header = location.host if location.port == 443 else f"{location.host}:{location.port}"
-        headers = {"Host": host_header, "Accept": "application/did+json, application/json"}
-        last_error: Exception | None = None
-        verify = ssl.create_default_context(cafile=self.verify) if isinstance(self.verify, str) else self.verify
-        with httpx.Client(timeout=timeout, verify=verify, follow_redirects=False, trust_env=False) as client:
-            for address in addresses:
-                literal = f"[{address}]" if ":" in address else address
-                pinned_url = f"https://{literal}:{location.port}{location.path}"
-                try:
-                    return self._read(client, pinned_url, headers, location)
-                except (httpx.ConnectError, httpx.ConnectTimeout) as error:
-                    last_error = error
-                except httpx.HTTPError as error:
-                    raise ProofCheckFailed(
-                        "did_resolution_failed", f"fetching {location.url} failed ({type(error).__name__})"
-                    ) from None
-        raise ProofCheckFailed("did_resolution_failed", f"cannot connect to {location.url} ({_reason(last_error)})")
-
-    def _read(self, client: httpx.Client, url: str, headers: dict, location: DidWebLocation) -> bytes:
-        with client.stream("GET", url, headers=headers, extensions={"sni_hostname": location.host}) as response:
-            if response.status_code != 200:
-                raise ProofCheckFailed("did_resolution_failed", f"{location.url} answered HTTP {response.status_code}")
-            declared = response.headers.get("content-length")
-            if declared and declared.isdigit() and int(declared) > self.max_bytes:
-                raise ProofCheckFailed("did_resolution_failed", f"{location.url} is larger than {self.max_bytes} bytes")
-            body = bytearray()
-            deadline = time.monotonic() + self.total_timeout
-            for chunk in response.iter_bytes():
-                body.extend(chunk)
-                if time.monotonic() > deadline:
-                    raise ProofCheckFailed("did_resolution_failed", f"{location.url} took too long")
-                if len(body) > self.max_bytes:
-                    raise ProofCheckFailed(
-                        "did_resolution_failed", f"{location.url} is larger than {self.max_bytes} bytes"
-                    )
-            return bytes(body)
+            response = outbound.fetch(
+                self.policy(), "GET", "https", location.host, location.port, location.path, headers=headers,
+                require_status=200,
+            )
+        except outbound.UnusableHost:
+            # One answer for "unknown" and "internal", never the addresses: details reach the caller,
+            # who must learn nothing about the internal network from them.
+            raise ProofCheckFailed(
+                "did_resolution_failed", outbound.unusable_host_detail("did:web", location.host)
+            ) from None
+        except outbound.UnexpectedStatus as error:
+            raise ProofCheckFailed("did_resolution_failed", f"{location.url} answered HTTP {error.status}") from None
+        except outbound.TooLarge:
+            raise ProofCheckFailed(
+                "did_resolution_failed", f"{location.url} is larger than {self.max_bytes} bytes"
+            ) from None
+        except outbound.TooSlow:
+            raise ProofCheckFailed("did_resolution_failed", f"{location.url} took too long") from None
+        except outbound.ConnectFailed as error:
+            raise ProofCheckFailed(
+                "did_resolution_failed",
+                f"cannot connect to {location.url} ({outbound.connection_reason(error.error)})",
+            ) from None
+        except outbound.TransferFailed as error:
+            raise ProofCheckFailed(
+                "did_resolution_failed", f"fetching {location.url} failed ({type(error.error).__name__})"
+            ) from None
+        return response.content

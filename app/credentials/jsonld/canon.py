@@ -28,7 +28,7 @@ from pyld.identifier_issuer import IdentifierIssuer
 from pyld.jsonld import JsonLdError, JsonLdProcessor
 from pyld.nquads import ParserError, parse_nquads, serialize_nquad
 
-from app.credentials.cryptosuites.base import ProofCheckFailed
+from app.credentials.failures import ProofCheckFailed
 from app.credentials.jsonld.loader import DocumentLoader
 
 HASH_NAMES = frozenset({"sha256", "sha384"})

@@ -17,7 +17,7 @@ import threading
 from pathlib import Path
 from typing import Any
 
-from app.credentials.cryptosuites.base import ProofCheckFailed
+from app.credentials.failures import ProofCheckFailed
 
 URLMAP_FILE = "urlmap.json"
 BUILTIN_CONTEXTS_DIR = Path(__file__).resolve().parent / "contexts"

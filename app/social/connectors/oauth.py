@@ -188,6 +188,35 @@ class OAuthApp:
         return token
 
 
+def oauth_app(
+    *,
+    platform: str,
+    scope: str,
+    read_retry_after: RetryAfterReader,
+    client_id: str,
+    client_secret: str,
+    oauth_base: str,
+    timeout: float = DEFAULT_TIMEOUT,
+    transport: httpx.BaseTransport | None = None,
+) -> OAuthApp:
+    """The service's OAuth client at a platform whose endpoints are `<oauth_base>/authorize` and `/token`.
+
+    Each platform module binds its `platform`, `scope`, default `oauth_base` and 429 reader.
+    """
+    base = oauth_base.rstrip("/")
+    return OAuthApp(
+        platform=platform,
+        authorize_url=f"{base}/authorize",
+        token_url=f"{base}/token",
+        client_id=client_id,
+        client_secret=client_secret,
+        scope=scope,
+        read_retry_after=read_retry_after,
+        timeout=timeout,
+        transport=transport,
+    )
+
+
 def _oauth_error(body: bytes) -> str | None:
     try:
         payload = json.loads(body)

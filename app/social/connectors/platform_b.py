@@ -8,13 +8,14 @@ A 429 carries the platform's delay from the JSON body's `retry_after` (more prec
 from __future__ import annotations
 
 import json
+from functools import partial
 from typing import Any
 
 import httpx
 
+from app.social.connectors import oauth
 from app.social.connectors.answers import expect, member, objects
 from app.social.connectors.http import DEFAULT_TIMEOUT, CallBudgetLike, PlatformHttp, retry_after_header
-from app.social.connectors.oauth import OAuthApp
 
 PLATFORM = "platform_b"
 DEFAULT_API_BASE = "https://discord.com/api/v10"
@@ -34,27 +35,10 @@ def read_retry_after(response: httpx.Response, body: bytes) -> float | None:
     return retry_after_header(response, body)
 
 
-def oauth_app(
-    *,
-    client_id: str,
-    client_secret: str,
-    oauth_base: str = DEFAULT_OAUTH_BASE,
-    timeout: float = DEFAULT_TIMEOUT,
-    transport: httpx.BaseTransport | None = None,
-) -> OAuthApp:
-    """The service's OAuth client at platform B (scopes `identify email guilds`)."""
-    base = oauth_base.rstrip("/")
-    return OAuthApp(
-        platform=PLATFORM,
-        authorize_url=f"{base}/authorize",
-        token_url=f"{base}/token",
-        client_id=client_id,
-        client_secret=client_secret,
-        scope=SCOPE,
-        read_retry_after=read_retry_after,
-        timeout=timeout,
-        transport=transport,
-    )
+# The service's OAuth client at platform B (scopes `identify email guilds`).
+oauth_app = partial(
+    oauth.oauth_app, platform=PLATFORM, scope=SCOPE, oauth_base=DEFAULT_OAUTH_BASE, read_retry_after=read_retry_after
+)
 
 
 class ChatConnector:

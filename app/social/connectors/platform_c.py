@@ -9,10 +9,12 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable
+from functools import partial
 from typing import Any
 
 import httpx
 
+from app.social.connectors import oauth
 from app.social.connectors.answers import expect, member, objects
 from app.social.connectors.errors import MalformedAnswer
 from app.social.connectors.http import (
@@ -22,7 +24,6 @@ from app.social.connectors.http import (
     RetryAfterReader,
     retry_after_header,
 )
-from app.social.connectors.oauth import OAuthApp
 
 PLATFORM = "platform_c"
 DEFAULT_API_BASE = "https://api.twitch.tv/helix"
@@ -48,27 +49,14 @@ def retry_after_reader(clock: Callable[[], float] = time.time) -> RetryAfterRead
     return read
 
 
-def oauth_app(
-    *,
-    client_id: str,
-    client_secret: str,
-    oauth_base: str = DEFAULT_OAUTH_BASE,
-    timeout: float = DEFAULT_TIMEOUT,
-    transport: httpx.BaseTransport | None = None,
-) -> OAuthApp:
-    """The service's OAuth client at platform C (scope `user:read:follows`)."""
-    base = oauth_base.rstrip("/")
-    return OAuthApp(
-        platform=PLATFORM,
-        authorize_url=f"{base}/authorize",
-        token_url=f"{base}/token",
-        client_id=client_id,
-        client_secret=client_secret,
-        scope=SCOPE,
-        read_retry_after=retry_after_reader(),
-        timeout=timeout,
-        transport=transport,
-    )
+# The service's OAuth client at platform C (scope `user:read:follows`).
+oauth_app = partial(
+    oauth.oauth_app,
+    platform=PLATFORM,
+    scope=SCOPE,
+    oauth_base=DEFAULT_OAUTH_BASE,
+    read_retry_after=retry_after_reader(),
+)
 
 
 class StreamingConnector:

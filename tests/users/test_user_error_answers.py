@@ -3,19 +3,15 @@
 from __future__ import annotations
 
 import pytest
-from sqlalchemy import func, select
 
+from tests.support.rows import row_count
 from tests.tenancy.support import assert_problem, undocumented_error_statuses
 
 
 def _user_count(app, client_id: int) -> int:
-    from app.extensions import db
     from app.users.models import User
 
-    with app.app_context():
-        count = db.session.scalar(select(func.count()).select_from(User).where(User.client_id == client_id))
-        db.session.rollback()
-        return count
+    return row_count(app, User, User.client_id == client_id)
 
 
 def test_user_operations_document_every_error_they_can_answer(app):

@@ -5,10 +5,10 @@ from __future__ import annotations
 import json
 
 import pytest
-from sqlalchemy import func, select
 
 from tests.credentials.issuing import Issuer, allocate_status, create_user
-from tests.credentials.test_store_api import wait_for_verification
+from tests.support.credentials import wait_for_verification
+from tests.support.rows import row_count
 from tests.tenancy.support import assert_problem, undocumented_error_statuses
 
 
@@ -24,14 +24,8 @@ def user(client, master):
 
 def _stored_count(app, client_id: int) -> int:
     from app.credentials.models import StoredCredential
-    from app.extensions import db
 
-    with app.app_context():
-        count = db.session.scalar(
-            select(func.count()).select_from(StoredCredential).where(StoredCredential.client_id == client_id)
-        )
-        db.session.rollback()
-        return count
+    return row_count(app, StoredCredential, StoredCredential.client_id == client_id)
 
 
 def test_credential_operations_document_every_error_they_can_answer(spec):

@@ -1,0 +1,25 @@
+"""The DID method of this network and the shape of its DIDs."""
+
+from __future__ import annotations
+
+import os
+import re
+import secrets
+
+from flask import current_app
+
+
+def did_method() -> str:
+    """The DID method name of this network: `DID_METHOD` from the app config, else the environment,
+    else `tessera`."""
+    return current_app.config.get("DID_METHOD") or os.environ.get("DID_METHOD") or "tessera"
+
+
+def new_network_did() -> str:
+    """A fresh DID of this network: `did:<method>:` and 20 random bytes as lower-case hex."""
+    return f"did:{did_method()}:{secrets.token_hex(20)}"
+
+
+def is_network_did(did: str) -> bool:
+    """Whether `did` has the shape of a DID of this network (`did:<method>:<40 hex>`)."""
+    return re.fullmatch(rf"did:{re.escape(did_method())}:[0-9a-f]{{40}}", did) is not None

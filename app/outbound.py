@@ -1,0 +1,212 @@
+"""The one outbound fetch policy: every request to a URL someone else chose goes through `fetch`.
+
+Used by did:web resolution, the remote status-list fetcher and the OpenID provider's client
+`jwks_uri` and back-channel logout requests; each passes its own allow-listed hosts and limits in an
+`OutboundPolicy`. The guard: the host is resolved first and every address must be public (not
+private, loopback, link-local, multicast, reserved or unspecified) unless `host:port` is
+allow-listed; the request then goes to a checked address itself (TLS still verifies the name, so
+a second DNS answer cannot redirect it); redirects are never followed (a 3xx is an answer like any
+other, so a redirect can never reach an unchecked address); proxies from the environment are
+ignored; connect, read and total time and the body size are bounded.
+
+Failures raise a subclass of `OutboundFailure`; callers turn them into their own errors and words.
+This module has no Flask import.
+"""
+
+from __future__ import annotations
+
+import ipaddress
+import socket
+import ssl
+import time
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+
+import httpx
+
+AddressResolver = Callable[[str, int], list[str]]
+
+
+def system_addresses(host: str, port: int) -> list[str]:
+    """The IP addresses of `host` from the system resolver (IPv4 first)."""
+    infos = socket.getaddrinfo(host, port, type=socket.SOCK_STREAM)
+    addresses = list(dict.fromkeys(info[4][0] for info in infos))
+    return sorted(addresses, key=lambda address: ":" in address)
+
+
+def is_public_address(address: str) -> bool:
+    """True for a globally routable unicast address; False for anything an SSRF could abuse."""
+    try:
+        ip = ipaddress.ip_address(address.split("%", 1)[0])
+    except ValueError:
+        return False
+    if isinstance(ip, ipaddress.IPv6Address):
+        embedded = ip.ipv4_mapped or ip.sixtofour or (ip.teredo[1] if ip.teredo else None)
+        if embedded is not None and not is_public_address(str(embedded)):
+            return False
+    return ip.is_global and not (
+        ip.is_private or ip.is_loopback or ip.is_link_local or ip.is_multicast or ip.is_reserved or ip.is_unspecified
+    )
+
+
+def host_list(raw: str) -> frozenset[str]:
+    """A comma-separated `host:port` allow-list setting as a set (lower case, blanks dropped)."""
+    return frozenset(item.strip().lower() for item in raw.split(",") if item.strip())
+
+
+def unusable_host_detail(what: str, host: str) -> str:
+    """The failure detail for a host that does not resolve or resolves to a non-public address."""
+    return f"{what} host {host[:100]} is unknown or has a non-public address; refused"
+
+
+def connection_reason(error: BaseException | None) -> str:
+    """Why a connection failed, without the addresses or OS messages its text may hold."""
+    seen = 0
+    while error is not None and seen < 10:
+        if isinstance(error, ssl.SSLCertVerificationError):
+            return "the TLS certificate does not verify"
+        if isinstance(error, ssl.SSLError):
+            return "the TLS handshake failed"
+        error, seen = error.__cause__ or error.__context__, seen + 1
+    return "connection failed"
+
+
+class OutboundFailure(Exception):
+    """A guarded fetch failed; the subclass says why."""
+
+
+class UnusableHost(OutboundFailure):
+    """The host does not resolve (`error` set), has no address, or has a non-public one."""
+
+    def __init__(self, host: str, *, error: BaseException | None = None, non_public: bool = False) -> None:
+        super().__init__(host)
+        self.host, self.error, self.non_public = host, error, non_public
+
+
+class UnexpectedStatus(OutboundFailure):
+    """The answer's status was not the one required."""
+
+    def __init__(self, status: int) -> None:
+        super().__init__(status)
+        self.status = status
+
+
+class TooLarge(OutboundFailure):
+    """The body is larger than the policy's `max_bytes`."""
+
+
+class TooSlow(OutboundFailure):
+    """The body took longer than the policy's `total_timeout`."""
+
+
+class ConnectFailed(OutboundFailure):
+    """No checked address accepted a connection; `error` is the last one's error."""
+
+    def __init__(self, error: BaseException | None) -> None:
+        super().__init__(error)
+        self.error = error
+
+
+class TransferFailed(OutboundFailure):
+    """The connection was made but the exchange failed; `error` is the httpx error."""
+
+    def __init__(self, error: httpx.HTTPError) -> None:
+        super().__init__(error)
+        self.error = error
+
+
+@dataclass(frozen=True)
+class OutboundPolicy:
+    """Limits of one feature's outbound requests.
+
+    `allowed_private_hosts`: `"host:port"` entries that may resolve to non-public addresses (and be
+    fetched over plain http). `verify`: TLS verification (True, a CA bundle path or an SSL context).
+    `total_timeout`: seconds for the whole exchange, None for only the connect and read timeouts.
+    """
+
+    allowed_private_hosts: frozenset[str] = field(default_factory=frozenset)
+    verify: ssl.SSLContext | str | bool = True
+    connect_timeout: float = 3.0
+    read_timeout: float = 5.0
+    total_timeout: float | None = 10.0
+    max_bytes: int = 256 * 1024
+    resolve_addresses: AddressResolver = system_addresses
+
+    def is_listed(self, host: str, port: int) -> bool:
+        return f"{host}:{port}" in self.allowed_private_hosts
+
+    def checked_addresses(self, host: str, port: int) -> list[str]:
+        """The addresses of `host`, all public unless allow-listed; raises `UnusableHost`."""
+        try:
+            addresses = self.resolve_addresses(host, port)
+        except (OSError, UnicodeError) as error:
+            raise UnusableHost(host, error=error) from None
+        if not addresses:
+            raise UnusableHost(host)
+        if not self.is_listed(host, port) and any(not is_public_address(address) for address in addresses):
+            raise UnusableHost(host, non_public=True)
+        return addresses
+
+
+def fetch(
+    policy: OutboundPolicy,
+    method: str,
+    scheme: str,
+    host: str,
+    port: int,
+    path: str,
+    *,
+    headers: Mapping[str, str],
+    data: dict | None = None,
+    require_status: int | None = None,
+) -> httpx.Response:
+    """Send one request through the guard and return the answer with its body read.
+
+    `scheme`, `host` (lower case), `port` and `path` (with its query) come from the caller's own
+    URL checks. With `require_status`, any other status raises `UnexpectedStatus` before the body
+    is read. Raises an `OutboundFailure` subclass.
+    """
+    addresses = policy.checked_addresses(host, port)
+    default_port = 443 if scheme == "https" else 80
+    sent_headers = {"Host": host if port == default_port else f"{host}:{port}", **headers}
+    verify = ssl.create_default_context(cafile=policy.verify) if isinstance(policy.verify, str) else policy.verify
+    timeout = httpx.Timeout(policy.read_timeout, connect=policy.connect_timeout)
+    deadline = None if policy.total_timeout is None else time.monotonic() + policy.total_timeout
+    extensions = {"sni_hostname": host} if scheme == "https" else {}
+    last_error: Exception | None = None
+    with httpx.Client(timeout=timeout, verify=verify, follow_redirects=False, trust_env=False) as client:
+        for address in addresses:
+            literal = f"[{address}]" if ":" in address else address
+            request = client.build_request(
+                method, f"{scheme}://{literal}:{port}{path}", data=data, headers=sent_headers, extensions=extensions
+            )
+            try:
+                return _exchange(client, request, policy, deadline, require_status)
+            except (httpx.ConnectError, httpx.ConnectTimeout) as error:
+                last_error = error
+            except httpx.HTTPError as error:
+                raise TransferFailed(error) from None
+    raise ConnectFailed(last_error)
+
+
+def _exchange(
+    client: httpx.Client, request: httpx.Request, policy: OutboundPolicy, deadline: float | None,
+    require_status: int | None,
+) -> httpx.Response:
+    response = client.send(request, stream=True)
+    try:
+        if require_status is not None and response.status_code != require_status:
+            raise UnexpectedStatus(response.status_code)
+        declared = response.headers.get("content-length")
+        if declared and declared.isdigit() and int(declared) > policy.max_bytes:
+            raise TooLarge()
+        body = bytearray()
+        for chunk in response.iter_bytes():
+            body.extend(chunk)
+            if deadline is not None and time.monotonic() > deadline:
+                raise TooSlow()
+            if len(body) > policy.max_bytes:
+                raise TooLarge()
+    finally:
+        response.close()
+    return httpx.Response(response.status_code, headers=response.headers, content=bytes(body), request=request)

@@ -1,0 +1,1 @@
+"""The user profile: its fields, their formats and validation."""

@@ -1,0 +1,1 @@
+"""HTTP pieces with no dependency on the rest of the application (importable from `app.errors`)."""
