@@ -8,6 +8,7 @@ from flask import url_for
 from flask.views import MethodView
 from flask_smorest import Blueprint
 
+from app.db import read_only
 from app.errors import ValidationFailed
 from app.http import no_store, problem_doc
 from app.idempotency.service import idempotent
@@ -91,6 +92,7 @@ class SubClients(MethodView):
 
 @blp.route("/<subclient_id>", parameters=[id_parameter("subclient_id", "A client in the acting node's subtree.")])
 class SubClientById(MethodView):
+    @read_only
     @api_token_required(subclient=True)
     @blp.response(200, SubClientEnvelope)
     @problem_doc(404, 422)

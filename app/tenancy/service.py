@@ -18,8 +18,9 @@ from typing import TYPE_CHECKING, Any
 from urllib.parse import urlsplit
 
 from flask import current_app
-from sqlalchemy import Select, func, select, update
+from sqlalchemy import Select, exists, func, select, update
 from sqlalchemy.exc import IntegrityError
+from sqlalchemy.orm import aliased
 
 from app.db import as_utc, utcnow
 from app.errors import NotFound
@@ -144,15 +145,24 @@ def is_disabled(client: Client) -> bool:
     return db.session.scalar(statement) is not None
 
 
+def _no_disabled_ancestor(client: type[Client]) -> Any:
+    """A condition true when neither `client` nor any ancestor of it is disabled (one EXISTS, no round trip)."""
+    ancestor = aliased(Client)
+    # Paths are "/1/5/9/": an ancestor's path (itself included) is a prefix of the client's.
+    return ~exists().where(ancestor.disabled_at.is_not(None), client.path.startswith(ancestor.path))
+
+
 def get_client_in_subtree(client_id: int, subtree_path: str) -> Client | None:
     """The client with this id if it lies within the subtree rooted at `subtree_path` (itself included).
 
     None too when it (or an ancestor) is disabled: a disabled client is absent to the API.
     """
-    client = db.session.get(Client, client_id)
-    if client is None or not client.path.startswith(subtree_path) or is_disabled(client):
-        return None
-    return client
+    statement = select(Client).where(
+        Client.id == client_id,
+        Client.path.startswith(subtree_path, autoescape=True),
+        _no_disabled_ancestor(Client),
+    )
+    return db.session.scalar(statement)
 
 
 def require_client_in_subtree(client_id: int, subtree_path: str) -> Client:
@@ -466,18 +476,21 @@ def find_active_token(plaintext: str) -> tuple[ApiToken | None, Client | None]:
 
     A token is refused too when an ancestor of its client is disabled.
     """
+    now = utcnow()
+    # One round trip: the token, its client and the disabled-ancestor check together.
     statement = (
         select(ApiToken, Client)
         .join(Client, Client.id == ApiToken.client_id)
-        .where(ApiToken.token_hash.in_(secret_hash_candidates(plaintext)))
+        .where(
+            ApiToken.token_hash.in_(secret_hash_candidates(plaintext)),
+            ApiToken.revoked_at.is_(None),
+            _no_disabled_ancestor(Client),
+        )
     )
     row = db.session.execute(statement).first()
     if row is None:
         return None, None
     token, client = row
-    now = utcnow()
-    if token.revoked_at is not None or is_disabled(client):
-        return None, None
     if token.expires_at is not None and as_utc(token.expires_at) <= now:
         return None, None
     return token, client
