@@ -130,7 +130,7 @@ def read_only(view: Callable) -> Callable:
     def wrapper(*args: Any, **kwargs: Any) -> Any:
         from app.extensions import db
 
-        if db.engine.dialect.name == "postgresql" and not db.session.in_transaction():
+        if db.engine.dialect.name == "postgresql" and not db.session().in_transaction():
             db.session.connection(execution_options={"isolation_level": "AUTOCOMMIT"})
         return view(*args, **kwargs)
 
