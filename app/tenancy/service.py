@@ -134,17 +134,6 @@ def new_esp_token() -> str:
     return "esp_" + uuid.uuid4().hex
 
 
-def is_disabled(client: Client) -> bool:
-    """Whether this client or one of its ancestors is disabled: a disabled node takes its subtree with it."""
-    if client.disabled_at is not None:
-        return True
-    ancestor_ids = [int(part) for part in client.path.strip("/").split("/") if part and int(part) != client.id]
-    if not ancestor_ids:
-        return False
-    statement = select(Client.id).where(Client.id.in_(ancestor_ids), Client.disabled_at.is_not(None)).limit(1)
-    return db.session.scalar(statement) is not None
-
-
 def _no_disabled_ancestor(client: type[Client]) -> Any:
     """A condition true when neither `client` nor any ancestor of it is disabled (one EXISTS, no round trip)."""
     ancestor = aliased(Client)
@@ -181,10 +170,7 @@ def subtree_client_ids(subtree_path: str) -> set[int]:
 
 def get_active_client(client_id: int) -> Client | None:
     """The client with this id unless it is unknown or disabled, itself or by an ancestor (OpenID lookups)."""
-    client = db.session.get(Client, client_id)
-    if client is None or is_disabled(client):
-        return None
-    return client
+    return db.session.scalar(select(Client).where(Client.id == client_id, _no_disabled_ancestor(Client)))
 
 
 def create_sub_client(caller: Caller, fields: dict[str, Any]) -> Client:
