@@ -372,6 +372,7 @@ def get_agent_job(job_id: str):
     }
 )
 @problem_doc(404)
+@limiter.exempt  # no limit applies; skips the limiter's per-request lookup
 @read_only
 def public_agent_card(did: str):
     """The published card of a DID, exactly the bytes that were hosted (public)."""
@@ -406,6 +407,7 @@ def _wants_resolution_result() -> bool:
         "410": {"description": "Deactivated (didDocumentMetadata.deactivated)", "content": {DID_RESOLUTION: {}}},
     }
 )
+@limiter.exempt  # no limit applies; skips the limiter's per-request lookup
 @read_only
 def resolve_did(did: str):
     """Resolve a DID of this network (public)."""

@@ -134,11 +134,17 @@ def new_esp_token() -> str:
     return "esp_" + uuid.uuid4().hex
 
 
-def _no_disabled_ancestor(client: type[Client]) -> Any:
-    """A condition true when neither `client` nor any ancestor of it is disabled (one EXISTS, no round trip)."""
-    ancestor = aliased(Client)
-    # Paths are "/1/5/9/": an ancestor's path (itself included) is a prefix of the client's.
-    return ~exists().where(ancestor.disabled_at.is_not(None), client.path.startswith(ancestor.path))
+# Built once: aliasing the 40-column clients table on every call costs more than the query.
+_ANCESTOR = aliased(Client, name="ancestor")
+_NO_DISABLED_ANCESTOR = ~exists().where(_ANCESTOR.disabled_at.is_not(None), Client.path.startswith(_ANCESTOR.path))
+
+
+def _no_disabled_ancestor() -> Any:
+    """A condition true when neither the outer `Client` nor any ancestor of it is disabled (one EXISTS).
+
+    Paths are "/1/5/9/": an ancestor's path (the client's own included) is a prefix of the client's.
+    """
+    return _NO_DISABLED_ANCESTOR
 
 
 def get_client_in_subtree(client_id: int, subtree_path: str) -> Client | None:
@@ -149,7 +155,7 @@ def get_client_in_subtree(client_id: int, subtree_path: str) -> Client | None:
     statement = select(Client).where(
         Client.id == client_id,
         Client.path.startswith(subtree_path, autoescape=True),
-        _no_disabled_ancestor(Client),
+        _no_disabled_ancestor(),
     )
     return db.session.scalar(statement)
 
@@ -170,7 +176,7 @@ def subtree_client_ids(subtree_path: str) -> set[int]:
 
 def get_active_client(client_id: int) -> Client | None:
     """The client with this id unless it is unknown or disabled, itself or by an ancestor (OpenID lookups)."""
-    return db.session.scalar(select(Client).where(Client.id == client_id, _no_disabled_ancestor(Client)))
+    return db.session.scalar(select(Client).where(Client.id == client_id, _no_disabled_ancestor()))
 
 
 def create_sub_client(caller: Caller, fields: dict[str, Any]) -> Client:
@@ -470,7 +476,7 @@ def find_active_token(plaintext: str) -> tuple[ApiToken | None, Client | None]:
         .where(
             ApiToken.token_hash.in_(secret_hash_candidates(plaintext)),
             ApiToken.revoked_at.is_(None),
-            _no_disabled_ancestor(Client),
+            _no_disabled_ancestor(),
         )
     )
     row = db.session.execute(statement).first()

@@ -21,6 +21,7 @@ import signal
 import socket
 import statistics
 import subprocess
+import sys
 import tempfile
 import time
 from pathlib import Path
@@ -283,6 +284,7 @@ def test_code_exchange_vs_node_oidc_provider(app, client, peer_workdir):
 # -- public reads --------------------------------------------------------------------------
 
 NGINX_CONF = """
+user root;
 worker_processes auto;
 daemon off;
 pid {workdir}/nginx.pid;
@@ -356,3 +358,97 @@ def test_public_card_read_vs_nginx(app, real_worker, peer_workdir):
         if proxy is not None:
             _stop(proxy)
         _stop(tessera)
+
+
+# -- jobs ----------------------------------------------------------------------------------
+
+JOBS_PER_ROUND = 2000
+NOOP_APP = """
+import os
+
+import redis
+from celery import Celery
+
+app = Celery("noop", broker=os.environ["NOOP_BROKER"])
+app.conf.update(task_acks_late=True, task_reject_on_worker_lost=True, worker_prefetch_multiplier=1,
+                task_default_queue=os.environ["NOOP_QUEUE"], worker_hijack_root_logger=False)
+counter = redis.Redis.from_url(os.environ["NOOP_BROKER"])
+
+
+@app.task(name="noop", ignore_result=True)
+def noop():
+    counter.incr(os.environ["NOOP_QUEUE"] + ":done")
+"""
+
+
+def _group_cpu(processes: list[subprocess.Popen]) -> float:
+    return sum(_cpu_seconds(process.pid) for process in processes)
+
+
+def _bare_celery_round(workdir: Path, broker: str, queue_name: str, workers: list[subprocess.Popen]) -> dict:
+    import redis
+    from celery import Celery
+
+    sender = Celery("noop-sender", broker=broker)
+    sender.conf.task_default_queue = queue_name
+    counter = redis.Redis.from_url(broker)
+    done_key = queue_name + ":done"
+    counter.delete(done_key)
+    cpu_before, began = _group_cpu(workers), time.perf_counter()
+    with sender.connection_for_write() as connection:
+        for _ in range(JOBS_PER_ROUND):
+            sender.send_task("noop", connection=connection, queue=queue_name)
+    deadline = time.monotonic() + 300
+    while int(counter.get(done_key) or 0) < JOBS_PER_ROUND:
+        if time.monotonic() > deadline:
+            raise AssertionError("the bare Celery workers did not finish")
+        time.sleep(0.02)
+    elapsed = time.perf_counter() - began
+    return {"rps": JOBS_PER_ROUND / elapsed, "cpu_ms": (_group_cpu(workers) - cpu_before) * 1000 / JOBS_PER_ROUND}
+
+
+def _tessera_jobs_round(app, client_id: int, workers: list[subprocess.Popen], finished_before: int) -> dict:
+    from tests.benchmarks.test_jobs_bench import _enqueue, _wait_finished
+
+    cpu_before, began = _group_cpu(workers), time.perf_counter()
+    _enqueue(app, JOBS_PER_ROUND, client_id)  # commits, then publishes every job
+    _wait_finished(app, client_id, finished_before + JOBS_PER_ROUND, timeout=300, poll=0.02)
+    elapsed = time.perf_counter() - began
+    return {"rps": JOBS_PER_ROUND / elapsed, "cpu_ms": (_group_cpu(workers) - cpu_before) * 1000 / JOBS_PER_ROUND}
+
+
+def test_jobs_vs_bare_celery(app, real_worker, peer_workdir):
+    """Canary jobs (row claimed, effect and final state committed) vs a no-op task, 2 worker processes each."""
+    _needs_postgres()
+    broker = _server_env()["REDIS_URL"]
+    queue_name = f"noop-{os.getpid()}"
+    (peer_workdir / "noop_app.py").write_text(NOOP_APP)
+    noop_env = {**os.environ, "NOOP_BROKER": broker, "NOOP_QUEUE": queue_name}
+    real_worker.stop()
+    ours = [conftest.start_worker(concurrency=1) for _ in range(2)]
+    bare = [subprocess.Popen(
+        [sys.executable, "-m", "celery", "-A", "noop_app", "worker", "--concurrency", "1", "--pool", "prefork",
+         "--loglevel", "WARNING", "--without-gossip", "--without-mingle", "--without-heartbeat"],
+        cwd=peer_workdir, env=noop_env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+        start_new_session=True) for _ in range(2)]
+    try:
+        client_id = conftest.make_master(app, "Peer benchmark jobs").client_id
+        _tessera_jobs_round(app, client_id, ours, 0)  # warm-up: imports and connections
+        finished = JOBS_PER_ROUND
+        _bare_celery_round(peer_workdir, broker, queue_name, bare)
+        tessera_rows, bare_rows = [], []
+        for _ in range(ROUNDS):
+            tessera_rows.append(_tessera_jobs_round(app, client_id, ours, finished))
+            finished += JOBS_PER_ROUND
+            bare_rows.append(_bare_celery_round(peer_workdir, broker, queue_name, bare))
+    finally:
+        for process in ours + bare:
+            _stop(process)
+        real_worker.start()
+    tessera, celery_noop = _median(tessera_rows), _median(bare_rows)
+    print(f"\n[peer bench] jobs, {JOBS_PER_ROUND} per round x {ROUNDS} interleaved, 2 worker processes each, "
+          f"medians; load average {os.getloadavg()[0]:.1f} on {os.cpu_count()} CPUs")
+    print(f"{'':<28}{'tessera jobs':<22}{tessera['rps']:>9.0f} jobs/s{tessera['cpu_ms']:>9.2f} CPU ms/job (workers)")
+    print(f"{'':<28}{'bare Celery no-op':<22}{celery_noop['rps']:>9.0f} jobs/s"
+          f"{celery_noop['cpu_ms']:>9.2f} CPU ms/job (workers)")
+    print(f"{'':<28}ratio tessera/bare Celery: throughput {tessera['rps'] / celery_noop['rps']:.2f}")
