@@ -452,3 +452,38 @@ def test_jobs_vs_bare_celery(app, real_worker, peer_workdir):
     print(f"{'':<28}{'bare Celery no-op':<22}{celery_noop['rps']:>9.0f} jobs/s"
           f"{celery_noop['cpu_ms']:>9.2f} CPU ms/job (workers)")
     print(f"{'':<28}ratio tessera/bare Celery: throughput {tessera['rps'] / celery_noop['rps']:.2f}")
+
+
+# -- authenticated reads -------------------------------------------------------------------
+
+
+def test_authenticated_read_cpu(app):
+    """`GET /v1/sub_client/{id}` with an x-api-token beside `/healthz` (the same stack, no work)."""
+    from app.db import transaction
+    from app.extensions import db
+    from app.tenancy import service
+    from app.tenancy.auth import Caller
+    from app.tenancy.models import Client
+
+    _needs_postgres()
+    wrk = _ensure("wrk", "wrk")
+    master = conftest.make_master(app, "Peer benchmark reads")
+    with app.app_context(), transaction():
+        root = db.session.get(Client, master.client_id)
+        caller = Caller(root.id, 0, True, root.id, root.path, root.id, root.path)
+        child = service.create_sub_client(caller, {"name": "child"}).id
+    port = _free_port()
+    tessera = _start_tessera(port, {})
+    try:
+        headers = {"x-api-token": master.api_token}
+        assert httpx.get(f"http://127.0.0.1:{port}/v1/sub_client/{child}", headers=headers).status_code == 200
+        reads, bare = [], []
+        for _ in range(ROUNDS):
+            reads.append(_wrk(wrk, f"http://127.0.0.1:{port}/v1/sub_client/{child}", 32, READ_SECONDS,
+                              headers=headers, server_pid=tessera.pid))
+            bare.append(_wrk(wrk, f"http://127.0.0.1:{port}/healthz", 32, READ_SECONDS, server_pid=tessera.pid))
+        print(f"\n[peer bench] authenticated read, 32 connections, {READ_SECONDS} s rounds x {ROUNDS} interleaved, "
+              f"medians; load average {os.getloadavg()[0]:.1f} on {os.cpu_count()} CPUs (target <= 1 ms CPU)")
+        _print_pair("GET /v1/sub_client/{id}", _median(reads), _median(bare), "/healthz")
+    finally:
+        _stop(tessera)
