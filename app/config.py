@@ -128,7 +128,9 @@ class Config:
                 "socket_connect_timeout": REDIS_SOCKET_TIMEOUT,
                 "socket_timeout": REDIS_SOCKET_TIMEOUT,
             }
-        self.RATELIMIT_HEADERS_ENABLED = True
+        # X-RateLimit-* headers would cost a storage round trip per allowed request; a refusal
+        # still says Retry-After (the limit's window).
+        self.RATELIMIT_HEADERS_ENABLED = _env_bool("RATELIMIT_HEADERS_ENABLED", False)
         self.RATELIMIT_ENABLED = _env_bool("RATELIMIT_ENABLED", True)
 
         self.MAX_CONTENT_LENGTH = 1024 * 1024
@@ -208,7 +210,9 @@ def _engine_options(url: str) -> dict:
     if statement_timeout > 0:
         connect_args["options"] = f"-c statement_timeout={statement_timeout}"
     return {
-        "pool_pre_ping": True,
+        # A pre-ping costs a round trip per checkout; without it a connection the server dropped
+        # fails one statement (503 to that request) and SQLAlchemy then recycles the whole pool.
+        "pool_pre_ping": _env_bool("DB_POOL_PRE_PING", False),
         "pool_size": _env_int("DB_POOL_SIZE", 5),
         "max_overflow": _env_int("DB_MAX_OVERFLOW", 10),
         "pool_timeout": _env_float("DB_POOL_TIMEOUT", 5),

@@ -11,6 +11,7 @@ import logging
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from datetime import UTC, datetime
+from functools import wraps
 from typing import Any
 
 # Models import these from here, beside the time helpers they use.
@@ -99,3 +100,23 @@ def transaction() -> Iterator[None]:
         rollback()
         raise
     commit()
+
+
+def read_only(view: Callable) -> Callable:
+    """Run a view that only reads without a transaction: no BEGIN and no COMMIT round trips.
+
+    On PostgreSQL the request's connection is taken in autocommit, so each statement is one round
+    trip and sees committed data. Only for views whose every statement reads, apart from single
+    self-contained stamps (an API token's last use) that may commit on their own. SQLite keeps
+    its transaction (its requests serialise on the write lock either way).
+    """
+
+    @wraps(view)
+    def wrapper(*args: Any, **kwargs: Any) -> Any:
+        from app.extensions import db
+
+        if db.engine.dialect.name == "postgresql" and not db.session().in_transaction():
+            db.session.connection(execution_options={"isolation_level": "AUTOCOMMIT"})
+        return view(*args, **kwargs)
+
+    return wrapper

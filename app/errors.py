@@ -154,9 +154,7 @@ def handle_http_exception(error: HTTPException) -> Response:
         headers["Allow"] = ", ".join(error.valid_methods)  # type: ignore[attr-defined]
     if status == 429:
         body["detail"] = "Too many requests; retry after the time in Retry-After."
-        response = error.get_response()
-        retry_after = response.headers.get("Retry-After")
-        headers["Retry-After"] = retry_after or str(current_app.config.get("RETRY_AFTER_SECONDS", 5))
+        headers["Retry-After"] = rate_limit_retry_after(error)
     for name, value in (data.get("headers") or {}).items():
         headers[name] = value
     if status in _HTML_PAGES and _prefers_html():
@@ -272,3 +270,18 @@ def register_error_handlers(app: Flask) -> None:
     app.register_error_handler(DataError, handle_unstorable_value)
     app.register_error_handler(IntegrityError, handle_integrity_error)
     app.register_error_handler(Exception, handle_unexpected)
+
+
+def rate_limit_retry_after(error: HTTPException) -> str:
+    """Seconds a rate-limited caller should wait: the limiter's header, else the limit's window.
+
+    The limiter's headers are off (they cost storage round trips on every allowed request), so a
+    refusal answers the window length, an upper bound of the time until the window resets.
+    """
+    supplied = error.get_response().headers.get("Retry-After")
+    if supplied:
+        return supplied
+    item = getattr(getattr(error, "limit", None), "limit", None)
+    if item is not None:
+        return str(item.get_expiry())
+    return str(current_app.config.get("RETRY_AFTER_SECONDS", 5))

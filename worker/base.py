@@ -59,9 +59,9 @@ def job_task(name: str, *, max_retries: int = MAX_RETRIES, max_attempts: int | N
                     settle_failed(self, job_id, request_id, give_up, max_retries + SETTLE_RETRIES)
                     return
                 run_job(job_id, handler, max_attempts=max_attempts)
-                log.info("job %s (%s) done", job_id, name, extra={"job_id": job_id, "job_kind": name})
+                log.debug("job %s (%s) done", job_id, name, extra={"job_id": job_id, "job_kind": name})
             except RetryLater as delay:
-                log.info("job %s rescheduled in %.1fs: %s", job_id, delay.seconds, delay)
+                log.debug("job %s rescheduled in %.1fs: %s", job_id, delay.seconds, delay)
                 raise self.retry(countdown=delay.seconds) from None
             except (TransientError, DBAPIError) as exc:
                 if self.request.retries >= max_retries:

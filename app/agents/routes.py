@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import hashlib
 import hmac
 import json
 from datetime import UTC, datetime
@@ -30,7 +31,7 @@ from app.agents.schemas import (
     SessionEnvelope,
     VerifyIn,
 )
-from app.db import isoformat
+from app.db import isoformat, read_only
 from app.extensions import limiter
 from app.http import BARE_LOCATION_HEADER, accepted_job, accepts, job_id_or_404, problem_doc
 from app.idempotency.service import idempotent
@@ -368,6 +369,8 @@ def get_agent_job(job_id: str):
     }
 )
 @problem_doc(404)
+@limiter.exempt  # no limit applies; skips the limiter's per-request lookup
+@read_only
 def public_agent_card(did: str):
     """The published card of a DID, exactly the bytes that were hosted (public)."""
     card = service.get_public_card(did)
@@ -401,6 +404,8 @@ def _wants_resolution_result() -> bool:
         "410": {"description": "Deactivated (didDocumentMetadata.deactivated)", "content": {DID_RESOLUTION: {}}},
     }
 )
+@limiter.exempt  # no limit applies; skips the limiter's per-request lookup
+@read_only
 def resolve_did(did: str):
     """Resolve a DID of this network (public)."""
     resolution = service.resolve_did(did)
@@ -409,7 +414,10 @@ def resolve_did(did: str):
     else:
         body, mimetype = resolution.result, DID_RESOLUTION
     cache_seconds = int(service.setting("AGENT_CARD_CACHE_SECONDS", 60))
-    response = Response(json.dumps(body), status=resolution.status, mimetype=mimetype)
-    response.headers["Cache-Control"] = f"public, max-age={cache_seconds}"
-    response.vary.add("Accept")
-    return response
+    payload = json.dumps(body).encode()
+    # A strong validator of the exact bytes (which depend on Accept, hence Vary).
+    etag = hashlib.sha256(payload).hexdigest()[:32]
+    headers = {"Cache-Control": f"public, max-age={cache_seconds}", "ETag": f'"{etag}"', "Vary": "Accept"}
+    if resolution.status == 200 and etag in request.if_none_match:
+        return Response(status=304, headers=headers)
+    return Response(payload, status=resolution.status, mimetype=mimetype, headers=headers)

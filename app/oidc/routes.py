@@ -15,7 +15,7 @@ from flask_smorest import Blueprint
 from werkzeug.exceptions import RequestEntityTooLarge
 
 from app.db import commit as commit_unit_of_work
-from app.errors import BadRequest, NotFound, handle_domain_error, handle_http_exception
+from app.errors import BadRequest, NotFound, handle_domain_error, handle_http_exception, rate_limit_retry_after
 from app.extensions import limiter
 from app.http import UnsupportedMediaType, accepts, no_store, problem_doc
 from app.oidc import client_auth, keys, mail, par, service
@@ -101,9 +101,7 @@ def _handle_rate_limited(error: RateLimitExceeded) -> Response:
         return handle_http_exception(error)
     response = jsonify({"error": "slow_down", "error_description": "Too many requests; retry later."})
     response.status_code = 429
-    response.headers["Retry-After"] = error.get_response().headers.get(
-        "Retry-After", str(current_app.config.get("RETRY_AFTER_SECONDS", 5))
-    )
+    response.headers["Retry-After"] = rate_limit_retry_after(error)
     return response
 
 

@@ -82,6 +82,11 @@ def configure_logging(level: str = "INFO") -> None:
     handler.setFormatter(JsonFormatter())
     root.handlers = [handler]
     root.setLevel(level)
+    # Celery's "received" and "succeeded" lines are two INFO records per job (a few percent of a
+    # short job's CPU); failures and retries still log at WARNING and above. LOG_LEVEL=DEBUG keeps them.
+    quiet = logging.DEBUG if root.level <= logging.DEBUG else logging.WARNING
+    for name in ("celery.app.trace", "celery.worker.strategy"):
+        logging.getLogger(name).setLevel(quiet)
     logging.getLogger("alembic.runtime.plugins").setLevel(logging.WARNING)
     # The development server logs every request line, query string included.
     logging.getLogger("werkzeug").addFilter(QueryRedactingFilter())

@@ -6,6 +6,7 @@ from flask import url_for
 from flask.views import MethodView
 from flask_smorest import Blueprint
 
+from app.db import read_only
 from app.http import LOCATION_HEADER, id_parameter, no_store, path_id, problem_doc
 from app.idempotency.service import idempotent
 from app.pagination import PageArgs
@@ -63,6 +64,7 @@ class SubClients(MethodView):
 
 @blp.route("/<subclient_id>", parameters=[id_parameter("subclient_id", "A client in the acting node's subtree.")])
 class SubClientById(MethodView):
+    @read_only
     @api_token_required(subclient=True)
     @blp.response(200, SubClientEnvelope)
     @problem_doc(404, 422)

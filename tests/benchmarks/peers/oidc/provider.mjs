@@ -1,0 +1,96 @@
+// node-oidc-provider with a Redis adapter and one pre-registered client: the peer of Tessera's
+// code exchange benchmark (tests/benchmarks/test_peer_bench.py).
+//   node provider.mjs serve <port> <redis-url> <key.json>   answer POST /token until killed
+//   node provider.mjs mint <count> <redis-url>              print <count> fresh codes, one a line
+import Redis from 'ioredis';
+import Provider from 'oidc-provider';
+import { readFileSync } from 'node:fs';
+
+const [mode, arg, redisUrl, keyFile] = process.argv.slice(2);
+const redis = new Redis(redisUrl, { keyPrefix: 'oidc-peer:' });
+const consumable = new Set(['AuthorizationCode', 'RefreshToken', 'DeviceCode', 'BackchannelAuthenticationRequest']);
+const grantable = new Set(['AccessToken', 'AuthorizationCode', 'RefreshToken', 'DeviceCode', 'BackchannelAuthenticationRequest']);
+
+// The Redis adapter of node-oidc-provider's example/adapters/redis.js.
+class RedisAdapter {
+  constructor(name) { this.name = name; }
+  key(id) { return `${this.name}:${id}`; }
+  async upsert(id, payload, expiresIn) {
+    const key = this.key(id);
+    const multi = redis.multi();
+    if (consumable.has(this.name)) multi.hmset(key, { payload: JSON.stringify(payload) });
+    else multi.set(key, JSON.stringify(payload));
+    if (expiresIn) multi.expire(key, expiresIn);
+    if (grantable.has(this.name) && payload.grantId) {
+      const grantKey = `grant:${payload.grantId}`;
+      multi.rpush(grantKey, key);
+      const ttl = await redis.ttl(grantKey);
+      if (expiresIn > ttl) multi.expire(grantKey, expiresIn);
+    }
+    if (payload.userCode) multi.set(`userCode:${payload.userCode}`, id, 'EX', expiresIn);
+    if (payload.uid) multi.set(`uid:${payload.uid}`, id, 'EX', expiresIn);
+    await multi.exec();
+  }
+  async find(id) {
+    const data = consumable.has(this.name) ? await redis.hgetall(this.key(id)) : await redis.get(this.key(id));
+    if (!data || (typeof data === 'object' && !Object.keys(data).length)) return undefined;
+    if (typeof data === 'string') return JSON.parse(data);
+    const { payload, ...rest } = data;
+    return { ...rest, ...JSON.parse(payload) };
+  }
+  async findByUid(uid) { const id = await redis.get(`uid:${uid}`); return id ? this.find(id) : undefined; }
+  async findByUserCode(code) { const id = await redis.get(`userCode:${code}`); return id ? this.find(id) : undefined; }
+  async destroy(id) { await redis.del(this.key(id)); }
+  async revokeByGrantId(grantId) {
+    const multi = redis.multi();
+    const tokens = await redis.lrange(`grant:${grantId}`, 0, -1);
+    tokens.forEach((token) => multi.del(token.replace(/^oidc-peer:/, '')));
+    multi.del(`grant:${grantId}`);
+    await multi.exec();
+  }
+  async consume(id) { await redis.hset(this.key(id), 'consumed', Math.floor(Date.now() / 1000)); }
+}
+
+// tests/benchmarks/test_peer_bench.py NODE_CLIENT mirrors this client.
+const CLIENT = {
+  client_id: 'bench', client_secret: 'bench-secret-0123456789abcdef0123456789abcdef',
+  redirect_uris: ['https://rp.example/callback'], grant_types: ['authorization_code'],
+  response_types: ['code'], token_endpoint_auth_method: 'client_secret_post',
+};
+
+function provider(issuer, jwk) {
+  return new Provider(issuer, {
+    adapter: RedisAdapter,
+    clients: [CLIENT],
+    jwks: jwk ? { keys: [jwk] } : undefined,
+    findAccount: async (_ctx, sub) => ({ accountId: sub, claims: async () => ({ sub, email: `${sub}@example.org`, name: 'Bench User' }) }),
+    claims: { openid: ['sub'], email: ['email'], profile: ['name'] },
+    pkce: { required: () => false },
+    ttl: { AccessToken: 3600, AuthorizationCode: 600, Grant: 3600, IdToken: 3600, Session: 3600 },
+    features: { devInteractions: { enabled: false } },
+  });
+}
+
+if (mode === 'serve') {
+  const jwk = JSON.parse(readFileSync(keyFile, 'utf8'));
+  const oidc = provider(`http://127.0.0.1:${arg}`, jwk);
+  if (process.env.PEER_DEBUG) oidc.on('grant.error', (_ctx, err) => console.error(err.error_detail));
+  oidc.listen(Number(arg), '127.0.0.1', () => console.log('ready'));
+} else if (mode === 'mint') {
+  console.info = () => {}; // stdout carries only the codes
+  const oidc = provider('http://127.0.0.1:1');
+  const client = await oidc.Client.find(CLIENT.client_id);
+  const lines = [];
+  for (let i = 0; i < Number(arg); i += 1) {
+    const grant = new oidc.Grant({ accountId: `user-${i}`, clientId: CLIENT.client_id });
+    grant.addOIDCScope('openid profile email');
+    const grantId = await grant.save();
+    const code = new oidc.AuthorizationCode({
+      accountId: `user-${i}`, client, grantId, scope: 'openid profile email', nonce: 'bench-nonce',
+      redirectUri: CLIENT.redirect_uris[0], authTime: Math.floor(Date.now() / 1000),
+    });
+    lines.push(await code.save());
+  }
+  process.stdout.write(lines.join('\n') + '\n');
+  await redis.quit();
+}

@@ -1,0 +1,489 @@
+"""Side by side with peers, interleaved rounds, medians of 3: the code exchange against
+node-oidc-provider, public reads against nginx, jobs against a bare Celery no-op task.
+
+Load comes from `wrk` (compiled; a Lua script posts one fresh code per request), never from Python.
+Servers run as deployed: Tessera under gunicorn with the Procfile's web line on PostgreSQL + Redis,
+node-oidc-provider (pinned in peers/oidc/package-lock.json, installed with `npm ci` into a temporary
+directory) with a Redis adapter. CPU per request is read from /proc for the server processes only
+(gunicorn master and workers, the node process; not PostgreSQL nor Redis). Prints figures; never
+fails on time. `wrk` and `nginx` are installed from Debian when missing.
+
+Run: DATABASE_URL=postgresql+psycopg://postgres@127.0.0.1:5432/test REDIS_URL=redis://127.0.0.1:6379/0 \\
+     pytest -m benchmark tests/benchmarks/test_peer_bench.py -s
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import shutil
+import signal
+import socket
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+from urllib.parse import urlencode
+
+import httpx
+import pytest
+
+from tests import conftest
+
+pytestmark = [pytest.mark.benchmark, pytest.mark.realworker]
+
+REPO_ROOT = Path(__file__).resolve().parents[2]
+PEER_DIR = Path(__file__).resolve().parent / "peers" / "oidc"
+ROUNDS = 3
+EXCHANGE_SECONDS = int(os.environ.get("PEER_BENCH_SECONDS", 5))
+READ_SECONDS = 5
+CLOCK_TICKS = os.sysconf("SC_CLK_TCK")
+WRK_POST = """
+local counter = 0
+function setup(thread)
+  thread:set("id", counter)
+  counter = counter + 1
+end
+function init(args)
+  bodies = {}
+  for line in io.lines(args[1] .. "." .. id) do bodies[#bodies + 1] = line end
+  index = 0
+  wrk.method = "POST"
+  wrk.headers["Content-Type"] = "application/x-www-form-urlencoded"
+end
+function request()
+  index = index + 1
+  return wrk.format(nil, nil, nil, bodies[index] or bodies[#bodies])
+end
+"""
+WRK_THREADS = 2
+# The client peers/oidc/provider.mjs registers.
+NODE_CLIENT = {"redirect_uri": "https://rp.example/callback", "client_id": "bench",
+               "client_secret": "bench-secret-0123456789abcdef0123456789abcdef"}
+
+
+def _free_port() -> int:
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        return probe.getsockname()[1]
+
+
+def _ensure(binary: str, package: str) -> str:
+    found = shutil.which(binary) or (f"/usr/sbin/{binary}" if Path(f"/usr/sbin/{binary}").exists() else None)
+    if found:
+        return found
+    subprocess.run(["apt-get", "install", "-y", "--no-install-recommends", package], check=True,
+                   stdout=subprocess.DEVNULL, env={**os.environ, "DEBIAN_FRONTEND": "noninteractive"})
+    return shutil.which(binary) or f"/usr/sbin/{binary}"
+
+
+def _wait_for(url: str, process: subprocess.Popen, timeout: float = 60) -> None:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if process.poll() is not None:
+            raise AssertionError(f"the server for {url} exited")
+        try:
+            if httpx.get(url, timeout=2).status_code < 500:
+                return
+        except httpx.HTTPError:
+            pass
+        time.sleep(0.2)
+    raise AssertionError(f"{url} did not come up")
+
+
+def _stop(process: subprocess.Popen) -> None:
+    if process.poll() is None:
+        os.killpg(process.pid, signal.SIGTERM)
+        try:
+            process.wait(timeout=15)
+        except subprocess.TimeoutExpired:
+            os.killpg(process.pid, signal.SIGKILL)
+            process.wait(timeout=5)
+
+
+def _tree(pid: int) -> list[int]:
+    pids, pending = [], [pid]
+    while pending:
+        current = pending.pop()
+        pids.append(current)
+        try:
+            for task in os.listdir(f"/proc/{current}/task"):
+                children = Path(f"/proc/{current}/task/{task}/children").read_text().split()
+                pending.extend(int(child) for child in children)
+        except (FileNotFoundError, ProcessLookupError):
+            continue
+    return pids
+
+
+def _cpu_seconds(pid: int) -> float:
+    """User + system CPU of `pid` and its descendants (threads included), from /proc."""
+    total = 0
+    for member in _tree(pid):
+        try:
+            fields = Path(f"/proc/{member}/stat").read_text().rsplit(")", 1)[1].split()
+        except FileNotFoundError:
+            continue
+        total += int(fields[11]) + int(fields[12])
+    return total / CLOCK_TICKS
+
+
+def _wrk(wrk: str, url: str, connections: int, seconds: int, script: Path | None = None,
+         script_args: list[str] | None = None, headers: dict | None = None, server_pid: int | None = None) -> dict:
+    command = [wrk, f"-t{WRK_THREADS}", f"-c{connections}", f"-d{seconds}s", "--latency", "--timeout", "10s"]
+    for name, value in (headers or {}).items():
+        command += ["-H", f"{name}: {value}"]
+    if script is not None:
+        command += ["-s", str(script)]
+    command.append(url)
+    if script_args:
+        command += ["--", *script_args]
+    cpu_before = _cpu_seconds(server_pid) if server_pid else 0.0
+    output = subprocess.run(command, capture_output=True, text=True, check=True).stdout
+    cpu = (_cpu_seconds(server_pid) - cpu_before) if server_pid else 0.0
+    requests_done = int(re.search(r"(\d+) requests in", output).group(1))
+    non_2xx = re.search(r"Non-2xx or 3xx responses: (\d+)", output)
+    errors = re.search(r"Socket errors: connect (\d+), read (\d+), write (\d+), timeout (\d+)", output)
+    return {
+        "rps": float(re.search(r"Requests/sec:\s+([\d.]+)", output).group(1)),
+        "p50": _ms(re.search(r"50%\s+([\d.]+\w+)", output).group(1)),
+        "p99": _ms(re.search(r"99%\s+([\d.]+\w+)", output).group(1)),
+        "cpu_ms": cpu * 1000 / requests_done if requests_done else float("nan"),
+        "requests": requests_done,
+        "failed": (int(non_2xx.group(1)) if non_2xx else 0) + (sum(map(int, errors.groups())) if errors else 0),
+    }
+
+
+def _ms(text: str) -> float:
+    value, unit = re.fullmatch(r"([\d.]+)(\w+)", text).groups()
+    return float(value) * {"us": 0.001, "ms": 1.0, "s": 1000.0, "m": 60000.0}[unit]
+
+
+def _median(rounds: list[dict]) -> dict:
+    return {key: statistics.median(row[key] for row in rounds) for key in rounds[0]}
+
+
+def _print_pair(label: str, ours: dict, theirs: dict, peer: str) -> None:
+    print(f"{label:<28}{'server':<22}{'req/s':>9}{'p50 ms':>9}{'p99 ms':>9}{'CPU ms/req':>12}{'failed':>8}")
+    for name, row in (("tessera", ours), (peer, theirs)):
+        print(f"{'':<28}{name:<22}{row['rps']:>9.0f}{row['p50']:>9.1f}{row['p99']:>9.1f}{row['cpu_ms']:>12.2f}"
+              f"{row['failed']:>8.0f}")
+    print(f"{'':<28}ratio tessera/{peer}: throughput {ours['rps'] / theirs['rps']:.2f}, "
+          f"CPU per request {ours['cpu_ms'] / theirs['cpu_ms']:.2f}x")
+
+
+def _server_env() -> dict:
+    env = {**os.environ}
+    # The suite reaches PostgreSQL and Redis through fault-injection proxies; a server connects directly.
+    for name in ("DATABASE_URL", "REDIS_URL"):
+        if os.environ.get(f"DIRECT_{name}"):
+            env[name] = os.environ[f"DIRECT_{name}"]
+    return env
+
+
+def _procfile_web() -> str:
+    for line in (REPO_ROOT / "Procfile").read_text().splitlines():
+        if line.startswith("web:"):
+            return line.split(":", 1)[1].strip()
+    raise AssertionError("Procfile has no web process")
+
+
+def _start_tessera(port: int, extra: dict) -> subprocess.Popen:
+    url = f"http://127.0.0.1:{port}"
+    env = {**_server_env(), "PORT": str(port), "BASE_URL": url, "OIDC_ISSUER": url, **extra}
+    process = subprocess.Popen(["sh", "-c", "exec " + _procfile_web()], cwd=REPO_ROOT, env=env,
+                               stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True)
+    _wait_for(f"http://127.0.0.1:{port}/healthz", process)
+    return process
+
+
+@pytest.fixture
+def peer_workdir():
+    workdir = Path(tempfile.mkdtemp(prefix="tessera-peer-bench-"))
+    yield workdir
+    shutil.rmtree(workdir, ignore_errors=True)
+
+
+def _needs_postgres() -> None:
+    if not conftest.USING_POSTGRES or not os.environ.get("REDIS_URL"):
+        pytest.skip("the side-by-side benchmark runs Tessera on PostgreSQL + Redis")
+
+
+# -- code exchange -------------------------------------------------------------------------
+
+
+def _write_bodies(path: Path, bodies: list[str]) -> None:
+    for thread in range(WRK_THREADS):
+        Path(f"{path}.{thread}").write_text("\n".join(bodies[thread::WRK_THREADS]) + "\n")
+
+
+def _tessera_codes(app, tenant, count: int) -> list[str]:
+    from tests.benchmarks.test_oidc_bench import _issue_codes
+
+    return [urlencode({"grant_type": "authorization_code", "code": code, "redirect_uri": tenant.redirect_uri,
+                       "client_id": str(tenant.client_id), "client_secret": tenant.client_secret})
+            for code in _issue_codes(app, tenant, count)]
+
+
+def _node_codes(workdir: Path, redis_url: str, count: int) -> list[str]:
+    codes = subprocess.run(["node", "provider.mjs", "mint", str(count), redis_url], cwd=workdir,
+                           capture_output=True, text=True, check=True).stdout.split()
+    return [urlencode({"grant_type": "authorization_code", "code": code, **NODE_CLIENT}) for code in codes]
+
+
+def _install_peer(workdir: Path) -> None:
+    for name in ("package.json", "package-lock.json", "provider.mjs"):
+        shutil.copy(PEER_DIR / name, workdir / name)
+    subprocess.run(["npm", "ci", "--ignore-scripts", "--no-audit", "--no-fund"], cwd=workdir, check=True,
+                   stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    key = subprocess.run(
+        ["node", "-e", "const c=require('crypto');const k=c.generateKeyPairSync('rsa',{modulusLength:2048})"
+         ".privateKey.export({format:'jwk'});console.log(JSON.stringify({...k,kid:'bench',use:'sig',alg:'RS256'}))"],
+        capture_output=True, text=True, check=True).stdout
+    (workdir / "key.json").write_text(key)
+
+
+def test_code_exchange_vs_node_oidc_provider(app, client, peer_workdir):
+    from tests.oidc.helpers import make_tenant
+
+    _needs_postgres()
+    wrk = _ensure("wrk", "wrk")
+    _install_peer(peer_workdir)
+    redis_url = _server_env()["REDIS_URL"].rsplit("/", 1)[0] + "/15"
+    script = peer_workdir / "post.lua"
+    script.write_text(WRK_POST)
+    connections = 32
+    budget = EXCHANGE_SECONDS * 3000  # more codes than either server can spend in a round
+
+    tessera_port, node_port = _free_port(), _free_port()
+    tessera = _start_tessera(tessera_port, {})
+    node = subprocess.Popen(["node", "provider.mjs", "serve", str(node_port), redis_url, "key.json"],
+                            cwd=peer_workdir, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+                            start_new_session=True)
+    try:
+        _wait_for(f"http://127.0.0.1:{node_port}/.well-known/openid-configuration", node)
+        tenant = make_tenant(app, client)
+        ours, theirs = [], []
+        for _ in range(ROUNDS):
+            _write_bodies(peer_workdir / "tessera", _tessera_codes(app, tenant, budget))
+            ours.append(_wrk(wrk, f"http://127.0.0.1:{tessera_port}/v1/openidc/token", connections,
+                             EXCHANGE_SECONDS, script, [str(peer_workdir / "tessera")], server_pid=tessera.pid))
+            _write_bodies(peer_workdir / "node", _node_codes(peer_workdir, redis_url, budget))
+            theirs.append(_wrk(wrk, f"http://127.0.0.1:{node_port}/token", connections, EXCHANGE_SECONDS,
+                               script, [str(peer_workdir / "node")], server_pid=node.pid))
+        print(f"\n[peer bench] code exchange (RS256 id_token), {connections} connections, {EXCHANGE_SECONDS} s "
+              f"rounds x {ROUNDS} interleaved, medians; load average {os.getloadavg()[0]:.1f} on "
+              f"{os.cpu_count()} CPUs")
+        _print_pair("POST token (code grant)", _median(ours), _median(theirs), "node-oidc-provider")
+    finally:
+        _stop(node)
+        _stop(tessera)
+
+
+# -- public reads --------------------------------------------------------------------------
+
+NGINX_CONF = """
+user root;
+worker_processes auto;
+daemon off;
+pid {workdir}/nginx.pid;
+error_log {workdir}/nginx-error.log warn;
+events {{ worker_connections 4096; }}
+http {{
+    access_log off;
+    sendfile on;
+    keepalive_requests 1000000;
+    client_body_temp_path {workdir}/body;
+    proxy_temp_path {workdir}/proxy;
+    fastcgi_temp_path {workdir}/fastcgi;
+    uwsgi_temp_path {workdir}/uwsgi;
+    scgi_temp_path {workdir}/scgi;
+    upstream tessera_web {{ server 127.0.0.1:{upstream}; keepalive 64; }}
+    proxy_cache_path {workdir}/cache levels=1:2 keys_zone=tessera_public:10m max_size=64m inactive=10m;
+    server {{
+        listen 127.0.0.1:{static_port};
+        root {root};
+        location /api/agent-card/ {{ default_type application/json; add_header Cache-Control "public, max-age=60"; }}
+    }}
+    server {{
+        listen 127.0.0.1:{cache_port};
+        include {shipped};
+    }}
+}}
+"""
+
+
+def test_public_card_read_vs_nginx(app, real_worker, peer_workdir):
+    """nginx serving the card as a static file; Tessera alone; Tessera behind the shipped proxy_cache config."""
+    from tests.benchmarks.test_agent_public_reads import _seed_card
+
+    _needs_postgres()
+    wrk = _ensure("wrk", "wrk")
+    nginx = _ensure("nginx", "nginx")
+    tessera_port, static_port, cache_port = _free_port(), _free_port(), _free_port()
+    tessera = _start_tessera(tessera_port, {"RATELIMIT_ENABLED": "1"})
+    proxy = None
+    try:
+        did, card, _document = _seed_card(f"http://127.0.0.1:{tessera_port}")
+        root = peer_workdir / "www"
+        (root / "api" / "agent-card").mkdir(parents=True)
+        (root / "api" / "agent-card" / did).write_bytes(card)
+        config = peer_workdir / "nginx.conf"
+        config.write_text(NGINX_CONF.format(workdir=peer_workdir, upstream=tessera_port, root=root,
+                                            static_port=static_port, cache_port=cache_port,
+                                            shipped=REPO_ROOT / "app" / "ops" / "nginx-public-cache.conf"))
+        proxy = subprocess.Popen([nginx, "-c", str(config), "-p", str(peer_workdir)], stdout=subprocess.DEVNULL,
+                                 stderr=subprocess.DEVNULL, start_new_session=True)
+        path = f"/api/agent-card/{did}"
+        _wait_for(f"http://127.0.0.1:{static_port}{path}", proxy)
+        cached = httpx.get(f"http://127.0.0.1:{cache_port}{path}")
+        assert cached.content == card and httpx.get(f"http://127.0.0.1:{cache_port}{path}").headers[
+            "x-cache-status"] in ("HIT", "REVALIDATED")
+        rows: dict[str, list[dict]] = {"tessera": [], "tessera+cache": [], "nginx static": []}
+        for _ in range(ROUNDS):
+            rows["tessera"].append(_wrk(wrk, f"http://127.0.0.1:{tessera_port}{path}", 64, READ_SECONDS,
+                                        server_pid=tessera.pid))
+            rows["tessera+cache"].append(_wrk(wrk, f"http://127.0.0.1:{cache_port}{path}", 64, READ_SECONDS,
+                                              server_pid=proxy.pid))
+            rows["nginx static"].append(_wrk(wrk, f"http://127.0.0.1:{static_port}{path}", 64, READ_SECONDS,
+                                             server_pid=proxy.pid))
+        medians = {name: _median(values) for name, values in rows.items()}
+        print(f"\n[peer bench] GET /api/agent-card/<did>, 64 connections, {READ_SECONDS} s rounds x {ROUNDS} "
+              f"interleaved, medians; load average {os.getloadavg()[0]:.1f} on {os.cpu_count()} CPUs "
+              "(CPU ms of the nginx rows is nginx's own)")
+        _print_pair("app path", medians["tessera"], medians["nginx static"], "nginx static")
+        _print_pair("behind shipped proxy_cache", medians["tessera+cache"], medians["nginx static"], "nginx static")
+    finally:
+        if proxy is not None:
+            _stop(proxy)
+        _stop(tessera)
+
+
+# -- jobs ----------------------------------------------------------------------------------
+
+JOBS_PER_ROUND = 2000
+NOOP_APP = """
+import os
+
+import redis
+from celery import Celery
+
+app = Celery("noop", broker=os.environ["NOOP_BROKER"])
+app.conf.update(task_acks_late=True, task_reject_on_worker_lost=True, worker_prefetch_multiplier=1,
+                task_default_queue=os.environ["NOOP_QUEUE"], worker_hijack_root_logger=False)
+counter = redis.Redis.from_url(os.environ["NOOP_BROKER"])
+
+
+@app.task(name="noop", ignore_result=True)
+def noop():
+    counter.incr(os.environ["NOOP_QUEUE"] + ":done")
+"""
+
+
+def _group_cpu(processes: list[subprocess.Popen]) -> float:
+    return sum(_cpu_seconds(process.pid) for process in processes)
+
+
+def _bare_celery_round(workdir: Path, broker: str, queue_name: str, workers: list[subprocess.Popen]) -> dict:
+    import redis
+    from celery import Celery
+
+    sender = Celery("noop-sender", broker=broker)
+    sender.conf.task_default_queue = queue_name
+    counter = redis.Redis.from_url(broker)
+    done_key = queue_name + ":done"
+    counter.delete(done_key)
+    cpu_before, began = _group_cpu(workers), time.perf_counter()
+    with sender.connection_for_write() as connection:
+        for _ in range(JOBS_PER_ROUND):
+            sender.send_task("noop", connection=connection, queue=queue_name)
+    deadline = time.monotonic() + 300
+    while int(counter.get(done_key) or 0) < JOBS_PER_ROUND:
+        if time.monotonic() > deadline:
+            raise AssertionError("the bare Celery workers did not finish")
+        time.sleep(0.02)
+    elapsed = time.perf_counter() - began
+    return {"rps": JOBS_PER_ROUND / elapsed, "cpu_ms": (_group_cpu(workers) - cpu_before) * 1000 / JOBS_PER_ROUND}
+
+
+def _tessera_jobs_round(app, client_id: int, workers: list[subprocess.Popen], finished_before: int) -> dict:
+    from tests.benchmarks.test_jobs_bench import _enqueue, _wait_finished
+
+    cpu_before, began = _group_cpu(workers), time.perf_counter()
+    _enqueue(app, JOBS_PER_ROUND, client_id)  # commits, then publishes every job
+    _wait_finished(app, client_id, finished_before + JOBS_PER_ROUND, timeout=300, poll=0.02)
+    elapsed = time.perf_counter() - began
+    return {"rps": JOBS_PER_ROUND / elapsed, "cpu_ms": (_group_cpu(workers) - cpu_before) * 1000 / JOBS_PER_ROUND}
+
+
+def test_jobs_vs_bare_celery(app, real_worker, peer_workdir):
+    """Canary jobs (row claimed, effect and final state committed) vs a no-op task, 2 worker processes each."""
+    _needs_postgres()
+    broker = _server_env()["REDIS_URL"]
+    queue_name = f"noop-{os.getpid()}"
+    (peer_workdir / "noop_app.py").write_text(NOOP_APP)
+    noop_env = {**os.environ, "NOOP_BROKER": broker, "NOOP_QUEUE": queue_name}
+    real_worker.stop()
+    ours = [conftest.start_worker(concurrency=1) for _ in range(2)]
+    bare = [subprocess.Popen(
+        [sys.executable, "-m", "celery", "-A", "noop_app", "worker", "--concurrency", "1", "--pool", "prefork",
+         "--loglevel", "WARNING", "--without-gossip", "--without-mingle", "--without-heartbeat"],
+        cwd=peer_workdir, env=noop_env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+        start_new_session=True) for _ in range(2)]
+    try:
+        client_id = conftest.make_master(app, "Peer benchmark jobs").client_id
+        _tessera_jobs_round(app, client_id, ours, 0)  # warm-up: imports and connections
+        finished = JOBS_PER_ROUND
+        _bare_celery_round(peer_workdir, broker, queue_name, bare)
+        tessera_rows, bare_rows = [], []
+        for _ in range(ROUNDS):
+            tessera_rows.append(_tessera_jobs_round(app, client_id, ours, finished))
+            finished += JOBS_PER_ROUND
+            bare_rows.append(_bare_celery_round(peer_workdir, broker, queue_name, bare))
+    finally:
+        for process in ours + bare:
+            _stop(process)
+        real_worker.start()
+    tessera, celery_noop = _median(tessera_rows), _median(bare_rows)
+    print(f"\n[peer bench] jobs, {JOBS_PER_ROUND} per round x {ROUNDS} interleaved, 2 worker processes each, "
+          f"medians; load average {os.getloadavg()[0]:.1f} on {os.cpu_count()} CPUs")
+    print(f"{'':<28}{'tessera jobs':<22}{tessera['rps']:>9.0f} jobs/s{tessera['cpu_ms']:>9.2f} CPU ms/job (workers)")
+    print(f"{'':<28}{'bare Celery no-op':<22}{celery_noop['rps']:>9.0f} jobs/s"
+          f"{celery_noop['cpu_ms']:>9.2f} CPU ms/job (workers)")
+    print(f"{'':<28}ratio tessera/bare Celery: throughput {tessera['rps'] / celery_noop['rps']:.2f}")
+
+
+# -- authenticated reads -------------------------------------------------------------------
+
+
+def test_authenticated_read_cpu(app):
+    """`GET /v1/sub_client/{id}` with an x-api-token beside `/healthz` (the same stack, no work)."""
+    from app.db import transaction
+    from app.extensions import db
+    from app.tenancy import service
+    from app.tenancy.auth import Caller
+    from app.tenancy.models import Client
+
+    _needs_postgres()
+    wrk = _ensure("wrk", "wrk")
+    master = conftest.make_master(app, "Peer benchmark reads")
+    with app.app_context(), transaction():
+        root = db.session.get(Client, master.client_id)
+        caller = Caller(root.id, 0, True, root.id, root.path, root.id, root.path)
+        child = service.create_sub_client(caller, {"name": "child"}).id
+    port = _free_port()
+    tessera = _start_tessera(port, {})
+    try:
+        headers = {"x-api-token": master.api_token}
+        assert httpx.get(f"http://127.0.0.1:{port}/v1/sub_client/{child}", headers=headers).status_code == 200
+        reads, bare = [], []
+        for _ in range(ROUNDS):
+            reads.append(_wrk(wrk, f"http://127.0.0.1:{port}/v1/sub_client/{child}", 32, READ_SECONDS,
+                              headers=headers, server_pid=tessera.pid))
+            bare.append(_wrk(wrk, f"http://127.0.0.1:{port}/healthz", 32, READ_SECONDS, server_pid=tessera.pid))
+        print(f"\n[peer bench] authenticated read, 32 connections, {READ_SECONDS} s rounds x {ROUNDS} interleaved, "
+              f"medians; load average {os.getloadavg()[0]:.1f} on {os.cpu_count()} CPUs (target <= 1 ms CPU)")
+        _print_pair("GET /v1/sub_client/{id}", _median(reads), _median(bare), "/healthz")
+    finally:
+        _stop(tessera)
