@@ -9,6 +9,7 @@ from selenium.webdriver.support.ui import WebDriverWait
 
 from app.client.library import TesseraClient
 from tests.agents.conftest import claim_key_over_http
+from tests.support.browser import page_left
 from tests.support.screenshots import chromium, shoot_everywhere  # noqa: F401
 
 pytestmark = pytest.mark.browser
@@ -25,7 +26,7 @@ def _claim(driver, url: str, *, forget_form: bool = False) -> None:
         driver.delete_all_cookies()
     page = driver.find_element(By.TAG_NAME, "html")
     driver.find_element(By.ID, "claim").click()
-    WebDriverWait(driver, 15).until(expected_conditions.staleness_of(page))
+    WebDriverWait(driver, 15).until(page_left(page))
     _wait_for(driver, "message")
 
 

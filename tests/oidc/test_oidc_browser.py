@@ -17,6 +17,7 @@ from app.db import transaction, utcnow
 from app.extensions import db
 from app.oidc.models import AuthorizationRequest
 from tests.oidc.helpers import add_sub_client, authorize_query, latest_code_over_http, make_tenant, query_of
+from tests.support.browser import page_left
 
 pytestmark = pytest.mark.browser
 
@@ -50,7 +51,7 @@ def _click_and_wait_for_next_page(driver, element_id: str) -> None:
     """Click and wait until the browser has left the current page (its elements went stale)."""
     page = driver.find_element(By.TAG_NAME, "html")
     driver.find_element(By.ID, element_id).click()
-    WebDriverWait(driver, 15).until(expected_conditions.staleness_of(page))
+    WebDriverWait(driver, 15).until(page_left(page))
 
 
 def _message(driver) -> str:

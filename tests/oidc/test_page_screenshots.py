@@ -12,6 +12,7 @@ from app.db import transaction
 from app.extensions import db
 from app.tenancy.models import Client
 from tests.oidc.helpers import authorize_query, latest_code_over_http, make_tenant
+from tests.support.browser import page_left
 from tests.support.screenshots import SCHEMES, VIEWPORTS, chromium, shoot_everywhere  # noqa: F401
 
 pytestmark = pytest.mark.browser
@@ -24,7 +25,7 @@ def _wait_for(driver, element_id: str):
 def _submit(driver, element_id: str, next_id: str) -> None:
     page = driver.find_element(By.TAG_NAME, "html")
     driver.find_element(By.ID, element_id).click()
-    WebDriverWait(driver, 15).until(expected_conditions.staleness_of(page))
+    WebDriverWait(driver, 15).until(page_left(page))
     _wait_for(driver, next_id)
 
 
