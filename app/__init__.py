@@ -17,6 +17,7 @@ from sqlalchemy.exc import DataError, IntegrityError, OperationalError
 from app.config import INSTANCE_DIR, Config, UnsafeConfiguration, check_startup_safety
 from app.http import BoundedArgumentsParser, BoundedJSONProvider
 from app.ops.logging import configure_logging, new_request_id, request_id_var
+from app.settings import install_settings
 
 _REQUEST_ID = re.compile(r"^[A-Za-z0-9._-]{1,64}$")
 MIGRATIONS_DIR = Path(__file__).resolve().parent.parent / "migrations"
@@ -29,6 +30,7 @@ def create_app(config: dict | None = None) -> Flask:
     app.config.update(Config().as_dict())
     if config:
         app.config.update(config)
+    install_settings(app)
     configure_logging(app.config["LOG_LEVEL"])
     if app.config["TRUSTED_PROXIES"]:
         from werkzeug.middleware.proxy_fix import ProxyFix
