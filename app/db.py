@@ -83,6 +83,18 @@ def commit() -> None:
             log.exception("after-commit callback failed")
 
 
+def commit_before_the_edge(reason: str) -> None:
+    """Commit now, inside a unit of work whose edge would commit later: the one sanctioned exception.
+
+    The rule is that an edge commits once (a returned response or a finished task) and a raised
+    error rolls back. Work that must survive a later refusal or be visible to another process
+    before the edge ends (a revoked token family answered with an error, a claimed job, a fetch job
+    the caller waits for) commits here; `reason` says why, for the reader and the debug log.
+    """
+    log.debug("commit before the edge: %s", reason)
+    commit()
+
+
 def rollback() -> None:
     """Roll back the session and forget what was waiting for a commit."""
     from app.extensions import db
