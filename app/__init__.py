@@ -17,7 +17,7 @@ from sqlalchemy.exc import DataError, IntegrityError, OperationalError
 from app.config import INSTANCE_DIR, Config, UnsafeConfiguration, check_startup_safety
 from app.http import BoundedArgumentsParser, BoundedJSONProvider
 from app.ops.logging import configure_logging, new_request_id, request_id_var
-from app.settings import install_settings
+from app.settings import current, install_settings
 
 _REQUEST_ID = re.compile(r"^[A-Za-z0-9._-]{1,64}$")
 MIGRATIONS_DIR = Path(__file__).resolve().parent.parent / "migrations"
@@ -27,10 +27,16 @@ def create_app(config: dict | None = None) -> Flask:
     """Build the Flask application; `config` overrides settings read from the environment."""
     app = Flask(__name__, instance_path=str(INSTANCE_DIR))
     app.json = BoundedJSONProvider(app)
-    app.config.update(Config().as_dict())
-    if config:
-        app.config.update(config)
-    install_settings(app)
+    try:
+        app.config.update(Config().as_dict())
+        if config:
+            app.config.update(config)
+        install_settings(app)
+    except ValueError as malformed:
+        # The loader names the variable ("SMTP_PORT: invalid literal ..."): one line, no traceback.
+        refusal = UnsafeConfiguration(f"malformed setting {malformed}")
+        print(refusal.message, file=sys.stderr, flush=True)
+        raise refusal from None
     configure_logging(app.config["LOG_LEVEL"])
     if app.config["TRUSTED_PROXIES"]:
         from werkzeug.middleware.proxy_fix import ProxyFix
@@ -71,7 +77,9 @@ def _init_extensions(app: Flask) -> None:
 
     from app.errors import register_error_handlers
     from app.extensions import api, celery, db, limiter, migrate
+    from app.ops.broker import set_polling_interval
     from app.ops.metrics import init_metrics
+    from app.ops.settings import OpsSettings
 
     Blueprint.ARGUMENTS_PARSER = BoundedArgumentsParser()
     db.init_app(app)
@@ -81,6 +89,7 @@ def _init_extensions(app: Flask) -> None:
     register_error_handlers(app)
     init_metrics(app)
 
+    set_polling_interval(current(OpsSettings, app).broker_polling_interval)
     celery.conf.update(app.config["CELERY"])
     celery.flask_app = app
     # The application owns logging: a receiver here stops Celery from reconfiguring the root

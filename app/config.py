@@ -1,4 +1,8 @@
-"""Settings, read from the environment; one class per profile."""
+"""Core settings (database, secrets, broker, web, jobs), declared in `CoreSettings`.
+
+`Config` copies them into `app.config` under the keys Flask, Flask-SQLAlchemy, Celery and
+Flask-Limiter read; feature settings live in `app/<feature>/settings.py` (see `app.settings`).
+"""
 
 from __future__ import annotations
 
@@ -6,11 +10,14 @@ import ipaddress
 import os
 import sys
 from collections.abc import Mapping
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 from urllib.parse import urlsplit
 
 from kombu import Exchange, Queue
+
+from app.settings import Derived, env, feature_settings, load
 
 
 def _default_instance_dir() -> Path:
@@ -25,98 +32,270 @@ def _default_instance_dir() -> Path:
     return Path(sys.prefix) / "var" / "tessera-instance"
 
 
+# Needed before any application exists (Flask's instance path, operator commands); declared with
+# the other core settings below (`CoreSettings.instance_dir`) so the README table lists it.
 INSTANCE_DIR = Path(os.environ.get("TESSERA_INSTANCE_DIR") or _default_instance_dir()).resolve()
-# Seconds a Redis call (rate limits, social claims and budgets) may wait before it counts as down.
-REDIS_SOCKET_TIMEOUT = float(os.environ.get("REDIS_SOCKET_TIMEOUT", "1"))
-
-
-def _env_int(name: str, default: int) -> int:
-    return int(os.environ.get(name, default))
-
-
-def _env_float(name: str, default: float) -> float:
-    return float(os.environ.get(name, default))
-
-
-def _env_bool(name: str, default: bool = False) -> bool:
-    value = os.environ.get(name)
-    if value is None:
-        return default
-    return value.strip().lower() in {"1", "true", "yes", "on"}
 
 
 def _sqlite_url(name: str) -> str:
     return f"sqlite:///{INSTANCE_DIR / name}"
 
 
-def database_url() -> str:
-    """The database URL: `DATABASE_URL` (postgres:// normalised to psycopg 3) or embedded SQLite."""
-    url = os.environ.get("DATABASE_URL") or _sqlite_url("tessera.sqlite")
+def _normalise_database_url(url: str) -> str:
+    """postgres:// and postgresql:// URLs use psycopg 3."""
     if url.startswith("postgres://"):
-        url = "postgresql+psycopg://" + url[len("postgres://"):]
-    elif url.startswith("postgresql://"):
-        url = "postgresql+psycopg://" + url[len("postgresql://"):]
+        return "postgresql+psycopg://" + url[len("postgres://") :]
+    if url.startswith("postgresql://"):
+        return "postgresql+psycopg://" + url[len("postgresql://") :]
     return url
 
 
-def broker_url() -> str:
-    """Celery broker: `REDIS_URL` in production, kombu's SQLAlchemy transport on SQLite otherwise."""
-    if os.environ.get("CELERY_BROKER_URL"):
-        return os.environ["CELERY_BROKER_URL"]
-    if os.environ.get("REDIS_URL"):
-        return os.environ["REDIS_URL"]
-    from app.ops.broker import TRANSPORT_NAME
-
-    return f"{TRANSPORT_NAME}+" + _sqlite_url("broker.sqlite")
+def _shown(text: str) -> Derived:
+    """A default `Config` works out from other settings (`CoreSettings` properties); `text` says how."""
+    return Derived(lambda _config: "", text)
 
 
-def default_queue() -> str:
-    return os.environ.get("CELERY_QUEUE", "tessera")
+_EMBEDDED_SECRET = "SQLite: random, kept in `instance/`; PostgreSQL: required (start-up refuses without it)"
 
 
-def sweep_queue() -> str:
-    return os.environ.get("CELERY_SWEEP_QUEUE") or f"{default_queue()}.sweep"
+@feature_settings
+@dataclass(frozen=True)
+class CoreSettings:
+    """Database, secrets, broker, web and job settings; `Config` copies them into `app.config`."""
+
+    database_url: str = env(
+        "DATABASE_URL",
+        Derived(lambda _config: _sqlite_url("tessera.sqlite"), "SQLite `instance/tessera.sqlite`"),
+        "PostgreSQL, e.g. `postgresql://user:pass@host/db` (psycopg 3 is used)",
+        parse=_normalise_database_url,
+    )
+    redis_url: str = env(
+        "REDIS_URL",
+        "",
+        "Celery broker, rate limits, shared call budgets (unset: broker on SQLite `instance/broker.sqlite`, "
+        "limits in memory)",
+    )
+    secret_key: str = env("SECRET_KEY", _shown(_EMBEDDED_SECRET), "signs session cookies and CSRF tokens")
+    encryption_keys: str = env(
+        "ENCRYPTION_KEYS",
+        _shown(_EMBEDDED_SECRET),
+        "comma-separated keys for data at rest (signing keys, platform tokens); the first encrypts, all "
+        "decrypt — prepend a new key to rotate",
+    )
+    secret_hash_key: str = env(
+        "SECRET_HASH_KEY",
+        _shown(_EMBEDDED_SECRET),
+        "comma-separated keys of the HMAC that stores API tokens and client secrets; the first hashes, all "
+        "are recognised — prepend a new key to rotate",
+    )
+    instance_dir: str = env(
+        "TESSERA_INSTANCE_DIR",
+        Derived(
+            lambda _config: str(_default_instance_dir()),
+            "`instance/` of the checkout (`<prefix>/var/tessera-instance` for a non-editable install), "
+            "whatever the current directory",
+        ),
+        "where the embedded default keeps its databases and generated secrets",
+    )
+    port: int = env("PORT", 5000, "port of the `web` process (Procfile) and of the default `BASE_URL`")
+    base_url_setting: str = env(
+        "BASE_URL",
+        _shown("`http://127.0.0.1:$PORT`"),
+        "public address of the service (discovery, privacy links, `iss`, CLI hints)",
+    )
+    trusted_proxies: int = env(
+        "TRUSTED_PROXIES",
+        0,
+        "number of reverse proxies whose `X-Forwarded-For/Proto/Host` are trusted (client address for rate "
+        "limits, scheme and host of generated URLs)",
+    )
+    dev_outbox: bool = env(
+        "DEV_OUTBOX",
+        False,
+        "`1`: keep mail in the database, readable at `/dev/outbox?to=<address>` (development only; refused "
+        "unless `BASE_URL` is loopback http, warned when on)",
+    )
+    log_level: str = env("LOG_LEVEL", "INFO", "level of the application's logs")
+    metrics_token: str = env(
+        "METRICS_TOKEN",
+        "",
+        "bearer token Prometheus presents on `/metrics` (`Authorization: Bearer …`); unset, only loopback "
+        "clients may scrape",
+    )
+    hsts_max_age: int = env(
+        "HSTS_MAX_AGE",
+        365 * 24 * 3600,
+        "`Strict-Transport-Security` max-age on https responses (`BASE_URL` https, or "
+        "`X-Forwarded-Proto: https` from `TRUSTED_PROXIES`); 0 sends none",
+    )
+    ratelimit_enabled: bool = env("RATELIMIT_ENABLED", True, "rate limits on")
+    ratelimit_headers_enabled: bool = env(
+        "RATELIMIT_HEADERS_ENABLED",
+        False,
+        "send `X-RateLimit-*` headers on rate-limited endpoints (each costs Redis round trips per request); "
+        "a refusal always says `Retry-After`",
+    )
+    redis_socket_timeout: float = env(
+        "REDIS_SOCKET_TIMEOUT",
+        1.0,
+        "seconds a Redis call of rate limits and social claims/budgets may take before they fall back to this process",
+    )
+    outbound_ca_bundle: str = env(
+        "OUTBOUND_CA_BUNDLE",
+        "",
+        "CA bundle of outbound HTTPS calls (did:web, status lists, clients' `jwks_uri` and logout endpoints); "
+        "unset, the system's",
+    )
+    celery_broker_url: str = env(
+        "CELERY_BROKER_URL", _shown("`REDIS_URL`"), "broker URL of Celery (overrides `REDIS_URL` for Celery)"
+    )
+    celery_queue: str = env("CELERY_QUEUE", "tessera", "queue of jobs")
+    celery_sweep_queue: str = env(
+        "CELERY_SWEEP_QUEUE",
+        _shown("`<CELERY_QUEUE>.sweep`"),
+        "queue of the outbox sweep (a worker without `-Q` consumes it and `CELERY_QUEUE`)",
+    )
+    celery_always_eager: bool = env("CELERY_ALWAYS_EAGER", False, "run jobs in the web process (tests only)")
+    worker_prefetch_multiplier: int = env("WORKER_PREFETCH_MULTIPLIER", 1, "jobs a worker process reserves ahead")
+    broker_visibility_timeout: int = env(
+        "BROKER_VISIBILITY_TIMEOUT", 3600, "seconds before Redis hands an unacknowledged job to another worker"
+    )
+    outbox_grace_seconds: float = env(
+        "OUTBOX_GRACE_SECONDS", 10.0, "when the sweep publishes a queued job the broker never accepted"
+    )
+    outbox_sweep_interval: float = env(
+        "OUTBOX_SWEEP_INTERVAL", 5.0, "how often beat and every worker request a sweep, seconds"
+    )
+    job_lease_seconds: float = env(
+        "JOB_LEASE_SECONDS", 60.0, "after this, a running job whose worker died is re-published"
+    )
+    job_republish_seconds: float = env(
+        "JOB_REPUBLISH_SECONDS",
+        300.0,
+        "how long a job the broker accepted may wait in its queue before the sweep presumes it lost and "
+        "publishes it again (the delay doubles with each publish, up to `JOB_REPUBLISH_MAX_SECONDS`)",
+    )
+    job_republish_max_seconds: float = env(
+        "JOB_REPUBLISH_MAX_SECONDS", 3600.0, "the longest delay between two publishes of a waiting job"
+    )
+    job_max_retries: int = env("JOB_MAX_RETRIES", 5, "retries of a job on transient faults")
+    job_stall_seconds: float = env(
+        "JOB_STALL_SECONDS",
+        60.0,
+        "a queued job older than this makes `/readyz` report `queue.consuming: false` (no worker is taking "
+        "jobs; readiness itself stays 200)",
+    )
+    job_retry_backoff_max: float = env(
+        "JOB_RETRY_BACKOFF_MAX",
+        300.0,
+        "cap in seconds of a job's retry backoff (also of retrying its final `failed` write while the "
+        "database is down)",
+    )
+    retry_after_seconds: int = env("RETRY_AFTER_SECONDS", 5, "`Retry-After` of a 503 while a dependency is down")
+    readyz_timeout: float = env(
+        "READYZ_TIMEOUT", 1.5, "seconds within which `/readyz` answers, 503 for a dependency that has not answered"
+    )
+    idempotency_ttl_seconds: int = env(
+        "IDEMPOTENCY_TTL_SECONDS", 24 * 3600, "how long an `Idempotency-Key` answer is replayed, seconds"
+    )
+    db_pool_size: int = env("DB_POOL_SIZE", 5, "PostgreSQL connections kept per process")
+    db_max_overflow: int = env("DB_MAX_OVERFLOW", 10, "PostgreSQL connections beyond the pool under load")
+    db_pool_timeout: float = env("DB_POOL_TIMEOUT", 5.0, "seconds a request waits for a pooled connection")
+    db_pool_pre_ping: bool = env(
+        "DB_POOL_PRE_PING",
+        False,
+        "test each pooled PostgreSQL connection with a round trip before use; off, a connection the server "
+        "dropped fails one request with 503 and the pool is then renewed",
+    )
+    db_connect_timeout: int = env("DB_CONNECT_TIMEOUT", 3, "seconds to connect to PostgreSQL")
+    db_statement_timeout_ms: int = env(
+        "DB_STATEMENT_TIMEOUT_MS",
+        30_000,
+        "server-side statement timeout of every connection (0: none; set 0 for a migration that rewrites a "
+        "large table)",
+    )
+    db_tcp_user_timeout_ms: int = env(
+        "DB_TCP_USER_TIMEOUT_MS", 10_000, "a PostgreSQL connection whose sent data goes unacknowledged this long fails"
+    )
+    db_keepalives_idle: int = env("DB_KEEPALIVES_IDLE", 10, "seconds before an idle PostgreSQL connection is probed")
+    db_keepalives_interval: int = env("DB_KEEPALIVES_INTERVAL", 3, "seconds between keepalive probes")
+    db_keepalives_count: int = env("DB_KEEPALIVES_COUNT", 3, "unanswered probes before a connection counts as dead")
+
+    @property
+    def embedded(self) -> bool:
+        """The embedded default (SQLite): it makes its own secrets and is a testnet."""
+        return self.database_url.startswith("sqlite")
+
+    @property
+    def base_url(self) -> str:
+        return (self.base_url_setting or f"http://127.0.0.1:{self.port}").rstrip("/")
+
+    @property
+    def broker_url(self) -> str:
+        """Celery broker: `REDIS_URL` in production, kombu's SQLAlchemy transport on SQLite otherwise."""
+        if self.celery_broker_url or self.redis_url:
+            return self.celery_broker_url or self.redis_url
+        from app.ops.broker import TRANSPORT_NAME
+
+        return f"{TRANSPORT_NAME}+" + _sqlite_url("broker.sqlite")
+
+    @property
+    def sweep_queue(self) -> str:
+        return self.celery_sweep_queue or f"{self.celery_queue}.sweep"
+
+
+def core_settings() -> CoreSettings:
+    """The core settings from the environment (`create_app(config=...)` overrides `app.config` after)."""
+    return load(CoreSettings, {})
+
+
+def database_url() -> str:
+    """The database URL: `DATABASE_URL` (postgres:// normalised to psycopg 3) or embedded SQLite."""
+    return core_settings().database_url
 
 
 class Config:
     """Production-shaped defaults; every value can be overridden by `create_app(config=...)`."""
 
     def __init__(self) -> None:
-        self.SQLALCHEMY_DATABASE_URI = database_url()
+        core = core_settings()
+        self.SQLALCHEMY_DATABASE_URI = core.database_url
         # Only the embedded default (SQLite) makes its own secrets; on a shared database every host
         # must be given the same ones (`check_startup_safety` refuses to start without them).
-        embedded = self.SQLALCHEMY_DATABASE_URI.startswith("sqlite")
-        self.SECRET_KEY = _secret("SECRET_KEY", "secret_key", embedded)
+        embedded = core.embedded
+        self.SECRET_KEY = _secret(core.secret_key, "secret_key", embedded)
         # Key material for hashing secrets and encrypting data at rest. Comma-separated list:
         # the first key encrypts, every key decrypts, so keys can be rotated.
-        self.ENCRYPTION_KEYS = _secret("ENCRYPTION_KEYS", "encryption_key", embedded)
-        self.SECRET_HASH_KEY = _secret("SECRET_HASH_KEY", "secret_hash_key", embedded)
+        self.ENCRYPTION_KEYS = _secret(core.encryption_keys, "encryption_key", embedded)
+        self.SECRET_HASH_KEY = _secret(core.secret_hash_key, "secret_hash_key", embedded)
         # The testnet claim page and its credit grants exist only on a testnet: the embedded default
         # is one, a deployment on its own database is not unless it says so.
         self.AGENT_NETWORK = os.environ.get("AGENT_NETWORK") or ("testnet" if embedded else "production")
-        self.SQLALCHEMY_ENGINE_OPTIONS = _engine_options(self.SQLALCHEMY_DATABASE_URI)
-        self.REDIS_URL = os.environ.get("REDIS_URL", "")
+        self.SQLALCHEMY_ENGINE_OPTIONS = _engine_options(core)
+        self.REDIS_URL = core.redis_url
+        self.REDIS_SOCKET_TIMEOUT = core.redis_socket_timeout
+        self.DEV_OUTBOX = core.dev_outbox
+        queue = core.celery_queue
         self.CELERY = {
-            "broker_url": broker_url(),
+            "broker_url": core.broker_url,
             "task_ignore_result": True,
             "task_acks_late": True,
             "task_reject_on_worker_lost": True,
-            "worker_prefetch_multiplier": _env_int("WORKER_PREFETCH_MULTIPLIER", 1),
-            "task_always_eager": _env_bool("CELERY_ALWAYS_EAGER"),
+            "worker_prefetch_multiplier": core.worker_prefetch_multiplier,
+            "task_always_eager": core.celery_always_eager,
             "broker_connection_retry_on_startup": True,
             "broker_connection_timeout": 2,
             "task_publish_retry": False,
-            "broker_transport_options": _broker_transport_options(broker_url()),
+            "broker_transport_options": _broker_transport_options(core),
             "worker_hijack_root_logger": False,
             "timezone": "UTC",
-            "task_default_queue": default_queue(),
+            "task_default_queue": queue,
             # The outbox sweep has a queue of its own so it never waits behind a backlog of jobs;
             # a worker started without `-Q` consumes both.
             "task_queues": tuple(
-                Queue(name, Exchange(default_queue(), type="direct"), routing_key=name)
-                for name in (default_queue(), sweep_queue())
+                Queue(name, Exchange(queue, type="direct"), routing_key=name) for name in (queue, core.sweep_queue)
             ),
-            "task_routes": {"jobs.sweep_outbox": {"queue": sweep_queue()}},
+            "task_routes": {"jobs.sweep_outbox": {"queue": core.sweep_queue}},
         }
         self.RATELIMIT_STORAGE_URI = self.REDIS_URL or "memory://"
         # Redis down must not turn rate-limited endpoints into 500s: the limits then hold per
@@ -125,47 +304,46 @@ class Config:
         self.RATELIMIT_SWALLOW_ERRORS = True
         if self.REDIS_URL:
             self.RATELIMIT_STORAGE_OPTIONS = {
-                "socket_connect_timeout": REDIS_SOCKET_TIMEOUT,
-                "socket_timeout": REDIS_SOCKET_TIMEOUT,
+                "socket_connect_timeout": core.redis_socket_timeout,
+                "socket_timeout": core.redis_socket_timeout,
             }
         # X-RateLimit-* headers would cost a storage round trip per allowed request; a refusal
         # still says Retry-After (the limit's window).
-        self.RATELIMIT_HEADERS_ENABLED = _env_bool("RATELIMIT_HEADERS_ENABLED", False)
-        self.RATELIMIT_ENABLED = _env_bool("RATELIMIT_ENABLED", True)
+        self.RATELIMIT_HEADERS_ENABLED = core.ratelimit_headers_enabled
+        self.RATELIMIT_ENABLED = core.ratelimit_enabled
 
         self.MAX_CONTENT_LENGTH = 1024 * 1024
         # Number of reverse proxies in front of the service whose X-Forwarded-* headers are trusted
         # (client addresses for rate limits, scheme and host for generated URLs).
-        self.TRUSTED_PROXIES = _env_int("TRUSTED_PROXIES", 0)
-        port = os.environ.get("PORT") or "5000"
-        self.BASE_URL = (os.environ.get("BASE_URL") or f"http://127.0.0.1:{port}").rstrip("/")
+        self.TRUSTED_PROXIES = core.trusted_proxies
+        self.BASE_URL = core.base_url
         # Flask's session cookie carries the claim form's token: never sent by cross-site posts.
         self.SESSION_COOKIE_HTTPONLY = True
         self.SESSION_COOKIE_SAMESITE = "Lax"
         self.SESSION_COOKIE_SECURE = self.BASE_URL.startswith("https://")
-        self.LOG_LEVEL = os.environ.get("LOG_LEVEL", "INFO")
+        self.LOG_LEVEL = core.log_level
         # Bearer token of /metrics scrapes; unset, only the loopback interface may scrape.
-        self.METRICS_TOKEN = os.environ.get("METRICS_TOKEN", "")
+        self.METRICS_TOKEN = core.metrics_token
         # Strict-Transport-Security max-age on https responses; 0 sends none.
-        self.HSTS_MAX_AGE = _env_int("HSTS_MAX_AGE", 365 * 24 * 3600)
+        self.HSTS_MAX_AGE = core.hsts_max_age
 
         # Jobs: how long a queued job waits before the sweep re-publishes it, and how long a
         # running job may hold its lease before it is considered abandoned by a dead worker.
-        self.OUTBOX_GRACE_SECONDS = _env_float("OUTBOX_GRACE_SECONDS", 10)
-        self.OUTBOX_SWEEP_INTERVAL = _env_float("OUTBOX_SWEEP_INTERVAL", 5)
-        self.JOB_LEASE_SECONDS = _env_float("JOB_LEASE_SECONDS", 60)
+        self.OUTBOX_GRACE_SECONDS = core.outbox_grace_seconds
+        self.OUTBOX_SWEEP_INTERVAL = core.outbox_sweep_interval
+        self.JOB_LEASE_SECONDS = core.job_lease_seconds
         # A job the broker accepted but no worker took yet is waiting in a backlog, not lost: it is
         # published again only after this long, doubling after each publish up to the maximum.
-        self.JOB_REPUBLISH_SECONDS = _env_float("JOB_REPUBLISH_SECONDS", 300)
-        self.JOB_REPUBLISH_MAX_SECONDS = _env_float("JOB_REPUBLISH_MAX_SECONDS", 3600)
-        self.JOB_MAX_RETRIES = _env_int("JOB_MAX_RETRIES", 5)
+        self.JOB_REPUBLISH_SECONDS = core.job_republish_seconds
+        self.JOB_REPUBLISH_MAX_SECONDS = core.job_republish_max_seconds
+        self.JOB_MAX_RETRIES = core.job_max_retries
         # A queued job older than this means no worker is consuming; /readyz and the CLI say so.
-        self.JOB_STALL_SECONDS = _env_float("JOB_STALL_SECONDS", 60)
-        self.JOB_RETRY_BACKOFF_MAX = _env_float("JOB_RETRY_BACKOFF_MAX", 300)
-        self.RETRY_AFTER_SECONDS = _env_int("RETRY_AFTER_SECONDS", 5)
+        self.JOB_STALL_SECONDS = core.job_stall_seconds
+        self.JOB_RETRY_BACKOFF_MAX = core.job_retry_backoff_max
+        self.RETRY_AFTER_SECONDS = core.retry_after_seconds
         # /readyz answers within this many seconds whatever its dependencies do.
-        self.READYZ_TIMEOUT = _env_float("READYZ_TIMEOUT", 1.5)
-        self.IDEMPOTENCY_TTL_SECONDS = _env_int("IDEMPOTENCY_TTL_SECONDS", 24 * 3600)
+        self.READYZ_TIMEOUT = core.readyz_timeout
+        self.IDEMPOTENCY_TTL_SECONDS = core.idempotency_ttl_seconds
 
         self.API_TITLE = "Tessera"
         self.API_VERSION = "1.0.0"
@@ -177,8 +355,7 @@ class Config:
         self.OPENAPI_SWAGGER_UI_URL = "/docs/assets/"
         self.API_SPEC_OPTIONS = {
             "info": {
-                "description": "Tessera identity platform API. Errors are RFC 9457 "
-                "application/problem+json documents.",
+                "description": "Tessera identity platform API. Errors are RFC 9457 application/problem+json documents.",
             },
             "components": {
                 "securitySchemes": {
@@ -192,39 +369,39 @@ class Config:
         return dict(vars(self))
 
 
-def _engine_options(url: str) -> dict:
-    if url.startswith("sqlite"):
+def _engine_options(core: CoreSettings) -> dict:
+    if core.embedded:
         return {"connect_args": {"timeout": 30, "check_same_thread": False}}
     connect_args: dict = {
-        "connect_timeout": _env_int("DB_CONNECT_TIMEOUT", 3),
+        "connect_timeout": core.db_connect_timeout,
         # A partition must surface as an error, not a hang: keepalives find a dead idle connection,
         # tcp_user_timeout fails one whose sent data goes unacknowledged, and the server cancels
         # a statement that runs too long.
         "keepalives": 1,
-        "keepalives_idle": _env_int("DB_KEEPALIVES_IDLE", 10),
-        "keepalives_interval": _env_int("DB_KEEPALIVES_INTERVAL", 3),
-        "keepalives_count": _env_int("DB_KEEPALIVES_COUNT", 3),
-        "tcp_user_timeout": _env_int("DB_TCP_USER_TIMEOUT_MS", 10_000),
+        "keepalives_idle": core.db_keepalives_idle,
+        "keepalives_interval": core.db_keepalives_interval,
+        "keepalives_count": core.db_keepalives_count,
+        "tcp_user_timeout": core.db_tcp_user_timeout_ms,
     }
-    statement_timeout = _env_int("DB_STATEMENT_TIMEOUT_MS", 30_000)
+    statement_timeout = core.db_statement_timeout_ms
     if statement_timeout > 0:
         connect_args["options"] = f"-c statement_timeout={statement_timeout}"
     return {
         # A pre-ping costs a round trip per checkout; without it a connection the server dropped
         # fails one statement (503 to that request) and SQLAlchemy then recycles the whole pool.
-        "pool_pre_ping": _env_bool("DB_POOL_PRE_PING", False),
-        "pool_size": _env_int("DB_POOL_SIZE", 5),
-        "max_overflow": _env_int("DB_MAX_OVERFLOW", 10),
-        "pool_timeout": _env_float("DB_POOL_TIMEOUT", 5),
+        "pool_pre_ping": core.db_pool_pre_ping,
+        "pool_size": core.db_pool_size,
+        "max_overflow": core.db_max_overflow,
+        "pool_timeout": core.db_pool_timeout,
         "connect_args": connect_args,
     }
 
 
-def _broker_transport_options(url: str) -> dict:
-    if not url.startswith(("redis://", "rediss://")):
+def _broker_transport_options(core: CoreSettings) -> dict:
+    if not core.broker_url.startswith(("redis://", "rediss://")):
         return {}
     return {
-        "visibility_timeout": _env_int("BROKER_VISIBILITY_TIMEOUT", 3600),
+        "visibility_timeout": core.broker_visibility_timeout,
         "socket_connect_timeout": 2,
         "socket_timeout": 5,
         "max_retries": 0,
@@ -282,8 +459,8 @@ def check_startup_safety(config: Mapping[str, Any]) -> None:
         )
 
 
-def _secret(variable: str, file_name: str, embedded: bool) -> str:
-    return os.environ.get(variable) or (_development_secret(file_name) if embedded else "")
+def _secret(value: str, file_name: str, embedded: bool) -> str:
+    return value or (_development_secret(file_name) if embedded else "")
 
 
 def _development_secret(name: str) -> str:

@@ -2,11 +2,11 @@
 
 from __future__ import annotations
 
-import os
-
 from app.credentials import service
+from app.credentials.settings import CredentialSettings
 from app.db import transaction
 from app.extensions import celery
+from app.settings import current
 from worker.base import MAX_RETRIES, job_task
 
 
@@ -25,5 +25,6 @@ def recheck_status() -> int:
 
 
 def beat_schedule(app) -> dict:
-    interval = float(app.config.get("STATUS_RECHECK_SECONDS") or os.environ.get("STATUS_RECHECK_SECONDS") or 3600)
+    # 0 makes every credential due at each run (tests); beat itself still runs hourly then.
+    interval = current(CredentialSettings, app).status_recheck_seconds or 3600.0
     return {"credentials-status-recheck": {"task": "credentials.recheck_status", "schedule": interval}}

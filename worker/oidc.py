@@ -7,6 +7,8 @@ from smtplib import SMTPException
 from app.db import transaction
 from app.extensions import celery
 from app.oidc import authorize, backchannel, keys, mail
+from app.oidc.settings import OidcSettings
+from app.settings import current
 from worker.base import TransientError, job_task
 
 
@@ -43,7 +45,7 @@ def backchannel_logout(job):
 
 
 def beat_schedule(app) -> dict:
-    check = app.config.get("OIDC_KEY_ROTATION_CHECK", 3600)
+    check = current(OidcSettings, app).key_rotation_check
     return {
         "oidc-rotate-keys": {"task": "oidc.rotate_keys", "schedule": float(check)},
         "oidc-purge-expired": {"task": "oidc.purge_expired", "schedule": 900.0},

@@ -4,9 +4,10 @@ from __future__ import annotations
 
 from app.db import transaction
 from app.extensions import celery
+from app.settings import current
 from app.social import service
 from app.social.errors import FetchDeferred
-from app.social.settings import load_settings
+from app.social.settings import SocialSettings
 from worker.base import RetryLater, job_task
 
 
@@ -29,6 +30,6 @@ def beat_schedule(app) -> dict:
     return {
         "social-refresh": {
             "task": "social.refresh_stale",
-            "schedule": load_settings(app.config).refresh_interval,
+            "schedule": current(SocialSettings, app).refresh_interval,
         },
     }

@@ -19,7 +19,6 @@ import base64
 import binascii
 import gzip
 import json
-import os
 import threading
 import time
 import zlib
@@ -30,41 +29,27 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import urlsplit
 
-from flask import current_app
-
 from app import outbound
+from app.config import CoreSettings
 from app.credentials.cryptosuites.base import ProofCheckFailed
 from app.credentials.dids import DidResolver, DidWebResolver
 from app.credentials.jsonld.canon import CanonicalizationLimits
 from app.credentials.jsonld.loader import DocumentLoader, make_document_loader
+from app.credentials.settings import MIN_STATUS_LIST_BITS, CredentialSettings
 from app.credentials.verifier import VerificationBudget, VerificationResult, verify_credential
 from app.dids.local import local_documents
 from app.dids.method import did_method as network_did_method
 from app.outbound import OutboundPolicy, system_addresses, unusable_host_detail
+from app.settings import current
 
 STATUS_ENTRY_TYPE = "BitstringStatusListEntry"
 STATUS_LIST_CREDENTIAL_TYPE = "BitstringStatusListCredential"
 STATUS_LIST_TYPE = "BitstringStatusList"
-MIN_STATUS_LIST_BITS = 131_072
 MAX_STATUS_LIST_BITS = 16 * 1024 * 1024 * 8
 STATUS_PURPOSES = {"revocation": "revoked", "suspension": "suspended"}
 
 # local_bit(list_url, index, purpose): True/False for a list the service hosts, None otherwise.
 LocalStatusBit = Callable[[str, int, str], "bool | None"]
-
-
-def setting(name: str, default: Any = None) -> Any:
-    """A setting from the application config, else the environment, else `default`."""
-    value = current_app.config.get(name)
-    if value is None or value == "":
-        value = os.environ.get(name)
-    return default if value is None or value == "" else value
-
-
-def _host_list(value: Any) -> frozenset[str]:
-    if isinstance(value, list | tuple | set | frozenset):
-        return frozenset(str(item).strip().lower() for item in value if str(item).strip())
-    return frozenset(item.strip().lower() for item in str(value or "").split(",") if item.strip())
 
 
 def _parse_status_index(value: Any) -> int:
@@ -335,17 +320,18 @@ _engines_lock = threading.Lock()
 
 def current_engine() -> CredentialEngine:
     """The engine for the current application's settings (built once per process)."""
-    contexts_dir = setting("JSONLD_CONTEXTS_DIR")
-    did_web_hosts = _host_list(setting("DID_WEB_ALLOW_HOSTS", ""))
-    status_hosts = _host_list(setting("STATUS_LIST_ALLOW_HOSTS", "")) | did_web_hosts
-    ca_bundle = setting("OUTBOUND_CA_BUNDLE")
-    time_limit = float(setting("CANONICALIZATION_TIME_LIMIT", 2.0))
-    cache_seconds = float(setting("STATUS_LIST_CACHE_MAX_SECONDS", 3600))
+    settings = current(CredentialSettings)
+    contexts_dir = settings.jsonld_contexts_dir or None
+    did_web_hosts = settings.did_web_allow_hosts
+    status_hosts = settings.status_list_allow_hosts | did_web_hosts
+    ca_bundle = current(CoreSettings).outbound_ca_bundle or None
+    time_limit = settings.canonicalization_time_limit
+    cache_seconds = settings.status_list_cache_max_seconds
     did_method = network_did_method()
     budget = VerificationBudget(
-        max_proofs=int(setting("VC_MAX_PROOFS", 8)),
-        max_values=int(setting("VC_VERIFY_MAX_VALUES", 60_000)),
-        time_limit=float(setting("VC_VERIFY_TIME_LIMIT", 10.0)),
+        max_proofs=settings.max_proofs,
+        max_values=settings.verify_max_values,
+        time_limit=settings.verify_time_limit,
     )
     key = (contexts_dir, did_web_hosts, status_hosts, ca_bundle, time_limit, cache_seconds, did_method, budget)
     with _engines_lock:

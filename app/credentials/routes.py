@@ -11,7 +11,6 @@ from flask import Response, current_app, request, url_for
 from flask_smorest import Blueprint
 
 from app.credentials import service
-from app.credentials.engine import setting
 from app.credentials.schemas import (
     CredentialListEnvelope,
     CredentialRecordEnvelope,
@@ -23,10 +22,12 @@ from app.credentials.schemas import (
     StoreCredentialIn,
     StoredCredentialEnvelope,
 )
+from app.credentials.settings import CredentialSettings
 from app.http import BARE_LOCATION_HEADER, problem_doc
 from app.idempotency.service import idempotent
 from app.oidc.auth import require_bearer_token
 from app.oidc.claims import CREDENTIALS_SCOPE
+from app.settings import current
 from app.tenancy.auth import api_token_required, current_caller
 
 blp = Blueprint(
@@ -55,7 +56,7 @@ def _token_unless_open(view: Callable) -> Callable:
 
     @wraps(view)
     def wrapper(*args: Any, **kwargs: Any) -> Any:
-        if str(setting("VC_VERIFY_OPEN", "")).strip().lower() in {"1", "true", "yes", "on"}:
+        if current(CredentialSettings).verify_open:
             return view(*args, **kwargs)
         return protected(*args, **kwargs)
 

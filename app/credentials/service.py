@@ -18,17 +18,19 @@ from sqlalchemy.exc import IntegrityError
 
 from app.credentials import status_lists
 from app.credentials.cryptosuites.base import ProofCheckFailed
-from app.credentials.engine import current_engine, setting
+from app.credentials.engine import current_engine
 from app.credentials.errors import CredentialNotFound, SubjectUnknown, TooManyProofs, VerificationTooLarge
 from app.credentials.models import FAILED, PENDING, VERIFIED, CredentialStatusLink, StoredCredential
 from app.credentials.multiformats import cid_for
 from app.credentials.schemas import utc_datetime, vc_shape_errors
+from app.credentials.settings import CredentialSettings
 from app.credentials.verifier import VerificationResult, check_verification_budget
 from app.db import isoformat, utcnow
 from app.errors import ValidationFailed
 from app.extensions import db
 from app.jobs.models import Job
 from app.jobs.service import enqueue_job, register_failure_handler
+from app.settings import current
 from app.tenancy.caller import Caller
 from app.tenancy.service import subtree_client_ids
 
@@ -315,7 +317,7 @@ def recheck_foreign_status(limit: int = 500) -> int:
     at most `limit`; returns how many were queued. Flushes only: the caller (the beat task)
     owns the transaction, and the jobs are published once it commits.
     """
-    interval = timedelta(seconds=float(setting("STATUS_RECHECK_SECONDS", 3600)))
+    interval = timedelta(seconds=current(CredentialSettings).status_recheck_seconds)
     statement = (
         select(StoredCredential)
         .where(

@@ -29,7 +29,6 @@ from app.credentials.engine import (
     STATUS_LIST_CREDENTIAL_TYPE,
     STATUS_LIST_TYPE,
     encode_bitstring,
-    setting,
 )
 from app.credentials.errors import StatusEntryNotFound, StatusListNotFound, StatusTransitionRefused
 from app.credentials.models import (
@@ -44,10 +43,12 @@ from app.credentials.models import (
     StatusList,
 )
 from app.credentials.multiformats import encode_multikey
+from app.credentials.settings import CredentialSettings
 from app.db import isoformat, utcnow
 from app.errors import ServiceUnavailable
 from app.extensions import db
 from app.security import decrypt, encrypt
+from app.settings import current
 
 CREDENTIALS_V2 = "https://www.w3.org/ns/credentials/v2"
 KEY_PURPOSE = "credentials.issuer_key"
@@ -58,13 +59,13 @@ _ALLOWED_STATUSES = {REVOCATION: {ACTIVE, REVOKED}, SUSPENSION: {ACTIVE, SUSPEND
 
 def list_size() -> int:
     """Bits per list (`STATUS_LIST_SIZE`, never below 131072, a multiple of 8)."""
-    size = max(int(setting("STATUS_LIST_SIZE", MIN_STATUS_LIST_BITS)), MIN_STATUS_LIST_BITS)
+    size = max(current(CredentialSettings).status_list_size, MIN_STATUS_LIST_BITS)
     return size + (-size % 8)
 
 
 def list_ttl_seconds() -> int:
     """How long verifiers may cache a list (`STATUS_LIST_TTL_SECONDS`, default 300)."""
-    return max(int(setting("STATUS_LIST_TTL_SECONDS", 300)), 0)
+    return max(current(CredentialSettings).status_list_ttl_seconds, 0)
 
 
 def status_list_url(list_id: str) -> str:

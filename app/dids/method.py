@@ -2,17 +2,16 @@
 
 from __future__ import annotations
 
-import os
 import re
 import secrets
 
-from flask import current_app
+from app.dids.settings import DidSettings
+from app.settings import current
 
 
 def did_method() -> str:
-    """The DID method name of this network: `DID_METHOD` from the app config, else the environment,
-    else `tessera`."""
-    return current_app.config.get("DID_METHOD") or os.environ.get("DID_METHOD") or "tessera"
+    """The DID method name of this network (`DID_METHOD`, default `tessera`)."""
+    return current(DidSettings).method
 
 
 def new_network_did() -> str:

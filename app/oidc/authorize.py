@@ -16,7 +16,6 @@ from datetime import datetime, timedelta
 from email.utils import formataddr
 from urllib.parse import parse_qsl, urlencode, urlsplit, urlunsplit
 
-from flask import current_app
 from sqlalchemy import delete, select, update
 from sqlalchemy.orm.attributes import set_committed_value
 
@@ -41,8 +40,10 @@ from app.oidc.models import (
     SessionClient,
 )
 from app.oidc.service import get_relying_party
+from app.oidc.settings import OidcSettings
 from app.oidc.text import has_unstorable
 from app.security import hash_secret, random_token
+from app.settings import current
 from app.tenancy.models import Client
 from app.tenancy.service import from_email_address
 from app.users.models import User
@@ -272,7 +273,7 @@ def _new_request(params: AuthorizationParams, browser_token: str, **fields) -> t
         max_age=params.max_age,
         login_hint=params.login_hint,
         created_at=now,
-        expires_at=now + timedelta(seconds=current_app.config["OIDC_AUTH_REQUEST_TTL"]),
+        expires_at=now + timedelta(seconds=current(OidcSettings).auth_request_ttl),
         **fields,
     )
     db.session.add(request)
@@ -296,7 +297,7 @@ def _issue_code(*, client: Client, user_id: int, redirect_uri: str, scope: str, 
         code_challenge=code_challenge,
         auth_time=auth_time,
         created_at=now,
-        expires_at=now + timedelta(seconds=current_app.config["OIDC_CODE_TTL"]),
+        expires_at=now + timedelta(seconds=current(OidcSettings).code_ttl),
         sid=sid,
     ))
     db.session.flush()
@@ -369,14 +370,14 @@ def send_login_code(request: AuthorizationRequest, client: Client, email: str, *
     address = (email or "").strip().lower()
     if not _EMAIL.fullmatch(address) or len(address) > 254:
         return LoginStep(request, client, "Enter a valid e-mail address.", error=True)
-    if request.login_code_attempts >= current_app.config["OIDC_LOGIN_CODE_ATTEMPTS"]:
+    if request.login_code_attempts >= current(OidcSettings).login_code_attempts:
         return LoginStep(request, client, _RESTART, error=True, status=429)
     if client.recaptcha_enabled and not recaptcha.recaptcha_passes(client, recaptcha_token, remote_ip):
         return LoginStep(request, client, "We could not confirm you are not a robot. Please try again.", error=True)
     sends = db.session.execute(
         update(AuthorizationRequest)
         .where(AuthorizationRequest.id == request.id,
-               AuthorizationRequest.login_code_sends < current_app.config["OIDC_LOGIN_CODE_SENDS"])
+               AuthorizationRequest.login_code_sends < current(OidcSettings).login_code_sends)
         .values(login_code_sends=AuthorizationRequest.login_code_sends + 1)
         .returning(AuthorizationRequest.login_code_sends)
         .execution_options(synchronize_session=False)
@@ -386,7 +387,7 @@ def send_login_code(request: AuthorizationRequest, client: Client, email: str, *
                          "Go back to the application and start again.", error=True, status=429)
     set_committed_value(request, "login_code_sends", sends)
     # Counted whether or not the address has an account, so the limit reveals nothing either.
-    if count_hit("login-code-address:" + address, 3600) > current_app.config["OIDC_LOGIN_CODE_SENDS_PER_ADDRESS"]:
+    if count_hit("login-code-address:" + address, 3600) > current(OidcSettings).login_code_sends_per_address:
         return LoginStep(request, client, f"Too many codes were sent to {address} recently. "
                          "Wait an hour and try again.", error=True, status=429)
     user = find_user_by_email(_root_id(client), address)
@@ -394,9 +395,9 @@ def send_login_code(request: AuthorizationRequest, client: Client, email: str, *
     request.email = address
     request.candidate_user_id = user.id if user is not None else None
     request.login_code_hash = hash_secret(f"login:{request.id}:{code}")
-    request.login_code_expires_at = utcnow() + timedelta(seconds=current_app.config["OIDC_LOGIN_CODE_TTL"])
+    request.login_code_expires_at = utcnow() + timedelta(seconds=current(OidcSettings).login_code_ttl)
     if user is not None:
-        minutes = current_app.config["OIDC_LOGIN_CODE_TTL"] // 60
+        minutes = current(OidcSettings).login_code_ttl // 60
         send_mail(
             to=address,
             sender=_sender(client),
@@ -423,7 +424,7 @@ def verify_login_code(request: AuthorizationRequest, client: Client, code: str) 
         return LoginStep(request, client, "Request a new code to sign in.", error=True)
     if as_utc(request.login_code_expires_at) <= utcnow():
         return LoginStep(request, client, "This code has expired. Request a new code.", error=True)
-    limit = current_app.config["OIDC_LOGIN_CODE_ATTEMPTS"]
+    limit = current(OidcSettings).login_code_attempts
     # Counted atomically, so concurrent guesses cannot share one attempt.
     attempts = db.session.execute(
         update(AuthorizationRequest)
@@ -452,7 +453,7 @@ def verify_login_code(request: AuthorizationRequest, client: Client, code: str) 
         root_client_id=_root_id(client),
         auth_time=now,
         created_at=now,
-        expires_at=now + timedelta(seconds=current_app.config["OIDC_SESSION_TTL"]),
+        expires_at=now + timedelta(seconds=current(OidcSettings).session_ttl),
     ))
     request.login_code_hash = None
     request.user_id = request.candidate_user_id

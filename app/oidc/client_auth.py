@@ -24,8 +24,10 @@ from app.extensions import db
 from app.oidc import outbound
 from app.oidc.errors import InvalidClient, InvalidRequest
 from app.oidc.models import ClientAssertion
+from app.oidc.settings import OidcSettings
 from app.oidc.tokens import b64_json
 from app.security import decrypt, hash_secret
+from app.settings import current
 from app.tenancy.models import Client
 from app.tenancy.service import CLIENT_SECRET_PURPOSE, get_active_client, verify_client_secret
 
@@ -140,7 +142,7 @@ def _secret_key(client: Client) -> OctKey:
 
 def _check_assertion_claims(claims: dict, audiences: set[str]) -> None:
     now = int(time.time())
-    leeway = current_app.config["OIDC_CLOCK_LEEWAY"]
+    leeway = current(OidcSettings).clock_leeway
     exp, jti = claims.get("exp"), claims.get("jti")
     if not isinstance(exp, int) or isinstance(exp, bool) or exp <= now - leeway:
         raise InvalidClient("The client_assertion has expired or lacks exp.")

@@ -27,7 +27,9 @@ from sqlalchemy.exc import IntegrityError
 from app.db import as_utc, utcnow
 from app.extensions import db
 from app.oidc.models import KEY_ACTIVE, KEY_NEXT, KEY_RETIRED, SigningKey
+from app.oidc.settings import OidcSettings
 from app.security import decrypt, encrypt
+from app.settings import current
 
 ALGORITHMS = ("RS256", "ES256")
 _PURPOSE = "oidc-signing-key"
@@ -104,7 +106,7 @@ def _load_published(now: datetime) -> dict[str, PublishedKey]:
 
 
 def _refresh(cache: _KeyCache, *, force: bool = False) -> dict[str, PublishedKey]:
-    ttl = current_app.config["OIDC_KEY_CACHE_SECONDS"]
+    ttl = current(OidcSettings).key_cache_seconds
     if force or time.monotonic() - cache.loaded_at >= ttl:
         published = _load_published(utcnow())
         with cache.lock:
@@ -220,11 +222,11 @@ def published_jwks() -> dict:
 
 def retention() -> timedelta:
     """How long a retired key must stay published: the longest token life plus cache and clock slack."""
-    config = current_app.config
+    config = current(OidcSettings)
     seconds = (
-        max(config["OIDC_ACCESS_TOKEN_TTL"], config["OIDC_ID_TOKEN_TTL"])
-        + config["OIDC_KEY_CACHE_SECONDS"]
-        + config["OIDC_CLOCK_LEEWAY"]
+        max(config.access_token_ttl, config.id_token_ttl)
+        + config.key_cache_seconds
+        + config.clock_leeway
     )
     return timedelta(seconds=seconds)
 
@@ -264,7 +266,7 @@ def rotate_keys(algs: tuple[str, ...] = ALGORITHMS) -> list[str]:
 
 def rotate_keys_if_due() -> list[str]:
     """Rotate every algorithm whose active key is older than `OIDC_KEY_ROTATION_INTERVAL`."""
-    interval = timedelta(seconds=current_app.config["OIDC_KEY_ROTATION_INTERVAL"])
+    interval = timedelta(seconds=current(OidcSettings).key_rotation_interval)
     now = utcnow()
     due = []
     for row in db.session.execute(select(SigningKey).where(SigningKey.state == KEY_ACTIVE)).scalars():

@@ -17,14 +17,15 @@ import smtplib
 import ssl
 from email.message import EmailMessage
 
-from flask import current_app
 from sqlalchemy import select
 
 from app.db import utcnow
 from app.extensions import db
 from app.jobs.service import enqueue_job
 from app.oidc.models import OutboxMail
+from app.oidc.settings import OidcSettings
 from app.security import decrypt, encrypt
+from app.settings import current
 
 log = logging.getLogger(__name__)
 
@@ -35,7 +36,7 @@ _PURPOSE = "mail"
 
 def send_mail(*, to: str, sender: str, subject: str, text: str) -> None:
     """Send a plain-text message with the configured backend, as part of the current transaction."""
-    backend = current_app.config["MAIL_BACKEND"]
+    backend = current(OidcSettings).mail_backend
     if backend == "outbox":
         db.session.add(OutboxMail(to_address=to, from_address=sender, subject=subject, text=text, sent_at=utcnow()))
     elif backend == "smtp":
@@ -55,18 +56,18 @@ def deliver_sealed(payload: dict) -> dict:
     email["To"] = message["to"]
     email["Subject"] = message["subject"]
     email.set_content(message["text"])
-    config = current_app.config
-    timeout = config["SMTP_TIMEOUT"]
-    if config["SMTP_SSL"]:
-        server: smtplib.SMTP = smtplib.SMTP_SSL(config["SMTP_HOST"], config["SMTP_PORT"], timeout=timeout,
+    config = current(OidcSettings)
+    timeout = config.smtp_timeout
+    if config.smtp_ssl:
+        server: smtplib.SMTP = smtplib.SMTP_SSL(config.smtp_host, config.smtp_port, timeout=timeout,
                                                 context=ssl.create_default_context())
     else:
-        server = smtplib.SMTP(config["SMTP_HOST"], config["SMTP_PORT"], timeout=timeout)
+        server = smtplib.SMTP(config.smtp_host, config.smtp_port, timeout=timeout)
     with server:
-        if config["SMTP_STARTTLS"] and not config["SMTP_SSL"]:
+        if config.smtp_starttls and not config.smtp_ssl:
             server.starttls(context=ssl.create_default_context())
-        if config["SMTP_USERNAME"]:
-            server.login(config["SMTP_USERNAME"], config["SMTP_PASSWORD"])
+        if config.smtp_username:
+            server.login(config.smtp_username, config.smtp_password)
         server.send_message(email)
     return {"sent_to": message["to"]}
 

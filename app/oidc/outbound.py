@@ -10,10 +10,12 @@ from __future__ import annotations
 from urllib.parse import urlsplit
 
 import httpx
-from flask import current_app
 
 from app import outbound
+from app.config import CoreSettings
+from app.oidc.settings import OidcSettings
 from app.outbound import OutboundPolicy, host_list
+from app.settings import current
 
 MAX_BYTES = 256 * 1024
 
@@ -27,7 +29,7 @@ class OutboundRefused(Exception):
 
 
 def allowed_hosts() -> frozenset[str]:
-    return host_list(current_app.config.get("OIDC_OUTBOUND_ALLOW_HOSTS", ""))
+    return host_list(current(OidcSettings).outbound_allow_hosts)
 
 
 def _target(url: str) -> tuple[str, str, int, str]:
@@ -48,7 +50,7 @@ def request(method: str, url: str, *, data: dict | None = None, timeout: float =
     scheme, host, port, path = _target(url)
     policy = OutboundPolicy(
         allowed_private_hosts=allowed_hosts(),
-        verify=current_app.config.get("OUTBOUND_CA_BUNDLE") or True,
+        verify=current(CoreSettings).outbound_ca_bundle or True,
         read_timeout=timeout,
         total_timeout=None,
         max_bytes=MAX_BYTES,

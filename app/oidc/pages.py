@@ -24,8 +24,9 @@ from app.oidc.errors import AuthorizationPageError, AuthorizationRedirectError
 from app.oidc.limits import network_retry_after
 from app.oidc.recaptcha import LOGIN_ACTION
 from app.oidc.service import get_relying_party
-from app.oidc.settings import install_settings
+from app.oidc.settings import OidcSettings
 from app.security import random_token
+from app.settings import current
 from app.tenancy.service import client_id_of_privacy_reference, privacy_link
 from app.web.pages import page_security_headers
 
@@ -55,7 +56,6 @@ SCOPE_DESCRIPTIONS = {
 
 @blp.record_once
 def _setup(state) -> None:
-    install_settings(state.app)
     _document_browser_endpoints()
 
 
@@ -118,7 +118,7 @@ def _document_browser_endpoints() -> None:
 
 
 def _secure_cookies() -> bool:
-    return current_app.config["OIDC_ISSUER"].startswith("https://")
+    return current(OidcSettings).issuer.startswith("https://")
 
 
 def _browser_token() -> tuple[str, bool]:
@@ -186,7 +186,7 @@ def _page(template: str, status: int = 200, *, browser_token: str, client=None, 
         brand_style=style,
         csrf_token=csrf_token(browser_token),
         recaptcha_action=LOGIN_ACTION,
-        recaptcha_script=current_app.config["RECAPTCHA_SCRIPT_URL"],
+        recaptcha_script=current(OidcSettings).recaptcha_script_url,
         **context,
     )
     response = _secure(Response(html, status=status, mimetype="text/html"), client=client,
@@ -217,7 +217,7 @@ def _redirect(location: str, *, code: int = 302, browser_token: str | None = Non
     if new_browser and browser_token:
         _set_cookie(response, BROWSER_COOKIE, browser_token, _BROWSER_COOKIE_AGE)
     if session_token:
-        _set_cookie(response, SESSION_COOKIE, session_token, current_app.config["OIDC_SESSION_TTL"])
+        _set_cookie(response, SESSION_COOKIE, session_token, current(OidcSettings).session_ttl)
     return response
 
 
@@ -241,7 +241,7 @@ def _rate_limited_page(error: RateLimitExceeded) -> Response:
 
 
 def _login_rate_limit() -> str:
-    return current_app.config["OIDC_LOGIN_RATE_LIMIT"]
+    return current(OidcSettings).login_rate_limit
 
 
 def _login_rate_key() -> str:
@@ -308,7 +308,7 @@ def _login_page(step: LoginStep, handle: str, browser_token: str, *, code_sent: 
         email=request_row.email or request_row.login_hint or "",
         message=step.message,
         error=step.error,
-        ttl_minutes=current_app.config["OIDC_LOGIN_CODE_TTL"] // 60,
+        ttl_minutes=current(OidcSettings).login_code_ttl // 60,
     )
 
 

@@ -8,7 +8,6 @@ from __future__ import annotations
 from collections.abc import Mapping
 from datetime import timedelta
 
-from flask import current_app
 from sqlalchemy import update
 
 from app.db import utcnow
@@ -16,7 +15,9 @@ from app.extensions import db
 from app.oidc.authorize import validate_authorization_request
 from app.oidc.errors import AuthorizationPageError, AuthorizationRedirectError, InvalidRequest, OAuthError
 from app.oidc.models import PushedRequest
+from app.oidc.settings import OidcSettings
 from app.security import hash_secret, random_token
+from app.settings import current
 from app.tenancy.models import Client
 
 REQUEST_URI_PREFIX = "urn:ietf:params:oauth:request_uri:"
@@ -54,7 +55,7 @@ def push_request(client: Client, raw: Mapping[str, str]) -> dict:
     except AuthorizationPageError as error:
         raise InvalidRequest(error.message) from None
     reference = random_token(32)
-    ttl = current_app.config["OIDC_PAR_TTL"]
+    ttl = current(OidcSettings).par_ttl
     db.session.add(PushedRequest(reference_hash=_hash(reference), client_id=client.id, parameters=parameters,
                                  expires_at=utcnow() + timedelta(seconds=ttl)))
     db.session.flush()

@@ -10,9 +10,10 @@ from __future__ import annotations
 import logging
 
 import httpx
-from flask import current_app
 
+from app.oidc.settings import OidcSettings
 from app.security import decrypt
+from app.settings import current
 from app.tenancy.models import Client
 
 log = logging.getLogger(__name__)
@@ -37,7 +38,7 @@ def recaptcha_passes(client: Client, response_token: str | None, remote_ip: str 
     if remote_ip:
         form["remoteip"] = remote_ip
     try:
-        reply = httpx.post(current_app.config["RECAPTCHA_VERIFY_URL"], data=form, timeout=5.0)
+        reply = httpx.post(current(OidcSettings).recaptcha_verify_url, data=form, timeout=5.0)
         result = reply.json()
     except (httpx.HTTPError, ValueError) as exc:
         log.warning("reCAPTCHA verification unavailable: %s", exc.__class__.__name__)

@@ -15,13 +15,14 @@ from __future__ import annotations
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 
-from flask import current_app
 from sqlalchemy import select, update
 
 from app.db import as_utc, utcnow
 from app.extensions import db
 from app.oidc.models import RefreshToken
+from app.oidc.settings import OidcSettings
 from app.security import hash_secret, random_token
+from app.settings import current
 from app.tenancy.models import Client
 
 OFFLINE_ACCESS = "offline_access"
@@ -52,9 +53,9 @@ def wanted(client: Client, scope: str) -> bool:
 
 def lifetimes(client: Client) -> tuple[int, int]:
     """(absolute, idle) lifetimes in seconds for this client's refresh tokens."""
-    config = current_app.config
-    return (client.refresh_token_ttl or config["OIDC_REFRESH_TOKEN_TTL"],
-            client.refresh_token_idle_ttl or config["OIDC_REFRESH_TOKEN_IDLE_TTL"])
+    config = current(OidcSettings)
+    return (client.refresh_token_ttl or config.refresh_token_ttl,
+            client.refresh_token_idle_ttl or config.refresh_token_idle_ttl)
 
 
 def add_member(client: Client, *, user_id: int, scope: str, auth_time: datetime, sid: str | None,
@@ -106,7 +107,7 @@ def find(raw: str, client_id: int) -> RefreshToken | None:
 
 
 def within_reuse_grace(row: RefreshToken) -> bool:
-    grace = current_app.config["OIDC_REFRESH_REUSE_GRACE"]
+    grace = current(OidcSettings).refresh_reuse_grace
     return row.used_at is not None and grace > 0 and (utcnow() - as_utc(row.used_at)).total_seconds() <= grace
 
 

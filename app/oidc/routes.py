@@ -35,8 +35,9 @@ from app.oidc.schemas import (
     TokenRequest,
     UserInfoOut,
 )
-from app.oidc.settings import install_settings
+from app.oidc.settings import OidcSettings
 from app.oidc.text import has_unstorable
+from app.settings import current
 from app.tenancy.models import Client
 
 blp = Blueprint("oidc", __name__, description="OpenID Connect provider: tokens, userinfo, keys")
@@ -55,8 +56,7 @@ _OAUTH_ERRORS = {
 
 @blp.record_once
 def _setup(state) -> None:
-    install_settings(state.app)
-    issuer_path = urlsplit(state.app.config["OIDC_ISSUER"]).path.rstrip("/")
+    issuer_path = urlsplit(current(OidcSettings, state.app).issuer).path.rstrip("/")
     if issuer_path:
         state.app.add_url_rule(f"{issuer_path}/.well-known/openid-configuration", "oidc_issuer_discovery",
                                discovery)
@@ -131,7 +131,7 @@ def _presented_credentials(values: dict[str, str]) -> client_auth.PresentedCrede
 def _authenticator(values: dict[str, str]) -> Callable[[], Client]:
     """Authenticates the request's client when called (services call it after their first write)."""
     credentials = _presented_credentials(values)
-    issuer = current_app.config["OIDC_ISSUER"]
+    issuer = current(OidcSettings).issuer
     audiences = {issuer, _origin(issuer) + request.path, request.base_url}
     return lambda: client_auth.authenticate(credentials, audiences)
 
@@ -152,12 +152,12 @@ def _client_rate_key() -> str:
             client = _parameters().get("client_id") or ""
         except OAuthError:
             client = ""
-    issuer = current_app.config["OIDC_ISSUER"]
+    issuer = current(OidcSettings).issuer
     return f"oidc-client:{issuer}:{request.remote_addr or 'unknown'}:{client[:32]}"
 
 
 def _token_rate_limit() -> str:
-    return current_app.config["OIDC_TOKEN_RATE_LIMIT"]
+    return current(OidcSettings).token_rate_limit
 
 
 @blp.route("/v1/openidc/token", methods=["POST"])
@@ -259,7 +259,7 @@ def _origin(url: str) -> str:
 @blp.response(200)
 def discovery():
     """OpenID Provider metadata (OpenID Connect Discovery 1.0)."""
-    issuer = current_app.config["OIDC_ISSUER"]
+    issuer = current(OidcSettings).issuer
     base = _origin(issuer)
     claims = sorted({"sub", "user_id", "did", "iss", "aud", "exp", "iat", "auth_time", "nonce", "at_hash", "sid"}
                     | {claim for names in SCOPE_CLAIMS.values() for claim in names})

@@ -14,7 +14,6 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import NoReturn
 
-from flask import current_app
 from sqlalchemy import select, update
 from sqlalchemy.dialects import postgresql, sqlite
 
@@ -37,8 +36,10 @@ from app.oidc.errors import (
     UnsupportedGrantType,
 )
 from app.oidc.models import AuthorizationCode, Consent, RevokedToken
+from app.oidc.settings import OidcSettings
 from app.oidc.tokens import AccessTokenClaims, TokenInvalid
 from app.security import hash_secret
+from app.settings import current
 from app.tenancy.models import Client
 from app.users.models import User
 from app.users.service import get_user_in_tree
@@ -48,7 +49,7 @@ TOKEN_TYPE = "Bearer"
 
 def client_alg(client: Client) -> str:
     """The JWS algorithm this client's tokens are signed with (RS256 unless it chose ES256)."""
-    alg = client.signing_alg or current_app.config["OIDC_DEFAULT_ALG"]
+    alg = client.signing_alg or current(OidcSettings).default_alg
     return alg if alg in keys.ALGORITHMS else "RS256"
 
 
@@ -149,7 +150,7 @@ def exchange_code(
     code_hash = hash_secret(code)
     now = utcnow()
     issued_at = int(time.time())
-    expires_in = current_app.config["OIDC_ACCESS_TOKEN_TTL"]
+    expires_in = current(OidcSettings).access_token_ttl
     jti = uuid.uuid4().hex
     consumed = db.session.execute(
         update(AuthorizationCode)
@@ -223,7 +224,7 @@ def _user_tokens(client: Client, user: User, *, scope: str, auth_time: datetime,
             sid=sid,
         )
     return TokenResponse(scope=scope, access_token=access_token, id_token=id_token, refresh_token=refresh_token,
-                         expires_in=current_app.config["OIDC_ACCESS_TOKEN_TTL"])
+                         expires_in=current(OidcSettings).access_token_ttl)
 
 
 def refresh_grant(authenticate: Authenticator, *, refresh_token: str | None, scope: str | None) -> TokenResponse:
@@ -252,7 +253,7 @@ def refresh_grant(authenticate: Authenticator, *, refresh_token: str | None, sco
         raise InvalidScope("The requested scope exceeds the one originally granted.")
     issued_at = int(time.time())
     jti = uuid.uuid4().hex
-    expires_at = datetime.fromtimestamp(issued_at + current_app.config["OIDC_ACCESS_TOKEN_TTL"], UTC)
+    expires_at = datetime.fromtimestamp(issued_at + current(OidcSettings).access_token_ttl, UTC)
     rotated, _ = refresh.add_member(
         client, user_id=user.id, scope=consumed.scope, auth_time=consumed.auth_time, sid=consumed.sid,
         family=consumed.family, family_expires_at=consumed.family_expires_at, access_token_jti=jti,
@@ -290,7 +291,7 @@ def client_credentials_grant(client: Client, *, scope: str | None) -> TokenRespo
         client_id=client.id, scope=granted, alg=client_alg(client), jti=uuid.uuid4().hex, now=issued_at
     )
     return TokenResponse(scope=granted, access_token=access_token,
-                         expires_in=current_app.config["OIDC_ACCESS_TOKEN_TTL"])
+                         expires_in=current(OidcSettings).access_token_ttl)
 
 
 def _refuse_reuse(code_hash: str, client: Client) -> NoReturn:

@@ -1,7 +1,4 @@
-"""Settings of the OpenID provider and its mail, read from the environment with safe defaults.
-
-They are installed into `app.config` when the blueprint is registered (values already present,
-e.g. from `create_app(config=...)`, win), so every setting can be overridden per application.
+"""Settings of the OpenID provider and its mail, built once by `create_app` (see `app.settings`).
 
 Mail (`MAIL_BACKEND`, default `outbox` with `DEV_OUTBOX=1`, else `smtp`): `outbox` stores
 messages in the database, readable at `/dev/outbox` when `DEV_OUTBOX=1`; `console` logs recipient
@@ -12,58 +9,87 @@ and subject only (never a body: it holds a login code); `smtp` sends them from a
 
 from __future__ import annotations
 
-import os
+from collections.abc import Mapping
+from dataclasses import dataclass
 from typing import Any
 
-from flask import Flask
+from app.settings import Derived, env, feature_settings, parse_bool
+
+DAY = 24 * 3600
 
 
-def _bool(value: str) -> bool:
-    return value.strip().lower() in {"1", "true", "yes", "on"}
+def _issuer(config: Mapping[str, Any]) -> str:
+    return str(config["BASE_URL"]).rstrip("/")
 
 
-def _defaults(app: Flask) -> dict[str, Any]:
-    env = os.environ
-    dev_outbox = _bool(env.get("DEV_OUTBOX", "0"))
-    return {
-        "OIDC_ISSUER": env.get("OIDC_ISSUER", "").rstrip("/") or app.config["BASE_URL"],
-        "OIDC_ACCESS_TOKEN_TTL": int(env.get("OIDC_ACCESS_TOKEN_TTL", 3600)),
-        "OIDC_ID_TOKEN_TTL": int(env.get("OIDC_ID_TOKEN_TTL", 3600)),
-        "OIDC_CODE_TTL": int(env.get("OIDC_CODE_TTL", 60)),
-        "OIDC_LOGIN_CODE_TTL": int(env.get("OIDC_LOGIN_CODE_TTL", 600)),
-        "OIDC_LOGIN_CODE_ATTEMPTS": int(env.get("OIDC_LOGIN_CODE_ATTEMPTS", 5)),
-        "OIDC_LOGIN_CODE_SENDS": int(env.get("OIDC_LOGIN_CODE_SENDS", 3)),
-        "OIDC_LOGIN_CODE_SENDS_PER_ADDRESS": int(env.get("OIDC_LOGIN_CODE_SENDS_PER_ADDRESS", 5)),
-        "OIDC_AUTH_REQUEST_TTL": int(env.get("OIDC_AUTH_REQUEST_TTL", 1800)),
-        "OIDC_SESSION_TTL": int(env.get("OIDC_SESSION_TTL", 7 * 24 * 3600)),
-        "OIDC_DEFAULT_ALG": env.get("OIDC_DEFAULT_ALG", "RS256"),
-        "OIDC_KEY_ROTATION_INTERVAL": int(env.get("OIDC_KEY_ROTATION_INTERVAL", 30 * 24 * 3600)),
-        "OIDC_KEY_ROTATION_CHECK": int(env.get("OIDC_KEY_ROTATION_CHECK", 3600)),
-        "OIDC_KEY_CACHE_SECONDS": float(env.get("OIDC_KEY_CACHE_SECONDS", 30)),
-        "OIDC_CLOCK_LEEWAY": int(env.get("OIDC_CLOCK_LEEWAY", 30)),
-        "OIDC_REFRESH_TOKEN_TTL": int(env.get("OIDC_REFRESH_TOKEN_TTL", 30 * 24 * 3600)),
-        "OIDC_REFRESH_TOKEN_IDLE_TTL": int(env.get("OIDC_REFRESH_TOKEN_IDLE_TTL", 14 * 24 * 3600)),
-        "OIDC_REFRESH_REUSE_GRACE": int(env.get("OIDC_REFRESH_REUSE_GRACE", 0)),
-        "OIDC_PAR_TTL": int(env.get("OIDC_PAR_TTL", 60)),
-        "OIDC_OUTBOUND_ALLOW_HOSTS": env.get("OIDC_OUTBOUND_ALLOW_HOSTS", ""),
-        "OIDC_TOKEN_RATE_LIMIT": env.get("OIDC_TOKEN_RATE_LIMIT", "1200 per minute"),
-        "OIDC_LOGIN_RATE_LIMIT": env.get("OIDC_LOGIN_RATE_LIMIT", "30 per minute"),
-        "RECAPTCHA_VERIFY_URL": env.get("RECAPTCHA_VERIFY_URL", "https://www.google.com/recaptcha/api/siteverify"),
-        "RECAPTCHA_SCRIPT_URL": env.get("RECAPTCHA_SCRIPT_URL", "https://www.google.com/recaptcha/api.js"),
-        "DEV_OUTBOX": dev_outbox,
-        "MAIL_BACKEND": env.get("MAIL_BACKEND", "outbox" if dev_outbox else "smtp"),
-        "SMTP_HOST": env.get("SMTP_HOST", "localhost"),
-        "SMTP_PORT": int(env.get("SMTP_PORT", 587)),
-        "SMTP_USERNAME": env.get("SMTP_USERNAME", ""),
-        "SMTP_PASSWORD": env.get("SMTP_PASSWORD", ""),
-        "SMTP_STARTTLS": _bool(env.get("SMTP_STARTTLS", "1")),
-        "SMTP_SSL": _bool(env.get("SMTP_SSL", "0")),
-        "SMTP_TIMEOUT": float(env.get("SMTP_TIMEOUT", 10)),
-    }
+def _mail_backend(config: Mapping[str, Any]) -> str:
+    dev_outbox = config.get("DEV_OUTBOX")
+    on = parse_bool(dev_outbox) if isinstance(dev_outbox, str) else bool(dev_outbox)
+    return "outbox" if on else "smtp"
 
 
-def install_settings(app: Flask) -> None:
-    """Fill in every OpenID/mail setting the application does not already define."""
-    for name, value in _defaults(app).items():
-        app.config.setdefault(name, value)
-    app.config["OIDC_ISSUER"] = app.config["OIDC_ISSUER"].rstrip("/")
+@feature_settings
+@dataclass(frozen=True)
+class OidcSettings:
+    issuer: str = env(
+        "OIDC_ISSUER", Derived(_issuer, "`BASE_URL`"), "OpenID issuer name", parse=lambda text: text.rstrip("/")
+    )
+    access_token_ttl: int = env("OIDC_ACCESS_TOKEN_TTL", 3600, "lifetime of an access token, seconds")
+    id_token_ttl: int = env("OIDC_ID_TOKEN_TTL", 3600, "lifetime of an id_token, seconds")
+    code_ttl: int = env("OIDC_CODE_TTL", 60, "lifetime of an authorization code, seconds")
+    login_code_ttl: int = env("OIDC_LOGIN_CODE_TTL", 600, "lifetime of an e-mailed login code, seconds")
+    login_code_attempts: int = env(
+        "OIDC_LOGIN_CODE_ATTEMPTS", 5, "wrong login codes allowed per authorization request"
+    )
+    login_code_sends: int = env("OIDC_LOGIN_CODE_SENDS", 3, "login codes sent per authorization request")
+    login_code_sends_per_address: int = env(
+        "OIDC_LOGIN_CODE_SENDS_PER_ADDRESS", 5, "login codes sent to one address per hour"
+    )
+    auth_request_ttl: int = env("OIDC_AUTH_REQUEST_TTL", 1800, "lifetime of an authorization request, seconds")
+    session_ttl: int = env("OIDC_SESSION_TTL", 7 * DAY, "lifetime of a sign-in session, seconds")
+    default_alg: str = env("OIDC_DEFAULT_ALG", "RS256", "signing algorithm of clients that set none")
+    key_rotation_interval: int = env(
+        "OIDC_KEY_ROTATION_INTERVAL", 30 * DAY, "age in seconds at which a signing key is rotated"
+    )
+    key_rotation_check: int = env("OIDC_KEY_ROTATION_CHECK", 3600, "seconds between key rotation checks")
+    key_cache_seconds: float = env("OIDC_KEY_CACHE_SECONDS", 30.0, "seconds a process caches the signing keys")
+    clock_leeway: int = env("OIDC_CLOCK_LEEWAY", 30, "seconds of clock skew accepted in client assertions")
+    refresh_token_ttl: int = env(
+        "OIDC_REFRESH_TOKEN_TTL", 30 * DAY, "absolute lifetime of a refresh token for clients that set none, seconds"
+    )
+    refresh_token_idle_ttl: int = env(
+        "OIDC_REFRESH_TOKEN_IDLE_TTL", 14 * DAY, "idle lifetime of a refresh token for clients that set none, seconds"
+    )
+    refresh_reuse_grace: int = env(
+        "OIDC_REFRESH_REUSE_GRACE",
+        0,
+        "seconds after a rotation during which reusing the old refresh token is refused without revoking its family",
+    )
+    par_ttl: int = env("OIDC_PAR_TTL", 60, "lifetime of a pushed authorization request's `request_uri`, seconds")
+    outbound_allow_hosts: str = env(
+        "OIDC_OUTBOUND_ALLOW_HOSTS",
+        "",
+        "host:port pairs a client's `jwks_uri` / `backchannel_logout_uri` may reach although private, and by "
+        "plain http (tests only)",
+    )
+    token_rate_limit: str = env("OIDC_TOKEN_RATE_LIMIT", "1200 per minute", "rate limit of the token endpoint")
+    login_rate_limit: str = env("OIDC_LOGIN_RATE_LIMIT", "30 per minute", "rate limit of login pages")
+    recaptcha_verify_url: str = env(
+        "RECAPTCHA_VERIFY_URL", "https://www.google.com/recaptcha/api/siteverify", "reCAPTCHA verification endpoint"
+    )
+    recaptcha_script_url: str = env(
+        "RECAPTCHA_SCRIPT_URL", "https://www.google.com/recaptcha/api.js", "reCAPTCHA script of login pages"
+    )
+    mail_backend: str = env(
+        "MAIL_BACKEND",
+        Derived(_mail_backend, "`smtp`; `outbox` with `DEV_OUTBOX=1`"),
+        "`smtp` (sent by a worker), `outbox` (kept in the database), `console` (logs recipient and subject, "
+        "never the code)",
+    )
+    smtp_host: str = env("SMTP_HOST", "localhost", "SMTP server")
+    smtp_port: int = env("SMTP_PORT", 587, "SMTP port")
+    smtp_username: str = env("SMTP_USERNAME", "", "SMTP user; unset, no login")
+    smtp_password: str = env("SMTP_PASSWORD", "", "SMTP password")
+    smtp_starttls: bool = env("SMTP_STARTTLS", True, "STARTTLS on a plain SMTP connection")
+    smtp_ssl: bool = env("SMTP_SSL", False, "SMTP over TLS from the start")
+    smtp_timeout: float = env("SMTP_TIMEOUT", 10.0, "seconds an SMTP exchange may take")

@@ -9,11 +9,12 @@ import time
 import uuid
 from dataclasses import dataclass, field
 
-from flask import current_app
 from joserfc import jwt
 from joserfc.errors import JoseError
 
 from app.oidc import keys
+from app.oidc.settings import OidcSettings
+from app.settings import current
 
 ACCESS_TOKEN_TYPE = "at+jwt"
 # Verification never trusts the token's own `alg`: only these, and only with a key of that alg.
@@ -42,7 +43,7 @@ class AccessTokenClaims:
 
 
 def issuer() -> str:
-    return current_app.config["OIDC_ISSUER"]
+    return current(OidcSettings).issuer
 
 
 def at_hash(access_token: str) -> str:
@@ -68,7 +69,7 @@ def issue_access_token(
         "sub": str(user_id),
         "aud": str(client_id),
         "client_id": str(client_id),
-        "exp": now + current_app.config["OIDC_ACCESS_TOKEN_TTL"],
+        "exp": now + current(OidcSettings).access_token_ttl,
         "iat": now,
         "jti": jti or uuid.uuid4().hex,
         "scope": scope,
@@ -84,7 +85,7 @@ def issue_client_access_token(*, client_id: int, scope: str, alg: str, jti: str,
         "sub": str(client_id),
         "aud": str(client_id),
         "client_id": str(client_id),
-        "exp": now + current_app.config["OIDC_ACCESS_TOKEN_TTL"],
+        "exp": now + current(OidcSettings).access_token_ttl,
         "iat": now,
         "jti": jti,
         "scope": scope,
@@ -112,7 +113,7 @@ def issue_id_token(
         "iss": issuer(),
         "sub": str(user_id),
         "aud": str(client_id),
-        "exp": now + current_app.config["OIDC_ID_TOKEN_TTL"],
+        "exp": now + current(OidcSettings).id_token_ttl,
         "iat": now,
         "auth_time": auth_time,
         "at_hash": at_hash(access_token),
@@ -191,7 +192,7 @@ def decode_access_token(raw: str, *, now: int | None = None) -> AccessTokenClaim
 
 
 def _check_claims(claims: dict, *, now: int) -> None:
-    leeway = current_app.config["OIDC_CLOCK_LEEWAY"]
+    leeway = current(OidcSettings).clock_leeway
     # A token without user_id is the client's own (client_credentials): its subject is the client.
     required = [("exp", int), ("iat", int), ("jti", str), ("sub", str), ("client_id", str)]
     if "user_id" in claims:

@@ -72,6 +72,10 @@ def init_metrics(app: Flask) -> None:
     """Time every request and expose `/metrics`."""
     queue_registry = CollectorRegistry()
     queue_registry.register(QueueDepthCollector(app))
+    # Not an application setting: prometheus_client itself reads PROMETHEUS_MULTIPROC_DIR from the
+    # process environment (at import, to decide where every metric's values live), so `/metrics`
+    # must follow that same variable; a `create_app(config=...)` value could only contradict it.
+    multiprocess_dir = os.environ.get("PROMETHEUS_MULTIPROC_DIR")
 
     @app.before_request
     def _start_timer() -> None:
@@ -89,7 +93,7 @@ def init_metrics(app: Flask) -> None:
     @app.get("/metrics")
     def metrics() -> Response:
         _authorize_scrape()
-        if os.environ.get("PROMETHEUS_MULTIPROC_DIR"):
+        if multiprocess_dir:
             registry = CollectorRegistry()
             multiprocess.MultiProcessCollector(registry)
             body = generate_latest(registry)

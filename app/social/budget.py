@@ -20,8 +20,6 @@ from dataclasses import dataclass
 
 import redis
 
-from app.config import REDIS_SOCKET_TIMEOUT
-
 log = logging.getLogger(__name__)
 
 
@@ -75,7 +73,7 @@ class CallBudget:
         redis_url: str | None = None,
         key_prefix: str = "tessera:social:budget",
         clock: Callable[[], float] = time.monotonic,
-        socket_timeout: float = REDIS_SOCKET_TIMEOUT,
+        socket_timeout: float = 1.0,
     ) -> None:
         self._rates = {platform: tuple(platform_rates) for platform, platform_rates in rates.items()}
         self._key_prefix = key_prefix

@@ -13,8 +13,6 @@ import time
 
 import redis
 
-from app.config import REDIS_SOCKET_TIMEOUT
-
 log = logging.getLogger(__name__)
 
 
@@ -26,7 +24,7 @@ class ShortClaims:
         redis_url: str | None = None,
         *,
         key_prefix: str = "tessera:social:claim",
-        socket_timeout: float = REDIS_SOCKET_TIMEOUT,
+        socket_timeout: float = 1.0,
     ) -> None:
         self._redis = (
             redis.Redis.from_url(redis_url, socket_connect_timeout=socket_timeout, socket_timeout=socket_timeout)

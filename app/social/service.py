@@ -27,15 +27,16 @@ from typing import Any
 from urllib.parse import parse_qsl, urlencode, urlsplit, urlunsplit
 
 from cryptography.exceptions import InvalidTag
-from flask import current_app
 from sqlalchemy import delete, or_, select, update
 from sqlalchemy.exc import IntegrityError
 
+from app.config import CoreSettings
 from app.db import after_commit_publish, as_utc, commit, isoformat, rollback, utcnow
 from app.extensions import db
 from app.jobs.models import FAILED, Job
 from app.jobs.service import enqueue_job
 from app.security import decrypt, encrypt, hash_secret, random_token
+from app.settings import current
 from app.social import openid2
 from app.social.budget import CallBudget
 from app.social.connectors import (
@@ -64,7 +65,7 @@ from app.social.errors import (
 )
 from app.social.locks import ShortClaims
 from app.social.models import BROKEN, LINKED, PLATFORMS, OpenIdNonce, SocialLink, SocialLinkAttempt
-from app.social.settings import SocialSettings, load_settings
+from app.social.settings import SocialSettings
 from app.tenancy.caller import Caller
 from app.users.service import require_user_visible
 
@@ -79,7 +80,12 @@ _shared_lock = threading.Lock()
 
 def settings() -> SocialSettings:
     """The social settings of the current application."""
-    return load_settings(current_app.config)
+    return current(SocialSettings)
+
+
+def _callback_url(platform: str) -> str:
+    """Where a platform sends the user back (register this URL at platforms B and C)."""
+    return f"{current(CoreSettings).base_url}/v1/social/{platform}/callback"
 
 
 def _process_wide(key: tuple[str, str], build: Callable[[], Any]) -> Any:
@@ -91,14 +97,19 @@ def _process_wide(key: tuple[str, str], build: Callable[[], Any]) -> Any:
 
 
 def _call_budget(config: SocialSettings) -> CallBudget:
+    core = current(CoreSettings)
     return _process_wide(
-        ("budget", f"{config.redis_url}|{sorted(config.budgets.items())}"),
-        lambda: CallBudget(config.budgets, redis_url=config.redis_url or None),
+        ("budget", f"{core.redis_url}|{sorted(config.budgets.items())}"),
+        lambda: CallBudget(config.budgets, redis_url=core.redis_url or None, socket_timeout=core.redis_socket_timeout),
     )
 
 
 def _claims(config: SocialSettings) -> ShortClaims:
-    return _process_wide(("claims", config.redis_url), lambda: ShortClaims(config.redis_url or None))
+    core = current(CoreSettings)
+    return _process_wide(
+        ("claims", core.redis_url),
+        lambda: ShortClaims(core.redis_url or None, socket_timeout=core.redis_socket_timeout),
+    )
 
 
 def require_platform(platform: str) -> str:
@@ -142,12 +153,12 @@ def start_link(caller: Caller, user_id: int, platform: str, return_to: str) -> L
     db.session.flush()
     if platform == "platform_a":
         url = openid2.build_checkid_setup_url(
-            return_to=_openid_return_to(config, state), realm=f"{config.base_url}/", op_endpoint=config.a_openid_url
+            return_to=_openid_return_to(config, state),
+            realm=f"{current(CoreSettings).base_url}/",
+            op_endpoint=config.a_openid_url,
         )
     else:
-        url = _oauth_app(config, platform).authorization_url(
-            redirect_uri=config.callback_url(platform), state=state
-        )
+        url = _oauth_app(config, platform).authorization_url(redirect_uri=_callback_url(platform), state=state)
     return LinkStarted(authorization_url=url, expires_at=expires_at)
 
 
@@ -181,7 +192,7 @@ def complete_link(platform: str, params: Mapping[str, str]) -> str:
 
 
 def _openid_return_to(config: SocialSettings, state: str) -> str:
-    return f"{config.callback_url('platform_a')}?{urlencode({'state': state})}"
+    return f"{_callback_url('platform_a')}?{urlencode({'state': state})}"
 
 
 def _consume_attempt(platform: str, state: str) -> SocialLinkAttempt:
@@ -226,7 +237,7 @@ def _exchange_code(
     code = params.get("code")
     if not code:
         raise LinkBroken(f"{platform}: callback without an authorization code")
-    tokens = _oauth_app(config, platform).exchange_code(code=code, redirect_uri=config.callback_url(platform))
+    tokens = _oauth_app(config, platform).exchange_code(code=code, redirect_uri=_callback_url(platform))
     if platform == "platform_b":
         with ChatConnector(api_base=config.b_api_base, timeout=config.http_timeout) as chat:
             account = chat.fetch_current_user(tokens.access_token)
@@ -307,16 +318,13 @@ def store_tokens(link: SocialLink, tokens: TokenSet | None) -> None:
 
 def _token_columns(tokens: TokenSet | None) -> dict[str, Any]:
     if tokens is None:
-        return {"access_token_encrypted": None, "refresh_token_encrypted": None,
-                "token_expires_at": None, "scope": ""}
+        return {"access_token_encrypted": None, "refresh_token_encrypted": None, "token_expires_at": None, "scope": ""}
     return {
         "access_token_encrypted": encrypt(tokens.access_token.encode(), _TOKEN_PURPOSE),
         "refresh_token_encrypted": (
             encrypt(tokens.refresh_token.encode(), _TOKEN_PURPOSE) if tokens.refresh_token else None
         ),
-        "token_expires_at": (
-            datetime.fromtimestamp(tokens.expires_at, tz=UTC) if tokens.expires_at else None
-        ),
+        "token_expires_at": (datetime.fromtimestamp(tokens.expires_at, tz=UTC) if tokens.expires_at else None),
         "scope": tokens.scope[:255],
     }
 
@@ -355,14 +363,18 @@ def _oauth_app(config: SocialSettings, platform: str) -> OAuthApp:
         if not config.b_client_id:
             raise PlatformNotConfigured("platform_b has no OAuth client configured.")
         return platform_b.oauth_app(
-            client_id=config.b_client_id, client_secret=config.b_client_secret,
-            oauth_base=config.b_oauth_base, timeout=config.http_timeout,
+            client_id=config.b_client_id,
+            client_secret=config.b_client_secret,
+            oauth_base=config.b_oauth_base,
+            timeout=config.http_timeout,
         )
     if not config.c_client_id:
         raise PlatformNotConfigured("platform_c has no OAuth client configured.")
     return platform_c.oauth_app(
-        client_id=config.c_client_id, client_secret=config.c_client_secret,
-        oauth_base=config.c_oauth_base, timeout=config.http_timeout,
+        client_id=config.c_client_id,
+        client_secret=config.c_client_secret,
+        oauth_base=config.c_oauth_base,
+        timeout=config.http_timeout,
     )
 
 
@@ -549,16 +561,20 @@ def schedule_stale_refreshes(limit: int | None = None) -> int:
     config = settings()
     now = utcnow()
     cutoff = now - timedelta(seconds=config.data_max_age)
-    candidates = db.session.execute(
-        select(SocialLink)
-        .where(
-            SocialLink.status == LINKED,
-            or_(SocialLink.last_attempted_at.is_(None), SocialLink.last_attempted_at < cutoff),
-            or_(SocialLink.next_fetch_at.is_(None), SocialLink.next_fetch_at <= now),
+    candidates = (
+        db.session.execute(
+            select(SocialLink)
+            .where(
+                SocialLink.status == LINKED,
+                or_(SocialLink.last_attempted_at.is_(None), SocialLink.last_attempted_at < cutoff),
+                or_(SocialLink.next_fetch_at.is_(None), SocialLink.next_fetch_at <= now),
+            )
+            .order_by(SocialLink.last_attempted_at.asc().nulls_first(), SocialLink.id)
+            .limit(limit or config.refresh_batch)
         )
-        .order_by(SocialLink.last_attempted_at.asc().nulls_first(), SocialLink.id)
-        .limit(limit or config.refresh_batch)
-    ).scalars().all()
+        .scalars()
+        .all()
+    )
     started = sum(1 for link in candidates if pending_fetch(link) is None and request_fetch(link) is not None)
     return started
 

@@ -8,12 +8,10 @@ flush but never commit: the request, task or CLI command that called them owns t
 from __future__ import annotations
 
 import hmac
-import os
 import uuid
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 from typing import Any
-from urllib.parse import urlsplit
 
 from flask import current_app
 from sqlalchemy import exists, func, select, update
@@ -25,14 +23,15 @@ from app.errors import NotFound
 from app.extensions import db
 from app.pagination import Page, paginate
 from app.security import encrypt, hash_secret, random_token, secret_hash_candidates, verify_secret
+from app.settings import current
 from app.tenancy.caller import Caller
 from app.tenancy.errors import ClientTreeTooDeep, MasterClientRequired, SubdomainTaken, TooManyApiTokens
 from app.tenancy.models import ApiToken, Client
+from app.tenancy.settings import TenancySettings
 
 TOKEN_PREFIX = "tsk_"
 MAX_TREE_DEPTH = 32
 MAX_ACTIVE_TOKENS_PER_CLIENT = 100
-DEFAULT_CLIENT_SECRET_GRACE_SECONDS = 24 * 3600
 _SUB_CLIENT_MEMBERS = (
     "name", "address_1", "address_2", "country", "province", "city", "timezone", "domain", "subdomain",
     "redirect_uris", "id_token_claims", "signing_alg", "logo_url", "accent_color",
@@ -61,14 +60,6 @@ class IssuedClientSecret:
     client_id: int
     client_secret: str
     previous_secret_expires_at: datetime | None
-
-
-def _setting(name: str, default: Any) -> Any:
-    """A setting from the app config, else the environment, else `default`."""
-    value = current_app.config.get(name)
-    if value is None or value == "":
-        value = os.environ.get(name) or default
-    return value
 
 
 # --- clients -------------------------------------------------------------------------------------
@@ -260,11 +251,7 @@ def from_email_address(client: Client) -> str:
     """The sender address of the client's e-mail: `no-reply@<subdomain>.<domain>` or the default."""
     if client.subdomain and client.domain:
         return f"no-reply@{client.subdomain}.{client.domain}"
-    configured = _setting("MAIL_DEFAULT_FROM", None)
-    if configured:
-        return configured
-    host = urlsplit(current_app.config["BASE_URL"]).hostname or "localhost"
-    return f"no-reply@{host}"
+    return current(TenancySettings).mail_default_from
 
 
 _PRIVACY_TAG_LENGTH = 32
@@ -348,7 +335,7 @@ def rotate_client_secret(caller: Caller, client_id: int) -> IssuedClientSecret:
     """
     client = require_sub_client(caller, client_id)
     secret = random_token(32)
-    grace = float(_setting("CLIENT_SECRET_GRACE_SECONDS", DEFAULT_CLIENT_SECRET_GRACE_SECONDS))
+    grace = current(TenancySettings).client_secret_grace_seconds
     if client.secret_hash and grace > 0:
         client.previous_secret_hash = client.secret_hash
         client.previous_secret_expires_at = utcnow() + timedelta(seconds=grace)

@@ -25,6 +25,7 @@ from app.tenancy.models import Client
 from app.users.service import create_user
 from tests import conftest
 from tests.social.fakes import FakeChat, FakeGameStore, FakeStreaming
+from tests.support.settings import set_settings
 
 pytestmark = [pytest.mark.benchmark, pytest.mark.realworker]
 
@@ -110,7 +111,7 @@ def test_refresh_thousand_linked_users(app, master, real_worker):
         since = utcnow()
         started = time.monotonic()
         with app.app_context(), transaction():
-            app.config["SOCIAL_BUDGETS"] = env["SOCIAL_BUDGETS"]
+            set_settings(app, SOCIAL_BUDGETS=env["SOCIAL_BUDGETS"])
             jobs = service.schedule_stale_refreshes(limit=3 * USERS)
         states = _wait_for_jobs(app, since, jobs, timeout=900)
         wall = time.monotonic() - started

@@ -9,6 +9,7 @@ import pytest
 
 from app.credentials.jsonld import loader as loader_module
 from app.credentials.jsonld.loader import ContextIntegrityError, ContextNotAllowed, make_document_loader
+from tests.support.settings import set_settings, setting_of
 from tests.support.vectors import VECTORS
 
 # One W3C vector per suite the service verifies.
@@ -41,7 +42,7 @@ REQUIRED_URLS = {
 @pytest.mark.parametrize("suite", sorted(SUITE_VECTORS))
 def test_default_install_verifies_the_w3c_vectors_of_every_suite(app, client, master, monkeypatch, suite):
     monkeypatch.delenv("JSONLD_CONTEXTS_DIR", raising=False)
-    assert not app.config.get("JSONLD_CONTEXTS_DIR")
+    assert not setting_of(app, "JSONLD_CONTEXTS_DIR")
     vc = json.loads((VECTORS / SUITE_VECTORS[suite]).read_text())
     response = client.post(
         "/v1/vc/verify",
@@ -86,8 +87,8 @@ def test_the_service_allows_an_operators_context_beside_the_builtin_ones(app, cl
     (tmp_path / "urlmap.json").write_text(json.dumps({extra_url: "extra.jsonld"}))
     from app.credentials.engine import current_engine
 
-    previous = app.config.get("JSONLD_CONTEXTS_DIR")
-    app.config["JSONLD_CONTEXTS_DIR"] = str(tmp_path)
+    previous = setting_of(app, "JSONLD_CONTEXTS_DIR")
+    set_settings(app, JSONLD_CONTEXTS_DIR=str(tmp_path))
     try:
         with app.app_context():
             urls = current_engine().loader.urls
@@ -98,6 +99,6 @@ def test_the_service_allows_an_operators_context_beside_the_builtin_ones(app, cl
             headers=master.headers,
         )
     finally:
-        app.config["JSONLD_CONTEXTS_DIR"] = previous
+        set_settings(app, JSONLD_CONTEXTS_DIR=previous)
     assert extra_url in urls and "https://w3id.org/security/data-integrity/v2" in urls
     assert response.json["verified"] is True

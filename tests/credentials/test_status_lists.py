@@ -17,6 +17,7 @@ from tests import conftest
 from tests.conftest import make_master
 from tests.credentials.issuing import Issuer, allocate_status, create_user
 from tests.support.credentials import wait_for_verification
+from tests.support.settings import change_settings
 
 
 def _path(url: str) -> str:
@@ -250,7 +251,7 @@ def test_foreign_list_on_a_private_address_is_refused_without_a_request(client, 
 
 def test_foreign_list_is_fetched_verified_and_cached(app, client, master, foreign_list, monkeypatch):
     base, _issuer, publish = foreign_list
-    monkeypatch.setitem(app.config, "STATUS_LIST_ALLOW_HOSTS", urlsplit(base).netloc)
+    change_settings(monkeypatch, app, STATUS_LIST_ALLOW_HOSTS=urlsplit(base).netloc)
     url = publish(_revoked_bits(42))
     revoked = _verify(client, master.headers, _credential_with_foreign_status(url, 42))
     assert [error["code"] for error in revoked["errors"]] == ["revoked"]
@@ -261,8 +262,8 @@ def test_foreign_list_is_fetched_verified_and_cached(app, client, master, foreig
 
 def test_foreign_list_with_a_bad_signature_or_too_short_fails(app, client, master, foreign_list, monkeypatch):
     base, _issuer, publish = foreign_list
-    monkeypatch.setitem(app.config, "STATUS_LIST_ALLOW_HOSTS", urlsplit(base).netloc)
-    monkeypatch.setitem(app.config, "STATUS_LIST_CACHE_MAX_SECONDS", 0)
+    change_settings(monkeypatch, app, STATUS_LIST_ALLOW_HOSTS=urlsplit(base).netloc)
+    change_settings(monkeypatch, app, STATUS_LIST_CACHE_MAX_SECONDS=0)
     url = publish(_revoked_bits(5), tamper=True)
     body = _verify(client, master.headers, _credential_with_foreign_status(url, 5))
     assert [error["code"] for error in body["errors"]] == ["status_check_failed"]
@@ -288,8 +289,8 @@ def test_foreign_status_is_rechecked_periodically(app, client, master, foreign_l
 
     base, _issuer, publish = foreign_list
     allowed = urlsplit(base).netloc
-    monkeypatch.setitem(app.config, "STATUS_LIST_ALLOW_HOSTS", allowed)
-    monkeypatch.setitem(app.config, "STATUS_RECHECK_SECONDS", 0)
+    change_settings(monkeypatch, app, STATUS_LIST_ALLOW_HOSTS=allowed)
+    change_settings(monkeypatch, app, STATUS_RECHECK_SECONDS=0)
     if conftest.USING_POSTGRES:
         real_worker.stop()
         real_worker.start(extra_env={"STATUS_LIST_ALLOW_HOSTS": allowed})

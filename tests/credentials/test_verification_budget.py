@@ -14,6 +14,7 @@ from sqlalchemy import select
 from tests.credentials.issuing import Issuer, create_user
 from tests.support.credentials import wait_for_verification
 from tests.support.rows import row_count
+from tests.support.settings import change_settings
 from tests.tenancy.support import assert_problem
 
 VERIFY_PATHS = ["/v1/vc/verify", "/credentials/verify"]
@@ -118,7 +119,7 @@ def test_a_credential_over_the_size_budget_is_not_stored(app, client, master, us
 
 
 def test_proofs_past_the_time_budget_fail_with_the_limits_code(app, client, master, monkeypatch):
-    monkeypatch.setitem(app.config, "VC_VERIFY_TIME_LIMIT", "0.000000001")
+    change_settings(monkeypatch, app, VC_VERIFY_TIME_LIMIT="0.000000001")
     vc = _many_proofs("did:example:holder", 2)
     response = client.post("/v1/vc/verify", json={"verifiableCredential": vc, "options": {}}, headers=master.headers)
     assert response.status_code == 400

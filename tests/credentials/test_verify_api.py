@@ -11,6 +11,7 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 import pytest
 
 from tests.credentials.issuing import Issuer
+from tests.support.settings import change_settings
 from tests.support.vectors import VECTORS
 
 UNBOUND = {"issuerMustControlKeys": False}
@@ -116,7 +117,7 @@ def test_vc_api_alias_needs_a_token_unless_opened(app, client, master, monkeypat
     request = {"verifiableCredential": vc, "options": UNBOUND}
     assert client.post("/credentials/verify", json=request).status_code == 401
     assert client.post("/credentials/verify", json=request, headers=master.headers).status_code == 200
-    monkeypatch.setitem(app.config, "VC_VERIFY_OPEN", "1")
+    change_settings(monkeypatch, app, VC_VERIFY_OPEN="1")
     response = client.post("/credentials/verify", json=request)
     assert response.status_code == 200
     assert response.json["verified"] is True

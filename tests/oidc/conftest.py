@@ -13,6 +13,7 @@ from werkzeug.serving import make_server
 from app import create_app
 from app.extensions import celery
 from tests.oidc.helpers import make_tenant
+from tests.support.settings import set_settings, setting_of
 
 
 @dataclass
@@ -78,10 +79,10 @@ def callback_server():
 @pytest.fixture(autouse=True)
 def generous_login_rate_limit(app):
     """Every test signs in from 127.0.0.1; the limit itself is tested on its own."""
-    previous = app.config["OIDC_LOGIN_RATE_LIMIT"]
-    app.config["OIDC_LOGIN_RATE_LIMIT"] = "100000 per minute"
+    previous = setting_of(app, "OIDC_LOGIN_RATE_LIMIT")
+    set_settings(app, OIDC_LOGIN_RATE_LIMIT="100000 per minute")
     yield
-    app.config["OIDC_LOGIN_RATE_LIMIT"] = previous
+    set_settings(app, OIDC_LOGIN_RATE_LIMIT=previous)
 
 
 @pytest.fixture

@@ -21,6 +21,7 @@ from app.oidc import keys as signing_keys
 from app.oidc.keys import generate_key, invalidate_key_cache
 from app.oidc.models import KEY_ACTIVE, SigningKey
 from tests.oidc.helpers import authorize_query, exchange, make_tenant, sign_in
+from tests.support.settings import setting_of
 
 
 def _b64(data: bytes) -> str:
@@ -59,7 +60,7 @@ def _sign(app, claims: dict, *, alg: str = "RS256", key=None, typ: str = "at+jwt
 def _good_claims(app, tenant, **changes) -> dict:
     now = int(time.time())
     claims = {
-        "iss": app.config["OIDC_ISSUER"], "sub": str(tenant.user_id), "aud": str(tenant.client_id),
+        "iss": setting_of(app, "OIDC_ISSUER"), "sub": str(tenant.user_id), "aud": str(tenant.client_id),
         "client_id": str(tenant.client_id), "exp": now + 600, "iat": now, "jti": f"test-{now}-{time.monotonic_ns()}",
         "scope": "openid", "user_id": tenant.user_id,
     }
@@ -230,7 +231,7 @@ def test_jwks_publishes_active_and_next_keys_without_private_parts(client):
 
 def test_discovery_document(client, app):
     meta = client.get("/.well-known/openid-configuration").get_json()
-    issuer = app.config["OIDC_ISSUER"]
+    issuer = setting_of(app, "OIDC_ISSUER")
     assert meta["issuer"] == issuer
     assert meta["token_endpoint"] == issuer + "/v1/openidc/token"
     assert meta["userinfo_endpoint"] == issuer + "/v1/openidc/user"
@@ -307,7 +308,7 @@ def test_scheduled_rotation_rotates_only_due_keys(app):
             signing_keys.ensure_keys()
             assert signing_keys.rotate_keys_if_due() == []
             row = db.session.query(SigningKey).filter_by(alg="ES256", state=KEY_ACTIVE).one()
-            row.activated_at = utcnow() - timedelta(seconds=app.config["OIDC_KEY_ROTATION_INTERVAL"] + 1)
+            row.activated_at = utcnow() - timedelta(seconds=setting_of(app, "OIDC_KEY_ROTATION_INTERVAL") + 1)
         with transaction():
             activated = signing_keys.rotate_keys_if_due()
             assert len(activated) == 1

@@ -38,6 +38,7 @@ from tests.oidc.helpers import (
     query_of,
     sign_in,
 )
+from tests.support.settings import set_settings, setting_of
 
 
 def _start_login(http, tenant, **params):
@@ -108,7 +109,7 @@ def test_invalid_requests_redirect_with_the_error_and_state(app, client, tenant,
     location = response.headers["Location"]
     assert location.startswith(REDIRECT_URI)
     query = query_of(location)
-    assert query["error"] == error and query["state"] == "s-1" and query["iss"] == app.config["OIDC_ISSUER"]
+    assert query["error"] == error and query["state"] == "s-1" and query["iss"] == setting_of(app, "OIDC_ISSUER")
 
 
 @pytest.mark.parametrize("name", ["state", "nonce", "code_challenge", "scope", "prompt", "response_type"])
@@ -503,8 +504,8 @@ def test_recaptcha_v3_when_the_client_enables_it(app, client, tenant):
     with app.app_context(), transaction():
         configure_recaptcha(tenant.client_id, site_key="site-key-1", secret="captcha-secret", threshold=0.7,
                             enabled=True)
-    previous = app.config["RECAPTCHA_VERIFY_URL"]
-    app.config["RECAPTCHA_VERIFY_URL"] = fake.url
+    previous = setting_of(app, "RECAPTCHA_VERIFY_URL")
+    set_settings(app, RECAPTCHA_VERIFY_URL=fake.url)
     try:
         page = _start_login(client, tenant)
         html = page.get_data(as_text=True)
@@ -522,7 +523,7 @@ def test_recaptcha_v3_when_the_client_enables_it(app, client, tenant):
         assert high.status_code == 200 and len(_outbox(client, tenant.email)) == 1
         assert fake.requests[-1]["secret"] == "captcha-secret"
     finally:
-        app.config["RECAPTCHA_VERIFY_URL"] = previous
+        set_settings(app, RECAPTCHA_VERIFY_URL=previous)
         fake.server.shutdown()
 
 
@@ -566,8 +567,8 @@ def test_smtp_backend_sends_from_a_job_with_the_code_sealed(app, client, tenant,
               "SMTP_SSL": "0"}
     changes = {"MAIL_BACKEND": "smtp", "SMTP_HOST": "127.0.0.1", "SMTP_PORT": smtp.server_address[1],
                "SMTP_STARTTLS": False, "SMTP_SSL": False}
-    previous = {name: app.config[name] for name in changes}
-    app.config.update(changes)
+    previous = {name: setting_of(app, name) for name in changes}
+    set_settings(app, **changes)
     if conftest.USING_POSTGRES:  # the worker process reads the SMTP server from its environment
         real_worker.stop()
         real_worker.start(extra_env=server)
@@ -584,7 +585,7 @@ def test_smtp_backend_sends_from_a_job_with_the_code_sealed(app, client, tenant,
         assert any(tenant.email in message and re.search(r"\b\d{6}\b", message) for message in smtp.messages)
         assert _outbox(client, tenant.email) == []
     finally:
-        app.config.update(previous)
+        set_settings(app, **previous)
         smtp.shutdown()
         if conftest.USING_POSTGRES:
             real_worker.stop()
@@ -597,13 +598,13 @@ def test_sign_in_attempts_are_rate_limited(app, client, live_server):
     response = browser.get(live_server.url + authorize_query(tenant), allow_redirects=False, timeout=10)
     page = browser.get(live_server.url + path_of(response.headers["Location"]), timeout=10)
     fields = form_fields(page.text)
-    previous = live_server.app.config["OIDC_LOGIN_RATE_LIMIT"]
-    live_server.app.config["OIDC_LOGIN_RATE_LIMIT"] = "2 per minute"
+    previous = setting_of(live_server.app, "OIDC_LOGIN_RATE_LIMIT")
+    set_settings(live_server.app, OIDC_LOGIN_RATE_LIMIT="2 per minute")
     try:
         responses = [browser.post(live_server.url + "/v1/openidc/login", data={**fields, "email": tenant.email},
                                   timeout=10) for _ in range(3)]
     finally:
-        live_server.app.config["OIDC_LOGIN_RATE_LIMIT"] = previous
+        set_settings(live_server.app, OIDC_LOGIN_RATE_LIMIT=previous)
     assert [response.status_code for response in responses] == [200, 200, 429]
     limited = responses[-1]
     assert limited.headers["Content-Type"].startswith("text/html") and int(limited.headers["Retry-After"]) > 0

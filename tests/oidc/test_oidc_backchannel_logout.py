@@ -15,6 +15,7 @@ import pytest
 
 from tests.conftest import USING_POSTGRES
 from tests.oidc.helpers import add_sub_client, exchange, sign_in
+from tests.support.settings import set_settings, setting_of
 
 with warnings.catch_warnings():
     warnings.simplefilter("ignore")
@@ -61,12 +62,12 @@ class Receiver:
 @pytest.fixture
 def receiver(app, real_worker):
     receiver = Receiver()
-    app.config["OIDC_OUTBOUND_ALLOW_HOSTS"] = receiver.host
+    set_settings(app, OIDC_OUTBOUND_ALLOW_HOSTS=receiver.host)
     if USING_POSTGRES:
         real_worker.stop()
         real_worker.start(extra_env={"OIDC_OUTBOUND_ALLOW_HOSTS": receiver.host})
     yield receiver
-    app.config["OIDC_OUTBOUND_ALLOW_HOSTS"] = ""
+    set_settings(app, OIDC_OUTBOUND_ALLOW_HOSTS="")
     receiver.server.shutdown()
     if USING_POSTGRES:
         real_worker.stop()
@@ -115,7 +116,7 @@ def test_logout_tokens_reach_every_client_of_the_session(app, client, tenant, re
         assert header["typ"] == "logout+jwt"
         claims = _verified(client, token)
         assert claims["sid"] == sid and claims["sub"] == str(tenant.user_id)
-        assert claims["iss"] == app.config["OIDC_ISSUER"]
+        assert claims["iss"] == setting_of(app, "OIDC_ISSUER")
         assert claims["events"] == {"http://schemas.openid.net/event/backchannel-logout": {}}
         assert "nonce" not in claims and claims["jti"]
         audiences.add(claims["aud"])

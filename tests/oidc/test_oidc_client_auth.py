@@ -13,6 +13,7 @@ from joserfc import jwt
 from joserfc.jwk import ECKey, OctKey
 
 from tests.oidc.helpers import make_tenant
+from tests.support.settings import set_settings, setting_of
 
 ASSERTION_TYPE = "urn:ietf:params:oauth:client-assertion-type:jwt-bearer"
 
@@ -38,7 +39,7 @@ def _claims(token: str) -> dict:
 
 @pytest.fixture
 def issuer(app) -> str:
-    return app.config["OIDC_ISSUER"]
+    return setting_of(app, "OIDC_ISSUER")
 
 
 def _assertion(audience: str, client_id: int, key, alg: str, *, jti: str | None = None,
@@ -173,7 +174,7 @@ def test_private_key_jwt_with_jwks_uri_through_the_outbound_guard(app, client, j
     assert refused.status_code == 401 and "jwks_uri" in refused.get_json()["error_description"]
     assert hits == []
 
-    app.config["OIDC_OUTBOUND_ALLOW_HOSTS"] = f"127.0.0.1:{port}"
+    set_settings(app, OIDC_OUTBOUND_ALLOW_HOSTS=f"127.0.0.1:{port}")
     try:
         accepted = _with_assertion(client, _assertion(issuer, tenant.client_id, key, "ES256", kid=kid))
         assert accepted.status_code == 200, accepted.get_json()
@@ -181,7 +182,7 @@ def test_private_key_jwt_with_jwks_uri_through_the_outbound_guard(app, client, j
         again = _with_assertion(client, _assertion(issuer, tenant.client_id, key, "ES256", kid=kid))
         assert again.status_code == 200 and hits == ["/jwks.json"]  # cached
     finally:
-        app.config["OIDC_OUTBOUND_ALLOW_HOSTS"] = ""
+        set_settings(app, OIDC_OUTBOUND_ALLOW_HOSTS="")
 
 
 def test_discovery_advertises_the_grants_and_methods(client):
@@ -202,11 +203,11 @@ def test_an_oversized_jwks_document_is_refused(app, client, jwks_server, issuer)
         "token_endpoint_auth_method": "private_key_jwt", "jwks_uri": f"http://127.0.0.1:{port}/big.json",
     })
     assert response.status_code == 200
-    app.config["OIDC_OUTBOUND_ALLOW_HOSTS"] = f"127.0.0.1:{port}"
+    set_settings(app, OIDC_OUTBOUND_ALLOW_HOSTS=f"127.0.0.1:{port}")
     try:
         refused = _with_assertion(client, _assertion(issuer, tenant.client_id, key, "ES256", kid="k"))
     finally:
-        app.config["OIDC_OUTBOUND_ALLOW_HOSTS"] = ""
+        set_settings(app, OIDC_OUTBOUND_ALLOW_HOSTS="")
     assert refused.status_code == 401 and "more than" in refused.get_json()["error_description"]
     assert hits == ["/big.json"]
 

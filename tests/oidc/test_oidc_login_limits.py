@@ -15,6 +15,7 @@ import requests
 
 from tests import conftest
 from tests.oidc.helpers import authorize_query, form_fields, latest_code, make_tenant, path_of
+from tests.support.settings import set_settings, setting_of
 
 
 def _start_login(http, tenant):
@@ -103,7 +104,7 @@ def second_process(app):
     behind one trusted proxy, with a sign-in limit of 4 per minute per network address."""
     port = _free_port()
     url = f"http://127.0.0.1:{port}"
-    env = {**os.environ, "OIDC_ISSUER": app.config["OIDC_ISSUER"], "BASE_URL": app.config["BASE_URL"],
+    env = {**os.environ, "OIDC_ISSUER": setting_of(app, "OIDC_ISSUER"), "BASE_URL": app.config["BASE_URL"],
            "OIDC_LOGIN_RATE_LIMIT": "4 per minute",
            "TRUSTED_PROXIES": "1"}
     if conftest.USING_POSTGRES:
@@ -153,7 +154,7 @@ def test_the_address_limit_holds_across_processes(app, client, second_process):
 def test_the_network_limit_holds_across_processes(app, client, second_process):
     """Without Redis the limiter counts in memory; the sign-in limit per network must still be shared."""
     network = f"10.8.{secrets.randbelow(250)}.{secrets.randbelow(250) + 1}"
-    app.config["OIDC_LOGIN_RATE_LIMIT"] = "4 per minute"
+    set_settings(app, OIDC_LOGIN_RATE_LIMIT="4 per minute")
     for _ in range(2):
         tenant = make_tenant(app, client)
         page = _start_login(client, tenant)

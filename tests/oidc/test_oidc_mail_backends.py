@@ -6,35 +6,35 @@ import logging
 import re
 
 import pytest
-from flask import Flask
 
+from app.config import Config
 from app.extensions import db
 from app.oidc.models import AuthorizationRequest
-from app.oidc.settings import install_settings
+from app.oidc.settings import OidcSettings
+from app.settings import load
 from tests.oidc.helpers import authorize_query, form_fields, path_of
+from tests.support.settings import set_settings, setting_of
 
 
 @pytest.mark.parametrize(("dev_outbox", "backend"), [("0", "smtp"), ("1", "outbox")])
 def test_mail_goes_through_smtp_unless_the_development_outbox_is_on(monkeypatch, dev_outbox, backend):
     monkeypatch.delenv("MAIL_BACKEND", raising=False)
     monkeypatch.setenv("DEV_OUTBOX", dev_outbox)
-    fresh = Flask("mail-defaults")
-    fresh.config["BASE_URL"] = "https://id.example.org"
-    install_settings(fresh)
-    assert fresh.config["MAIL_BACKEND"] == backend
+    config = {**Config().as_dict(), "BASE_URL": "https://id.example.org"}
+    assert load(OidcSettings, config).mail_backend == backend
 
 
 def test_console_backend_never_logs_the_login_code(app, client, tenant, caplog):
     start = client.get(authorize_query(tenant))
     page = client.get(path_of(start.headers["Location"]))
-    previous = app.config["MAIL_BACKEND"]
-    app.config["MAIL_BACKEND"] = "console"
+    previous = setting_of(app, "MAIL_BACKEND")
+    set_settings(app, MAIL_BACKEND="console")
     try:
         with caplog.at_level(logging.INFO, logger="app.oidc.mail"):
             sent = client.post("/v1/openidc/login", data={**form_fields(page.get_data(as_text=True)),
                                                           "email": tenant.email})
     finally:
-        app.config["MAIL_BACKEND"] = previous
+        set_settings(app, MAIL_BACKEND=previous)
     assert sent.status_code == 200
     with app.app_context():
         row = db.session.query(AuthorizationRequest).filter_by(email=tenant.email).one()

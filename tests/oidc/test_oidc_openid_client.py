@@ -19,6 +19,7 @@ import requests
 from joserfc.jwk import ECKey
 
 from tests.oidc.helpers import make_tenant, sign_in_over_http
+from tests.support.settings import set_settings
 
 RP_DIR = Path(__file__).parent / "rp_node"
 
@@ -69,12 +70,12 @@ def test_openid_client_private_key_jwt_with_a_jwks_uri(app, client, live_server,
     response = client.put(f"/v1/sub_client/{tenant.client_id}", headers=tenant.headers,
                           json={"jwks": None, "jwks_uri": f"http://{keys.host}/jwks.json"})
     assert response.status_code == 200
-    live_server.app.config["OIDC_OUTBOUND_ALLOW_HOSTS"] = keys.host
+    set_settings(live_server.app, OIDC_OUTBOUND_ALLOW_HOSTS=keys.host)
     try:
         result = node_rp("client_credentials", {"issuer": live_server.url, "clientId": str(tenant.client_id),
                                                 "auth": auth, "scope": "reports:write"})
     finally:
-        live_server.app.config["OIDC_OUTBOUND_ALLOW_HOSTS"] = ""
+        set_settings(live_server.app, OIDC_OUTBOUND_ALLOW_HOSTS="")
         keys.server.shutdown()
     assert result["ok"], result
     assert result["scope"] == "reports:write" and result["introspected"]["active"] is True

@@ -23,6 +23,7 @@ from tests.oidc.helpers import (
     path_of,
     sign_in,
 )
+from tests.support.settings import set_settings
 
 
 def _set_client(app, client_id: int, **values) -> None:
@@ -194,13 +195,13 @@ def _race(url: str, tenant, refresh_token: str, count: int = 8) -> list[requests
 
 @pytest.mark.parametrize("grace", [0, 60])
 def test_concurrent_refreshes_with_one_token_exactly_one_wins(app, client, live_server, grace):
-    live_server.app.config["OIDC_REFRESH_REUSE_GRACE"] = grace
+    set_settings(live_server.app, OIDC_REFRESH_REUSE_GRACE=grace)
     try:
         tenant = make_tenant(app, client)
         first = _tokens(client, tenant)
         results = _race(live_server.url, tenant, first["refresh_token"])
     finally:
-        live_server.app.config["OIDC_REFRESH_REUSE_GRACE"] = 0
+        set_settings(live_server.app, OIDC_REFRESH_REUSE_GRACE=0)
     winners = [response for response in results if response.status_code == 200]
     losers = [response for response in results if response.status_code != 200]
     assert len(winners) == 1, [response.text for response in results]

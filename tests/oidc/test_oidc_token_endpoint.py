@@ -22,6 +22,7 @@ from tests.oidc.helpers import (
     sign_in,
     sign_in_over_http,
 )
+from tests.support.settings import set_settings, setting_of
 
 
 def _expire_code(app, code: str) -> None:
@@ -158,8 +159,8 @@ def test_token_endpoint_is_rate_limited_per_client(app, client, live_server):
             "client_id": str(tenant.client_id), "client_secret": tenant.client_secret,
         })
 
-    previous = live_server.app.config["OIDC_TOKEN_RATE_LIMIT"]
-    live_server.app.config["OIDC_TOKEN_RATE_LIMIT"] = "3 per minute"
+    previous = setting_of(live_server.app, "OIDC_TOKEN_RATE_LIMIT")
+    set_settings(live_server.app, OIDC_TOKEN_RATE_LIMIT="3 per minute")
     try:
         assert [attempt(first).status_code for _ in range(3)] == [400, 400, 400]
         limited = attempt(first)
@@ -167,7 +168,7 @@ def test_token_endpoint_is_rate_limited_per_client(app, client, live_server):
         assert limited.json()["error"] == "slow_down" and int(limited.headers["Retry-After"]) > 0
         assert attempt(second).status_code == 400  # another client has its own budget
     finally:
-        live_server.app.config["OIDC_TOKEN_RATE_LIMIT"] = previous
+        set_settings(live_server.app, OIDC_TOKEN_RATE_LIMIT=previous)
 
 
 def test_concurrent_exchanges_exactly_one_succeeds(app, client, live_server):
@@ -223,8 +224,8 @@ def test_junk_requests_from_elsewhere_do_not_spend_a_clients_budget(app, client,
     junk = {"grant_type": "authorization_code", "code": "nope", "redirect_uri": tenant.redirect_uri,
             "client_id": str(tenant.client_id), "client_secret": "wrong"}
     real = {**junk, "code": code, "client_secret": tenant.client_secret}
-    previous = app.config["OIDC_TOKEN_RATE_LIMIT"]
-    app.config["OIDC_TOKEN_RATE_LIMIT"] = "3 per minute"
+    previous = setting_of(app, "OIDC_TOKEN_RATE_LIMIT")
+    set_settings(app, OIDC_TOKEN_RATE_LIMIT="3 per minute")
     try:
         answers = [attacker.post("/v1/openidc/token", data=junk, environ_base={"REMOTE_ADDR": "203.0.113.66"})
                    for _ in range(4)]
@@ -232,4 +233,4 @@ def test_junk_requests_from_elsewhere_do_not_spend_a_clients_budget(app, client,
         exchanged = victim.post("/v1/openidc/token", data=real, environ_base={"REMOTE_ADDR": "198.51.100.10"})
         assert exchanged.status_code == 200, exchanged.get_json()
     finally:
-        app.config["OIDC_TOKEN_RATE_LIMIT"] = previous
+        set_settings(app, OIDC_TOKEN_RATE_LIMIT=previous)

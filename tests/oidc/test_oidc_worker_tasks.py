@@ -10,6 +10,7 @@ from app.oidc import keys
 from app.oidc.models import KEY_ACTIVE, KEY_RETIRED, AuthorizationCode, SigningKey
 from app.security import hash_secret
 from tests.oidc.helpers import exchange, sign_in
+from tests.support.settings import setting_of
 from worker.oidc import purge_expired, rotate_keys
 
 
@@ -23,7 +24,7 @@ def test_rotate_keys_task_rotates_due_keys_and_drops_dead_ones(app):
         keys.ensure_keys()
         row = db.session.query(SigningKey).filter_by(alg="RS256", state=KEY_ACTIVE).one()
         due_kid = row.kid
-        row.activated_at = utcnow() - timedelta(seconds=app.config["OIDC_KEY_ROTATION_INTERVAL"] + 60)
+        row.activated_at = utcnow() - timedelta(seconds=setting_of(app, "OIDC_KEY_ROTATION_INTERVAL") + 60)
         for retired in db.session.query(SigningKey).filter_by(state=KEY_RETIRED).all():
             retired.publish_until = utcnow() - timedelta(seconds=1)
     rotate_keys()

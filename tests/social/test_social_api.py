@@ -17,6 +17,7 @@ from app.extensions import db
 from app.jobs import service as jobs_service
 from app.jobs.models import Job
 from app.social.models import OpenIdNonce, SocialLink
+from tests.support.settings import change_settings
 
 from .conftest import Platforms
 from .fakes import SteamGame
@@ -660,7 +661,7 @@ def test_first_fetch_waits_then_answers_202_with_the_job(
     platforms.game_store.add_player(steamid)
     held: list[tuple] = []
     monkeypatch.setattr(jobs_service, "publish_job", lambda *args: held.append(args) or True)
-    monkeypatch.setitem(app.config, "SOCIAL_DATA_WAIT", 0.3)
+    change_settings(monkeypatch, app, SOCIAL_DATA_WAIT=0.3)
     user_id = create_user(client, master)
     link(client, master, platforms, user_id, "platform_a", steamid, wait=False)
 
@@ -751,7 +752,7 @@ def test_missing_platform_configuration_is_recorded_on_the_link(
 ) -> None:
     user_id, job_id = hold_next_fetch(app, client, master, platforms, monkeypatch)
     monkeypatch.delenv("PLATFORM_A_API_KEY")
-    monkeypatch.setitem(app.config, "PLATFORM_A_API_KEY", "")
+    change_settings(monkeypatch, app, PLATFORM_A_API_KEY="")
 
     run_fetch_here(app, job_id)
 
@@ -768,7 +769,7 @@ def test_exhausted_rate_limit_retries_are_recorded_on_the_link(
     app, client, master, platforms: Platforms, monkeypatch
 ) -> None:
     user_id, job_id = hold_next_fetch(app, client, master, platforms, monkeypatch)
-    monkeypatch.setitem(app.config, "SOCIAL_MAX_ATTEMPTS", 1)
+    change_settings(monkeypatch, app, SOCIAL_MAX_ATTEMPTS=1)
     platforms.game_store.rate_limit_next("GetPlayerSummaries")
 
     run_fetch_here(app, job_id)

@@ -6,6 +6,7 @@ import threading
 import time
 
 from app.jobs import service as jobs_service
+from tests.support.settings import change_settings
 
 from .conftest import Platforms
 from .test_social_api import create_user, link, new_steamid, social_data
@@ -19,7 +20,7 @@ def test_first_read_answers_the_data_a_concurrent_worker_saves(
     held: list[tuple] = []
     publish = jobs_service.publish_job
     monkeypatch.setattr(jobs_service, "publish_job", lambda *args: held.append(args) or True)
-    monkeypatch.setitem(app.config, "SOCIAL_DATA_WAIT", 8)
+    change_settings(monkeypatch, app, SOCIAL_DATA_WAIT=8)
     user_id = create_user(client, master)
     link(client, master, platforms, user_id, "platform_a", steamid, wait=False)
     outcome: list = []

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from datetime import UTC, datetime, timedelta
 
+from tests.support.settings import change_settings, setting_of
 from tests.tenancy.support import assert_problem, create_sub_client, load_client_row, token_for
 
 
@@ -41,7 +42,7 @@ def test_a_new_sub_client_has_no_secret_until_one_is_created(client, app, master
 def test_rotation_keeps_the_old_secret_for_the_grace_period(client, app, master):
     data = _rotate(client, master.headers, master.client_id)
     expires = datetime.fromisoformat(data["previous_secret_expires_at"].replace("Z", "+00:00"))
-    grace = app.config.get("CLIENT_SECRET_GRACE_SECONDS", 86400)
+    grace = setting_of(app, "CLIENT_SECRET_GRACE_SECONDS")
     assert abs((expires - datetime.now(UTC)).total_seconds() - grace) < 60
     assert _verify(app, master.client_id, data["client_secret"])
     assert _verify(app, master.client_id, master.client_secret)
@@ -64,7 +65,7 @@ def test_a_second_rotation_retires_the_first_secret(client, app, master):
 
 
 def test_zero_grace_retires_the_old_secret_at_once(client, app, master, monkeypatch):
-    monkeypatch.setitem(app.config, "CLIENT_SECRET_GRACE_SECONDS", 0)
+    change_settings(monkeypatch, app, CLIENT_SECRET_GRACE_SECONDS=0)
     data = _rotate(client, master.headers, master.client_id)
     assert data["previous_secret_expires_at"] is None
     assert not _verify(app, master.client_id, master.client_secret)

@@ -8,6 +8,7 @@ from datetime import date, timedelta
 import pytest
 
 from tests.support.rows import row_count
+from tests.support.settings import change_settings
 from tests.tenancy.support import assert_problem, create_sub_client
 
 FULL_PROFILE = {
@@ -78,7 +79,7 @@ def test_every_user_gets_a_distinct_did(client, master):
 
 
 def test_did_method_follows_configuration(client, app, master, monkeypatch):
-    monkeypatch.setitem(app.config, "DID_METHOD", "example")
+    change_settings(monkeypatch, app, DID_METHOD="example")
     did = _create(client, master.headers, {"email_address": "m@example.org"}).get_json()["data"]["did"]
     assert re.fullmatch(r"did:example:[0-9a-f]{40}", did)
 
