@@ -38,9 +38,7 @@ class OidcSettings:
     id_token_ttl: int = env("OIDC_ID_TOKEN_TTL", 3600, "lifetime of an id_token, seconds")
     code_ttl: int = env("OIDC_CODE_TTL", 60, "lifetime of an authorization code, seconds")
     login_code_ttl: int = env("OIDC_LOGIN_CODE_TTL", 600, "lifetime of an e-mailed login code, seconds")
-    login_code_attempts: int = env(
-        "OIDC_LOGIN_CODE_ATTEMPTS", 5, "wrong login codes allowed per authorization request"
-    )
+    login_code_attempts: int = env("OIDC_LOGIN_CODE_ATTEMPTS", 5, "wrong login codes allowed per authorization request")
     login_code_sends: int = env("OIDC_LOGIN_CODE_SENDS", 3, "login codes sent per authorization request")
     login_code_sends_per_address: int = env(
         "OIDC_LOGIN_CODE_SENDS_PER_ADDRESS", 5, "login codes sent to one address per hour"
