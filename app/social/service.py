@@ -83,9 +83,13 @@ def settings() -> SocialSettings:
     return current(SocialSettings)
 
 
+def _base_url() -> str:
+    return current(CoreSettings).base_url
+
+
 def _callback_url(platform: str) -> str:
     """Where a platform sends the user back (register this URL at platforms B and C)."""
-    return f"{current(CoreSettings).base_url}/v1/social/{platform}/callback"
+    return f"{_base_url()}/v1/social/{platform}/callback"
 
 
 def _process_wide(key: tuple[str, str], build: Callable[[], Any]) -> Any:
@@ -153,12 +157,12 @@ def start_link(caller: Caller, user_id: int, platform: str, return_to: str) -> L
     db.session.flush()
     if platform == "platform_a":
         url = openid2.build_checkid_setup_url(
-            return_to=_openid_return_to(config, state),
-            realm=f"{current(CoreSettings).base_url}/",
-            op_endpoint=config.a_openid_url,
+            return_to=_openid_return_to(config, state), realm=f"{_base_url()}/", op_endpoint=config.a_openid_url
         )
     else:
-        url = _oauth_app(config, platform).authorization_url(redirect_uri=_callback_url(platform), state=state)
+        url = _oauth_app(config, platform).authorization_url(
+            redirect_uri=_callback_url(platform), state=state
+        )
     return LinkStarted(authorization_url=url, expires_at=expires_at)
 
 
@@ -318,13 +322,16 @@ def store_tokens(link: SocialLink, tokens: TokenSet | None) -> None:
 
 def _token_columns(tokens: TokenSet | None) -> dict[str, Any]:
     if tokens is None:
-        return {"access_token_encrypted": None, "refresh_token_encrypted": None, "token_expires_at": None, "scope": ""}
+        return {"access_token_encrypted": None, "refresh_token_encrypted": None,
+                "token_expires_at": None, "scope": ""}
     return {
         "access_token_encrypted": encrypt(tokens.access_token.encode(), _TOKEN_PURPOSE),
         "refresh_token_encrypted": (
             encrypt(tokens.refresh_token.encode(), _TOKEN_PURPOSE) if tokens.refresh_token else None
         ),
-        "token_expires_at": (datetime.fromtimestamp(tokens.expires_at, tz=UTC) if tokens.expires_at else None),
+        "token_expires_at": (
+            datetime.fromtimestamp(tokens.expires_at, tz=UTC) if tokens.expires_at else None
+        ),
         "scope": tokens.scope[:255],
     }
 
@@ -363,18 +370,14 @@ def _oauth_app(config: SocialSettings, platform: str) -> OAuthApp:
         if not config.b_client_id:
             raise PlatformNotConfigured("platform_b has no OAuth client configured.")
         return platform_b.oauth_app(
-            client_id=config.b_client_id,
-            client_secret=config.b_client_secret,
-            oauth_base=config.b_oauth_base,
-            timeout=config.http_timeout,
+            client_id=config.b_client_id, client_secret=config.b_client_secret,
+            oauth_base=config.b_oauth_base, timeout=config.http_timeout,
         )
     if not config.c_client_id:
         raise PlatformNotConfigured("platform_c has no OAuth client configured.")
     return platform_c.oauth_app(
-        client_id=config.c_client_id,
-        client_secret=config.c_client_secret,
-        oauth_base=config.c_oauth_base,
-        timeout=config.http_timeout,
+        client_id=config.c_client_id, client_secret=config.c_client_secret,
+        oauth_base=config.c_oauth_base, timeout=config.http_timeout,
     )
 
 
@@ -561,20 +564,16 @@ def schedule_stale_refreshes(limit: int | None = None) -> int:
     config = settings()
     now = utcnow()
     cutoff = now - timedelta(seconds=config.data_max_age)
-    candidates = (
-        db.session.execute(
-            select(SocialLink)
-            .where(
-                SocialLink.status == LINKED,
-                or_(SocialLink.last_attempted_at.is_(None), SocialLink.last_attempted_at < cutoff),
-                or_(SocialLink.next_fetch_at.is_(None), SocialLink.next_fetch_at <= now),
-            )
-            .order_by(SocialLink.last_attempted_at.asc().nulls_first(), SocialLink.id)
-            .limit(limit or config.refresh_batch)
+    candidates = db.session.execute(
+        select(SocialLink)
+        .where(
+            SocialLink.status == LINKED,
+            or_(SocialLink.last_attempted_at.is_(None), SocialLink.last_attempted_at < cutoff),
+            or_(SocialLink.next_fetch_at.is_(None), SocialLink.next_fetch_at <= now),
         )
-        .scalars()
-        .all()
-    )
+        .order_by(SocialLink.last_attempted_at.asc().nulls_first(), SocialLink.id)
+        .limit(limit or config.refresh_batch)
+    ).scalars().all()
     started = sum(1 for link in candidates if pending_fetch(link) is None and request_fetch(link) is not None)
     return started
 
