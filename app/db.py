@@ -1,6 +1,19 @@
 """Declarative base, time helpers, and the transaction edge with its outbox.
 
-The edge (a request, a task, a CLI command) owns the transaction: it commits exactly once.
+The transaction rule: a raised error rolls back, a returned response commits. The edge owns the
+transaction and commits exactly once; the only callers of `commit` are the edges:
+
+- a request: `_finish_unit_of_work` in `app/__init__.py` (after-request: commits a 2xx/3xx
+  response, rolls back a 4xx/5xx one);
+- a task or CLI command: `transaction()` below (a `with` block in `worker/`, the `*/cli.py`
+  commands and the job runner in `app/jobs/service.py`).
+
+Services and routes flush, never commit. Work that must be committed before its edge ends goes
+through `commit_before_the_edge(reason)`, the one named exception (`grep commit_before_the_edge`):
+an OAuth error with `keep_changes` (a revoked token family), a refused login code (its attempt
+counts), the first social fetch a request waits for, rotated OAuth tokens of a deferred fetch, and
+the job claim.
+
 Messages for the broker are queued on the session with `after_commit_publish` and sent only
 once that commit has succeeded; a failed commit discards them.
 """

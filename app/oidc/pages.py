@@ -15,6 +15,7 @@ from flask import Blueprint, Response, current_app, redirect, render_template, r
 from flask_limiter.errors import RateLimitExceeded
 from werkzeug.routing import Rule
 
+from app.db import commit_before_the_edge
 from app.extensions import api, limiter
 from app.http import accepts
 from app.oidc import authorize, branding, par
@@ -353,7 +354,8 @@ def check_code():
     request_row, client = authorize.require_request(handle, browser_token)
     result = authorize.verify_login_code(request_row, client, request.form.get("code", ""))
     if isinstance(result, LoginStep):
-        # 200, not 4xx: the attempt counter must be committed with this response.
+        # A refused code is answered with the page again (200); the attempt it used up must stand.
+        commit_before_the_edge("a refused login code still counts as an attempt")
         return _login_page(result, handle, browser_token, code_sent=True)
     return _step_page(handle, result, browser_token)
 
