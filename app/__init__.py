@@ -15,6 +15,7 @@ from sqlalchemy import event
 from sqlalchemy.exc import DataError, IntegrityError, OperationalError
 
 from app.config import INSTANCE_DIR, Config, UnsafeConfiguration, check_startup_safety
+from app.db import in_unit_of_work
 from app.http import BoundedArgumentsParser, BoundedJSONProvider
 from app.ops.logging import configure_logging, new_request_id, request_id_var
 from app.settings import install_settings
@@ -107,10 +108,12 @@ def _configure_sqlite(engine) -> None:
 
     pysqlite only opens a transaction before data-changing statements, so a read followed by a
     write would not be atomic; emitting BEGIN ourselves makes every unit of work serialisable.
-    Web requests take the write lock up front (BEGIN IMMEDIATE) so concurrent requests queue on
-    the busy timeout instead of failing when a read transaction cannot be upgraded. Jobs and
-    commands begin deferred: a job that works for a while (network calls) must not hold the lock
-    that requests wait for; if its upgrade loses a race, the task retries it as a transient fault.
+    Units of work that write take the write lock up front (BEGIN IMMEDIATE): web requests and
+    every `transaction()` of a task or CLI command. Concurrent writers then queue on the busy
+    timeout instead of failing when a read transaction cannot be upgraded (SQLITE_BUSY_SNAPSHOT),
+    which would retry a job and repeat its effects (a platform called twice). A job working for a
+    while (network calls) makes requests wait meanwhile: SQLite serialises writers either way.
+    Reads outside both (app start, scripts) begin deferred.
     """
 
     @event.listens_for(engine, "connect")
@@ -124,7 +127,8 @@ def _configure_sqlite(engine) -> None:
 
     @event.listens_for(engine, "begin")
     def _on_begin(connection) -> None:
-        connection.exec_driver_sql("BEGIN IMMEDIATE" if has_request_context() else "BEGIN")
+        writes = has_request_context() or in_unit_of_work()
+        connection.exec_driver_sql("BEGIN IMMEDIATE" if writes else "BEGIN")
 
 
 def _connect_features(app: Flask) -> None:

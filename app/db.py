@@ -23,6 +23,7 @@ from __future__ import annotations
 import logging
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
+from contextvars import ContextVar
 from datetime import UTC, datetime
 from functools import wraps
 from typing import Any
@@ -32,6 +33,9 @@ from app.orm import Base as Base
 from app.orm import JSONType as JSONType
 
 log = logging.getLogger(__name__)
+
+# Set while a `transaction()` block runs, in this thread or task only.
+_unit_of_work: ContextVar[bool] = ContextVar("tessera_unit_of_work", default=False)
 
 
 def utcnow() -> datetime:
@@ -118,13 +122,26 @@ def rollback() -> None:
 
 @contextmanager
 def transaction() -> Iterator[None]:
-    """One unit of work for tasks and CLI commands: commit on success, roll back on error."""
+    """One unit of work for tasks and CLI commands: commit on success, roll back on error.
+
+    Every transaction begun inside it counts as one that will write (`in_unit_of_work`): on
+    SQLite it takes the write lock at BEGIN, like a request's.
+    """
+    token = _unit_of_work.set(True)
     try:
         yield
     except BaseException:
         rollback()
         raise
-    commit()
+    else:
+        commit()
+    finally:
+        _unit_of_work.reset(token)
+
+
+def in_unit_of_work() -> bool:
+    """True inside `transaction()` (a task's or a CLI command's unit of work)."""
+    return _unit_of_work.get()
 
 
 def read_only(view: Callable) -> Callable:
