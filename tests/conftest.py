@@ -232,3 +232,13 @@ def wait_for_job(app, real_worker):
             time.sleep(0.02)
 
     return wait
+
+
+@pytest.fixture
+def chromium():
+    """A headless Chromium for the screenshot tests (`tests/support/screenshots.py`)."""
+    from tests.support.screenshots import start_chromium
+
+    driver = start_chromium()
+    yield driver
+    driver.quit()

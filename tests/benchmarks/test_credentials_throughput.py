@@ -17,6 +17,7 @@ import pytest
 
 from tests import conftest
 from tests.credentials.issuing import Issuer, allocate_status, create_user
+from tests.support.bench import percentile
 from tests.support.vectors import VECTORS
 
 pytestmark = pytest.mark.benchmark
@@ -24,11 +25,6 @@ pytestmark = pytest.mark.benchmark
 LATENCY_RUNS = 200
 BATCH = 600
 WARMUP_JOBS = 20
-
-
-def percentile(values: list[float], fraction: float) -> float:
-    ordered = sorted(values)
-    return ordered[min(len(ordered) - 1, int(round(fraction * (len(ordered) - 1))))]
 
 
 def _signed_credentials(client, headers) -> dict[str, tuple[dict, dict]]:
