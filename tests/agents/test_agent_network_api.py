@@ -8,7 +8,7 @@ import uuid
 import pytest
 
 from app.agents import ethereum
-from tests.agents.conftest import claim_key_over_http, registration_card
+from tests.support.agents import claim_key_over_http, registration_card
 
 
 def _challenge(http, address: str) -> str:

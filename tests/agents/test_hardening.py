@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from tests.agents.conftest import claim_key_over_http
+from tests.support.agents import claim_key_over_http
 from tests.tenancy.support import undocumented_error_statuses
 
 

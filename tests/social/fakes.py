@@ -781,3 +781,15 @@ def _decode_cursor(cursor: str | None) -> int:
     if not cursor:
         return 0
     return int(json.loads(base64.urlsafe_b64decode(cursor.encode()))["o"])
+
+
+@dataclass
+class Platforms:
+    """The three fake platforms a test shares."""
+
+    game_store: FakeGameStore
+    chat: FakeChat
+    streaming: FakeStreaming
+
+    def all(self) -> tuple[FakeGameStore, FakeChat, FakeStreaming]:
+        return self.game_store, self.chat, self.streaming

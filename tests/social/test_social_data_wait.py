@@ -6,9 +6,9 @@ import threading
 import time
 
 from app.jobs import service as jobs_service
+from tests.support.social import create_user, link, new_steamid, social_data
 
-from .conftest import Platforms
-from .test_social_api import create_user, link, new_steamid, social_data
+from .fakes import Platforms
 
 
 def test_first_read_answers_the_data_a_concurrent_worker_saves(

@@ -11,9 +11,9 @@ import threading
 import time
 
 from app.jobs import service as jobs_service
+from tests.support.social import create_user, link, new_steamid
 
-from .conftest import Platforms
-from .test_social_api import create_user, link, new_steamid
+from .fakes import Platforms
 
 
 def test_a_request_writing_during_a_fetch_leaves_the_fetch_its_first_attempt(
