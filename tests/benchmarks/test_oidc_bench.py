@@ -15,8 +15,6 @@ from __future__ import annotations
 import os
 import queue
 import statistics
-import subprocess
-import sys
 import threading
 import time
 from datetime import timedelta
@@ -27,6 +25,7 @@ import requests
 from tests import conftest
 from tests.oidc.helpers import make_tenant
 from tests.support.bench import free_port, issue_codes, percentile
+from tests.support.servers import gunicorn
 
 pytestmark = pytest.mark.benchmark
 
@@ -43,25 +42,9 @@ def gunicorn_server(app):
     threads = os.environ.get("WEB_THREADS", "4")
     env = {**os.environ, "OIDC_ISSUER": url, "BASE_URL": url, "OIDC_TOKEN_RATE_LIMIT": "10000000 per minute",
            "LOG_LEVEL": "WARNING", "DB_POOL_SIZE": threads}
-    with open(conftest.TMP_DIR / "gunicorn-oidc-bench.log", "ab") as log:
-        process = subprocess.Popen(
-            [sys.executable, "-m", "gunicorn", "--bind", f"127.0.0.1:{port}", "--workers", workers,
-             "--threads", threads, "--backlog", "2048", "app:create_app()"],
-            cwd=conftest.REPO_ROOT, env=env, stdout=log, stderr=subprocess.STDOUT, start_new_session=True,
-        )
-    deadline = time.monotonic() + 60
-    while True:
-        try:
-            if requests.get(url + "/healthz", timeout=5).status_code == 200:
-                break
-        except requests.RequestException:
-            pass
-        if time.monotonic() > deadline or process.poll() is not None:
-            conftest.stop_process(process)
-            raise AssertionError("gunicorn did not start; see gunicorn-oidc-bench.log")
-        time.sleep(0.2)
-    yield url, f"{workers} workers x {threads} threads"
-    conftest.stop_process(process)
+    options = ["--workers", workers, "--threads", threads, "--backlog", "2048"]
+    with gunicorn(port, env, options, log_name="gunicorn-oidc-bench.log"):
+        yield url, f"{workers} workers x {threads} threads"
 
 
 def _code_bodies(tenant, codes: list[str]) -> list[dict]:

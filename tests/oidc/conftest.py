@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import threading
 from dataclasses import dataclass, field
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 import pytest
 from werkzeug.serving import make_server
@@ -13,6 +12,7 @@ from werkzeug.serving import make_server
 from app import create_app
 from app.extensions import celery
 from tests.oidc.helpers import make_tenant
+from tests.support.servers import serve_on_loopback
 
 
 @dataclass
@@ -55,22 +55,11 @@ class CallbackServer:
 def callback_server():
     hits: list[str] = []
 
-    class Handler(BaseHTTPRequestHandler):
-        def do_GET(self) -> None:
-            hits.append(self.path)
-            body = b"<!doctype html><title>Relying party</title><p id='rp'>callback received</p>"
-            self.send_response(200)
-            self.send_header("Content-Type", "text/html")
-            self.send_header("Content-Length", str(len(body)))
-            self.end_headers()
-            self.wfile.write(body)
+    def answer(_method: str, path: str, _body: bytes) -> tuple[str, bytes]:
+        hits.append(path)
+        return "text/html", b"<!doctype html><title>Relying party</title><p id='rp'>callback received</p>"
 
-        def log_message(self, *args) -> None:
-            return
-
-    server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-    thread = threading.Thread(target=server.serve_forever, name="rp-callback", daemon=True)
-    thread.start()
+    server = serve_on_loopback(answer, name="rp-callback")
     yield CallbackServer(f"http://127.0.0.1:{server.server_port}", hits)
     server.shutdown()
 

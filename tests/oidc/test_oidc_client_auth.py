@@ -6,13 +6,13 @@ import json
 import threading
 import time
 import uuid
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 import pytest
 from joserfc import jwt
 from joserfc.jwk import ECKey, OctKey
 
 from tests.oidc.helpers import make_tenant
+from tests.support.servers import serve_on_loopback
 
 ASSERTION_TYPE = "urn:ietf:params:oauth:client-assertion-type:jwt-bearer"
 
@@ -136,22 +136,11 @@ def jwks_server():
     served: dict = {"keys": []}
     hits: list[str] = []
 
-    class Handler(BaseHTTPRequestHandler):
-        def do_GET(self) -> None:
-            hits.append(self.path)
-            body = json.dumps(served).encode()
-            self.send_response(200)
-            self.send_header("Content-Type", "application/json")
-            self.send_header("Content-Length", str(len(body)))
-            self.end_headers()
-            self.wfile.write(body)
+    def answer(_method: str, path: str, _body: bytes) -> tuple[str, bytes]:
+        hits.append(path)
+        return "application/json", json.dumps(served).encode()
 
-        def log_message(self, *args) -> None:
-            return
-
-    server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-    thread = threading.Thread(target=server.serve_forever, daemon=True)
-    thread.start()
+    server = serve_on_loopback(answer)
     yield server.server_port, served, hits
     server.shutdown()
 

@@ -10,8 +10,6 @@ from __future__ import annotations
 import json
 import shutil
 import subprocess
-import threading
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 
 import pytest
@@ -19,6 +17,7 @@ import requests
 from joserfc.jwk import ECKey
 
 from tests.oidc.helpers import make_tenant, sign_in_over_http
+from tests.support.servers import serve_on_loopback
 
 RP_DIR = Path(__file__).parent / "rp_node"
 
@@ -45,21 +44,8 @@ class _KeySetServer:
 
     def __init__(self, document: dict) -> None:
         body = json.dumps(document).encode()
-
-        class Handler(BaseHTTPRequestHandler):
-            def do_GET(self) -> None:
-                self.send_response(200)
-                self.send_header("Content-Type", "application/json")
-                self.send_header("Content-Length", str(len(body)))
-                self.end_headers()
-                self.wfile.write(body)
-
-            def log_message(self, *args) -> None:
-                return
-
-        self.server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self.server = serve_on_loopback(lambda _method, _path, _body: ("application/json", body))
         self.host = f"127.0.0.1:{self.server.server_port}"
-        threading.Thread(target=self.server.serve_forever, daemon=True).start()
 
 
 def test_openid_client_private_key_jwt_with_a_jwks_uri(app, client, live_server, callback_server, node_rp):
