@@ -10,8 +10,7 @@ from __future__ import annotations
 import threading
 import time
 
-from app.jobs import service as jobs_service
-from tests.support.social import create_user, link, new_steamid
+from tests.support.social import create_user, link_holding_first_fetch
 
 from .fakes import Platforms
 
@@ -19,13 +18,7 @@ from .fakes import Platforms
 def test_a_request_writing_during_a_fetch_leaves_the_fetch_its_first_attempt(
     app, client, master, platforms: Platforms, monkeypatch, wait_for_job, caplog
 ) -> None:
-    steamid = new_steamid()
-    platforms.game_store.add_player(steamid)
-    held: list[tuple] = []
-    publish = jobs_service.publish_job
-    monkeypatch.setattr(jobs_service, "publish_job", lambda *args: held.append(args) or True)
-    user_id = create_user(client, master)
-    link(client, master, platforms, user_id, "platform_a", steamid, wait=False)
+    _, _, held, publish = link_holding_first_fetch(client, master, platforms, monkeypatch)
     assert len(held) == 1
     platforms.game_store.response_delay = 0.5
     worker = threading.Thread(target=publish, args=held[0])

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import secrets
 import time
+from collections.abc import Callable
 from datetime import timedelta
 from typing import TYPE_CHECKING
 from urllib.parse import parse_qsl, urlsplit
@@ -13,6 +14,7 @@ from sqlalchemy import select, update
 
 from app.db import transaction, utcnow
 from app.extensions import db
+from app.jobs import service as jobs_service
 from app.jobs.models import Job
 from app.social.models import SocialLink
 
@@ -116,3 +118,20 @@ def age_links(app, user_id: int, seconds: float = 3600) -> None:
 
 def social_data(client, master, user_id: int):
     return client.get(f"/v1/user/{user_id}/social_data", headers=master.headers)
+
+
+def link_holding_first_fetch(
+    client, master, platforms: Platforms, monkeypatch
+) -> tuple[int, str, list[tuple], Callable]:
+    """A new user linked to a new game-store player, with the first fetch job held back from the worker.
+
+    Returns (user id, steamid, the held `publish_job` calls, the real `publish_job` to release them).
+    """
+    steamid = new_steamid()
+    platforms.game_store.add_player(steamid)
+    held: list[tuple] = []
+    publish = jobs_service.publish_job
+    monkeypatch.setattr(jobs_service, "publish_job", lambda *args: held.append(args) or True)
+    user_id = create_user(client, master)
+    link(client, master, platforms, user_id, "platform_a", steamid, wait=False)
+    return user_id, steamid, held, publish
