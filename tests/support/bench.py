@@ -6,7 +6,6 @@ Benchmarks print figures and never fail on time; these helpers only measure and 
 from __future__ import annotations
 
 import os
-import re
 import shutil
 import socket
 import subprocess
@@ -16,6 +15,8 @@ from datetime import timedelta
 from pathlib import Path
 
 import httpx
+
+from tests.support.agents import LiveServer, claim_key_over_http
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
 
@@ -104,11 +105,7 @@ def seed_card(base_url: str) -> tuple[str, bytes, bytes]:
     """Claim a key on the claim page, host a card; returns (did, card bytes, DID document bytes)."""
     from app.client.library import TesseraClient
 
-    with httpx.Client(base_url=base_url, timeout=30) as http_client:
-        page = http_client.get("/claim")
-        token = re.search(r'name="csrf_token" value="([^"]+)"', page.text).group(1)
-        claimed = http_client.post("/claim", data={"csrf_token": token, "kind": "agent"})
-        key = re.search(r'<code id="agent-key">(0x[0-9a-f]{64})</code>', claimed.text).group(1)
+    key = claim_key_over_http(LiveServer(base_url))
     card = (
         b'{"type": "https://eips.ethereum.org/EIPS/eip-8004#registration-v1", "name": "Bench", '
         b'"description": "' + b"b" * 1500 + b'", "services": [], "x402Support": false}\n'

@@ -110,9 +110,7 @@ def age_links(app, user_id: int, seconds: float = 3600) -> None:
     past = utcnow() - timedelta(seconds=seconds)
     with app.app_context(), transaction():
         db.session.execute(
-            update(SocialLink)
-            .where(SocialLink.user_id == user_id)
-            .values(last_attempted_at=past, last_fetched_at=past)
+            update(SocialLink).where(SocialLink.user_id == user_id).values(last_attempted_at=past, last_fetched_at=past)
         )
 
 
