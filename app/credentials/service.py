@@ -21,7 +21,6 @@ from app.credentials.cryptosuites.base import ProofCheckFailed
 from app.credentials.engine import current_engine, setting
 from app.credentials.errors import CredentialNotFound, SubjectUnknown, TooManyProofs, VerificationTooLarge
 from app.credentials.models import FAILED, PENDING, VERIFIED, CredentialStatusLink, StoredCredential
-from app.credentials.multiformats import cid_for
 from app.credentials.schemas import utc_datetime, vc_shape_errors
 from app.credentials.verifier import VerificationResult, check_verification_budget
 from app.db import isoformat, utcnow
@@ -29,6 +28,7 @@ from app.errors import ValidationFailed
 from app.extensions import db
 from app.jobs.models import Job
 from app.jobs.service import enqueue_job, register_failure_handler
+from app.multiformats import cid_for
 from app.tenancy.caller import Caller
 from app.tenancy.service import subtree_client_ids
 

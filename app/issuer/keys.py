@@ -18,12 +18,12 @@ from flask import current_app
 from sqlalchemy import select
 
 from app.credentials.cryptosuites.base import ProofCheckFailed
-from app.credentials.multiformats import encode_multikey
 from app.db import isoformat, utcnow
 from app.extensions import db
 from app.issuer import proofs
 from app.issuer.errors import IssuerDidNotFound, IssuerKeyNotFound, IssuerKeyRetired
 from app.issuer.models import KEY_ACTIVE, KEY_RETIRED, ClientIssuerKey
+from app.multiformats import encode_multikey
 from app.security import decrypt, encrypt
 from app.tenancy.caller import Caller
 from app.tenancy.service import get_active_client

@@ -18,9 +18,9 @@ import pytest
 from app.credentials.cryptosuites.base import SuiteContext
 from app.credentials.dids import DidResolver
 from app.credentials.jsonld.loader import make_document_loader
-from app.credentials.multiformats import encode_multikey
 from app.credentials.verifier import verify_credential
 from app.issuer import proofs
+from app.multiformats import encode_multikey
 from tests.issuer.helpers import create_key, unsigned
 from tests.support.vectors import VECTORS
 

@@ -19,8 +19,8 @@ from app.credentials.cryptosuites import require_suite
 from app.credentials.cryptosuites.base import SuiteContext
 from app.credentials.dids import DidResolver
 from app.credentials.jsonld.loader import make_document_loader
-from app.credentials.multiformats import decode_multikey_secret
 from app.credentials.verifier import verify_credential
+from app.multiformats import decode_multikey_secret
 from tests.support.vectors import VECTORS
 
 pytestmark = pytest.mark.benchmark

@@ -24,7 +24,7 @@ from app.credentials.dids import DidResolver, DidWebResolver, resolve_verificati
 from app.credentials.dids.document import key_from_verification_method
 from app.credentials.dids.key import resolve_did_key
 from app.credentials.dids.web import did_web_location
-from app.credentials.multiformats import encode_multikey
+from app.multiformats import encode_multikey
 from app.outbound import is_public_address
 from tests.support.vectors import VECTORS
 

@@ -25,7 +25,7 @@ from app.credentials.cryptosuites.bbs_2023 import (
     parse_proof_value,
 )
 from app.credentials.jsonld.loader import make_document_loader
-from app.credentials.multiformats import multibase_decode, multibase_encode
+from app.multiformats import multibase_decode, multibase_encode
 from tests.support.vectors import VECTORS
 
 SUITE_DIR = VECTORS / "bbs-2023"

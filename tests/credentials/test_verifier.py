@@ -16,8 +16,8 @@ from app.credentials.cryptosuites import require_suite
 from app.credentials.cryptosuites.base import ProofCheckFailed, SuiteContext
 from app.credentials.dids import DidResolver
 from app.credentials.jsonld.loader import make_document_loader
-from app.credentials.multiformats import base58btc_decode, decode_multikey_secret, multibase_encode
 from app.credentials.verifier import VerificationResult, verify_credential
+from app.multiformats import base58btc_decode, decode_multikey_secret, multibase_encode
 from tests.support.vectors import VECTORS
 
 CONTEXTS = VECTORS / "contexts"

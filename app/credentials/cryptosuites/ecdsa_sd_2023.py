@@ -24,7 +24,7 @@ from cryptography.hazmat.primitives.asymmetric.utils import decode_dss_signature
 from app.credentials.cryptosuites import sd_primitives as sd
 from app.credentials.cryptosuites.base import ProofCheckFailed, SuiteContext, VerificationKey, register_suite
 from app.credentials.cryptosuites.data_integrity import check_proof_context, check_proof_options
-from app.credentials.multiformats import multibase_decode
+from app.multiformats import multibase_decode
 
 NAME = "ecdsa-sd-2023"
 BASE_PROOF_HEADER = b"\xd9\x5d\x00"

@@ -27,7 +27,7 @@ from pyld.context_resolver import ContextResolver
 from pyld.jsonld import JsonLdError, JsonLdProcessor
 
 from app.credentials.cryptosuites.base import ProofCheckFailed, SuiteContext
-from app.credentials.multiformats import MultiformatError, multibase_decode, multibase_encode
+from app.multiformats import MultiformatError, multibase_decode, multibase_encode
 
 MAX_PROOF_VALUE_BYTES = 4 * 1024 * 1024
 _MAX_CBOR_DEPTH = 8

@@ -12,7 +12,7 @@ from typing import Any
 from cryptography.hazmat.primitives.asymmetric import ec
 
 from app.credentials.cryptosuites.base import ProofCheckFailed, VerificationKey
-from app.credentials.multiformats import (
+from app.multiformats import (
     MultiformatError,
     base58btc_decode,
     decode_multikey,
