@@ -16,9 +16,9 @@ from collections.abc import Callable
 import pytest
 
 from app.credentials.cryptosuites.base import SuiteContext
-from app.credentials.dids import DidResolver
 from app.credentials.jsonld.loader import make_document_loader
 from app.credentials.verifier import verify_credential
+from app.dids.resolver import DidResolver
 from app.issuer import proofs
 from app.multiformats import encode_multikey
 from tests.issuer.helpers import create_key, unsigned

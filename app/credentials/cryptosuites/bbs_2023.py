@@ -23,8 +23,9 @@ from typing import Any
 
 from app.credentials import bbs
 from app.credentials.cryptosuites import sd_primitives as sd
-from app.credentials.cryptosuites.base import ProofCheckFailed, SuiteContext, VerificationKey, register_suite
+from app.credentials.cryptosuites.base import ProofCheckFailed, SuiteContext, register_suite
 from app.credentials.cryptosuites.data_integrity import check_proof_context, check_proof_options
+from app.dids.verification_methods import VerificationKey
 
 NAME = "bbs-2023"
 BASE_PROOF_HEADER = b"\xd9\x5d\x02"

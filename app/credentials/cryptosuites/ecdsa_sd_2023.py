@@ -22,8 +22,9 @@ from cryptography.hazmat.primitives.asymmetric import ec
 from cryptography.hazmat.primitives.asymmetric.utils import decode_dss_signature, encode_dss_signature
 
 from app.credentials.cryptosuites import sd_primitives as sd
-from app.credentials.cryptosuites.base import ProofCheckFailed, SuiteContext, VerificationKey, register_suite
+from app.credentials.cryptosuites.base import ProofCheckFailed, SuiteContext, register_suite
 from app.credentials.cryptosuites.data_integrity import check_proof_context, check_proof_options
+from app.dids.verification_methods import VerificationKey
 from app.multiformats import multibase_decode
 
 NAME = "ecdsa-sd-2023"

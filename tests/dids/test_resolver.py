@@ -19,11 +19,11 @@ from cryptography.hazmat.primitives import hashes, serialization
 from cryptography.hazmat.primitives.asymmetric import ec, ed25519
 from cryptography.x509.oid import NameOID
 
-from app.credentials.cryptosuites.base import ProofCheckFailed
-from app.credentials.dids import DidResolver, DidWebResolver, resolve_verification_method
-from app.credentials.dids.document import key_from_verification_method
-from app.credentials.dids.key import resolve_did_key
-from app.credentials.dids.web import did_web_location
+from app.dids.did_key import resolve_did_key
+from app.dids.did_web import DidWebResolver, did_web_location
+from app.dids.errors import DidResolutionFailed
+from app.dids.resolver import DidResolver, resolve_verification_method
+from app.dids.verification_methods import key_from_verification_method
 from app.multiformats import encode_multikey
 from app.outbound import is_public_address
 from tests.support.vectors import VECTORS
@@ -38,7 +38,7 @@ def _vm(did: str) -> str:
 
 
 def _code(operation) -> str:
-    with pytest.raises(ProofCheckFailed) as failure:
+    with pytest.raises(DidResolutionFailed) as failure:
         operation()
     return failure.value.code
 
@@ -337,7 +337,7 @@ def test_counter_sees_connections(counter: ConnectionCounter) -> None:
 def test_did_web_to_loopback_is_refused_without_connecting(counter: ConnectionCounter, host: str) -> None:
     did = f"did:web:{host}%3A{counter.port}"
     resolver = DidResolver()
-    with pytest.raises(ProofCheckFailed) as failure:
+    with pytest.raises(DidResolutionFailed) as failure:
         resolver.resolve_verification_method(f"{did}#key-1", "assertionMethod", controller=did)
     assert failure.value.code == "did_resolution_failed" and "non-public address" in failure.value.detail
     threading.Event().wait(0.3)
@@ -487,7 +487,7 @@ def test_did_web_connects_to_the_checked_address_with_the_did_host_name(web_serv
 def test_did_web_needs_a_certificate_for_its_host(web_server: DidWebServer) -> None:
     did = f"did:web:unlisted.example%3A{web_server.port}"
     web_server.routes["/.well-known/did.json"] = (200, {}, json.dumps(_web_document(did, _ed25519_public())).encode())
-    with pytest.raises(ProofCheckFailed) as failure:
+    with pytest.raises(DidResolutionFailed) as failure:
         web_server.resolver(host="unlisted.example")(did)
     assert failure.value.code == "did_resolution_failed" and "certificate" in failure.value.detail
 
