@@ -357,7 +357,7 @@ def current_engine() -> CredentialEngine:
                 loader=make_document_loader(Path(contexts_dir) if contexts_dir else None, builtin=True),
                 resolver=DidResolver(
                     local_documents=local_documents(did_method),
-                    web=DidWebResolver(allowed_private_hosts=did_web_hosts, verify=verify_tls),
+                    web=DidWebResolver(OutboundPolicy(allowed_private_hosts=did_web_hosts, verify=verify_tls)),
                 ),
                 remote_lists=RemoteStatusLists(
                     allowed_private_hosts=status_hosts, verify_tls=verify_tls, max_cache_seconds=cache_seconds

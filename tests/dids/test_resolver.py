@@ -25,7 +25,7 @@ from app.dids.errors import DidResolutionFailed
 from app.dids.resolver import DidResolver, resolve_verification_method
 from app.dids.verification_methods import key_from_verification_method
 from app.multiformats import encode_multikey
-from app.outbound import is_public_address
+from app.outbound import OutboundPolicy, is_public_address
 from tests.support.vectors import VECTORS
 
 ED25519_DID = "did:key:z6MkrJVnaZkeFzdQyMZu1cgjg7k1pZZ6pvBQ7XJPt4swbTQ2"
@@ -150,7 +150,7 @@ def _refusing_web() -> DidWebResolver:
     def no_dns(host: str, port: int) -> list[str]:
         raise AssertionError(f"unexpected DNS lookup of {host}")
 
-    return DidWebResolver(resolve_addresses=no_dns)
+    return DidWebResolver(OutboundPolicy(resolve_addresses=no_dns))
 
 
 def test_controller_must_be_the_did_itself() -> None:
@@ -346,7 +346,7 @@ def test_did_web_to_loopback_is_refused_without_connecting(counter: ConnectionCo
 
 @pytest.mark.parametrize("addresses", [["10.0.0.7"], ["93.184.215.14", "169.254.169.254"], ["::ffff:127.0.0.1"]])
 def test_host_resolving_to_any_private_address_is_refused(counter: ConnectionCounter, addresses: list[str]) -> None:
-    web = DidWebResolver(resolve_addresses=lambda host, port: addresses)
+    web = DidWebResolver(OutboundPolicy(resolve_addresses=lambda host, port: addresses))
     assert _code(lambda: web("did:web:innocent.example")) == "did_resolution_failed"
     assert counter.connections == 0
 
@@ -421,9 +421,11 @@ class DidWebServer:
     def resolver(self, host: str = "localhost", **settings) -> DidWebResolver:
         settings.setdefault("verify", ssl.create_default_context(cafile=str(self.cert_path)))
         return DidWebResolver(
-            allowed_private_hosts=frozenset({f"{host}:{self.port}"}),
-            resolve_addresses=lambda name, port: ["127.0.0.1"],
-            **settings,
+            OutboundPolicy(
+                allowed_private_hosts=frozenset({f"{host}:{self.port}"}),
+                resolve_addresses=lambda name, port: ["127.0.0.1"],
+                **settings,
+            )
         )
 
     def close(self) -> None:
@@ -515,8 +517,10 @@ def test_did_web_without_a_listener_fails_cleanly(counter: ConnectionCounter) ->
     port = counter.port
     counter.close()
     web = DidWebResolver(
-        allowed_private_hosts=frozenset({f"localhost:{port}"}),
-        resolve_addresses=lambda host, p: ["127.0.0.1"],
-        connect_timeout=1,
+        OutboundPolicy(
+            allowed_private_hosts=frozenset({f"localhost:{port}"}),
+            resolve_addresses=lambda host, p: ["127.0.0.1"],
+            connect_timeout=1,
+        )
     )
     assert _code(lambda: web(f"did:web:localhost%3A{port}")) == "did_resolution_failed"
