@@ -43,10 +43,10 @@ from app.credentials.models import (
     StatusEntry,
     StatusList,
 )
-from app.credentials.multiformats import encode_multikey
 from app.db import isoformat, utcnow
 from app.errors import ServiceUnavailable
 from app.extensions import db
+from app.multiformats import encode_multikey
 from app.security import decrypt, encrypt
 
 CREDENTIALS_V2 = "https://www.w3.org/ns/credentials/v2"

@@ -14,11 +14,11 @@ import os
 import pytest
 
 from app.credentials.cryptosuites.base import SuiteContext
-from app.credentials.dids import DidResolver
 from app.credentials.jsonld.loader import make_document_loader
-from app.credentials.multiformats import encode_multikey
 from app.credentials.verifier import verify_credential
+from app.dids.resolver import DidResolver
 from app.issuer import proofs
+from app.multiformats import encode_multikey
 from tests.issuer.helpers import create_key, unsigned
 from tests.support.bench import latency_ms
 from tests.support.vectors import VECTORS

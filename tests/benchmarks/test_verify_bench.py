@@ -16,10 +16,10 @@ import pytest
 
 from app.credentials.cryptosuites import require_suite
 from app.credentials.cryptosuites.base import SuiteContext
-from app.credentials.dids import DidResolver
 from app.credentials.jsonld.loader import make_document_loader
-from app.credentials.multiformats import decode_multikey_secret
 from app.credentials.verifier import verify_credential
+from app.dids.resolver import DidResolver
+from app.multiformats import decode_multikey_secret
 from tests.support.bench import latency_ms
 from tests.support.vectors import VECTORS
 

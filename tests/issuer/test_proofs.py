@@ -8,8 +8,8 @@ from cryptography.hazmat.primitives.serialization import Encoding, PublicFormat
 
 from app.credentials.cryptosuites.base import ProofCheckFailed, SuiteContext
 from app.credentials.jsonld.loader import make_document_loader
-from app.credentials.multiformats import encode_multikey
 from app.issuer import proofs
+from app.multiformats import encode_multikey
 from tests.issuer import independent as ind
 from tests.issuer.helpers import unsigned
 from tests.support.vectors import VECTORS
