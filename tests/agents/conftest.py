@@ -15,6 +15,7 @@ from werkzeug.serving import make_server
 
 from app.agents.registration_file import REGISTRATION_TYPE
 from app.client.library import TesseraClient
+from app.settings import install_settings
 
 
 def registration_card(name: str = "Test agent", **members: Any) -> bytes:
@@ -51,6 +52,7 @@ def live_server(app, real_worker):
         AGENT_CLAIM_RATE_LIMIT="10000 per hour",
         AGENT_CHALLENGE_RATE_LIMIT="10000 per minute",
     )
+    install_settings(app)
     thread = threading.Thread(target=server.serve_forever, name="live-server", daemon=True)
     thread.start()
     yield LiveServer(url)

@@ -9,6 +9,7 @@ import pytest
 
 from app.agents import ethereum
 from tests.agents.conftest import claim_key_over_http, registration_card
+from tests.support.config import config_changed
 
 
 def _challenge(http, address: str) -> str:
@@ -179,16 +180,13 @@ def test_jobs_of_other_accounts_are_not_visible(live_server, agent_client):
 
 def test_claim_page_is_rate_limited_per_address(live_server, app):
     # A period of its own makes a fresh counter, even in a Redis shared with earlier runs.
-    app.config["AGENT_CLAIM_RATE_LIMIT"] = f"3 per {3000 + uuid.uuid4().int % 600} seconds"
-    try:
+    with config_changed(app, AGENT_CLAIM_RATE_LIMIT=f"3 per {3000 + uuid.uuid4().int % 600} seconds"):
         for _ in range(3):
             claim_key_over_http(live_server)
         with live_server.http() as http:
             page = http.get("/claim")
             token = re.search(r'name="csrf_token" value="([^"]+)"', page.text).group(1)
             limited = http.post("/claim", data={"csrf_token": token, "kind": "agent"})
-    finally:
-        app.config["AGENT_CLAIM_RATE_LIMIT"] = "10000 per hour"
     assert limited.status_code == 429
     assert "Retry-After" in limited.headers
 
@@ -204,13 +202,10 @@ def test_claim_page_is_testnet_only(live_server, app):
     with live_server.http() as http:
         form = http.get("/claim")
         token = re.search(r'name="csrf_token" value="([^"]+)"', form.text).group(1)
-        app.config["AGENT_NETWORK"] = "production"
-        try:
+        with config_changed(app, AGENT_NETWORK="production"):
             page = http.get("/claim")
             # A form fetched while the network was a testnet no longer issues a key.
             submitted = http.post("/claim", data={"csrf_token": token, "kind": "agent"})
-        finally:
-            app.config.pop("AGENT_NETWORK")
     for answer in (page, submitted):
         assert answer.status_code == 404
         assert answer.headers["Content-Type"].startswith("application/problem+json")
@@ -220,7 +215,7 @@ def test_claim_page_is_testnet_only(live_server, app):
 
 
 def test_resolve_network_did_for_other_features(app, agent_client):
-    from app.agents.service import resolve_network_did
+    from app.dids.resolution import resolve_network_did
 
     with app.test_request_context():
         document = resolve_network_did(agent_client.did)

@@ -13,8 +13,11 @@ import pytest
 PROBE = """
 import json
 from app import create_app
+from app.agents.settings import AgentSettings
+from app.settings import current
 app = create_app()
-answer = {name: app.config.get(name) for name in ("BASE_URL", "OIDC_ISSUER", "AGENT_NETWORK", "DEV_OUTBOX")}
+answer = {name: app.config.get(name) for name in ("BASE_URL", "OIDC_ISSUER", "DEV_OUTBOX")}
+answer["AGENT_NETWORK"] = current(AgentSettings, app).network
 answer["claim"] = app.test_client().get("/claim").status_code
 print(json.dumps(answer))
 """
