@@ -8,7 +8,7 @@ from selenium.webdriver.support import expected_conditions
 from selenium.webdriver.support.ui import WebDriverWait
 
 from app.client.library import TesseraClient
-from tests.agents.conftest import claim_key_over_http
+from tests.support.agents import claim_key_over_http
 from tests.support.browser import page_left
 from tests.support.screenshots import chromium, shoot_everywhere  # noqa: F401
 

@@ -9,7 +9,7 @@ import pytest
 from click.testing import CliRunner
 
 from app.client.cli import main
-from tests.agents.conftest import claim_key_over_http, registration_card
+from tests.support.agents import claim_key_over_http, registration_card
 from tests.support.config import config_changed
 
 
@@ -192,7 +192,7 @@ def test_registry_version_below_1_7_0_refuses_deregistration(tessera, app, claim
 
 
 def test_organisation_flow_through_the_cli(tessera, live_server, claimed_key, tmp_path):
-    from tests.agents.conftest import claim_key_over_http
+    from tests.support.agents import claim_key_over_http
 
     org_key = claim_key_over_http(live_server, kind="organisation")
     _, org, _ = tessera("whoami", key=org_key)

@@ -10,7 +10,7 @@ from typing import Any
 import httpx
 
 from app.agents import ethereum
-from tests.agents.conftest import claim_key_over_http
+from tests.support.agents import claim_key_over_http
 
 SIGN_INS = 4
 

@@ -101,5 +101,3 @@ def test_dev_outbox_needs_a_recipient(client):
     assert response.status_code == 400
     assert response.mimetype == "application/problem+json" and "to=" in response.get_json()["detail"]
     assert client.get("/dev/outbox", query_string={"to": "nobody@example.org"}).status_code == 200
-
-
