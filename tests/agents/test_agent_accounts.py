@@ -119,3 +119,28 @@ def test_jobs_of_other_accounts_are_not_visible(live_server, agent_client):
     with TesseraClient(live_server.url, api_key=other_key) as other, pytest.raises(ApiError) as raised:
         other.get_job(job["id"])
     assert raised.value.status == 404
+
+
+def test_challenge_session_and_account_views_name_every_field(live_server):
+    key = ethereum.generate_private_key()
+    address = ethereum.address_from_private_key(key)
+    with live_server.http() as http:
+        challenge = http.post("/api/auth/challenge", json={"address": address}).json()["data"]
+        assert sorted(challenge) == ["expires_at", "message", "nonce"]
+        assert challenge["expires_at"].endswith("Z")
+        signature = ethereum.sign_personal_message(challenge["message"], ethereum.parse_private_key(key))
+        verified = http.post("/api/auth/verify", json={"message": challenge["message"], "signature": signature})
+        session = verified.json()["data"]
+        assert verified.headers["Cache-Control"] == "no-store"
+        assert sorted(session) == ["address", "did", "expires_at", "kind", "token", "token_type"]
+        assert (session["token_type"], session["address"], session["kind"]) == ("Bearer", address, "agent")
+        account = http.get("/api/account", headers={"Authorization": f"Bearer {session['token']}"}).json()["data"]
+    assert account == {
+        "did": session["did"],
+        "address": address,
+        "kind": "agent",
+        "balance": 0,
+        "created_at": account["created_at"],
+        "deactivated": False,
+    }
+    assert account["created_at"].endswith("Z")

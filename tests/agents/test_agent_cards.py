@@ -2,9 +2,9 @@
 
 from __future__ import annotations
 
-from tests.support.agents import (
-    http_problem,
-)
+import json
+
+from tests.support.agents import http_problem, registration_card
 
 
 def test_set_card_uri_is_validated(live_server, agent_client):
@@ -55,3 +55,35 @@ def test_a_card_uri_with_a_trailing_newline_is_a_422_and_charges_nothing(live_se
         answer = http.put(path, json={"uri": "https://example.org/card\n"}, headers=headers)
         assert "uri" in http_problem(answer, 422)["errors"]
         assert http.get("/api/credits", headers=headers).json()["data"]["balance"] == before
+
+
+def test_card_view_and_job_results_name_every_field(live_server, agent_client):
+    body = registration_card("Viewed")
+    hosted = agent_client.host_card(body)["result"]
+    public_url = f"{live_server.url}/api/agent-card/{agent_client.did}"
+    etag = hosted["etag"]
+    assert hosted == {
+        "did": agent_client.did,
+        "size": len(body),
+        "etag": etag,
+        "public_url": public_url,
+        "charged": 10,
+        "balance": 990,
+    }
+    view = agent_client.get_card()
+    assert view == {
+        "did": agent_client.did,
+        "published": True,
+        "card": json.loads(body),
+        "size": len(body),
+        "etag": etag,
+        "public_url": public_url,
+        "updated_at": view["updated_at"],
+    }
+    assert view["updated_at"].endswith("Z")
+    unpublished = agent_client.card_unpublish()["result"]
+    assert unpublished == {"did": agent_client.did, "published": False, "charged": 1, "balance": 989}
+    assert agent_client.get_card()["public_url"] is None
+    uri = "https://agent.example/card.json"
+    registered = agent_client.set_card(uri)["result"]
+    assert registered == {"did": agent_client.did, "card_uri": uri, "charged": 5, "balance": 984}

@@ -12,6 +12,7 @@ from tests.support.agents import (
     account_id,
     challenge_message,
     claim_key_over_http,
+    registration_card,
 )
 from tests.support.config import config_changed
 
@@ -94,3 +95,33 @@ def test_a_claim_form_without_its_token_is_an_html_400_and_issues_nothing(live_s
     assert answer.headers["Content-Type"].startswith("text/html")
     assert 'id="agent-key"' not in answer.text
     assert claim_key_over_http(live_server).startswith("0x")
+
+
+def test_pricing_and_ledger_views_name_every_field(live_server, agent_client):
+    with live_server.http() as http:
+        pricing = http.get("/api/pricing").json()["data"]
+    assert pricing == {
+        "unit": "credits",
+        "prices": {"host-card": 10, "set-card": 5, "card-unpublish": 1, "deregister": 0},
+    }
+    job = agent_client.host_card(registration_card())
+    ledger = agent_client.credits()
+    assert sorted(ledger) == ["balance", "did", "entries"]
+    assert (ledger["did"], ledger["balance"]) == (agent_client.did, 990)
+    charge, grant = ledger["entries"]
+    assert charge == {
+        "amount": -10,
+        "reason": "host-card",
+        "subject_did": agent_client.did,
+        "job_id": job["id"],
+        "balance_after": 990,
+        "created_at": charge["created_at"],
+    }
+    assert grant == {
+        "amount": 1000,
+        "reason": "testnet-claim",
+        "subject_did": None,
+        "job_id": None,
+        "balance_after": 1000,
+        "created_at": grant["created_at"],
+    }
