@@ -11,7 +11,7 @@ from datetime import datetime
 from typing import Any
 from urllib.parse import urlparse
 
-from sqlalchemy import select, update
+from sqlalchemy import ColumnElement, select, update
 from sqlalchemy.dialects.postgresql import insert as postgresql_insert
 from sqlalchemy.dialects.sqlite import insert as sqlite_insert
 
@@ -37,6 +37,13 @@ def dialect_insert():
     return postgresql_insert if db.session.get_bind().dialect.name == "postgresql" else sqlite_insert
 
 
+def _locked(condition: ColumnElement[bool]) -> AgentAccount:
+    """The one account matching ``condition``, read afresh and locked until the transaction ends."""
+    return db.session.execute(
+        select(AgentAccount).where(condition).with_for_update().execution_options(populate_existing=True)
+    ).scalar_one()
+
+
 def get_account_by_did(did: str) -> AgentAccount | None:
     """The account bound to ``did``, or None."""
     return db.session.execute(select(AgentAccount).where(AgentAccount.did == did)).scalar_one_or_none()
@@ -53,22 +60,12 @@ def lock_or_create_account(address: str) -> AgentAccount:
         .values(address=address, kind=AGENT, balance=0, created_at=utcnow())
         .on_conflict_do_nothing(index_elements=[AgentAccount.address])
     )
-    return db.session.execute(
-        select(AgentAccount)
-        .where(AgentAccount.address == address)
-        .with_for_update()
-        .execution_options(populate_existing=True)
-    ).scalar_one()
+    return _locked(AgentAccount.address == address)
 
 
 def lock_account(account_id: int) -> AgentAccount:
     """The account ``account_id``, locked until the transaction ends."""
-    return db.session.execute(
-        select(AgentAccount)
-        .where(AgentAccount.id == account_id)
-        .with_for_update()
-        .execution_options(populate_existing=True)
-    ).scalar_one()
+    return _locked(AgentAccount.id == account_id)
 
 
 def checked_address(address: str) -> str:
