@@ -54,7 +54,7 @@ class AgentSettings:
         "AGENT_CHALLENGE_SECONDS", 300, "Lifetime of a sign-in challenge; also the window of owner revocations."
     )
     consent_seconds: int = env("AGENT_CONSENT_SECONDS", 7 * 24 * 3600, "Lifetime of a pending consent.")
-    price_overrides: Mapping[str, Any] = env(
+    price_overrides: Mapping[str, Any] | None = env(
         "AGENT_PRICES",
         None,
         'Prices in credits overriding single entries (JSON, e.g. `{"host-card": 10}`).',
