@@ -133,13 +133,16 @@ def _configure_sqlite(engine) -> None:
 
 def _connect_features(app: Flask) -> None:
     """Hand lower layers the callbacks they need from features, so they never import those features."""
-    from app.agents.service import resolve_network_did
+    from app.agents.registry import find_agent_did
     from app.dids.local import LocalDids, register_local_dids
+    from app.dids.resolution import document_finder, register_did_finders, resolve_network_did
     from app.issuer.keys import local_did_document
     from app.jobs.service import count_jobs_by_state, oldest_queued_job_age_seconds
     from app.ops.queue import QueueReader, register_queue_reader
+    from app.users.service import user_did_document
 
     register_queue_reader(app, QueueReader(count_jobs_by_state, oldest_queued_job_age_seconds))
+    register_did_finders(app, [find_agent_did, document_finder(user_did_document)])
     register_local_dids(app, LocalDids(network=resolve_network_did, web=local_did_document))
 
 
@@ -176,9 +179,7 @@ def _register_request_hooks(app: Flask) -> None:
             except DataError as error:
                 response = handle_unstorable_value(error)
             except OperationalError:
-                response = handle_domain_error(
-                    ServiceUnavailable("The database is unreachable; try again shortly.")
-                )
+                response = handle_domain_error(ServiceUnavailable("The database is unreachable; try again shortly."))
         response.headers["X-Request-Id"] = g.get("request_id", "")
         return response
 

@@ -53,9 +53,9 @@ def database_url() -> str:
     """The database URL: `DATABASE_URL` (postgres:// normalised to psycopg 3) or embedded SQLite."""
     url = os.environ.get("DATABASE_URL") or _sqlite_url("tessera.sqlite")
     if url.startswith("postgres://"):
-        url = "postgresql+psycopg://" + url[len("postgres://"):]
+        url = "postgresql+psycopg://" + url[len("postgres://") :]
     elif url.startswith("postgresql://"):
-        url = "postgresql+psycopg://" + url[len("postgresql://"):]
+        url = "postgresql+psycopg://" + url[len("postgresql://") :]
     return url
 
 
@@ -91,9 +91,6 @@ class Config:
         # the first key encrypts, every key decrypts, so keys can be rotated.
         self.ENCRYPTION_KEYS = _secret("ENCRYPTION_KEYS", "encryption_key", embedded)
         self.SECRET_HASH_KEY = _secret("SECRET_HASH_KEY", "secret_hash_key", embedded)
-        # The testnet claim page and its credit grants exist only on a testnet: the embedded default
-        # is one, a deployment on its own database is not unless it says so.
-        self.AGENT_NETWORK = os.environ.get("AGENT_NETWORK") or ("testnet" if embedded else "production")
         self.SQLALCHEMY_ENGINE_OPTIONS = _engine_options(self.SQLALCHEMY_DATABASE_URI)
         self.REDIS_URL = os.environ.get("REDIS_URL", "")
         self.CELERY = {
@@ -177,8 +174,7 @@ class Config:
         self.OPENAPI_SWAGGER_UI_URL = "/docs/assets/"
         self.API_SPEC_OPTIONS = {
             "info": {
-                "description": "Tessera identity platform API. Errors are RFC 9457 "
-                "application/problem+json documents.",
+                "description": "Tessera identity platform API. Errors are RFC 9457 application/problem+json documents.",
             },
             "components": {
                 "securitySchemes": {

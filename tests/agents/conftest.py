@@ -10,6 +10,7 @@ from click.testing import CliRunner
 from werkzeug.serving import make_server
 
 from app.client.library import TesseraClient
+from app.settings import install_settings
 from tests.support.agents import LiveServer, claim_key_over_http
 
 
@@ -27,6 +28,7 @@ def live_server(app, real_worker):
         AGENT_CLAIM_RATE_LIMIT="10000 per hour",
         AGENT_CHALLENGE_RATE_LIMIT="10000 per minute",
     )
+    install_settings(app)
     thread = threading.Thread(target=server.serve_forever, name="live-server", daemon=True)
     thread.start()
     yield LiveServer(url)
@@ -37,6 +39,12 @@ def live_server(app, real_worker):
 @pytest.fixture
 def claimed_key(live_server) -> str:
     return claim_key_over_http(live_server)
+
+
+@pytest.fixture
+def session(live_server, agent_client) -> dict:
+    """The bearer header and DID of a signed-in agent with test credits."""
+    return {"Authorization": f"Bearer {agent_client._session_token}", "did": agent_client.did}
 
 
 @pytest.fixture

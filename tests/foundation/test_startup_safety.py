@@ -13,8 +13,11 @@ import pytest
 PROBE = """
 import json
 from app import create_app
+from app.agents.settings import AgentSettings
+from app.settings import current
 app = create_app()
-answer = {name: app.config.get(name) for name in ("BASE_URL", "OIDC_ISSUER", "AGENT_NETWORK", "DEV_OUTBOX")}
+answer = {name: app.config.get(name) for name in ("BASE_URL", "OIDC_ISSUER", "DEV_OUTBOX")}
+answer["AGENT_NETWORK"] = current(AgentSettings, app).network
 answer["claim"] = app.test_client().get("/claim").status_code
 print(json.dumps(answer))
 """
@@ -98,5 +101,3 @@ def test_dev_outbox_needs_a_recipient(client):
     assert response.status_code == 400
     assert response.mimetype == "application/problem+json" and "to=" in response.get_json()["detail"]
     assert client.get("/dev/outbox", query_string={"to": "nobody@example.org"}).status_code == 200
-
-

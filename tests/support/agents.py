@@ -1,4 +1,4 @@
-"""Helpers of the agent network tests: cards, the live server's address, keys claimed over HTTP."""
+"""Helpers of the agent network tests: a live server's address, cards, keys claimed over HTTP."""
 
 from __future__ import annotations
 
@@ -8,8 +8,11 @@ from dataclasses import dataclass
 from typing import Any
 
 import httpx
+from sqlalchemy import select
 
+from app.agents.models import AgentAccount
 from app.agents.registration_file import REGISTRATION_TYPE
+from app.extensions import db
 
 # A well-formed DID no test registers, and an address nothing listens on.
 DID = "did:tessera:0123456789abcdef0123456789abcdef01234567"
@@ -49,3 +52,22 @@ def claim_key_over_http(live_server: LiveServer, kind: str = "agent") -> str:
         answer = http.post("/claim", data={"csrf_token": token, "kind": kind})
         assert answer.status_code == 200, answer.text
         return _KEY_RE.search(answer.text).group(1)
+
+
+def challenge_message(http: httpx.Client, address: str) -> str:
+    """Ask the network for a sign-in challenge for ``address``; its EIP-4361 message."""
+    answer = http.post("/api/auth/challenge", json={"address": address})
+    assert answer.status_code == 200, answer.text
+    return answer.json()["data"]["message"]
+
+
+def account_id(did: str) -> int:
+    """The row id of the account of ``did`` (inside an application context)."""
+    return db.session.scalar(select(AgentAccount.id).where(AgentAccount.did == did))
+
+
+def http_problem(answer: httpx.Response, status: int) -> dict:
+    """The body of a problem+json answer with ``status``."""
+    assert answer.status_code == status, answer.text
+    assert answer.headers["Content-Type"] == "application/problem+json"
+    return answer.json()
