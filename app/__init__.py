@@ -15,6 +15,7 @@ from sqlalchemy import event
 from sqlalchemy.exc import DataError, IntegrityError, OperationalError
 
 from app.config import INSTANCE_DIR, Config, UnsafeConfiguration, check_startup_safety
+from app.db import in_unit_of_work
 from app.http import BoundedArgumentsParser, BoundedJSONProvider
 from app.ops.logging import configure_logging, new_request_id, request_id_var
 from app.settings import current, install_settings
@@ -116,10 +117,12 @@ def _configure_sqlite(engine) -> None:
 
     pysqlite only opens a transaction before data-changing statements, so a read followed by a
     write would not be atomic; emitting BEGIN ourselves makes every unit of work serialisable.
-    Web requests take the write lock up front (BEGIN IMMEDIATE) so concurrent requests queue on
-    the busy timeout instead of failing when a read transaction cannot be upgraded. Jobs and
-    commands begin deferred: a job that works for a while (network calls) must not hold the lock
-    that requests wait for; if its upgrade loses a race, the task retries it as a transient fault.
+    Units of work that write take the write lock up front (BEGIN IMMEDIATE): web requests and
+    every `transaction()` of a task or CLI command. Concurrent writers then queue on the busy
+    timeout instead of failing when a read transaction cannot be upgraded (SQLITE_BUSY_SNAPSHOT),
+    which would retry a job and repeat its effects (a platform called twice). A job working for a
+    while (network calls) makes requests wait meanwhile: SQLite serialises writers either way.
+    Reads outside both (app start, scripts) begin deferred.
     """
 
     @event.listens_for(engine, "connect")
@@ -133,18 +136,22 @@ def _configure_sqlite(engine) -> None:
 
     @event.listens_for(engine, "begin")
     def _on_begin(connection) -> None:
-        connection.exec_driver_sql("BEGIN IMMEDIATE" if has_request_context() else "BEGIN")
+        writes = has_request_context() or in_unit_of_work()
+        connection.exec_driver_sql("BEGIN IMMEDIATE" if writes else "BEGIN")
 
 
 def _connect_features(app: Flask) -> None:
     """Hand lower layers the callbacks they need from features, so they never import those features."""
-    from app.agents.service import resolve_network_did
+    from app.agents.registry import find_agent_did
     from app.dids.local import LocalDids, register_local_dids
+    from app.dids.resolution import document_finder, register_did_finders, resolve_network_did
     from app.issuer.keys import local_did_document
     from app.jobs.service import count_jobs_by_state, oldest_queued_job_age_seconds
     from app.ops.queue import QueueReader, register_queue_reader
+    from app.users.service import user_did_document
 
     register_queue_reader(app, QueueReader(count_jobs_by_state, oldest_queued_job_age_seconds))
+    register_did_finders(app, [find_agent_did, document_finder(user_did_document)])
     register_local_dids(app, LocalDids(network=resolve_network_did, web=local_did_document))
 
 
@@ -181,9 +188,7 @@ def _register_request_hooks(app: Flask) -> None:
             except DataError as error:
                 response = handle_unstorable_value(error)
             except OperationalError:
-                response = handle_domain_error(
-                    ServiceUnavailable("The database is unreachable; try again shortly.")
-                )
+                response = handle_domain_error(ServiceUnavailable("The database is unreachable; try again shortly."))
         response.headers["X-Request-Id"] = g.get("request_id", "")
         return response
 

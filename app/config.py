@@ -268,9 +268,6 @@ class Config:
         # the first key encrypts, every key decrypts, so keys can be rotated.
         self.ENCRYPTION_KEYS = _secret(core.encryption_keys, "encryption_key", embedded)
         self.SECRET_HASH_KEY = _secret(core.secret_hash_key, "secret_hash_key", embedded)
-        # The testnet claim page and its credit grants exist only on a testnet: the embedded default
-        # is one, a deployment on its own database is not unless it says so.
-        self.AGENT_NETWORK = os.environ.get("AGENT_NETWORK") or ("testnet" if embedded else "production")
         self.SQLALCHEMY_ENGINE_OPTIONS = _engine_options(core)
         self.REDIS_URL = core.redis_url
         self.REDIS_SOCKET_TIMEOUT = core.redis_socket_timeout

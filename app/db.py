@@ -1,6 +1,19 @@
 """Declarative base, time helpers, and the transaction edge with its outbox.
 
-The edge (a request, a task, a CLI command) owns the transaction: it commits exactly once.
+The transaction rule: a raised error rolls back, a returned response commits. The edge owns the
+transaction and commits exactly once; the only callers of `commit` are the edges:
+
+- a request: `_finish_unit_of_work` in `app/__init__.py` (after-request: commits a 2xx/3xx
+  response, rolls back a 4xx/5xx one);
+- a task or CLI command: `transaction()` below (a `with` block in `worker/`, the `*/cli.py`
+  commands and the job runner in `app/jobs/service.py`).
+
+Services and routes flush, never commit. Work that must be committed before its edge ends goes
+through `commit_before_the_edge(reason)`, the one named exception (`grep commit_before_the_edge`):
+an OAuth error with `keep_changes` (a revoked token family), a refused login code (its attempt
+counts), the first social fetch a request waits for, rotated OAuth tokens of a deferred fetch, and
+the job claim.
+
 Messages for the broker are queued on the session with `after_commit_publish` and sent only
 once that commit has succeeded; a failed commit discards them.
 """
@@ -10,6 +23,7 @@ from __future__ import annotations
 import logging
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
+from contextvars import ContextVar
 from datetime import UTC, datetime
 from functools import wraps
 from typing import Any
@@ -19,6 +33,9 @@ from app.orm import Base as Base
 from app.orm import JSONType as JSONType
 
 log = logging.getLogger(__name__)
+
+# Set while a `transaction()` block runs, in this thread or task only.
+_unit_of_work: ContextVar[bool] = ContextVar("tessera_unit_of_work", default=False)
 
 
 def utcnow() -> datetime:
@@ -105,13 +122,26 @@ def rollback() -> None:
 
 @contextmanager
 def transaction() -> Iterator[None]:
-    """One unit of work for tasks and CLI commands: commit on success, roll back on error."""
+    """One unit of work for tasks and CLI commands: commit on success, roll back on error.
+
+    Every transaction begun inside it counts as one that will write (`in_unit_of_work`): on
+    SQLite it takes the write lock at BEGIN, like a request's.
+    """
+    token = _unit_of_work.set(True)
     try:
         yield
     except BaseException:
         rollback()
         raise
-    commit()
+    else:
+        commit()
+    finally:
+        _unit_of_work.reset(token)
+
+
+def in_unit_of_work() -> bool:
+    """True inside `transaction()` (a task's or a CLI command's unit of work)."""
+    return _unit_of_work.get()
 
 
 def read_only(view: Callable) -> Callable:

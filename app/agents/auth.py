@@ -9,7 +9,7 @@ from typing import Any
 from flask import g, request
 from flask_smorest import Blueprint
 
-from app.agents import service
+from app.agents.accounts import authenticate_session
 from app.agents.errors import AuthenticationFailed
 from app.agents.models import AgentAccount
 from app.http import problem_doc
@@ -28,7 +28,7 @@ def agent_session_required(view: Callable | None = None, *, allow_deactivated: b
             scheme, _, token = request.headers.get("Authorization", "").partition(" ")
             if scheme.lower() != "bearer" or not token.strip():
                 raise AuthenticationFailed("Send the session token from /api/auth/verify as a Bearer token.")
-            account = service.authenticate_session(token.strip(), allow_deactivated=allow_deactivated)
+            account = authenticate_session(token.strip(), allow_deactivated=allow_deactivated)
             g.agent_account = account
             g.idempotency_scope = f"agent:{account.id}"
             return view(*args, **kwargs)

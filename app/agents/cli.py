@@ -5,7 +5,7 @@ from __future__ import annotations
 import click
 from flask.cli import AppGroup
 
-from app.agents import service
+from app.agents import accounts, credits
 from app.db import transaction
 from app.errors import DomainError
 
@@ -25,7 +25,7 @@ def grant_credits(address: str, amount: int, reason: str) -> None:
     """Add AMOUNT credits to the account of ADDRESS (the account is created if new)."""
     try:
         with transaction():
-            account = service.grant_credits(address, amount, reason)
+            account = credits.grant_credits(address, amount, reason)
             click.echo(f"{account.address}: balance {account.balance} credits")
     except DomainError as error:
         raise _fail(error) from error
@@ -38,7 +38,7 @@ def set_kind(address: str, kind: str) -> None:
     """Make the account of ADDRESS an agent or an organisation (created if new)."""
     try:
         with transaction():
-            account = service.set_account_kind(address, kind)
+            account = accounts.set_account_kind(address, kind)
             click.echo(f"{account.address}: {account.kind}")
     except DomainError as error:
         raise _fail(error) from error

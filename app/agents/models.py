@@ -31,6 +31,11 @@ class AgentAccount(Base):
     did_bound_at: Mapped[datetime | None] = mapped_column(DateTime(timezone=True), nullable=True)
     deactivated_at: Mapped[datetime | None] = mapped_column(DateTime(timezone=True), nullable=True)
 
+    @property
+    def deactivated(self) -> bool:
+        """Whether the account's DID was deregistered."""
+        return self.deactivated_at is not None
+
 
 class AuthChallenge(Base):
     """An EIP-4361 message issued to an address; its nonce is spent by one successful verify."""

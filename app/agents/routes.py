@@ -10,7 +10,7 @@ from datetime import UTC, datetime
 from flask import Response, render_template, request, session
 from flask_smorest import Blueprint
 
-from app.agents import service
+from app.agents import accounts, cards, consents, credits, registry
 from app.agents.auth import agent_session_required, current_account
 from app.agents.schemas import (
     AccountEnvelope,
@@ -21,6 +21,7 @@ from app.agents.schemas import (
     ChallengeIn,
     ConsentEnvelope,
     ConsentIn,
+    ConsentOut,
     ContractArgs,
     ContractEnvelope,
     LedgerEnvelope,
@@ -31,7 +32,9 @@ from app.agents.schemas import (
     SessionEnvelope,
     VerifyIn,
 )
-from app.db import isoformat, read_only
+from app.agents.settings import AgentSettings
+from app.db import read_only
+from app.dids import resolution as did_resolution
 from app.extensions import limiter
 from app.http import BARE_LOCATION_HEADER, accepted_job, accepts, job_id_or_404, problem_doc
 from app.idempotency.service import idempotent
@@ -39,6 +42,7 @@ from app.jobs.models import Job
 from app.jobs.schemas import JobEnvelope
 from app.jobs.service import require_job_for_agent
 from app.security import random_token
+from app.settings import current
 from app.web.pages import page_security_headers
 
 blp = Blueprint(
@@ -61,11 +65,11 @@ def _accepted(job: Job) -> tuple[dict, int, dict]:
 
 
 def _claim_rate_limit() -> str:
-    return str(service.setting("AGENT_CLAIM_RATE_LIMIT", "10 per hour"))
+    return current(AgentSettings).claim_rate_limit
 
 
 def _challenge_rate_limit() -> str:
-    return str(service.setting("AGENT_CHALLENGE_RATE_LIMIT", "60 per minute"))
+    return current(AgentSettings).challenge_rate_limit
 
 
 def _page(html: str, status: int = 200, *, no_store: bool = False) -> Response:
@@ -86,14 +90,7 @@ def _page(html: str, status: int = 200, *, no_store: bool = False) -> Response:
 @problem_doc(400, 413, 415, 422, 429)
 def auth_challenge(args: dict):
     """Get an EIP-4361 message to sign with the agent key."""
-    challenge = service.issue_challenge(args["address"])
-    return {
-        "data": {
-            "message": challenge.message,
-            "nonce": challenge.nonce,
-            "expires_at": isoformat(challenge.expires_at),
-        }
-    }
+    return {"data": accounts.issue_challenge(args["address"])}
 
 
 @blp.route("/api/auth/verify", methods=["POST"])
@@ -102,18 +99,8 @@ def auth_challenge(args: dict):
 @problem_doc(400, 401, 413, 415, 422)
 def auth_verify(args: dict):
     """Exchange the signed message for a session token; the key's DID is bound on first use."""
-    issued = service.verify_challenge(args["message"], args["signature"])
-    response = {
-        "data": {
-            "token": issued.token,
-            "token_type": "Bearer",
-            "expires_at": isoformat(issued.expires_at),
-            "did": issued.account.did,
-            "address": issued.account.address,
-            "kind": issued.account.kind,
-        }
-    }
-    return response, 200, {"Cache-Control": "no-store"}
+    issued = accounts.verify_challenge(args["message"], args["signature"])
+    return {"data": issued}, 200, {"Cache-Control": "no-store"}
 
 
 @blp.route("/api/account", methods=["GET"])
@@ -121,7 +108,7 @@ def auth_verify(args: dict):
 @blp.response(200, AccountEnvelope)
 def get_account():
     """The authenticated account: DID, address, kind and credit balance."""
-    return {"data": service.account_view(current_account())}
+    return {"data": current_account()}
 
 
 # -- credits -----------------------------------------------------------------------------------
@@ -131,7 +118,7 @@ def get_account():
 @blp.response(200, PricingEnvelope)
 def get_pricing():
     """The price list of registry writes, in credits."""
-    return {"data": {"unit": "credits", "prices": service.prices()}}
+    return {"data": {"unit": "credits", "prices": credits.prices()}}
 
 
 @blp.route("/api/credits", methods=["GET"])
@@ -139,7 +126,7 @@ def get_pricing():
 @blp.response(200, LedgerEnvelope)
 def get_credits():
     """The balance and the newest ledger entries of the authenticated account."""
-    return {"data": service.ledger_view(current_account())}
+    return {"data": credits.get_ledger(current_account())}
 
 
 @blp.route("/claim", methods=["GET"])
@@ -147,14 +134,14 @@ def get_credits():
 @problem_doc(404)
 def claim_page():
     """Testnet only: a form that issues a fresh agent key with test credits."""
-    credits = service.claim_grant()
+    granted = credits.claim_grant()
     # One token per browser session, renewed when half its life is gone (the POST spends it).
     now = int(datetime.now(UTC).timestamp())
-    fresh_for = service.claim_form_lifetime().total_seconds() / 2
+    fresh_for = current(AgentSettings).claim_form_lifetime.total_seconds() / 2
     if not session.get("claim_csrf") or now - int(session.get("claim_csrf_at", 0)) > fresh_for:
         session["claim_csrf"], session["claim_csrf_at"] = random_token(24), now
     token = session["claim_csrf"]
-    return _page(render_template("agents/claim.html", csrf_token=token, credits=credits), no_store=True)
+    return _page(render_template("agents/claim.html", csrf_token=token, credits=granted), no_store=True)
 
 
 @blp.route("/claim", methods=["POST"])
@@ -182,7 +169,7 @@ def claim_page():
             "description": "HTML page: the form expired (its CSRF token is missing or was used); load it again",
             "content": {"text/html": {}},
         },
-    }
+    },
 )
 @problem_doc(404, 413, 415, 422, 429)
 def claim_submit():
@@ -193,10 +180,10 @@ def claim_submit():
     if (
         not expected
         or not hmac.compare_digest(expected, supplied)
-        or not service.spend_claim_token(expected, issued_at)
+        or not credits.spend_claim_token(expected, issued_at)
     ):
         return _page(render_template("agents/claim_error.html"), 400, no_store=True)
-    private_key, account = service.claim_key(request.form.get("kind", "agent"))
+    private_key, account = credits.claim_key(request.form.get("kind", "agent"))
     return _page(
         render_template(
             "agents/claimed.html",
@@ -204,7 +191,7 @@ def claim_submit():
             address=account.address,
             kind=account.kind,
             credits=account.balance,
-            network_url=service.network_url(),
+            network_url=current(AgentSettings).network_url,
         ),
         no_store=True,
     )
@@ -227,7 +214,7 @@ def claim_submit():
 @problem_doc(402, 403, 404, 410, 413, 415, 422)
 def put_card(did: str):
     """Host a card: a job stores it privately and publishes the identical public copy (charged)."""
-    return _accepted(service.request_host_card(current_account(), did, request.get_data(cache=True)))
+    return _accepted(cards.request_host_card(current_account(), did, request.get_data(cache=True)))
 
 
 @blp.route("/api/agents/<string:did>/card", methods=["GET"])
@@ -236,7 +223,7 @@ def put_card(did: str):
 @problem_doc(403, 404, 410)
 def get_card(did: str):
     """The hosted card as its agent or owner sees it; ``published`` says whether it is public."""
-    return {"data": service.card_view(current_account(), did)}
+    return {"data": cards.get_card_view(current_account(), did)}
 
 
 @blp.route("/api/agents/<string:did>/card/public", methods=["DELETE"])
@@ -245,7 +232,7 @@ def get_card(did: str):
 @problem_doc(402, 403, 404, 410)
 def delete_public_card(did: str):
     """Unpublish the card: a job removes the public copy; the private card stays."""
-    return _accepted(service.request_card_unpublish(current_account(), did))
+    return _accepted(cards.request_card_unpublish(current_account(), did))
 
 
 @blp.route("/api/agents/<string:did>/registry/card-uri", methods=["PUT"])
@@ -256,7 +243,7 @@ def delete_public_card(did: str):
 @problem_doc(400, 402, 403, 404, 410, 413, 415, 422)
 def put_card_uri(args: dict, did: str):
     """set-card: a job registers the card URI; it then appears as the DID document's AgentService."""
-    return _accepted(service.request_set_card(current_account(), did, args["uri"]))
+    return _accepted(cards.request_set_card(current_account(), did, args["uri"]))
 
 
 @blp.route("/api/agents/<string:did>/registry", methods=["GET"])
@@ -266,7 +253,7 @@ def put_card_uri(args: dict, did: str):
 @problem_doc(404, 410)
 def get_registry(args: dict, did: str):
     """Read a registry record; ``full=true`` adds cards, account and contract details."""
-    return {"data": service.registry_view(did, full=args["full"])}
+    return {"data": registry.get_registry_view(did, full=args["full"])}
 
 
 @blp.route("/api/agents/<string:did>", methods=["DELETE"])
@@ -275,7 +262,7 @@ def get_registry(args: dict, did: str):
 @problem_doc(402, 403, 404, 409, 410)
 def deregister(did: str):
     """Deregister (self only): a job removes the record and both cards; 409 if an owner is named."""
-    return _accepted(service.request_deregister(current_account(), did))
+    return _accepted(registry.request_deregister(current_account(), did))
 
 
 @blp.route("/api/agents/<string:did>/owner/revoke", methods=["POST"])
@@ -287,9 +274,7 @@ def deregister(did: str):
 def revoke_owner(args: dict, did: str):
     """As the agent, revoke the owner organisation by a signed revocation; a job clears the owner."""
     return _accepted(
-        service.request_owner_revocation(
-            current_account(), did, args["owner"], args["issued_at"], args["signature"]
-        )
+        consents.request_owner_revocation(current_account(), did, args["owner"], args["issued_at"], args["signature"])
     )
 
 
@@ -299,7 +284,7 @@ def revoke_owner(args: dict, did: str):
 @problem_doc(404, 422)
 def current_contract(args: dict):
     """The version of a registry contract (``name=agent-registry``)."""
-    return {"data": service.require_contract(args["name"])}
+    return {"data": registry.require_contract(args["name"])}
 
 
 # -- consent -----------------------------------------------------------------------------------
@@ -313,8 +298,7 @@ def current_contract(args: dict):
 @problem_doc(400, 403, 404, 409, 410, 413, 415, 422)
 def create_consent(args: dict):
     """As an organisation, ask an agent to accept it as owner; answers with the consent link."""
-    consent = service.request_consent(current_account(), args["owner"], args["agent"])
-    return {"data": service.consent_view(consent)}
+    return {"data": consents.request_consent(current_account(), args["owner"], args["agent"])}
 
 
 @blp.route("/api/consents/<string:consent_id>", methods=["GET"])
@@ -323,7 +307,7 @@ def create_consent(args: dict):
 @problem_doc(404)
 def get_consent(consent_id: str):
     """A consent the caller is party to, with the message the agent signs."""
-    return {"data": service.consent_view(service.get_consent_for(current_account(), consent_id))}
+    return {"data": consents.get_consent_for(current_account(), consent_id)}
 
 
 @blp.route("/api/consents/<string:consent_id>/approve", methods=["POST"])
@@ -334,7 +318,7 @@ def get_consent(consent_id: str):
 @problem_doc(400, 403, 404, 409, 413, 415, 422)
 def approve_consent(args: dict, consent_id: str):
     """As the agent, approve with a signature of the message; a job names the owner in the record."""
-    return _accepted(service.request_consent_approval(current_account(), consent_id, args["signature"]))
+    return _accepted(consents.request_consent_approval(current_account(), consent_id, args["signature"]))
 
 
 @blp.route("/consent/<string:consent_id>", methods=["GET"])
@@ -342,8 +326,8 @@ def approve_consent(args: dict, consent_id: str):
 @problem_doc(404)
 def consent_page(consent_id: str):
     """The consent link: tells the agent how to approve with its key."""
-    consent = service.require_consent(consent_id)
-    return _page(render_template("agents/consent.html", consent=service.consent_view(consent)))
+    consent = ConsentOut().dump(consents.require_consent(consent_id))
+    return _page(render_template("agents/consent.html", consent=consent))
 
 
 # -- jobs --------------------------------------------------------------------------------------
@@ -373,8 +357,8 @@ def get_agent_job(job_id: str):
 @read_only
 def public_agent_card(did: str):
     """The published card of a DID, exactly the bytes that were hosted (public)."""
-    card = service.get_public_card(did)
-    cache_seconds = int(service.setting("AGENT_CARD_CACHE_SECONDS", 60))
+    card = cards.get_public_card(did)
+    cache_seconds = current(AgentSettings).card_cache_seconds
     headers = {
         "ETag": card.etag,
         "Cache-Control": f"public, max-age={cache_seconds}",
@@ -408,12 +392,12 @@ def _wants_resolution_result() -> bool:
 @read_only
 def resolve_did(did: str):
     """Resolve a DID of this network (public)."""
-    resolution = service.resolve_did(did)
+    resolution = did_resolution.resolve_did(did)
     if resolution.status == 200 and not _wants_resolution_result():
         body, mimetype = resolution.result["didDocument"], DID_JSON
     else:
         body, mimetype = resolution.result, DID_RESOLUTION
-    cache_seconds = int(service.setting("AGENT_CARD_CACHE_SECONDS", 60))
+    cache_seconds = current(AgentSettings).card_cache_seconds
     payload = json.dumps(body).encode()
     # A strong validator of the exact bytes (which depend on Accept, hence Vary).
     etag = hashlib.sha256(payload).hexdigest()[:32]

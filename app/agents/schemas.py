@@ -1,8 +1,33 @@
-"""Wire shapes of the agent network API."""
+"""Wire shapes of the agent network API: request schemas (``*In``, ``*Args``) and the views
+routes and tasks dump from the services' models and dataclasses."""
 
 from __future__ import annotations
 
+from collections.abc import Callable
+from typing import Any
+
 import marshmallow as ma
+
+from app.agents.consents import consent_url
+from app.db import isoformat
+
+
+class Timestamp(ma.fields.String):
+    """A datetime written as ISO 8601 UTC with `Z` (documented as a plain string)."""
+
+    def _serialize(self, value: Any, attr: str | None, obj: Any, **kwargs: Any) -> str | None:
+        return isoformat(value)
+
+
+class ComputedString(ma.fields.String):
+    """A string computed from the whole object being dumped (output only)."""
+
+    def __init__(self, compute: Callable[[Any], str], **kwargs: Any) -> None:
+        super().__init__(**kwargs)
+        self.compute = compute
+
+    def get_value(self, obj: Any, attr: str, accessor: Any = None, default: Any = ma.missing) -> str:
+        return self.compute(obj)
 
 
 class ChallengeIn(ma.Schema):
@@ -12,7 +37,7 @@ class ChallengeIn(ma.Schema):
 class Challenge(ma.Schema):
     message = ma.fields.String(required=True, metadata={"description": "EIP-4361 message to sign."})
     nonce = ma.fields.String(required=True)
-    expires_at = ma.fields.String(required=True)
+    expires_at = Timestamp(required=True)
 
 
 class ChallengeEnvelope(ma.Schema):
@@ -29,10 +54,12 @@ class VerifyIn(ma.Schema):
 class Session(ma.Schema):
     token = ma.fields.String(required=True, metadata={"description": "Bearer token for /api calls."})
     token_type = ma.fields.String(required=True)
-    expires_at = ma.fields.String(required=True)
-    did = ma.fields.String(required=True, metadata={"description": "The DID bound to the key."})
-    address = ma.fields.String(required=True)
-    kind = ma.fields.String(required=True)
+    expires_at = Timestamp(required=True)
+    did = ma.fields.String(
+        required=True, attribute="account.did", metadata={"description": "The DID bound to the key."}
+    )
+    address = ma.fields.String(required=True, attribute="account.address")
+    kind = ma.fields.String(required=True, attribute="account.kind")
 
 
 class SessionEnvelope(ma.Schema):
@@ -44,7 +71,7 @@ class Account(ma.Schema):
     address = ma.fields.String(required=True)
     kind = ma.fields.String(required=True, validate=ma.validate.OneOf(["agent", "organisation"]))
     balance = ma.fields.Integer(required=True)
-    created_at = ma.fields.String(required=True)
+    created_at = Timestamp(required=True)
     deactivated = ma.fields.Boolean(required=True)
 
 
@@ -67,12 +94,12 @@ class LedgerEntry(ma.Schema):
     subject_did = ma.fields.String(allow_none=True)
     job_id = ma.fields.String(allow_none=True)
     balance_after = ma.fields.Integer(required=True)
-    created_at = ma.fields.String(required=True)
+    created_at = Timestamp(required=True)
 
 
 class Ledger(ma.Schema):
-    did = ma.fields.String(required=True)
-    balance = ma.fields.Integer(required=True)
+    did = ma.fields.String(required=True, attribute="account.did")
+    balance = ma.fields.Integer(required=True, attribute="account.balance")
     entries = ma.fields.List(ma.fields.Nested(LedgerEntry), required=True)
 
 
@@ -87,7 +114,7 @@ class CardView(ma.Schema):
     size = ma.fields.Integer(required=True)
     etag = ma.fields.String(required=True)
     public_url = ma.fields.String(allow_none=True)
-    updated_at = ma.fields.String(required=True)
+    updated_at = Timestamp(required=True)
 
 
 class CardViewEnvelope(ma.Schema):
@@ -102,10 +129,6 @@ class RegistryArgs(ma.Schema):
     full = ma.fields.Boolean(load_default=False)
 
 
-class RegistryEnvelope(ma.Schema):
-    data = ma.fields.Dict(required=True, metadata={"description": "The registry record."})
-
-
 class ContractArgs(ma.Schema):
     name = ma.fields.String(required=True)
 
@@ -113,6 +136,49 @@ class ContractArgs(ma.Schema):
 class Contract(ma.Schema):
     name = ma.fields.String(required=True)
     version = ma.fields.String(required=True)
+
+
+class RegistryCard(ma.Schema):
+    hosted = ma.fields.Boolean(required=True, metadata={"description": "Whether a card is hosted here."})
+    published = ma.fields.Boolean(required=True, metadata={"description": "Whether its public copy is served."})
+    size = ma.fields.Integer(allow_none=True, required=True)
+    etag = ma.fields.String(allow_none=True, required=True)
+    hosted_by = ma.fields.String(allow_none=True, required=True, metadata={"description": "DID that hosted it."})
+    public_url = ma.fields.String(allow_none=True, required=True)
+
+
+class RegistryRecordOut(ma.Schema):
+    """A registry record; the fields after ``updated_at`` only with ``full=true``."""
+
+    FULL_ONLY = ("address", "blockchain_account_id", "kind", "created_at", "did_bound_at", "card", "contract")
+
+    did = ma.fields.String(required=True, attribute="record.did")
+    owner = ma.fields.String(
+        required=True,
+        allow_none=True,
+        attribute="record.owner_did",
+        metadata={"description": "Owner organisation's DID."},
+    )
+    card_uri = ma.fields.String(required=True, allow_none=True, attribute="record.card_uri")
+    updated_at = Timestamp(required=True, attribute="record.updated_at")
+    address = ma.fields.String(attribute="record.address")
+    blockchain_account_id = ma.fields.String(metadata={"description": "CAIP-10 id of the agent key."})
+    kind = ma.fields.String(attribute="account.kind", validate=ma.validate.OneOf(["agent", "organisation"]))
+    created_at = Timestamp(attribute="record.created_at")
+    did_bound_at = Timestamp(attribute="account.did_bound_at")
+    card = ma.fields.Nested(RegistryCard)
+    contract = ma.fields.Nested(Contract)
+
+    @ma.post_dump(pass_original=True)
+    def _omit_details(self, data: dict[str, Any], original: Any, **kwargs: Any) -> dict[str, Any]:
+        if not original.full:
+            for name in self.FULL_ONLY:
+                data.pop(name, None)
+        return data
+
+
+class RegistryEnvelope(ma.Schema):
+    data = ma.fields.Nested(RegistryRecordOut, required=True, metadata={"description": "The registry record."})
 
 
 class ContractEnvelope(ma.Schema):
@@ -126,14 +192,14 @@ class ConsentIn(ma.Schema):
 
 class ConsentOut(ma.Schema):
     id = ma.fields.String(required=True)
-    owner = ma.fields.String(required=True)
-    agent = ma.fields.String(required=True)
+    owner = ma.fields.String(required=True, attribute="owner_did")
+    agent = ma.fields.String(required=True, attribute="agent_did")
     state = ma.fields.String(required=True, validate=ma.validate.OneOf(["pending", "approved", "revoked"]))
     message = ma.fields.String(required=True, metadata={"description": "Text the agent signs to approve."})
-    consent_url = ma.fields.String(required=True)
-    created_at = ma.fields.String(required=True)
-    expires_at = ma.fields.String(required=True)
-    approved_at = ma.fields.String(allow_none=True)
+    consent_url = ComputedString(consent_url, required=True)
+    created_at = Timestamp(required=True)
+    expires_at = Timestamp(required=True)
+    approved_at = Timestamp(allow_none=True)
 
 
 class ConsentEnvelope(ma.Schema):
@@ -158,3 +224,46 @@ class RevokeOwnerIn(ma.Schema):
 class ApproveIn(ma.Schema):
     signature = ma.fields.String(required=True, metadata={"description": "personal_sign of the message."})
 
+
+# -- job results (stored as the job's ``result``) ----------------------------------------------
+
+
+class HostedCardOut(ma.Schema):
+    did = ma.fields.String()
+    size = ma.fields.Integer()
+    etag = ma.fields.String()
+    public_url = ma.fields.String()
+    charged = ma.fields.Integer()
+    balance = ma.fields.Integer()
+
+
+class UnpublishedCardOut(ma.Schema):
+    did = ma.fields.String()
+    published = ma.fields.Boolean()
+    charged = ma.fields.Integer()
+    balance = ma.fields.Integer()
+
+
+class RegisteredCardUriOut(ma.Schema):
+    did = ma.fields.String()
+    card_uri = ma.fields.String()
+    charged = ma.fields.Integer()
+    balance = ma.fields.Integer()
+
+
+class DeregistrationOut(ma.Schema):
+    did = ma.fields.String()
+    deactivated = ma.fields.Boolean()
+    charged = ma.fields.Integer()
+    released_agents = ma.fields.Integer()
+
+
+class ApprovedConsentOut(ma.Schema):
+    agent = ma.fields.String()
+    owner = ma.fields.String()
+    consent = ma.fields.String()
+
+
+class RevokedOwnerOut(ma.Schema):
+    agent = ma.fields.String()
+    revoked_owner = ma.fields.String()

@@ -32,13 +32,14 @@ from urllib.parse import urlsplit
 from app import outbound
 from app.config import CoreSettings
 from app.credentials.cryptosuites.base import ProofCheckFailed
-from app.credentials.dids import DidResolver, DidWebResolver
 from app.credentials.jsonld.canon import CanonicalizationLimits
 from app.credentials.jsonld.loader import DocumentLoader, make_document_loader
 from app.credentials.settings import MIN_STATUS_LIST_BITS, CredentialSettings
 from app.credentials.verifier import VerificationBudget, VerificationResult, verify_credential
+from app.dids.did_web import DidWebResolver
 from app.dids.local import local_documents
 from app.dids.method import did_method as network_did_method
+from app.dids.resolver import DidResolver
 from app.outbound import OutboundPolicy, system_addresses, unusable_host_detail
 from app.settings import current
 
@@ -342,7 +343,7 @@ def current_engine() -> CredentialEngine:
                 loader=make_document_loader(Path(contexts_dir) if contexts_dir else None, builtin=True),
                 resolver=DidResolver(
                     local_documents=local_documents(did_method),
-                    web=DidWebResolver(allowed_private_hosts=did_web_hosts, verify=verify_tls),
+                    web=DidWebResolver(OutboundPolicy(allowed_private_hosts=did_web_hosts, verify=verify_tls)),
                 ),
                 remote_lists=RemoteStatusLists(
                     allowed_private_hosts=status_hosts, verify_tls=verify_tls, max_cache_seconds=cache_seconds

@@ -107,6 +107,14 @@ def list_user_credentials():
     return _json_text(service.user_credentials_json(claims.user_id), 200, {"Cache-Control": "no-store"})
 
 
+def _verify_contract(view: Callable) -> Callable:
+    """What both verify paths take and answer: the body, 200 when verified, 400 when not, problems."""
+    view = problem_doc(413, 415, 422)(view)
+    view = blp.doc(responses=NOT_VERIFIED_RESPONSE)(view)
+    view = blp.response(200, CredentialVerifyOut)(view)
+    return blp.arguments(CredentialVerifyIn)(view)
+
+
 def _verify(args: dict):
     result = service.verify_submitted(args["verifiableCredential"], args["options"])
     return result.as_dict(), (200 if result.verified else 400)
@@ -114,10 +122,7 @@ def _verify(args: dict):
 
 @blp.route("/v1/vc/verify", methods=["POST"])
 @api_token_required
-@blp.arguments(CredentialVerifyIn)
-@blp.response(200, CredentialVerifyOut)
-@blp.doc(responses=NOT_VERIFIED_RESPONSE)
-@problem_doc(413, 415, 422)
+@_verify_contract
 def verify_credential(args: dict):
     """Verify a credential at once (W3C VC API); stores nothing.
 
@@ -131,10 +136,7 @@ def verify_credential(args: dict):
 
 @blp.route("/credentials/verify", methods=["POST"])
 @_token_unless_open
-@blp.arguments(CredentialVerifyIn)
-@blp.response(200, CredentialVerifyOut)
-@blp.doc(responses=NOT_VERIFIED_RESPONSE)
-@problem_doc(413, 415, 422)
+@_verify_contract
 def verify_credential_vc_api(args: dict):
     """The W3C VC API path of `POST /v1/vc/verify`; open without a token when `VC_VERIFY_OPEN` is set."""
     return _verify(args)

@@ -21,7 +21,6 @@ from app.credentials.cryptosuites.base import ProofCheckFailed
 from app.credentials.engine import current_engine
 from app.credentials.errors import CredentialNotFound, SubjectUnknown, TooManyProofs, VerificationTooLarge
 from app.credentials.models import FAILED, PENDING, VERIFIED, CredentialStatusLink, StoredCredential
-from app.credentials.multiformats import cid_for
 from app.credentials.schemas import utc_datetime, vc_shape_errors
 from app.credentials.settings import CredentialSettings
 from app.credentials.verifier import VerificationResult, check_verification_budget
@@ -30,9 +29,11 @@ from app.errors import ValidationFailed
 from app.extensions import db
 from app.jobs.models import Job
 from app.jobs.service import enqueue_job, register_failure_handler
+from app.multiformats import cid_for
 from app.settings import current
 from app.tenancy.caller import Caller
 from app.tenancy.service import subtree_client_ids
+from app.users.service import find_user_by_did
 
 VERIFY_JOB = "credentials.verify"
 _WHITESPACE = re.compile(r"[ \t\n\r]*")
@@ -159,8 +160,6 @@ def require_affordable(vc: Any) -> None:
 
 
 def _require_subject(caller: Caller, did: str):
-    from app.users.service import find_user_by_did
-
     user = find_user_by_did(did)
     if user is None or user.client_id not in subtree_client_ids(caller.acting_path):
         raise SubjectUnknown(

@@ -42,11 +42,11 @@ from app.credentials.models import (
     StatusEntry,
     StatusList,
 )
-from app.credentials.multiformats import encode_multikey
 from app.credentials.settings import CredentialSettings
 from app.db import isoformat, utcnow
 from app.errors import ServiceUnavailable
 from app.extensions import db
+from app.multiformats import encode_multikey
 from app.security import decrypt, encrypt
 from app.settings import current
 

@@ -15,11 +15,12 @@ from datetime import UTC, datetime
 from typing import Any, Protocol
 
 from app.credentials.cryptosuites import require_suite
-from app.credentials.cryptosuites.base import ProofCheckFailed, SuiteContext, VerificationKey
+from app.credentials.cryptosuites.base import ProofCheckFailed, SuiteContext
 from app.credentials.cryptosuites.data_integrity import PROOF_TYPE, parse_datetime
-from app.credentials.dids.document import split_did_url
 from app.credentials.jsonld.canon import CanonicalizationLimits, check_document_shape
 from app.credentials.jsonld.loader import DocumentLoader
+from app.dids.errors import DidResolutionFailed
+from app.dids.verification_methods import VerificationKey, split_did_url
 
 CREDENTIALS_V2 = "https://www.w3.org/ns/credentials/v2"
 CREDENTIALS_V1 = "https://www.w3.org/2018/credentials/v1"
@@ -29,12 +30,12 @@ StatusChecker = Callable[[dict], "str | None"]
 
 
 class VerificationMethodResolver(Protocol):
-    """What `verify_credential` needs from a resolver (`app.credentials.dids.DidResolver` fits)."""
+    """What `verify_credential` needs from a resolver (`app.dids.resolver.DidResolver` fits)."""
 
     def resolve_verification_method(
         self, vm_url: str, purpose: str, *, controller: str | None = None
     ) -> VerificationKey:
-        """The authorised key of `vm_url` for `purpose`; raises `ProofCheckFailed`."""
+        """The authorised key of `vm_url` for `purpose`; raises `DidResolutionFailed` (or `ProofCheckFailed`)."""
 
 
 @dataclass
@@ -214,7 +215,7 @@ def _proof_did(proof: Any) -> str | None:
     vm_url = proof.get("verificationMethod") if isinstance(proof, dict) else None
     try:
         return split_did_url(vm_url)[0]
-    except ProofCheckFailed:
+    except DidResolutionFailed:
         return None
 
 
@@ -278,7 +279,10 @@ def _verify_one_proof(
             raise ProofCheckFailed("invalid_proof_configuration", "proof expires is not an XML Schema dateTime")
         if expires < now:
             raise ProofCheckFailed("proof_expired", f"the proof expired at {proof['expires']}")
-    key = resolver.resolve_verification_method(vm_url, purpose, controller=controller)
+    try:
+        key = resolver.resolve_verification_method(vm_url, purpose, controller=controller)
+    except DidResolutionFailed as failure:
+        raise ProofCheckFailed(failure.code, failure.detail) from None
     document = {name: value for name, value in vc.items() if name != "proof"}
     if "previousProof" in proof:
         document["proof"] = _previous_proofs(proof["previousProof"], all_proofs)

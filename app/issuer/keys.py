@@ -17,13 +17,13 @@ from urllib.parse import quote, urlsplit
 from flask import current_app
 from sqlalchemy import select
 
-from app.credentials.cryptosuites.base import ProofCheckFailed
-from app.credentials.multiformats import encode_multikey
 from app.db import isoformat, utcnow
+from app.dids.errors import DidResolutionFailed
 from app.extensions import db
 from app.issuer import proofs
 from app.issuer.errors import IssuerDidNotFound, IssuerKeyNotFound, IssuerKeyRetired
 from app.issuer.models import KEY_ACTIVE, KEY_RETIRED, ClientIssuerKey
+from app.multiformats import encode_multikey
 from app.security import decrypt, encrypt
 from app.tenancy.caller import Caller
 from app.tenancy.service import get_active_client
@@ -215,7 +215,7 @@ def local_did_document(did: str) -> dict | None:
     """The document of a did:web this service hosts (read from the database), else None.
 
     Used by the verifier instead of fetching our own documents over HTTPS. Raises
-    `ProofCheckFailed("did_resolution_failed")` for one of our DIDs that names no active client.
+    `DidResolutionFailed("did_resolution_failed")` for one of our DIDs that names no active client.
     """
     prefix = f"{_did_web_base()}:clients:"
     if not did.startswith(prefix):
@@ -226,4 +226,4 @@ def local_did_document(did: str) -> dict | None:
             raise IssuerDidNotFound("No such DID.")
         return did_document(int(rest))
     except IssuerDidNotFound:
-        raise ProofCheckFailed("did_resolution_failed", f"{did[:200]} is not a DID of this service") from None
+        raise DidResolutionFailed("did_resolution_failed", f"{did[:200]} is not a DID of this service") from None

@@ -28,6 +28,7 @@ from app.issuer.errors import CredentialNotDerivable, CredentialNotIssuable, NoI
 from app.issuer.models import KEY_ACTIVE, ClientIssuerKey
 from app.tenancy.caller import Caller
 from app.tenancy.service import subtree_client_ids
+from app.users.service import find_user_by_did, require_user_visible
 
 CREDENTIALS_V1 = "https://www.w3.org/2018/credentials/v1"
 CREDENTIALS_V2 = "https://www.w3.org/ns/credentials/v2"
@@ -134,8 +135,6 @@ def _status_entry(caller: Caller, credential: dict, request: Any, version: int) 
 
 def _subject_user(caller: Caller, credential: dict, user_id: Any):
     """The user to store for (setting `credentialSubject.id` from `options.userId`), or None."""
-    from app.users.service import find_user_by_did, require_user_visible
-
     subject = credential.get("credentialSubject")
     single = subject if isinstance(subject, dict) else None
     if user_id is not None:

@@ -20,7 +20,7 @@ from typing import Any
 from flask import current_app
 from sqlalchemy import false, func, or_, select, text, update
 
-from app.db import after_commit_batch, as_utc, transaction, utcnow
+from app.db import after_commit_batch, as_utc, commit_before_the_edge, transaction, utcnow
 from app.errors import DomainError, NotFound
 from app.extensions import celery, db
 from app.jobs.models import FAILED, QUEUED, RUNNING, SUCCEEDED, CanaryRun, Job
@@ -198,7 +198,7 @@ def _claim(job_id: str) -> bool:
             lease_expires_at=values["lease"],
         )
     )
-    db.session.commit()
+    commit_before_the_edge("a job claim shows the job running while its effect is worked on")
     return claimed.rowcount == 1
 
 

@@ -14,7 +14,11 @@ from app.errors import DomainError
 
 
 class OAuthError(Exception):
-    """An RFC 6749 error response; `keep_changes` commits what was recorded before answering."""
+    """An RFC 6749 error response.
+
+    An error rolls the request back, unless `keep_changes` is set: then what was recorded before it
+    (a revoked token family) is committed with `commit_before_the_edge` before answering.
+    """
 
     status = 400
     error = "invalid_request"

@@ -15,6 +15,7 @@ from flask import Blueprint, Response, current_app, redirect, render_template, r
 from flask_limiter.errors import RateLimitExceeded
 from werkzeug.routing import Rule
 
+from app.db import commit_before_the_edge
 from app.extensions import api, limiter
 from app.http import accepts
 from app.oidc import authorize, branding, par
@@ -22,11 +23,13 @@ from app.oidc.authorize import LoginStep, Outcome
 from app.oidc.claims import APP_CLAIMS_SCOPE, SCOPE_CLAIMS
 from app.oidc.errors import AuthorizationPageError, AuthorizationRedirectError
 from app.oidc.limits import network_retry_after
+from app.oidc.models import AuthorizationRequest
 from app.oidc.recaptcha import LOGIN_ACTION
 from app.oidc.service import get_relying_party
 from app.oidc.settings import OidcSettings
 from app.security import random_token
 from app.settings import current
+from app.tenancy.models import Client
 from app.tenancy.service import client_id_of_privacy_reference, privacy_link
 from app.web.pages import page_security_headers
 
@@ -312,6 +315,18 @@ def _login_page(step: LoginStep, handle: str, browser_token: str, *, code_sent: 
     )
 
 
+def _posted_request() -> tuple[str, str, AuthorizationRequest, Client]:
+    """The authorization request a posted page form continues, once its CSRF token is checked.
+
+    Returns (browser token, request handle, request, client); raises `AuthorizationPageError`.
+    """
+    browser_token, _ = _browser_token()
+    _check_csrf(browser_token)
+    handle = request.form.get("request", "")
+    request_row, client = authorize.require_request(handle, browser_token)
+    return browser_token, handle, request_row, client
+
+
 @blp.route("/v1/openidc/login", methods=["GET"])
 def login():
     """The sign-in page: asks for the e-mail address."""
@@ -329,10 +344,7 @@ def login():
 def send_code():
     """Mail a one-time code to the address (if it has an account) and ask for the code."""
     _limit_network_in_database()
-    browser_token, _ = _browser_token()
-    _check_csrf(browser_token)
-    handle = request.form.get("request", "")
-    request_row, client = authorize.require_request(handle, browser_token)
+    browser_token, handle, request_row, client = _posted_request()
     step = authorize.send_login_code(
         request_row, client, request.form.get("email", ""),
         recaptcha_token=request.form.get("g-recaptcha-response"), remote_ip=request.remote_addr,
@@ -347,13 +359,11 @@ def send_code():
 def check_code():
     """Check the one-time code; on success sign the browser in and continue the authorization."""
     _limit_network_in_database()
-    browser_token, _ = _browser_token()
-    _check_csrf(browser_token)
-    handle = request.form.get("request", "")
-    request_row, client = authorize.require_request(handle, browser_token)
+    browser_token, handle, request_row, client = _posted_request()
     result = authorize.verify_login_code(request_row, client, request.form.get("code", ""))
     if isinstance(result, LoginStep):
-        # 200, not 4xx: the attempt counter must be committed with this response.
+        # A refused code is answered with the page again (200); the attempt it used up must stand.
+        commit_before_the_edge("a refused login code still counts as an attempt")
         return _login_page(result, handle, browser_token, code_sent=True)
     return _step_page(handle, result, browser_token)
 
@@ -384,10 +394,7 @@ def consent():
 @accepts(FORM)
 def decide():
     """Record allow or deny and return to the client."""
-    browser_token, _ = _browser_token()
-    _check_csrf(browser_token)
-    handle = request.form.get("request", "")
-    request_row, client = authorize.require_request(handle, browser_token)
+    browser_token, handle, request_row, client = _posted_request()
     location = authorize.decide_consent(request_row, client, request.form.get("decision", ""),
                                         request.form.get("claims_fingerprint"))
     return _redirect(location, code=303)

@@ -14,7 +14,7 @@ from flask_limiter.errors import RateLimitExceeded
 from flask_smorest import Blueprint
 from werkzeug.exceptions import RequestEntityTooLarge
 
-from app.db import commit as commit_unit_of_work
+from app.db import commit_before_the_edge
 from app.errors import BadRequest, NotFound, handle_domain_error, handle_http_exception, rate_limit_retry_after
 from app.extensions import limiter
 from app.http import UnsupportedMediaType, accepts, no_store, problem_doc
@@ -64,7 +64,7 @@ def _setup(state) -> None:
 
 def _oauth_response(error: OAuthError) -> Response:
     if error.keep_changes:
-        commit_unit_of_work()
+        commit_before_the_edge("an OAuth error whose recorded changes (a revoked token family) must stand")
     response = jsonify(error.body())
     response.status_code = error.status
     response.headers.update(error.headers)

@@ -64,25 +64,21 @@ def issue_access_token(
 ) -> tuple[str, dict]:
     """Sign an RFC 9068 access token for `user_id` at `client_id`; returns (token, claims)."""
     now = int(time.time()) if now is None else now
-    claims = {
-        "iss": issuer(),
-        "sub": str(user_id),
-        "aud": str(client_id),
-        "client_id": str(client_id),
-        "exp": now + current(OidcSettings).access_token_ttl,
-        "iat": now,
-        "jti": jti or uuid.uuid4().hex,
-        "scope": scope,
-        "user_id": user_id,
-    }
+    claims = _access_token_claims(str(user_id), client_id, scope, jti or uuid.uuid4().hex, now)
+    claims["user_id"] = user_id
     return sign(claims, alg, ACCESS_TOKEN_TYPE), claims
 
 
 def issue_client_access_token(*, client_id: int, scope: str, alg: str, jti: str, now: int) -> str:
     """Sign an RFC 9068 access token of the client itself (client_credentials): `sub` is the client."""
-    claims = {
+    return sign(_access_token_claims(str(client_id), client_id, scope, jti, now), alg, ACCESS_TOKEN_TYPE)
+
+
+def _access_token_claims(sub: str, client_id: int, scope: str, jti: str, now: int) -> dict:
+    """The RFC 9068 claims every access token carries, for the client `client_id` and subject `sub`."""
+    return {
         "iss": issuer(),
-        "sub": str(client_id),
+        "sub": sub,
         "aud": str(client_id),
         "client_id": str(client_id),
         "exp": now + current(OidcSettings).access_token_ttl,
@@ -90,7 +86,6 @@ def issue_client_access_token(*, client_id: int, scope: str, alg: str, jti: str,
         "jti": jti,
         "scope": scope,
     }
-    return sign(claims, alg, ACCESS_TOKEN_TYPE)
 
 
 def issue_id_token(

@@ -5,7 +5,6 @@ from __future__ import annotations
 from flask import Response, make_response, redirect, request
 from flask_smorest import Blueprint
 
-from app.db import commit
 from app.http import accepted_job, id_parameter, path_id, problem_doc
 from app.idempotency.service import idempotent
 from app.jobs.models import Job
@@ -75,11 +74,7 @@ def social_data(user_id: str):
     in the background. With links but nothing fetched yet, waits up to `SOCIAL_DATA_WAIT` seconds,
     then answers 202 with the fetch job.
     """
-    # The request commits after answering, too late for a first fetch this request must wait for:
-    # the service calls this one early commit to publish that fetch job before waiting.
-    answer = service.social_data_or_first_fetch(
-        current_caller(), path_id(user_id, "user_id"), publish_first_fetch=commit
-    )
+    answer = service.social_data_or_first_fetch(current_caller(), path_id(user_id, "user_id"))
     if isinstance(answer, Job):
         return _accepted_response(answer)
     return answer.data, 200, _age_header(answer.age_seconds)

@@ -2,10 +2,10 @@
 
 Services flush, never commit; the request or task around them owns the transaction. Fetching
 happens only in `fetch_link_from_job` (run by the worker); web requests start at most one fetch
-job per link at a time (`request_fetch`). `social_data_or_first_fetch` ends read-only
-transactions while it waits for a first fetch, after the edge's own early commit (see there).
+job per link at a time (`request_fetch`). `social_data_or_first_fetch` commits a first fetch job
+before the edge (`commit_before_the_edge`), then ends read-only transactions while it waits for it.
 
-One deliberate exception commits inside this module: `_commit_rotated_tokens`. A platform rotates
+The other commit before the edge in this module is `_commit_rotated_tokens`. A platform rotates
 the refresh token on every refresh, so the old one is dead the moment a new one is issued; when the
 fetch is then deferred (rate limit, transient fault) the task's unit of work rolls back, and the
 new tokens would be lost with it, breaking the link. They are committed at once instead, ending
@@ -31,7 +31,7 @@ from sqlalchemy import delete, or_, select, update
 from sqlalchemy.exc import IntegrityError
 
 from app.config import CoreSettings
-from app.db import after_commit_publish, as_utc, commit, isoformat, rollback, utcnow
+from app.db import after_commit_publish, as_utc, commit_before_the_edge, isoformat, rollback, utcnow
 from app.extensions import db
 from app.jobs.models import FAILED, Job
 from app.jobs.service import enqueue_job
@@ -356,13 +356,13 @@ def _tokens_of(link: SocialLink) -> TokenSet:
 
 
 def _commit_rotated_tokens(link: SocialLink, tokens: TokenSet) -> None:
-    """Store rotated tokens and commit them now (the module's one commit, see its docstring).
+    """Store rotated tokens and commit them now (see the module docstring).
 
     Only for a fetch about to be deferred, which has written nothing else: the rollback that
     follows the deferral must not take the only working refresh token with it.
     """
     store_tokens(link, tokens)
-    commit()
+    commit_before_the_edge("rotated OAuth tokens must outlive the rollback of a deferred fetch")
 
 
 def _oauth_app(config: SocialSettings, platform: str) -> OAuthApp:
@@ -603,23 +603,21 @@ class _SocialDataView:
     pending: tuple[Job, ...]
 
 
-def social_data_or_first_fetch(
-    caller: Caller, user_id: int, *, publish_first_fetch: Callable[[], None]
-) -> SocialData | Job:
+def social_data_or_first_fetch(caller: Caller, user_id: int) -> SocialData | Job:
     """The user's spec 2.5 data, or the fetch job of a first fetch still running after the wait.
 
     Data of a link last tried more than `SOCIAL_DATA_MAX_AGE` ago starts one de-duplicated refresh
-    and is still returned at once. When the user has links but nothing fetched yet, calls
-    `publish_first_fetch` (the edge's commit: a fetch job reaches the worker only once committed,
-    and it must before it can be waited for), then polls for up to `SOCIAL_DATA_WAIT` seconds;
-    each poll ends its read-only transaction with `rollback()` to see the worker's writes, the one
-    place this feature's services end a transaction, on behalf of the edge. Returns the pending
-    job when the wait ran out. Flushes; raises `NotFound`.
+    and is still returned at once. When the user has links but nothing fetched yet, commits before
+    the edge (a fetch job reaches the worker only once committed, and it must before it can be
+    waited for; the request's own commit comes after answering, too late), then polls for up to
+    `SOCIAL_DATA_WAIT` seconds; each poll ends its read-only transaction with `rollback()` to see
+    the worker's writes, on behalf of the edge. Returns the pending job when the wait ran out.
+    Flushes; raises `NotFound`.
     """
     user = require_user_visible(user_id, caller.acting_path)
     view = _view_of(_links_of(user.id), start_refreshes=True)
     if view.data is None:
-        publish_first_fetch()
+        commit_before_the_edge("a first fetch job reaches the worker before the request waits for it")
         view = _wait_for_first_fetch(caller, user_id, settings().data_wait)
     if view.data is None and view.pending:
         return view.pending[0]

@@ -2,39 +2,16 @@
 
 from __future__ import annotations
 
-import json
-import re
 import threading
 import time
-from dataclasses import dataclass
-from typing import Any
 
-import httpx
 import pytest
+from click.testing import CliRunner
 from werkzeug.serving import make_server
 
-from app.agents.registration_file import REGISTRATION_TYPE
 from app.client.library import TesseraClient
-
-
-def registration_card(name: str = "Test agent", **members: Any) -> bytes:
-    """A card in the ERC-8004 registration-file shape, as JSON bytes; ``members`` add or replace."""
-    card = {
-        "type": REGISTRATION_TYPE,
-        "name": name,
-        "description": f"{name}, hosted by a test",
-        "services": [{"name": "A2A", "endpoint": "https://agent.example/.well-known/agent-card.json"}],
-        **members,
-    }
-    return json.dumps(card).encode()
-
-
-@dataclass
-class LiveServer:
-    url: str
-
-    def http(self) -> httpx.Client:
-        return httpx.Client(base_url=self.url, timeout=20)
+from app.settings import install_settings
+from tests.support.agents import LiveServer, claim_key_over_http
 
 
 @pytest.fixture(scope="session")
@@ -51,6 +28,7 @@ def live_server(app, real_worker):
         AGENT_CLAIM_RATE_LIMIT="10000 per hour",
         AGENT_CHALLENGE_RATE_LIMIT="10000 per minute",
     )
+    install_settings(app)
     thread = threading.Thread(target=server.serve_forever, name="live-server", daemon=True)
     thread.start()
     yield LiveServer(url)
@@ -58,24 +36,15 @@ def live_server(app, real_worker):
     thread.join(timeout=10)
 
 
-_KEY_RE = re.compile(r'<code id="agent-key">(0x[0-9a-f]{64})</code>')
-_CSRF_RE = re.compile(r'name="csrf_token" value="([^"]+)"')
-
-
-def claim_key_over_http(live_server: LiveServer, kind: str = "agent") -> str:
-    """Claim a fresh key with test credits through the HTML claim form (as a browser would)."""
-    with live_server.http() as http:
-        page = http.get("/claim")
-        assert page.status_code == 200, page.text
-        token = _CSRF_RE.search(page.text).group(1)
-        answer = http.post("/claim", data={"csrf_token": token, "kind": kind})
-        assert answer.status_code == 200, answer.text
-        return _KEY_RE.search(answer.text).group(1)
-
-
 @pytest.fixture
 def claimed_key(live_server) -> str:
     return claim_key_over_http(live_server)
+
+
+@pytest.fixture
+def session(live_server, agent_client) -> dict:
+    """The bearer header and DID of a signed-in agent with test credits."""
+    return {"Authorization": f"Bearer {agent_client._session_token}", "did": agent_client.did}
 
 
 @pytest.fixture
@@ -111,3 +80,11 @@ class Outbox:
 @pytest.fixture
 def outbox(app, monkeypatch) -> Outbox:
     return Outbox(app, monkeypatch)
+
+
+@pytest.fixture
+def runner(monkeypatch) -> CliRunner:
+    """A runner for the `tessera` CLI with none of its settings taken from this environment."""
+    for name in ("TESSERA_ENV", "TESSERA_API_KEY", "TESSERA_NETWORK_URL", "TESSERA_PRODUCTION_URL"):
+        monkeypatch.delenv(name, raising=False)
+    return CliRunner()

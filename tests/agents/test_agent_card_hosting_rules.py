@@ -7,7 +7,7 @@ import threading
 import pytest
 
 from app.client.library import InsufficientCredits, OwnerNamedDeregistration, TesseraClient
-from tests.agents.conftest import claim_key_over_http, registration_card
+from tests.support.agents import claim_key_over_http, registration_card
 
 
 def _headers(client: TesseraClient) -> dict[str, str]:

@@ -10,7 +10,7 @@ import pytest
 from app.agents.ethereum import address_from_private_key, generate_private_key
 from app.agents.registration_file import REGISTRATION_TYPE
 from app.client.library import TesseraClient
-from tests.agents.conftest import registration_card
+from tests.support.agents import registration_card
 
 
 def _headers(client: TesseraClient) -> dict[str, str]:

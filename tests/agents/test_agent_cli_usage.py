@@ -3,21 +3,11 @@
 import json
 
 import pytest
-from click.testing import CliRunner
 
 from app.agents.ethereum import generate_private_key
 from app.client.cards import render_card, scaffold_card
 from app.client.cli import main
-
-DID = "did:tessera:0123456789abcdef0123456789abcdef01234567"
-UNREACHABLE = "http://127.0.0.1:9"
-
-
-@pytest.fixture
-def runner(monkeypatch):
-    for name in ("TESSERA_ENV", "TESSERA_API_KEY", "TESSERA_NETWORK_URL", "TESSERA_PRODUCTION_URL"):
-        monkeypatch.delenv(name, raising=False)
-    return CliRunner()
+from tests.support.agents import DID, UNREACHABLE
 
 
 @pytest.mark.parametrize(

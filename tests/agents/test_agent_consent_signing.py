@@ -14,8 +14,8 @@ from click.testing import CliRunner
 from app.agents import ethereum
 from app.agents.consent_message import ConsentTerms, format_consent_message
 from app.client.cli import main
-from tests.agents.fake_network import FakeNetwork, serve
-from tests.agents.pty_terminal import TESSERA, Terminal
+from tests.support.fake_agent_network import FakeNetwork, serve
+from tests.support.pty_terminal import TESSERA, Terminal
 
 AGENT = "did:tessera:" + "a1" * 20
 OWNER = "did:tessera:" + "b2" * 20

@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 
 from app.client.cards import REGISTRATION_TYPE, find_placeholders
-from tests.agents.pty_terminal import TESSERA, Terminal
+from tests.support.pty_terminal import TESSERA, Terminal
 
 DID = "did:tessera:" + "ab" * 20
 

@@ -8,8 +8,8 @@ from click.testing import CliRunner
 
 from app.agents import ethereum
 from app.client.cli import main
-from tests.agents.fake_network import JOB_ID, FakeNetwork, serve
-from tests.agents.pty_terminal import TESSERA, Terminal
+from tests.support.fake_agent_network import JOB_ID, FakeNetwork, serve
+from tests.support.pty_terminal import TESSERA, Terminal
 
 AGENT = "did:tessera:" + "a1" * 20
 CARD = b'{"name": "Slow to host"}'

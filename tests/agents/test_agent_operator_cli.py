@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from app.agents.ethereum import address_from_private_key, generate_private_key
 from app.client.library import TesseraClient
-from tests.agents.conftest import registration_card
+from tests.support.agents import registration_card
 
 
 def test_granted_credits_let_a_key_made_elsewhere_host(app, live_server):

@@ -15,7 +15,7 @@ from app.agents.consent_message import OwnerRevocation, format_revocation_messag
 from app.agents.siwe import format_date_time
 from app.client.cli import main
 from app.client.library import AuthenticationFailed, TesseraClient
-from tests.agents.conftest import claim_key_over_http, registration_card
+from tests.support.agents import claim_key_over_http, registration_card
 
 
 @dataclass

@@ -8,9 +8,9 @@ from selenium.webdriver.support import expected_conditions
 from selenium.webdriver.support.ui import WebDriverWait
 
 from app.client.library import TesseraClient
-from tests.agents.conftest import claim_key_over_http
+from tests.support.agents import claim_key_over_http
 from tests.support.browser import page_left
-from tests.support.screenshots import chromium, shoot_everywhere  # noqa: F401
+from tests.support.screenshots import shoot_everywhere
 
 pytestmark = pytest.mark.browser
 
@@ -30,7 +30,7 @@ def _claim(driver, url: str, *, forget_form: bool = False) -> None:
     _wait_for(driver, "message")
 
 
-def test_agent_pages_in_every_view(live_server, agent_client, chromium):  # noqa: F811
+def test_agent_pages_in_every_view(live_server, agent_client, chromium):
     url = live_server.url
 
     def claim_page() -> None:

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import re
 
-from tests.agents.conftest import registration_card
+from tests.support.agents import registration_card
 
 _KEY_RE = re.compile(r'<code id="agent-key">(0x[0-9a-f]{64})</code>')
 _CSRF_RE = re.compile(r'name="csrf_token" value="([^"]+)"')

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from tests.agents.conftest import registration_card
+from tests.support.agents import registration_card
 
 
 def test_a_did_document_has_a_strong_etag_and_answers_304_until_it_changes(live_server, agent_client):

@@ -9,7 +9,8 @@ import pytest
 from click.testing import CliRunner
 
 from app.client.cli import main
-from tests.agents.conftest import claim_key_over_http, registration_card
+from tests.support.agents import claim_key_over_http, registration_card
+from tests.support.config import config_changed
 
 
 @pytest.fixture
@@ -180,12 +181,9 @@ def test_wrong_key_fails_authentication_with_exit_3(tessera, live_server):
 
 
 def test_registry_version_below_1_7_0_refuses_deregistration(tessera, app, claimed_key, live_server):
-    app.config["AGENT_REGISTRY_VERSION"] = "1.6.9"
-    try:
+    with config_changed(app, AGENT_REGISTRY_VERSION="1.6.9"):
         code, error, output = tessera("agent", "deregister", "--yes", key=claimed_key)
         code_h, _, human = tessera("agent", "deregister", "--yes", key=claimed_key, as_json=False)
-    finally:
-        app.config.pop("AGENT_REGISTRY_VERSION")
     assert code == 1 and error["error"]["kind"] == "RegistryTooOld" and error["error"]["version"] == "1.6.9"
     assert code_h == 1 and "1.6.9" in human and "1.7.0" in human
     with httpx.Client(base_url=live_server.url) as http:
@@ -194,7 +192,7 @@ def test_registry_version_below_1_7_0_refuses_deregistration(tessera, app, claim
 
 
 def test_organisation_flow_through_the_cli(tessera, live_server, claimed_key, tmp_path):
-    from tests.agents.conftest import claim_key_over_http
+    from tests.support.agents import claim_key_over_http
 
     org_key = claim_key_over_http(live_server, kind="organisation")
     _, org, _ = tessera("whoami", key=org_key)

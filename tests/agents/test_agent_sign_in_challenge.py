@@ -17,7 +17,7 @@ from click.testing import CliRunner
 from app.agents import ethereum
 from app.client.cli import main
 from app.client.library import ChallengeRefused, TesseraClient
-from tests.agents.fake_network import FakeNetwork, serve, sign_in_message
+from tests.support.fake_agent_network import FakeNetwork, serve, sign_in_message
 
 AGENT = "did:tessera:" + "a1" * 20
 OTHER_ADDRESS = ethereum.address_from_private_key(ethereum.generate_private_key())

@@ -10,7 +10,7 @@ from typing import Any
 import httpx
 
 from app.agents import ethereum
-from tests.agents.conftest import claim_key_over_http
+from tests.support.agents import claim_key_over_http
 
 SIGN_INS = 4
 
@@ -74,7 +74,7 @@ def test_concurrent_first_sign_ins_of_a_claimed_key_agree_on_one_did(live_server
 
 
 def test_grants_racing_first_sign_ins_create_one_account(app, live_server):
-    from app.agents import service
+    from app.agents import accounts, credits
     from app.db import transaction
 
     key = ethereum.generate_private_key()
@@ -83,11 +83,11 @@ def test_grants_racing_first_sign_ins_create_one_account(app, live_server):
 
     def grant() -> int:
         with app.app_context(), transaction():
-            return service.grant_credits(address, 7, "race").id
+            return credits.grant_credits(address, 7, "race").id
 
     def kind() -> int:
         with app.app_context(), transaction():
-            return service.set_account_kind(address, "agent").id
+            return accounts.set_account_kind(address, "agent").id
 
     results = _run_together([grant, grant, kind, *[lambda body=body: _verify(live_server, body) for body in bodies]])
     assert len(set(results[:3])) == 1

@@ -16,7 +16,7 @@ import pytest
 from sqlalchemy import func, select, text
 
 from app.client.library import TesseraClient
-from tests.agents.conftest import registration_card
+from tests.support.agents import registration_card
 
 pytestmark = pytest.mark.realworker
 

@@ -5,20 +5,10 @@ from __future__ import annotations
 import json
 
 import pytest
-from click.testing import CliRunner
 
 from app.agents.ethereum import generate_private_key
 from app.client.cli import main
-
-DID = "did:tessera:0123456789abcdef0123456789abcdef01234567"
-UNREACHABLE = "http://127.0.0.1:9"
-
-
-@pytest.fixture
-def runner(monkeypatch):
-    for name in ("TESSERA_ENV", "TESSERA_API_KEY", "TESSERA_NETWORK_URL", "TESSERA_PRODUCTION_URL"):
-        monkeypatch.delenv(name, raising=False)
-    return CliRunner()
+from tests.support.agents import DID, UNREACHABLE
 
 
 @pytest.mark.parametrize(
@@ -40,12 +30,14 @@ def test_global_options_before_or_after_the_command(runner, args):
 
 def _card(name: str) -> bytes:
     """The smallest card the network hosts: an ERC-8004 registration file."""
-    return json.dumps({
-        "type": "https://eips.ethereum.org/EIPS/eip-8004#registration-v1",
-        "name": name,
-        "description": f"{name}, a test agent",
-        "services": [{"name": "A2A", "endpoint": "https://agent.example/a2a.json"}],
-    }).encode()
+    return json.dumps(
+        {
+            "type": "https://eips.ethereum.org/EIPS/eip-8004#registration-v1",
+            "name": name,
+            "description": f"{name}, a test agent",
+            "services": [{"name": "A2A", "endpoint": "https://agent.example/a2a.json"}],
+        }
+    ).encode()
 
 
 def test_env_after_a_nested_command_is_accepted(runner):

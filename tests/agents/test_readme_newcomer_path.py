@@ -61,7 +61,7 @@ def test_readme_newcomer_lines_create_an_organisation_and_run_a_job(live_server,
 
 
 def test_readme_agent_lines_take_the_key_from_the_environment(live_server, activated_checkout):
-    from tests.agents.conftest import claim_key_over_http
+    from tests.support.agents import claim_key_over_http
 
     key = claim_key_over_http(live_server)
     script = readme_block("agent").replace("--env testnet", "--env testnet --json")

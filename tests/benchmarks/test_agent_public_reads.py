@@ -15,8 +15,6 @@ import http.client
 import multiprocessing
 import os
 import shutil
-import signal
-import socket
 import statistics
 import subprocess
 import sys
@@ -28,42 +26,15 @@ from pathlib import Path
 import httpx
 import pytest
 
+from tests.conftest import stop_process
+from tests.support.bench import REPO_ROOT, ensure_binary, free_port, seed_card, wait_for_url
+
 pytestmark = pytest.mark.benchmark
 
 CONCURRENCY = 64
 PROCESSES = 4
 DURATION_SECONDS = 6.0
 WARMUP_SECONDS = 1.0
-REPO_ROOT = Path(__file__).resolve().parents[2]
-
-
-def _free_port() -> int:
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        return probe.getsockname()[1]
-
-
-def _wait_for(url: str, timeout: float = 30.0) -> None:
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        try:
-            if httpx.get(url, timeout=1).status_code < 500:
-                return
-        except httpx.HTTPError:
-            pass
-        time.sleep(0.1)
-    raise AssertionError(f"{url} did not come up")
-
-
-def _ensure_nginx() -> str:
-    found = shutil.which("nginx") or ("/usr/sbin/nginx" if Path("/usr/sbin/nginx").exists() else None)
-    if found:
-        return found
-    install = ["apt-get", "install", "-y", "--no-install-recommends", "nginx-light"]
-    if subprocess.run(install, capture_output=True).returncode != 0:
-        subprocess.run(["apt-get", "update"], capture_output=True, check=True)
-        subprocess.run(install, capture_output=True, check=True)
-    return shutil.which("nginx") or "/usr/sbin/nginx"
 
 
 def _load_worker(port: int, path: str, connections: int, start_at: float, stop_at: float, queue) -> None:
@@ -191,42 +162,8 @@ http {{
     )
 
 
-def _stop(process: subprocess.Popen) -> None:
-    if process.poll() is None:
-        os.killpg(process.pid, signal.SIGTERM)
-        try:
-            process.wait(timeout=15)
-        except subprocess.TimeoutExpired:
-            os.killpg(process.pid, signal.SIGKILL)
-            process.wait(timeout=5)
-
-
-def _seed_card(base_url: str) -> tuple[str, bytes, bytes]:
-    """Claim a key on the claim page, host a card; returns (did, card bytes, DID document bytes)."""
-    import re
-
-    from app.client.library import TesseraClient
-
-    with httpx.Client(base_url=base_url, timeout=30) as http_client:
-        page = http_client.get("/claim")
-        token = re.search(r'name="csrf_token" value="([^"]+)"', page.text).group(1)
-        claimed = http_client.post("/claim", data={"csrf_token": token, "kind": "agent"})
-        key = re.search(r'<code id="agent-key">(0x[0-9a-f]{64})</code>', claimed.text).group(1)
-    card = (
-        b'{"type": "https://eips.ethereum.org/EIPS/eip-8004#registration-v1", "name": "Bench", '
-        b'"description": "' + b"b" * 1500 + b'", "services": [], "x402Support": false}\n'
-    )
-    with TesseraClient(base_url, api_key=key, poll_interval=0.05, job_timeout=60) as client:
-        job = client.host_card(card)
-        did = job["result"]["did"]
-        client.set_card("https://bench.example/.well-known/agent-card.json")
-    document = httpx.get(f"{base_url}/api/did/{did}").content
-    assert httpx.get(f"{base_url}/api/agent-card/{did}").content == card
-    return did, card, document
-
-
 def test_public_reads_gunicorn_vs_nginx(app, real_worker):
-    nginx = _ensure_nginx()
+    nginx = ensure_binary("nginx", "nginx-light")
     workdir = Path(tempfile.mkdtemp(prefix="tessera-bench-"))
     env = {**os.environ, "RATELIMIT_ENABLED": "0", "LOG_LEVEL": "WARNING"}
     # On PostgreSQL + Redis the test process reaches them through fault-injection proxies; the
@@ -234,13 +171,13 @@ def test_public_reads_gunicorn_vs_nginx(app, real_worker):
     for name in ("DATABASE_URL", "REDIS_URL"):
         if os.environ.get(f"DIRECT_{name}"):
             env[name] = os.environ[f"DIRECT_{name}"]
-    gunicorn_port, nginx_port = _free_port(), _free_port()
+    gunicorn_port, nginx_port = free_port(), free_port()
     gunicorn = _start_gunicorn(gunicorn_port, env)
     nginx_process = None
     try:
         base_url = f"http://127.0.0.1:{gunicorn_port}"
-        _wait_for(f"{base_url}/api/pricing")
-        did, card, document = _seed_card(base_url)
+        wait_for_url(f"{base_url}/api/pricing")
+        did, card, document = seed_card(base_url)
 
         root = workdir / "www"
         (root / "api" / "agent-card").mkdir(parents=True)
@@ -248,7 +185,7 @@ def test_public_reads_gunicorn_vs_nginx(app, real_worker):
         (root / "api" / "agent-card" / did).write_bytes(card)
         (root / "api" / "did" / did).write_bytes(document)
         nginx_process = _start_nginx(nginx, root, nginx_port, workdir)
-        _wait_for(f"http://127.0.0.1:{nginx_port}/api/agent-card/{did}")
+        wait_for_url(f"http://127.0.0.1:{nginx_port}/api/agent-card/{did}")
         assert httpx.get(f"http://127.0.0.1:{nginx_port}/api/agent-card/{did}").content == card
 
         print(
@@ -272,6 +209,6 @@ def test_public_reads_gunicorn_vs_nginx(app, real_worker):
             print(f"{label:<18}gunicorn/nginx throughput ratio: {ratio:.3f}")
     finally:
         if nginx_process is not None:
-            _stop(nginx_process)
-        _stop(gunicorn)
+            stop_process(nginx_process)
+        stop_process(gunicorn)
         shutil.rmtree(workdir, ignore_errors=True)

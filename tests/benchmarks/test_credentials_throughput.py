@@ -17,6 +17,7 @@ import pytest
 
 from tests import conftest
 from tests.credentials.issuing import Issuer, allocate_status, create_user
+from tests.support.bench import percentile
 from tests.support.vectors import VECTORS
 
 pytestmark = pytest.mark.benchmark
@@ -24,11 +25,6 @@ pytestmark = pytest.mark.benchmark
 LATENCY_RUNS = 200
 BATCH = 600
 WARMUP_JOBS = 20
-
-
-def percentile(values: list[float], fraction: float) -> float:
-    ordered = sorted(values)
-    return ordered[min(len(ordered) - 1, int(round(fraction * (len(ordered) - 1))))]
 
 
 def _signed_credentials(client, headers) -> dict[str, tuple[dict, dict]]:
@@ -100,8 +96,7 @@ def test_verify_latency_per_suite(app, client, master):
         )
     print(
         f"\nverification latency per suite, status check included (n={LATENCY_RUNS}; engine = the verification "
-        "with its database status read, HTTP = POST /v1/vc/verify through the Flask test client):\n"
-        + "\n".join(lines)
+        "with its database status read, HTTP = POST /v1/vc/verify through the Flask test client):\n" + "\n".join(lines)
     )
 
 
@@ -162,8 +157,9 @@ def test_stored_credentials_verified_per_second_by_two_workers(app, client, mast
     workers = []
     try:
         for body in bodies:
-            response = client.post("/v1/vc/issuer/store", data=body, content_type="application/json",
-                                   headers=master.headers)
+            response = client.post(
+                "/v1/vc/issuer/store", data=body, content_type="application/json", headers=master.headers
+            )
             assert response.status_code == 201, response.get_data(as_text=True)
             cids.append(response.json["data"]["cid"])
         workers = [conftest.start_worker(concurrency=1) for _ in range(2)]

@@ -17,43 +17,13 @@ from pathlib import Path
 import pytest
 
 from tests import conftest
+from tests.support.bench import enqueue_canaries, percentile, wait_finished
 
 pytestmark = [pytest.mark.benchmark, pytest.mark.realworker]
 
 SEQUENTIAL_JOBS = 300
 BATCH_JOBS = 3000
 CLOCK_TICKS = os.sysconf("SC_CLK_TCK")
-
-
-def _enqueue(app, count: int, client_id: int) -> list[str]:
-    from app.db import transaction
-    from app.jobs.service import enqueue_job
-
-    with app.app_context(), transaction():
-        return [enqueue_job("jobs.canary", {}, client_id=client_id).id for _ in range(count)]
-
-
-def _finished_count(app, client_id: int) -> int:
-    from sqlalchemy import func, select
-
-    from app.extensions import db
-    from app.jobs.models import Job
-
-    with app.app_context():
-        done = db.session.scalar(
-            select(func.count()).select_from(Job).where(Job.client_id == client_id, Job.state == "succeeded")
-        )
-        db.session.rollback()
-    return done
-
-
-def _wait_finished(app, client_id: int, count: int, timeout: float, poll: float) -> None:
-    """Wait until `count` jobs of `client_id` succeeded (one indexed count per poll, cheap for the server)."""
-    deadline = time.monotonic() + timeout
-    while _finished_count(app, client_id) < count:
-        if time.monotonic() > deadline:
-            raise AssertionError("jobs did not finish")
-        time.sleep(poll)
 
 
 def _durations(app, job_ids: list[str]) -> tuple[list[float], float, float]:
@@ -103,11 +73,6 @@ def _cpu_snapshot(workers) -> tuple[float, float]:
     return worker_cpu, backend_cpu
 
 
-def percentile(values: list[float], fraction: float) -> float:
-    ordered = sorted(values)
-    return ordered[min(len(ordered) - 1, int(round(fraction * (len(ordered) - 1))))]
-
-
 def test_job_round_trip(app, real_worker):
     real_worker.stop()
     workers = [conftest.start_worker(concurrency=1) for _ in range(2)]
@@ -115,20 +80,20 @@ def test_job_round_trip(app, real_worker):
     batch_client = conftest.make_master(app, "Jobs benchmark, batch").client_id
     try:
         # Warm up both workers (imports, connections) before anything is timed.
-        _enqueue(app, 20, sequential_client)
-        _wait_finished(app, sequential_client, 20, timeout=60, poll=0.05)
+        enqueue_canaries(app, 20, sequential_client)
+        wait_finished(app, sequential_client, 20, timeout=60, poll=0.05)
 
         sequential = []
         for index in range(SEQUENTIAL_JOBS):
-            sequential += _enqueue(app, 1, sequential_client)
-            _wait_finished(app, sequential_client, 21 + index, timeout=30, poll=0.002)
+            sequential += enqueue_canaries(app, 1, sequential_client)
+            wait_finished(app, sequential_client, 21 + index, timeout=30, poll=0.002)
         latencies, _, _ = _durations(app, sequential)
 
         workers_before, backends_before = _cpu_snapshot(workers)
         enqueue_started = time.process_time()
-        batch = _enqueue(app, BATCH_JOBS, batch_client)  # commits, then publishes every job
+        batch = enqueue_canaries(app, BATCH_JOBS, batch_client)  # commits, then publishes every job
         enqueue_ms = (time.process_time() - enqueue_started) * 1000 / len(batch)
-        _wait_finished(app, batch_client, BATCH_JOBS, timeout=300, poll=0.05)
+        wait_finished(app, batch_client, BATCH_JOBS, timeout=300, poll=0.05)
         workers_after, backends_after = _cpu_snapshot(workers)
         _, first, last = _durations(app, batch)
         throughput = len(batch) / (last - first)

@@ -14,10 +14,7 @@ from __future__ import annotations
 
 import os
 import queue
-import socket
 import statistics
-import subprocess
-import sys
 import threading
 import time
 from datetime import timedelta
@@ -27,6 +24,8 @@ import requests
 
 from tests import conftest
 from tests.oidc.helpers import make_tenant
+from tests.support.bench import free_port, issue_codes, percentile
+from tests.support.servers import gunicorn
 
 pytestmark = pytest.mark.benchmark
 
@@ -35,56 +34,17 @@ EXCHANGES = int(os.environ.get("OIDC_BENCH_EXCHANGES", 4000))
 WARMUP = 200
 
 
-def _free_port() -> int:
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        return probe.getsockname()[1]
-
-
 @pytest.fixture
 def gunicorn_server(app):
-    port = _free_port()
+    port = free_port()
     url = f"http://127.0.0.1:{port}"
     workers = os.environ.get("WEB_CONCURRENCY", str(os.cpu_count() or 2))
     threads = os.environ.get("WEB_THREADS", "4")
     env = {**os.environ, "OIDC_ISSUER": url, "BASE_URL": url, "OIDC_TOKEN_RATE_LIMIT": "10000000 per minute",
            "LOG_LEVEL": "WARNING", "DB_POOL_SIZE": threads}
-    with open(conftest.TMP_DIR / "gunicorn-oidc-bench.log", "ab") as log:
-        process = subprocess.Popen(
-            [sys.executable, "-m", "gunicorn", "--bind", f"127.0.0.1:{port}", "--workers", workers,
-             "--threads", threads, "--backlog", "2048", "app:create_app()"],
-            cwd=conftest.REPO_ROOT, env=env, stdout=log, stderr=subprocess.STDOUT, start_new_session=True,
-        )
-    deadline = time.monotonic() + 60
-    while True:
-        try:
-            if requests.get(url + "/healthz", timeout=5).status_code == 200:
-                break
-        except requests.RequestException:
-            pass
-        if time.monotonic() > deadline or process.poll() is not None:
-            conftest.stop_process(process)
-            raise AssertionError("gunicorn did not start; see gunicorn-oidc-bench.log")
-        time.sleep(0.2)
-    yield url, f"{workers} workers x {threads} threads"
-    conftest.stop_process(process)
-
-
-def _issue_codes(app, tenant, count: int) -> list[str]:
-    from app.db import transaction, utcnow
-    from app.extensions import db
-    from app.oidc.models import AuthorizationCode
-    from app.security import hash_secret, random_token
-
-    codes = [random_token(32) for _ in range(count)]
-    now = utcnow()
-    with app.app_context(), transaction():
-        db.session.add_all(AuthorizationCode(
-            code_hash=hash_secret(code), client_id=tenant.client_id, user_id=tenant.user_id,
-            redirect_uri=tenant.redirect_uri, scope="openid profile email", nonce="bench-nonce",
-            auth_time=now, created_at=now, expires_at=now + timedelta(hours=1),
-        ) for code in codes)
-    return codes
+    options = ["--workers", workers, "--threads", threads, "--backlog", "2048"]
+    with gunicorn(port, env, options, log_name="gunicorn-oidc-bench.log"):
+        yield url, f"{workers} workers x {threads} threads"
 
 
 def _code_bodies(tenant, codes: list[str]) -> list[dict]:
@@ -130,17 +90,12 @@ def _run(url: str, bodies: list[dict], concurrency: int) -> tuple[list[float], f
     return latencies, time.perf_counter() - began, failures[0]
 
 
-def _percentile(values: list[float], fraction: float) -> float:
-    ordered = sorted(values)
-    return ordered[min(len(ordered) - 1, int(round(fraction * (len(ordered) - 1))))]
-
-
 @pytest.mark.parametrize("signing_alg", ["RS256", "ES256"])
 def test_code_exchange_throughput(app, client, gunicorn_server, signing_alg):
     url, shape = gunicorn_server
     tenant = make_tenant(app, client, signing_alg=signing_alg)
-    _run(url, _code_bodies(tenant, _issue_codes(app, tenant, WARMUP)), CONCURRENCY)
-    latencies, elapsed, failures = _run(url, _code_bodies(tenant, _issue_codes(app, tenant, EXCHANGES)), CONCURRENCY)
+    _run(url, _code_bodies(tenant, issue_codes(app, tenant, WARMUP)), CONCURRENCY)
+    latencies, elapsed, failures = _run(url, _code_bodies(tenant, issue_codes(app, tenant, EXCHANGES)), CONCURRENCY)
     _report(f"code exchange {signing_alg}", shape, latencies, elapsed, failures)
     assert failures == 0
 
@@ -150,7 +105,7 @@ def _report(what: str, shape: str, latencies: list[float], elapsed: float, failu
     print(
         f"\n[oidc bench] {what} on {database}, gunicorn {shape}, {CONCURRENCY} connections: "
         f"{len(latencies)} grants in {elapsed:.2f}s = {len(latencies) / elapsed:.0f} grants/s; "
-        f"p50 {statistics.median(latencies) * 1000:.1f} ms, p99 {_percentile(latencies, 0.99) * 1000:.1f} ms, "
+        f"p50 {statistics.median(latencies) * 1000:.1f} ms, p99 {percentile(latencies, 0.99) * 1000:.1f} ms, "
         f"max {max(latencies) * 1000:.1f} ms; failures {failures} (load generator on the same {os.cpu_count()} CPUs, "
         f"load average {os.getloadavg()[0]:.1f})"
     )

@@ -17,8 +17,6 @@ from __future__ import annotations
 import os
 import re
 import shutil
-import signal
-import socket
 import statistics
 import subprocess
 import sys
@@ -31,10 +29,21 @@ import httpx
 import pytest
 
 from tests import conftest
+from tests.conftest import stop_process
+from tests.support.bench import (
+    REPO_ROOT,
+    enqueue_canaries,
+    ensure_binary,
+    free_port,
+    issue_codes,
+    procfile_web_command,
+    seed_card,
+    wait_finished,
+    wait_for_url,
+)
 
 pytestmark = [pytest.mark.benchmark, pytest.mark.realworker]
 
-REPO_ROOT = Path(__file__).resolve().parents[2]
 PEER_DIR = Path(__file__).resolve().parent / "peers" / "oidc"
 ROUNDS = 3
 EXCHANGE_SECONDS = int(os.environ.get("PEER_BENCH_SECONDS", 5))
@@ -62,45 +71,6 @@ WRK_THREADS = 2
 # The client peers/oidc/provider.mjs registers.
 NODE_CLIENT = {"redirect_uri": "https://rp.example/callback", "client_id": "bench",
                "client_secret": "bench-secret-0123456789abcdef0123456789abcdef"}
-
-
-def _free_port() -> int:
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        return probe.getsockname()[1]
-
-
-def _ensure(binary: str, package: str) -> str:
-    found = shutil.which(binary) or (f"/usr/sbin/{binary}" if Path(f"/usr/sbin/{binary}").exists() else None)
-    if found:
-        return found
-    subprocess.run(["apt-get", "install", "-y", "--no-install-recommends", package], check=True,
-                   stdout=subprocess.DEVNULL, env={**os.environ, "DEBIAN_FRONTEND": "noninteractive"})
-    return shutil.which(binary) or f"/usr/sbin/{binary}"
-
-
-def _wait_for(url: str, process: subprocess.Popen, timeout: float = 60) -> None:
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        if process.poll() is not None:
-            raise AssertionError(f"the server for {url} exited")
-        try:
-            if httpx.get(url, timeout=2).status_code < 500:
-                return
-        except httpx.HTTPError:
-            pass
-        time.sleep(0.2)
-    raise AssertionError(f"{url} did not come up")
-
-
-def _stop(process: subprocess.Popen) -> None:
-    if process.poll() is None:
-        os.killpg(process.pid, signal.SIGTERM)
-        try:
-            process.wait(timeout=15)
-        except subprocess.TimeoutExpired:
-            os.killpg(process.pid, signal.SIGKILL)
-            process.wait(timeout=5)
 
 
 def _tree(pid: int) -> list[int]:
@@ -182,19 +152,12 @@ def _server_env() -> dict:
     return env
 
 
-def _procfile_web() -> str:
-    for line in (REPO_ROOT / "Procfile").read_text().splitlines():
-        if line.startswith("web:"):
-            return line.split(":", 1)[1].strip()
-    raise AssertionError("Procfile has no web process")
-
-
 def _start_tessera(port: int, extra: dict) -> subprocess.Popen:
     url = f"http://127.0.0.1:{port}"
     env = {**_server_env(), "PORT": str(port), "BASE_URL": url, "OIDC_ISSUER": url, **extra}
-    process = subprocess.Popen(["sh", "-c", "exec " + _procfile_web()], cwd=REPO_ROOT, env=env,
+    process = subprocess.Popen(["sh", "-c", "exec " + procfile_web_command()], cwd=REPO_ROOT, env=env,
                                stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True)
-    _wait_for(f"http://127.0.0.1:{port}/healthz", process)
+    wait_for_url(f"http://127.0.0.1:{port}/healthz", process, timeout=60)
     return process
 
 
@@ -219,11 +182,9 @@ def _write_bodies(path: Path, bodies: list[str]) -> None:
 
 
 def _tessera_codes(app, tenant, count: int) -> list[str]:
-    from tests.benchmarks.test_oidc_bench import _issue_codes
-
     return [urlencode({"grant_type": "authorization_code", "code": code, "redirect_uri": tenant.redirect_uri,
                        "client_id": str(tenant.client_id), "client_secret": tenant.client_secret})
-            for code in _issue_codes(app, tenant, count)]
+            for code in issue_codes(app, tenant, count)]
 
 
 def _node_codes(workdir: Path, redis_url: str, count: int) -> list[str]:
@@ -248,7 +209,7 @@ def test_code_exchange_vs_node_oidc_provider(app, client, peer_workdir):
     from tests.oidc.helpers import make_tenant
 
     _needs_postgres()
-    wrk = _ensure("wrk", "wrk")
+    wrk = ensure_binary("wrk", "wrk")
     _install_peer(peer_workdir)
     redis_url = _server_env()["REDIS_URL"].rsplit("/", 1)[0] + "/15"
     script = peer_workdir / "post.lua"
@@ -256,13 +217,13 @@ def test_code_exchange_vs_node_oidc_provider(app, client, peer_workdir):
     connections = 32
     budget = EXCHANGE_SECONDS * 3000  # more codes than either server can spend in a round
 
-    tessera_port, node_port = _free_port(), _free_port()
+    tessera_port, node_port = free_port(), free_port()
     tessera = _start_tessera(tessera_port, {})
     node = subprocess.Popen(["node", "provider.mjs", "serve", str(node_port), redis_url, "key.json"],
                             cwd=peer_workdir, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
                             start_new_session=True)
     try:
-        _wait_for(f"http://127.0.0.1:{node_port}/.well-known/openid-configuration", node)
+        wait_for_url(f"http://127.0.0.1:{node_port}/.well-known/openid-configuration", node, timeout=60)
         tenant = make_tenant(app, client)
         ours, theirs = [], []
         for _ in range(ROUNDS):
@@ -277,8 +238,8 @@ def test_code_exchange_vs_node_oidc_provider(app, client, peer_workdir):
               f"{os.cpu_count()} CPUs")
         _print_pair("POST token (code grant)", _median(ours), _median(theirs), "node-oidc-provider")
     finally:
-        _stop(node)
-        _stop(tessera)
+        stop_process(node)
+        stop_process(tessera)
 
 
 # -- public reads --------------------------------------------------------------------------
@@ -316,16 +277,14 @@ http {{
 
 def test_public_card_read_vs_nginx(app, real_worker, peer_workdir):
     """nginx serving the card as a static file; Tessera alone; Tessera behind the shipped proxy_cache config."""
-    from tests.benchmarks.test_agent_public_reads import _seed_card
-
     _needs_postgres()
-    wrk = _ensure("wrk", "wrk")
-    nginx = _ensure("nginx", "nginx")
-    tessera_port, static_port, cache_port = _free_port(), _free_port(), _free_port()
+    wrk = ensure_binary("wrk", "wrk")
+    nginx = ensure_binary("nginx", "nginx")
+    tessera_port, static_port, cache_port = free_port(), free_port(), free_port()
     tessera = _start_tessera(tessera_port, {"RATELIMIT_ENABLED": "1"})
     proxy = None
     try:
-        did, card, _document = _seed_card(f"http://127.0.0.1:{tessera_port}")
+        did, card, _document = seed_card(f"http://127.0.0.1:{tessera_port}")
         root = peer_workdir / "www"
         (root / "api" / "agent-card").mkdir(parents=True)
         (root / "api" / "agent-card" / did).write_bytes(card)
@@ -336,7 +295,7 @@ def test_public_card_read_vs_nginx(app, real_worker, peer_workdir):
         proxy = subprocess.Popen([nginx, "-c", str(config), "-p", str(peer_workdir)], stdout=subprocess.DEVNULL,
                                  stderr=subprocess.DEVNULL, start_new_session=True)
         path = f"/api/agent-card/{did}"
-        _wait_for(f"http://127.0.0.1:{static_port}{path}", proxy)
+        wait_for_url(f"http://127.0.0.1:{static_port}{path}", proxy, timeout=60)
         cached = httpx.get(f"http://127.0.0.1:{cache_port}{path}")
         assert cached.content == card and httpx.get(f"http://127.0.0.1:{cache_port}{path}").headers[
             "x-cache-status"] in ("HIT", "REVALIDATED")
@@ -356,8 +315,8 @@ def test_public_card_read_vs_nginx(app, real_worker, peer_workdir):
         _print_pair("behind shipped proxy_cache", medians["tessera+cache"], medians["nginx static"], "nginx static")
     finally:
         if proxy is not None:
-            _stop(proxy)
-        _stop(tessera)
+            stop_process(proxy)
+        stop_process(tessera)
 
 
 # -- jobs ----------------------------------------------------------------------------------
@@ -408,11 +367,9 @@ def _bare_celery_round(workdir: Path, broker: str, queue_name: str, workers: lis
 
 
 def _tessera_jobs_round(app, client_id: int, workers: list[subprocess.Popen], finished_before: int) -> dict:
-    from tests.benchmarks.test_jobs_bench import _enqueue, _wait_finished
-
     cpu_before, began = _group_cpu(workers), time.perf_counter()
-    _enqueue(app, JOBS_PER_ROUND, client_id)  # commits, then publishes every job
-    _wait_finished(app, client_id, finished_before + JOBS_PER_ROUND, timeout=300, poll=0.02)
+    enqueue_canaries(app, JOBS_PER_ROUND, client_id)  # commits, then publishes every job
+    wait_finished(app, client_id, finished_before + JOBS_PER_ROUND, timeout=300, poll=0.02)
     elapsed = time.perf_counter() - began
     return {"rps": JOBS_PER_ROUND / elapsed, "cpu_ms": (_group_cpu(workers) - cpu_before) * 1000 / JOBS_PER_ROUND}
 
@@ -443,7 +400,7 @@ def test_jobs_vs_bare_celery(app, real_worker, peer_workdir):
             bare_rows.append(_bare_celery_round(peer_workdir, broker, queue_name, bare))
     finally:
         for process in ours + bare:
-            _stop(process)
+            stop_process(process)
         real_worker.start()
     tessera, celery_noop = _median(tessera_rows), _median(bare_rows)
     print(f"\n[peer bench] jobs, {JOBS_PER_ROUND} per round x {ROUNDS} interleaved, 2 worker processes each, "
@@ -466,13 +423,13 @@ def test_authenticated_read_cpu(app):
     from app.tenancy.models import Client
 
     _needs_postgres()
-    wrk = _ensure("wrk", "wrk")
+    wrk = ensure_binary("wrk", "wrk")
     master = conftest.make_master(app, "Peer benchmark reads")
     with app.app_context(), transaction():
         root = db.session.get(Client, master.client_id)
         caller = Caller(root.id, 0, True, root.id, root.path, root.id, root.path)
         child = service.create_sub_client(caller, {"name": "child"}).id
-    port = _free_port()
+    port = free_port()
     tessera = _start_tessera(port, {})
     try:
         headers = {"x-api-token": master.api_token}
@@ -486,4 +443,4 @@ def test_authenticated_read_cpu(app):
               f"medians; load average {os.getloadavg()[0]:.1f} on {os.cpu_count()} CPUs (target <= 1 ms CPU)")
         _print_pair("GET /v1/sub_client/{id}", _median(reads), _median(bare), "/healthz")
     finally:
-        _stop(tessera)
+        stop_process(tessera)

@@ -16,11 +16,12 @@ from pathlib import Path
 import pytest
 
 from app.credentials import bbs
-from app.credentials.cryptosuites.base import SuiteContext, VerificationKey
+from app.credentials.cryptosuites.base import SuiteContext
 from app.credentials.cryptosuites.bbs_2023 import Bbs2023
 from app.credentials.cryptosuites.ecdsa_sd_2023 import EcdsaSd2023
 from app.credentials.jsonld.loader import make_document_loader
-from app.credentials.multiformats import decode_multikey
+from app.dids.verification_methods import VerificationKey
+from app.multiformats import decode_multikey
 from tests.support.vectors import VECTORS
 
 pytestmark = pytest.mark.benchmark

@@ -14,17 +14,16 @@ from __future__ import annotations
 import http.client
 import multiprocessing
 import os
-import socket
 import statistics
 import subprocess
 import threading
 import time
-from pathlib import Path
 
 import httpx
 import pytest
 
 from tests.conftest import USING_POSTGRES, make_master, stop_process
+from tests.support.bench import REPO_ROOT, free_port, procfile_web_command
 
 pytestmark = pytest.mark.benchmark
 
@@ -33,20 +32,6 @@ PROCESSES = 4
 DURATION_SECONDS = 8.0
 WARMUP_SECONDS = 1.5
 CHILDREN = 60
-REPO_ROOT = Path(__file__).resolve().parents[2]
-
-
-def _free_port() -> int:
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        return probe.getsockname()[1]
-
-
-def _procfile_web_command() -> str:
-    for line in (REPO_ROOT / "Procfile").read_text().splitlines():
-        if line.startswith("web:"):
-            return line.split(":", 1)[1].strip()
-    raise AssertionError("Procfile has no web process")
 
 
 def _start_gunicorn(port: int) -> subprocess.Popen:
@@ -55,7 +40,7 @@ def _start_gunicorn(port: int) -> subprocess.Popen:
         env["DATABASE_URL"] = os.environ["DIRECT_DATABASE_URL"]
         env["REDIS_URL"] = os.environ["DIRECT_REDIS_URL"]
     process = subprocess.Popen(
-        ["sh", "-c", "exec " + _procfile_web_command()],
+        ["sh", "-c", "exec " + procfile_web_command()],
         cwd=REPO_ROOT,
         env=env,
         stdout=subprocess.DEVNULL,
@@ -161,7 +146,7 @@ def test_sub_client_reads_under_load(app):
             for i in range(CHILDREN)
         ]
 
-    port = _free_port()
+    port = free_port()
     server = _start_gunicorn(port)
     try:
         headers = {"x-api-token": master.api_token, "Connection": "keep-alive"}

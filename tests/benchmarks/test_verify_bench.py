@@ -11,16 +11,16 @@ from __future__ import annotations
 import json
 import os
 import time
-from collections.abc import Callable
 
 import pytest
 
 from app.credentials.cryptosuites import require_suite
 from app.credentials.cryptosuites.base import SuiteContext
-from app.credentials.dids import DidResolver
 from app.credentials.jsonld.loader import make_document_loader
-from app.credentials.multiformats import decode_multikey_secret
 from app.credentials.verifier import verify_credential
+from app.dids.resolver import DidResolver
+from app.multiformats import decode_multikey_secret
+from tests.support.bench import latency_ms
 from tests.support.vectors import VECTORS
 
 pytestmark = pytest.mark.benchmark
@@ -28,18 +28,6 @@ pytestmark = pytest.mark.benchmark
 ITERATIONS = int(os.environ.get("TESSERA_BENCH_ITERATIONS", "300"))
 WARMUP = 20
 KEY_FILES = {"Ed25519": "eddsa/keyPair.json", "P-256": "ecdsa/p256KeyPair.json", "P-384": "ecdsa/p384KeyPair.json"}
-
-
-def _percentiles(operation: Callable[[], object]) -> tuple[float, float]:
-    for _ in range(WARMUP):
-        operation()
-    samples = []
-    for _ in range(ITERATIONS):
-        started = time.perf_counter()
-        operation()
-        samples.append(time.perf_counter() - started)
-    samples.sort()
-    return samples[len(samples) // 2] * 1e3, samples[min(len(samples) - 1, int(len(samples) * 0.99))] * 1e3
 
 
 def _signed_credential(suite: str, key_type: str, loader) -> dict:
@@ -75,5 +63,7 @@ def test_verify_latency(suite: str, key_type: str) -> None:
     cold_ms = (time.perf_counter() - started) * 1e3
     assert cold.verified, cold.errors
 
-    p50, p99 = _percentiles(lambda: verify_credential(vc, resolver=resolver, loader=loader))
+    p50, p99 = latency_ms(
+        lambda: verify_credential(vc, resolver=resolver, loader=loader), iterations=ITERATIONS, warmup=WARMUP
+    )
     print(f"\nverify {suite:16s} {key_type:8s} p50 {p50:6.2f} ms  p99 {p99:6.2f} ms  cold {cold_ms:6.1f} ms")

@@ -10,7 +10,7 @@ from cryptography.hazmat.primitives.asymmetric import ec, ed25519
 from cryptography.hazmat.primitives.serialization import Encoding, PublicFormat
 
 from app.credentials.cryptosuites import get_suite
-from app.credentials.multiformats import encode_multikey
+from app.multiformats import encode_multikey
 from tests.support.vectors import suite_context
 
 CONTEXTS = [

@@ -9,7 +9,7 @@ import pytest
 
 from app.credentials.jsonld import loader as loader_module
 from app.credentials.jsonld.loader import ContextIntegrityError, ContextNotAllowed, make_document_loader
-from tests.support.settings import set_settings, setting_of
+from tests.support.config import set_settings, setting_of
 from tests.support.vectors import VECTORS
 
 # One W3C vector per suite the service verifies.

@@ -9,7 +9,7 @@ from datetime import UTC, datetime, timedelta
 
 from app.credentials import bbs
 from app.credentials.cryptosuites import bbs_2023, ecdsa_sd_2023
-from app.credentials.multiformats import encode_multikey
+from app.multiformats import encode_multikey
 from tests.credentials.issuing import Issuer, allocate_status
 from tests.oidc.helpers import make_tenant
 from tests.support.credentials import access_token, listed_credentials, wait_for_state, wait_for_verification

@@ -16,8 +16,8 @@ from app.credentials.engine import encode_bitstring
 from tests import conftest
 from tests.conftest import make_master
 from tests.credentials.issuing import Issuer, allocate_status, create_user
+from tests.support.config import change_settings
 from tests.support.credentials import wait_for_verification
-from tests.support.settings import change_settings
 
 
 def _path(url: str) -> str:

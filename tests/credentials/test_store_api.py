@@ -7,7 +7,7 @@ import json
 import pytest
 import rfc8785
 
-from app.credentials.multiformats import cid_for
+from app.multiformats import cid_for
 from tests.conftest import make_master
 from tests.credentials.issuing import Issuer, create_user
 from tests.support.credentials import wait_for_verification

@@ -12,7 +12,7 @@ import pytest
 from app.credentials import bbs
 from app.credentials.cryptosuites import get_suite
 from app.credentials.cryptosuites import sd_primitives as sd
-from app.credentials.cryptosuites.base import ProofCheckFailed, SuiteContext, VerificationKey
+from app.credentials.cryptosuites.base import ProofCheckFailed, SuiteContext
 from app.credentials.cryptosuites.bbs_2023 import (
     MAX_BBS_MESSAGES,
     PRESENTATION_HEADER_OPTION,
@@ -25,7 +25,8 @@ from app.credentials.cryptosuites.bbs_2023 import (
     parse_proof_value,
 )
 from app.credentials.jsonld.loader import make_document_loader
-from app.credentials.multiformats import multibase_decode, multibase_encode
+from app.dids.verification_methods import VerificationKey
+from app.multiformats import multibase_decode, multibase_encode
 from tests.support.vectors import VECTORS
 
 SUITE_DIR = VECTORS / "bbs-2023"
@@ -501,6 +502,7 @@ def test_base_proof_over_too_many_statements_is_refused(ctx, issuer_key, monkeyp
 
 
 # --- issuing and deriving (the issuer's and holder's side, checked against the vectors) --------
+
 
 def _secret_key() -> bytes:
     return bytes.fromhex(_json(SUITE_DIR / "BBSKeyMaterial.json")["privateKeyHex"])

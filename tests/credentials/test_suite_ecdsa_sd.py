@@ -9,7 +9,7 @@ import pytest
 
 from app.credentials.cryptosuites import get_suite
 from app.credentials.cryptosuites import sd_primitives as sd
-from app.credentials.cryptosuites.base import ProofCheckFailed, SuiteContext, VerificationKey
+from app.credentials.cryptosuites.base import ProofCheckFailed, SuiteContext
 from app.credentials.cryptosuites.ecdsa_sd_2023 import (
     BaseProofValue,
     DerivedProofValue,
@@ -19,7 +19,8 @@ from app.credentials.cryptosuites.ecdsa_sd_2023 import (
     parse_proof_value,
 )
 from app.credentials.jsonld.loader import make_document_loader
-from app.credentials.multiformats import decode_multikey, multibase_decode, multibase_encode
+from app.dids.verification_methods import VerificationKey
+from app.multiformats import decode_multikey, multibase_decode, multibase_encode
 from tests.support.vectors import VECTORS
 
 SUITE_DIR = VECTORS / "ecdsa" / "ecdsa-sd-2023"
@@ -553,7 +554,7 @@ def test_derived_proof_is_reproduced_byte_for_byte(name, ctx):
 def _issuer_private_key():
     from cryptography.hazmat.primitives.asymmetric import ec
 
-    from app.credentials.multiformats import decode_multikey_secret
+    from app.multiformats import decode_multikey_secret
 
     _, secret = decode_multikey_secret(_json(SUITE_DIR / "SDKeyMaterial.json")["baseKeyPair"]["secretKeyMultibase"])
     return ec.derive_private_key(int.from_bytes(secret, "big"), ec.SECP256R1())

@@ -12,10 +12,11 @@ from cryptography.hazmat.primitives import serialization
 from cryptography.hazmat.primitives.asymmetric import ec
 
 from app.credentials.cryptosuites import get_suite, require_suite
-from app.credentials.cryptosuites.base import ProofCheckFailed, SuiteContext, VerificationKey
+from app.credentials.cryptosuites.base import ProofCheckFailed, SuiteContext
 from app.credentials.cryptosuites.data_integrity import jcs
 from app.credentials.jsonld.loader import make_document_loader
-from app.credentials.multiformats import (
+from app.dids.verification_methods import VerificationKey
+from app.multiformats import (
     base58btc_decode,
     decode_multikey,
     decode_multikey_secret,

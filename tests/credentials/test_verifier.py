@@ -14,10 +14,10 @@ import pytest
 
 from app.credentials.cryptosuites import require_suite
 from app.credentials.cryptosuites.base import ProofCheckFailed, SuiteContext
-from app.credentials.dids import DidResolver
 from app.credentials.jsonld.loader import make_document_loader
-from app.credentials.multiformats import base58btc_decode, decode_multikey_secret, multibase_encode
 from app.credentials.verifier import VerificationResult, verify_credential
+from app.dids.resolver import DidResolver
+from app.multiformats import base58btc_decode, decode_multikey_secret, multibase_encode
 from tests.support.vectors import VECTORS
 
 CONTEXTS = VECTORS / "contexts"

@@ -11,7 +11,7 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 import pytest
 
 from tests.credentials.issuing import Issuer
-from tests.support.settings import change_settings
+from tests.support.config import change_settings
 from tests.support.vectors import VECTORS
 
 UNBOUND = {"issuerMustControlKeys": False}
@@ -231,7 +231,7 @@ def test_did_web_host_resolving_to_loopback_is_refused(client, master):
 def test_tampered_signature_byte(client, master):
     issuer = Issuer()
     vc = issuer.sign(issuer.credential("did:example:holder"))
-    from app.credentials.multiformats import base58btc_decode, base58btc_encode
+    from app.multiformats import base58btc_decode, base58btc_encode
 
     raw = bytearray(base58btc_decode(vc["proof"]["proofValue"][1:]))
     raw[5] ^= 0x01
@@ -278,7 +278,7 @@ def test_selective_disclosure_proof_with_another_context_than_the_document_is_re
 def _chain_proof(signer: Issuer, vc: dict, previous_id: str, proof_id: str) -> dict:
     """`vc` with a proof by `signer` added that chains to the proof `previous_id` (eddsa-rdfc-2022)."""
     from app.credentials.cryptosuites import get_suite
-    from app.credentials.multiformats import base58btc_encode
+    from app.multiformats import base58btc_encode
     from tests.support.vectors import suite_context
 
     suite = get_suite("eddsa-rdfc-2022")

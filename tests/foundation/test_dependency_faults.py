@@ -12,6 +12,7 @@ import time
 import pytest
 
 from tests import conftest
+from tests.support.config import config_changed
 
 pytestmark = pytest.mark.realworker
 
@@ -36,21 +37,17 @@ def test_rate_limited_endpoints_fall_back_to_in_process_limits_without_redis(app
 
 
 def test_in_process_limits_still_refuse_a_flood_while_redis_is_down(app, client):
-    limit = app.config.get("AGENT_CHALLENGE_RATE_LIMIT")
-    app.config["AGENT_CHALLENGE_RATE_LIMIT"] = "3 per minute"
-    conftest.REDIS_PROXY.cut()
-    try:
-        statuses = [
-            client.post("/api/auth/challenge", json={"address": ADDRESS}, environ_base={"REMOTE_ADDR": "10.9.8.7"})
-            .status_code
-            for _ in range(5)
-        ]
-    finally:
-        conftest.REDIS_PROXY.restore()
-        if limit is None:
-            app.config.pop("AGENT_CHALLENGE_RATE_LIMIT")
-        else:
-            app.config["AGENT_CHALLENGE_RATE_LIMIT"] = limit
+    with config_changed(app, AGENT_CHALLENGE_RATE_LIMIT="3 per minute"):
+        conftest.REDIS_PROXY.cut()
+        try:
+            statuses = [
+                client.post(
+                    "/api/auth/challenge", json={"address": ADDRESS}, environ_base={"REMOTE_ADDR": "10.9.8.7"}
+                ).status_code
+                for _ in range(5)
+            ]
+        finally:
+            conftest.REDIS_PROXY.restore()
     assert statuses == [200, 200, 200, 429, 429]
 
 

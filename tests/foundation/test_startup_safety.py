@@ -13,10 +13,12 @@ import pytest
 PROBE = """
 import json
 from app import create_app
+from app.agents.settings import AgentSettings
 from app.oidc.settings import OidcSettings
 from app.settings import current
 app = create_app()
-answer = {name: app.config.get(name) for name in ("BASE_URL", "AGENT_NETWORK", "DEV_OUTBOX")}
+answer = {name: app.config.get(name) for name in ("BASE_URL", "DEV_OUTBOX")}
+answer["AGENT_NETWORK"] = current(AgentSettings, app).network
 answer["OIDC_ISSUER"] = current(OidcSettings, app).issuer
 answer["claim"] = app.test_client().get("/claim").status_code
 print(json.dumps(answer))
@@ -103,10 +105,9 @@ def test_dev_outbox_needs_a_recipient(client):
     assert client.get("/dev/outbox", query_string={"to": "nobody@example.org"}).status_code == 200
 
 
-
-
-@pytest.mark.parametrize(("name", "value"), [("SMTP_PORT", "twenty-five"), ("DB_POOL_SIZE", "5.5"),
-                                             ("RATELIMIT_ENABLED", "perhaps")])
+@pytest.mark.parametrize(
+    ("name", "value"), [("SMTP_PORT", "twenty-five"), ("DB_POOL_SIZE", "5.5"), ("RATELIMIT_ENABLED", "perhaps")]
+)
 def test_a_malformed_setting_refuses_start_up_naming_it(tmp_path, name, value):
     for args in (None, [sys.executable, "-m", "flask", "--app", "app", "clients", "list"]):
         result = _start(tmp_path, args, **{name: value})

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from app.credentials.multiformats import decode_multikey
+from app.multiformats import decode_multikey
 from tests.conftest import make_master
 from tests.issuer.helpers import create_key, issue, unsigned, verify
 from tests.support.problems import assert_problem

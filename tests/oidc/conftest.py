@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import threading
 from dataclasses import dataclass, field
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 import pytest
 from werkzeug.serving import make_server
@@ -13,7 +12,8 @@ from werkzeug.serving import make_server
 from app import create_app
 from app.extensions import celery
 from tests.oidc.helpers import make_tenant
-from tests.support.settings import set_settings, setting_of
+from tests.support.config import set_settings, setting_of
+from tests.support.servers import serve_on_loopback
 
 
 @dataclass
@@ -28,14 +28,16 @@ def live_server(app, real_worker):
     holder: dict = {}
     server = make_server("127.0.0.1", 0, lambda environ, start: holder["app"](environ, start), threaded=True)
     url = f"http://127.0.0.1:{server.server_port}"
-    holder["app"] = create_app({
-        "TESTING": True,
-        "OIDC_ISSUER": url,
-        "BASE_URL": url,
-        "OIDC_LOGIN_RATE_LIMIT": "100000 per minute",
-        "OIDC_TOKEN_RATE_LIMIT": "100000 per minute",
-        "OIDC_KEY_CACHE_SECONDS": 0,
-    })
+    holder["app"] = create_app(
+        {
+            "TESTING": True,
+            "OIDC_ISSUER": url,
+            "BASE_URL": url,
+            "OIDC_LOGIN_RATE_LIMIT": "100000 per minute",
+            "OIDC_TOKEN_RATE_LIMIT": "100000 per minute",
+            "OIDC_KEY_CACHE_SECONDS": 0,
+        }
+    )
     celery.flask_app = app  # create_app rebinds the shared Celery app; the session app stays its owner
     thread = threading.Thread(target=server.serve_forever, name="live-server", daemon=True)
     thread.start()
@@ -56,22 +58,11 @@ class CallbackServer:
 def callback_server():
     hits: list[str] = []
 
-    class Handler(BaseHTTPRequestHandler):
-        def do_GET(self) -> None:
-            hits.append(self.path)
-            body = b"<!doctype html><title>Relying party</title><p id='rp'>callback received</p>"
-            self.send_response(200)
-            self.send_header("Content-Type", "text/html")
-            self.send_header("Content-Length", str(len(body)))
-            self.end_headers()
-            self.wfile.write(body)
+    def answer(_method: str, path: str, _body: bytes) -> tuple[str, bytes]:
+        hits.append(path)
+        return "text/html", b"<!doctype html><title>Relying party</title><p id='rp'>callback received</p>"
 
-        def log_message(self, *args) -> None:
-            return
-
-    server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-    thread = threading.Thread(target=server.serve_forever, name="rp-callback", daemon=True)
-    thread.start()
+    server = serve_on_loopback(answer, name="rp-callback")
     yield CallbackServer(f"http://127.0.0.1:{server.server_port}", hits)
     server.shutdown()
 

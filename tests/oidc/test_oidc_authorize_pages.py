@@ -9,7 +9,6 @@ import re
 import socketserver
 import threading
 from datetime import timedelta
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from urllib.parse import parse_qs
 
 import pytest
@@ -38,7 +37,8 @@ from tests.oidc.helpers import (
     query_of,
     sign_in,
 )
-from tests.support.settings import set_settings, setting_of
+from tests.support.config import set_settings, setting_of
+from tests.support.servers import serve_on_loopback
 
 
 def _start_login(http, tenant, **params):
@@ -477,26 +477,15 @@ class _FakeRecaptcha:
         self.requests: list[dict] = []
         calls = self.requests
 
-        class Handler(BaseHTTPRequestHandler):
-            def do_POST(self) -> None:
-                form = {key: values[0] for key, values in
-                        parse_qs(self.rfile.read(int(self.headers["Content-Length"])).decode()).items()}
-                calls.append(form)
-                score = float(form["response"].split(":")[1]) if form["response"].startswith("score:") else 0.0
-                body = json.dumps({"success": form["secret"] == "captcha-secret", "score": score,
-                                   "action": "login", "hostname": "127.0.0.1"}).encode()
-                self.send_response(200)
-                self.send_header("Content-Type", "application/json")
-                self.send_header("Content-Length", str(len(body)))
-                self.end_headers()
-                self.wfile.write(body)
+        def answer(_method: str, _path: str, body: bytes) -> tuple[str, bytes]:
+            form = {key: values[0] for key, values in parse_qs(body.decode()).items()}
+            calls.append(form)
+            score = float(form["response"].split(":")[1]) if form["response"].startswith("score:") else 0.0
+            return "application/json", json.dumps({"success": form["secret"] == "captcha-secret", "score": score,
+                                                   "action": "login", "hostname": "127.0.0.1"}).encode()
 
-            def log_message(self, *args) -> None:
-                return
-
-        self.server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self.server = serve_on_loopback(answer)
         self.url = f"http://127.0.0.1:{self.server.server_port}/recaptcha/api/siteverify"
-        threading.Thread(target=self.server.serve_forever, daemon=True).start()
 
 
 def test_recaptcha_v3_when_the_client_enables_it(app, client, tenant):

@@ -5,17 +5,15 @@ from __future__ import annotations
 
 import os
 import secrets
-import socket
-import subprocess
-import sys
-import time
 
 import pytest
 import requests
 
 from tests import conftest
 from tests.oidc.helpers import authorize_query, form_fields, latest_code, make_tenant, path_of
-from tests.support.settings import set_settings, setting_of
+from tests.support.bench import free_port
+from tests.support.config import set_settings, setting_of
+from tests.support.servers import gunicorn
 
 
 def _start_login(http, tenant):
@@ -92,42 +90,18 @@ def test_codes_per_address_are_capped_whether_or_not_it_has_an_account(app, clie
     assert _submit_email(client, _start_login(client, other), other.email).status_code == 200
 
 
-def _free_port() -> int:
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        return probe.getsockname()[1]
-
-
 @pytest.fixture
 def second_process(app):
     """The application in a separate server process on the same database (no shared memory),
     behind one trusted proxy, with a sign-in limit of 4 per minute per network address."""
-    port = _free_port()
-    url = f"http://127.0.0.1:{port}"
     env = {**os.environ, "OIDC_ISSUER": setting_of(app, "OIDC_ISSUER"), "BASE_URL": app.config["BASE_URL"],
            "OIDC_LOGIN_RATE_LIMIT": "4 per minute",
            "TRUSTED_PROXIES": "1"}
     if conftest.USING_POSTGRES:
         env["DATABASE_URL"] = os.environ["DIRECT_DATABASE_URL"]
         env["REDIS_URL"] = os.environ["DIRECT_REDIS_URL"]
-    with open(conftest.TMP_DIR / "login-limits-server.log", "ab") as log:
-        process = subprocess.Popen(
-            [sys.executable, "-m", "gunicorn", "--bind", f"127.0.0.1:{port}", "--workers", "1", "app:create_app()"],
-            cwd=conftest.REPO_ROOT, env=env, stdout=log, stderr=subprocess.STDOUT, start_new_session=True,
-        )
-    deadline = time.monotonic() + 60
-    while True:
-        try:
-            if requests.get(url + "/healthz", timeout=5).status_code == 200:
-                break
-        except requests.RequestException:
-            pass
-        if time.monotonic() > deadline or process.poll() is not None:
-            conftest.stop_process(process)
-            raise AssertionError("the second server did not start; see login-limits-server.log")
-        time.sleep(0.2)
-    yield url
-    conftest.stop_process(process)
+    with gunicorn(free_port(), env, ["--workers", "1"], log_name="login-limits-server.log") as url:
+        yield url
 
 
 def _send_over_http(url: str, tenant, network: str | None = None) -> requests.Response:

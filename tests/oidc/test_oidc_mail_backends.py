@@ -13,7 +13,7 @@ from app.oidc.models import AuthorizationRequest
 from app.oidc.settings import OidcSettings
 from app.settings import load
 from tests.oidc.helpers import authorize_query, form_fields, path_of
-from tests.support.settings import set_settings, setting_of
+from tests.support.config import set_settings, setting_of
 
 
 @pytest.mark.parametrize(("dev_outbox", "backend"), [("0", "smtp"), ("1", "outbox")])
@@ -31,8 +31,9 @@ def test_console_backend_never_logs_the_login_code(app, client, tenant, caplog):
     set_settings(app, MAIL_BACKEND="console")
     try:
         with caplog.at_level(logging.INFO, logger="app.oidc.mail"):
-            sent = client.post("/v1/openidc/login", data={**form_fields(page.get_data(as_text=True)),
-                                                          "email": tenant.email})
+            sent = client.post(
+                "/v1/openidc/login", data={**form_fields(page.get_data(as_text=True)), "email": tenant.email}
+            )
     finally:
         set_settings(app, MAIL_BACKEND=previous)
     assert sent.status_code == 200

@@ -13,7 +13,7 @@ from app.extensions import db
 from app.tenancy.models import Client
 from tests.oidc.helpers import authorize_query, latest_code_over_http, make_tenant
 from tests.support.browser import page_left
-from tests.support.screenshots import SCHEMES, VIEWPORTS, chromium, shoot_everywhere  # noqa: F401
+from tests.support.screenshots import SCHEMES, VIEWPORTS, shoot_everywhere
 
 pytestmark = pytest.mark.browser
 
@@ -35,7 +35,7 @@ def _type(driver, element_id: str, text: str) -> None:
     field.send_keys(text)
 
 
-def test_every_sign_in_page_in_every_view(app, client, live_server, callback_server, chromium):  # noqa: F811
+def test_every_sign_in_page_in_every_view(app, client, live_server, callback_server, chromium):
     tenant = make_tenant(app, client, redirect_uris=[callback_server.url + "/cb"], name="Screenshot University")
     with app.app_context(), transaction():
         db.session.get(Client, tenant.client_id).accent_color = "#7a1fa2"

@@ -9,22 +9,10 @@ from __future__ import annotations
 
 import os
 from collections.abc import Iterator
-from dataclasses import dataclass
 
 import pytest
 
-from .fakes import FakeChat, FakeGameStore, FakeStreaming
-
-
-@dataclass
-class Platforms:
-    game_store: FakeGameStore
-    chat: FakeChat
-    streaming: FakeStreaming
-
-    def all(self) -> tuple[FakeGameStore, FakeChat, FakeStreaming]:
-        return self.game_store, self.chat, self.streaming
-
+from .fakes import FakeChat, FakeGameStore, FakeStreaming, Platforms
 
 _SESSION_PLATFORMS: Platforms | None = None
 

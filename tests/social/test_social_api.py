@@ -2,13 +2,11 @@
 
 from __future__ import annotations
 
-import secrets
 import threading
 import time
 from datetime import timedelta
 from urllib.parse import parse_qsl, urlencode, urlsplit
 
-import httpx
 import pytest
 from sqlalchemy import select, update
 
@@ -17,112 +15,23 @@ from app.extensions import db
 from app.jobs import service as jobs_service
 from app.jobs.models import Job
 from app.social.models import OpenIdNonce, SocialLink
-from tests.support.settings import change_settings
+from tests.support.config import change_settings
+from tests.support.social import (
+    RETURN_TO,
+    age_links,
+    create_user,
+    follow_callback,
+    link,
+    links_of,
+    new_numeric_id,
+    new_steamid,
+    social_data,
+    start_link,
+    visit_platform,
+    wait_for_fetches,
+)
 
-from .conftest import Platforms
-from .fakes import SteamGame
-
-RETURN_TO = "https://tenant.example/after-link?from=tessera"
-
-
-# --- helpers -------------------------------------------------------------------------------------
-
-
-def new_steamid() -> str:
-    return "7656119" + "".join(secrets.choice("0123456789") for _ in range(10))
-
-
-def new_numeric_id() -> str:
-    return str(secrets.randbelow(10**15) + 10**14)
-
-
-def create_user(client, master) -> int:
-    answer = client.post(
-        "/v1/user/create",
-        json={"profile": {"email_address": f"{secrets.token_hex(6)}@example.org"}},
-        headers=master.headers,
-    )
-    assert answer.status_code == 201, answer.json
-    return answer.json["data"]["user_id"]
-
-
-def start_link(client, master, user_id: int, platform: str) -> str:
-    answer = client.post(
-        f"/v1/user/{user_id}/social/{platform}/link", json={"return_to": RETURN_TO}, headers=master.headers
-    )
-    assert answer.status_code == 200, answer.json
-    assert set(answer.json) == {"authorization_url", "expires_at"}
-    assert answer.json["expires_at"].endswith("Z")
-    return answer.json["authorization_url"]
-
-
-def visit_platform(authorization_url: str) -> str:
-    """The user's browser at the platform: returns the path + query of our callback it is sent to."""
-    answer = httpx.get(authorization_url)
-    assert answer.status_code == 302, answer.text
-    location = urlsplit(answer.headers["Location"])
-    return f"{location.path}?{location.query}"
-
-
-def follow_callback(client, callback: str) -> dict[str, str]:
-    """Our callback; returns the query our redirect to `return_to` carries."""
-    answer = client.get(callback)
-    assert answer.status_code == 302, answer.json
-    target = urlsplit(answer.headers["Location"])
-    assert f"{target.scheme}://{target.netloc}{target.path}" == "https://tenant.example/after-link"
-    return dict(parse_qsl(target.query))
-
-
-def link(client, master, platforms: Platforms, user_id: int, platform: str, account: str, *, wait: bool = True) -> None:
-    """Link `account` through the whole browser flow; with `wait`, until its first fetch is done."""
-    if platform == "platform_a":
-        platforms.game_store.openid_user = account
-    elif platform == "platform_b":
-        platforms.chat.authorize_as = account
-    else:
-        platforms.streaming.authorize_as = account
-    outcome = follow_callback(client, visit_platform(start_link(client, master, user_id, platform)))
-    assert outcome == {"from": "tessera", "status": "linked", "platform": platform}
-    if wait:
-        wait_for_fetches(client.application, user_id)
-
-
-def links_of(app, user_id: int) -> list[SocialLink]:
-    with app.app_context():
-        rows = db.session.execute(select(SocialLink).where(SocialLink.user_id == user_id)).scalars().all()
-        db.session.expunge_all()
-        db.session.rollback()
-        return list(rows)
-
-
-def wait_for_fetches(app, user_id: int, timeout: float = 30) -> None:
-    """Until no fetch job of the user's links is queued or running (a real worker may be busy)."""
-    deadline = time.monotonic() + timeout
-    while True:
-        with app.app_context():
-            job_ids = [link.fetch_job_id for link in links_of(app, user_id) if link.fetch_job_id]
-            states = [db.session.get(Job, job_id).state for job_id in job_ids]
-            db.session.rollback()
-        if all(state in ("succeeded", "failed") for state in states):
-            return
-        assert time.monotonic() < deadline, f"fetches still running: {states}"
-        time.sleep(0.05)
-
-
-def age_links(app, user_id: int, seconds: float = 3600) -> None:
-    """Make the user's data older than SOCIAL_DATA_MAX_AGE."""
-    past = utcnow() - timedelta(seconds=seconds)
-    with app.app_context(), transaction():
-        db.session.execute(
-            update(SocialLink)
-            .where(SocialLink.user_id == user_id)
-            .values(last_attempted_at=past, last_fetched_at=past)
-        )
-
-
-def social_data(client, master, user_id: int):
-    return client.get(f"/v1/user/{user_id}/social_data", headers=master.headers)
-
+from .fakes import Platforms, SteamGame
 
 # --- link flows ----------------------------------------------------------------------------------
 

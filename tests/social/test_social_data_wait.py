@@ -5,24 +5,17 @@ from __future__ import annotations
 import threading
 import time
 
-from app.jobs import service as jobs_service
-from tests.support.settings import change_settings
+from tests.support.config import change_settings
+from tests.support.social import link_holding_first_fetch, social_data
 
-from .conftest import Platforms
-from .test_social_api import create_user, link, new_steamid, social_data
+from .fakes import Platforms
 
 
 def test_first_read_answers_the_data_a_concurrent_worker_saves(
     app, client, master, platforms: Platforms, monkeypatch, wait_for_job, caplog
 ) -> None:
-    steamid = new_steamid()
-    platforms.game_store.add_player(steamid)
-    held: list[tuple] = []
-    publish = jobs_service.publish_job
-    monkeypatch.setattr(jobs_service, "publish_job", lambda *args: held.append(args) or True)
+    user_id, steamid, held, publish = link_holding_first_fetch(client, master, platforms, monkeypatch)
     change_settings(monkeypatch, app, SOCIAL_DATA_WAIT=8)
-    user_id = create_user(client, master)
-    link(client, master, platforms, user_id, "platform_a", steamid, wait=False)
     outcome: list = []
 
     def worker() -> None:

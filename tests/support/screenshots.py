@@ -10,10 +10,8 @@ from __future__ import annotations
 import os
 import re
 import shutil
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from pathlib import Path
-
-import pytest
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
 VIEWPORTS = {"desktop": (1280, 900), "phone": (390, 844)}
@@ -41,8 +39,8 @@ def artifacts_dir() -> Path:
     return directory
 
 
-@pytest.fixture
-def chromium() -> Iterator:
+def start_chromium():
+    """A headless Chromium WebDriver for screenshots; the caller quits it."""
     from selenium import webdriver
     from selenium.webdriver.chrome.service import Service
 
@@ -52,13 +50,13 @@ def chromium() -> Iterator:
                      "--disable-gpu", "--hide-scrollbars"):  # fmt: skip
         options.add_argument(argument)
     driver = webdriver.Chrome(
-        service=Service(executable_path=os.environ.get("CHROMEDRIVER") or shutil.which("chromedriver")
-                        or "/usr/bin/chromedriver"),  # fmt: skip
+        service=Service(
+            executable_path=os.environ.get("CHROMEDRIVER") or shutil.which("chromedriver") or "/usr/bin/chromedriver"
+        ),  # fmt: skip
         options=options,
     )
     driver.set_page_load_timeout(30)
-    yield driver
-    driver.quit()
+    return driver
 
 
 def _channels(colour: str) -> tuple[float, float, float]:

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from datetime import UTC, datetime, timedelta
 
-from tests.support.settings import change_settings, setting_of
+from tests.support.config import change_settings, setting_of
 from tests.tenancy.support import assert_problem, create_sub_client, load_client_row, token_for
 
 

@@ -7,8 +7,8 @@ from datetime import date, timedelta
 
 import pytest
 
+from tests.support.config import change_settings
 from tests.support.rows import row_count
-from tests.support.settings import change_settings
 from tests.tenancy.support import assert_problem, create_sub_client
 
 FULL_PROFILE = {

@@ -1,4 +1,4 @@
-"""Interfaces shared by every Data Integrity cryptosuite: keys, context, registry (and the failure type).
+"""Interfaces shared by every Data Integrity cryptosuite: context, registry (and the failure type).
 
 Pure module (no Flask). A suite module defines an object satisfying `Cryptosuite` and calls
 `register_suite(...)` at import time; `app.credentials.cryptosuites.get_suite(name)` finds it.
@@ -22,26 +22,7 @@ from app.credentials.jsonld.canon import (
     to_nquads,
 )
 from app.credentials.jsonld.loader import DocumentLoader
-
-KEY_TYPES = frozenset({"Ed25519", "P-256", "P-384", "Bls12381G2"})
-
-
-@dataclass(frozen=True)
-class VerificationKey:
-    """A resolved public key: `key_type` is one of Ed25519, P-256, P-384, Bls12381G2.
-
-    `public_key` is the raw encoding: 32 bytes for Ed25519, the SEC1 compressed point for
-    P-256/P-384, the 96-byte compressed G2 point for BLS12-381.
-    """
-
-    id: str
-    controller: str
-    key_type: str
-    public_key: bytes
-
-    def __post_init__(self) -> None:
-        if self.key_type not in KEY_TYPES:
-            raise ValueError(f"unknown key type {self.key_type!r}")
+from app.dids.verification_methods import VerificationKey
 
 
 @dataclass(frozen=True)

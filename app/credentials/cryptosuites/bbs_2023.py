@@ -23,8 +23,9 @@ from typing import Any
 
 from app.credentials import bbs
 from app.credentials.cryptosuites import sd_primitives as sd
-from app.credentials.cryptosuites.base import ProofCheckFailed, SuiteContext, VerificationKey, register_suite
-from app.credentials.cryptosuites.data_integrity import check_proof_context, check_proof_options
+from app.credentials.cryptosuites.base import ProofCheckFailed, SuiteContext, register_suite
+from app.credentials.cryptosuites.data_integrity import check_proof_options
+from app.dids.verification_methods import VerificationKey
 
 NAME = "bbs-2023"
 BASE_PROOF_HEADER = b"\xd9\x5d\x02"
@@ -120,13 +121,13 @@ def create_derived_verify_data(
     document: dict, proof: dict, parsed: DerivedProofValue, ctx: SuiteContext
 ) -> DerivedVerifyData:
     """createVerifyData: the revealed statements relabelled with the holder's label map and split."""
-    proof_hash = sd.proof_hash(proof, document, ctx)
-    nquads = sd.relabelled_canonical_nquads(document, parsed.label_map, ctx)
-    mandatory, non_mandatory = sd.split_by_indexes(nquads, parsed.mandatory_indexes)
+    proof_hash, mandatory_hash, non_mandatory = sd.derived_statements(
+        document, proof, parsed.label_map, parsed.mandatory_indexes, ctx
+    )
     return DerivedVerifyData(
         bbs_proof=parsed.bbs_proof,
         proof_hash=proof_hash,
-        mandatory_hash=sd.hash_nquads(mandatory),
+        mandatory_hash=mandatory_hash,
         selective_indexes=parsed.selective_indexes,
         presentation_header=parsed.presentation_header,
         non_mandatory=non_mandatory,
@@ -162,11 +163,7 @@ class Bbs2023:
 
     def verify_proof(self, document_without_proof: dict, proof: dict, key: VerificationKey, ctx: SuiteContext) -> None:
         """Return when the proof verifies with `key` (BLS12-381 G2), else raise `ProofCheckFailed`."""
-        check_proof_options(proof, NAME)
-        if isinstance(document_without_proof, dict):
-            check_proof_context(document_without_proof, proof)
-        if key.key_type != "Bls12381G2":
-            raise ProofCheckFailed("unsupported_key_type", f"{NAME} needs a BLS12-381 G2 key, not {key.key_type}")
+        sd.check_proof_and_key(document_without_proof, proof, key, NAME, "Bls12381G2", "BLS12-381 G2")
         problem = _public_key_problem(self.backend or bbs.get_backend(), bytes(key.public_key))
         if problem is not None:
             raise ProofCheckFailed("invalid_public_key", f"verification method key: {problem}")

@@ -18,8 +18,9 @@ from cryptography.hazmat.primitives import hashes
 from cryptography.hazmat.primitives.asymmetric import ec, ed25519
 from cryptography.hazmat.primitives.asymmetric.utils import decode_dss_signature, encode_dss_signature
 
-from app.credentials.cryptosuites.base import ProofCheckFailed, SuiteContext, VerificationKey
-from app.credentials.multiformats import MultiformatError, base58btc_encode, multibase_decode
+from app.credentials.cryptosuites.base import ProofCheckFailed, SuiteContext
+from app.dids.verification_methods import VerificationKey
+from app.multiformats import MultiformatError, base58btc_encode, multibase_decode
 
 PROOF_TYPE = "DataIntegrityProof"
 _DATE_TIME_STAMP = re.compile(

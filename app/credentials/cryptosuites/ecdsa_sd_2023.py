@@ -22,9 +22,10 @@ from cryptography.hazmat.primitives.asymmetric import ec
 from cryptography.hazmat.primitives.asymmetric.utils import decode_dss_signature, encode_dss_signature
 
 from app.credentials.cryptosuites import sd_primitives as sd
-from app.credentials.cryptosuites.base import ProofCheckFailed, SuiteContext, VerificationKey, register_suite
-from app.credentials.cryptosuites.data_integrity import check_proof_context, check_proof_options
-from app.credentials.multiformats import multibase_decode
+from app.credentials.cryptosuites.base import ProofCheckFailed, SuiteContext, register_suite
+from app.credentials.cryptosuites.data_integrity import check_proof_options
+from app.dids.verification_methods import VerificationKey
+from app.multiformats import multibase_decode
 
 NAME = "ecdsa-sd-2023"
 BASE_PROOF_HEADER = b"\xd9\x5d\x00"
@@ -105,16 +106,16 @@ def parse_proof_value(proof_value: Any) -> BaseProofValue | DerivedProofValue:
 
 def create_derived_verify_data(document: dict, proof: dict, parsed: DerivedProofValue, ctx: SuiteContext) -> VerifyData:
     """createVerifyData: the revealed statements relabelled with the holder's label map."""
-    proof_hash = sd.proof_hash(proof, document, ctx)
-    nquads = sd.relabelled_canonical_nquads(document, parsed.label_map, ctx)
-    mandatory, non_mandatory = sd.split_by_indexes(nquads, parsed.mandatory_indexes)
+    proof_hash, mandatory_hash, non_mandatory = sd.derived_statements(
+        document, proof, parsed.label_map, parsed.mandatory_indexes, ctx
+    )
     return VerifyData(
         base_signature=parsed.base_signature,
         proof_hash=proof_hash,
         public_key=parsed.public_key,
         signatures=parsed.signatures,
         non_mandatory=non_mandatory,
-        mandatory_hash=sd.hash_nquads(mandatory),
+        mandatory_hash=mandatory_hash,
     )
 
 
@@ -180,11 +181,7 @@ class EcdsaSd2023:
 
     def verify_proof(self, document_without_proof: dict, proof: dict, key: VerificationKey, ctx: SuiteContext) -> None:
         """Return when the proof verifies with `key` (P-256), else raise `ProofCheckFailed`."""
-        check_proof_options(proof, NAME)
-        if isinstance(document_without_proof, dict):
-            check_proof_context(document_without_proof, proof)
-        if key.key_type != "P-256":
-            raise ProofCheckFailed("unsupported_key_type", f"{NAME} needs a P-256 key, not {key.key_type}")
+        sd.check_proof_and_key(document_without_proof, proof, key, NAME, "P-256", "P-256")
         issuer_key = _p256_public_key(key.public_key, "the verification method key", "invalid_public_key")
         parsed = parse_proof_value(proof.get("proofValue"))
         if isinstance(parsed, BaseProofValue):

@@ -27,7 +27,9 @@ from pyld.context_resolver import ContextResolver
 from pyld.jsonld import JsonLdError, JsonLdProcessor
 
 from app.credentials.cryptosuites.base import ProofCheckFailed, SuiteContext
-from app.credentials.multiformats import MultiformatError, multibase_decode, multibase_encode
+from app.credentials.cryptosuites.data_integrity import check_proof_context, check_proof_options
+from app.dids.verification_methods import VerificationKey
+from app.multiformats import MultiformatError, multibase_decode, multibase_encode
 
 MAX_PROOF_VALUE_BYTES = 4 * 1024 * 1024
 _MAX_CBOR_DEPTH = 8
@@ -38,6 +40,18 @@ _SKOLEM_PREFIX = "urn:custom-scheme:"
 _SKOLEM_IRI = re.compile(r"<urn:custom-scheme:([^>]+)>")
 
 LabelMapFactory = Callable[[Mapping[str, str]], dict[str, str]]
+
+
+def check_proof_and_key(
+    document_without_proof: Any, proof: Any, key: VerificationKey, suite_name: str, key_type: str, key_name: str
+) -> None:
+    """The first checks of a selective-disclosure proof: its options, its `@context` against the
+    document's, and a `key_type` key (`key_name` in the message); raise `ProofCheckFailed`."""
+    check_proof_options(proof, suite_name)
+    if isinstance(document_without_proof, dict):
+        check_proof_context(document_without_proof, proof)
+    if key.key_type != key_type:
+        raise ProofCheckFailed("unsupported_key_type", f"{suite_name} needs a {key_name} key, not {key.key_type}")
 
 
 def malformed(detail: str) -> ProofCheckFailed:
@@ -571,6 +585,22 @@ def proof_hash(
     """The hash of the canonical proof configuration (RDFC-1.0 with SHA-256)."""
     canonical = ctx.canonicalize(proof_configuration(proof, document))
     return hashlib.new(digest, canonical.encode("utf-8")).digest()
+
+
+def derived_statements(
+    document: dict,
+    proof: Mapping[str, Any],
+    label_map: Mapping[str, str],
+    mandatory_indexes: Sequence[int],
+    ctx: SuiteContext,
+) -> tuple[bytes, bytes, list[str]]:
+    """The part of createVerifyData both suites share for a derived proof: (proof hash, hash of
+    the mandatory statements, the other statements) of the revealed document, relabelled with the
+    holder's label map."""
+    configuration_hash = proof_hash(proof, document, ctx)
+    nquads = relabelled_canonical_nquads(document, label_map, ctx)
+    mandatory, non_mandatory = split_by_indexes(nquads, mandatory_indexes)
+    return configuration_hash, hash_nquads(mandatory), non_mandatory
 
 
 # --- issuing and deriving ------------------------------------------------------------------------

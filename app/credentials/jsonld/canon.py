@@ -18,9 +18,9 @@ from __future__ import annotations
 import hashlib
 import re
 import time
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, TypeVar
 
 from pyld.canon import URDNA2015
 from pyld.context_resolver import ContextResolver
@@ -30,6 +30,8 @@ from pyld.nquads import ParserError, parse_nquads, serialize_nquad
 
 from app.credentials.failures import ProofCheckFailed
 from app.credentials.jsonld.loader import DocumentLoader
+
+T = TypeVar("T")
 
 HASH_NAMES = frozenset({"sha256", "sha384"})
 _ABSOLUTE_IRI = re.compile(r"^[A-Za-z][A-Za-z0-9+.\-]*:")
@@ -327,33 +329,35 @@ def _canonicalize_dataset(dataset: dict[str, list], hash_name: str, budget: _Bud
     return CanonicalResult(nquads=text.splitlines(keepends=True), label_map=label_map)
 
 
-def expand(document: dict, loader: DocumentLoader, *, limits: CanonicalizationLimits | None = None) -> list:
-    """The JSON-LD expansion of `document` (safe mode, limits); raises `ProofCheckFailed`."""
+def _on_document(document: dict, limits: CanonicalizationLimits | None, work: Callable[[_Budget], T]) -> T:
+    """`work(budget)` on a document whose shape is checked first, under `limits` (default
+    `CanonicalizationLimits()`); every failure raises `ProofCheckFailed`."""
     limits = limits or CanonicalizationLimits()
     budget = _Budget(limits)
 
-    def operation() -> list:
+    def operation() -> T:
         check_document_shape(document, limits)
-        return _expand(_GuardedProcessor(budget, loader), document, loader)
+        return work(budget)
 
     return _run_guarded(operation)
+
+
+def expand(document: dict, loader: DocumentLoader, *, limits: CanonicalizationLimits | None = None) -> list:
+    """The JSON-LD expansion of `document` (safe mode, limits); raises `ProofCheckFailed`."""
+    return _on_document(document, limits, lambda budget: _expand(_GuardedProcessor(budget, loader), document, loader))
 
 
 def to_nquads(document: dict, loader: DocumentLoader, *, limits: CanonicalizationLimits | None = None) -> list[str]:
     """The document's RDF quads serialized as N-Quads lines (blank nodes `_:b0`...), not sorted."""
-    limits = limits or CanonicalizationLimits()
-    budget = _Budget(limits)
 
-    def operation() -> list[str]:
-        check_document_shape(document, limits)
-        dataset = _dataset(document, loader, budget)
+    def serialize(budget: _Budget) -> list[str]:
         lines = []
-        for graph_name, triples in dataset.items():
+        for graph_name, triples in _dataset(document, loader, budget).items():
             name = None if graph_name == "@default" else graph_name
             lines.extend(serialize_nquad(triple, name) for triple in triples)
         return lines
 
-    return _run_guarded(operation)
+    return _on_document(document, limits, serialize)
 
 
 def canonicalize_with_labels(
@@ -365,14 +369,9 @@ def canonicalize_with_labels(
 ) -> CanonicalResult:
     """RDFC-1.0 canonical form of a JSON-LD document with its blank-node label map."""
     _check_hash_name(hash_name)
-    limits = limits or CanonicalizationLimits()
-    budget = _Budget(limits)
-
-    def operation() -> CanonicalResult:
-        check_document_shape(document, limits)
-        return _canonicalize_dataset(_dataset(document, loader, budget), hash_name, budget)
-
-    return _run_guarded(operation)
+    return _on_document(
+        document, limits, lambda budget: _canonicalize_dataset(_dataset(document, loader, budget), hash_name, budget)
+    )
 
 
 def canonicalize(

@@ -74,18 +74,19 @@ class DocumentLoader:
     @property
     def resolved_context_cache(self) -> BoundedCache:
         """This thread's cache of resolved contexts (pyld's ContextResolver)."""
-        cache = getattr(self._local, "resolved", None)
-        if cache is None:
-            cache = self._local.resolved = BoundedCache(_PROCESSED_CONTEXT_CACHE_SIZE)
-        return cache
+        return self._thread_cache("resolved")
 
     @property
     def processed_context_memo(self) -> BoundedCache:
         """This thread's memo of processed contexts (see `canon._GuardedProcessor`)."""
-        memo = getattr(self._local, "processed", None)
-        if memo is None:
-            memo = self._local.processed = BoundedCache(_PROCESSED_CONTEXT_CACHE_SIZE)
-        return memo
+        return self._thread_cache("processed")
+
+    def _thread_cache(self, name: str) -> BoundedCache:
+        cache = getattr(self._local, name, None)
+        if cache is None:
+            cache = BoundedCache(_PROCESSED_CONTEXT_CACHE_SIZE)
+            setattr(self._local, name, cache)
+        return cache
 
     @property
     def urls(self) -> frozenset[str]:

@@ -6,7 +6,7 @@ import functools
 import json
 import ssl
 from collections.abc import Callable, Mapping
-from typing import Any, Protocol
+from typing import Any, Protocol, Self
 
 import httpx
 
@@ -148,3 +148,19 @@ def retry_after_header(response: httpx.Response, body: bytes) -> float | None:
         return max(0.0, float(value))
     except ValueError:
         return None
+
+
+class PlatformConnector:
+    """Base of a platform's API client that calls through one `PlatformHttp`; a context manager."""
+
+    _http: PlatformHttp
+
+    def close(self) -> None:
+        """Release the connection pool."""
+        self._http.close()
+
+    def __enter__(self) -> Self:
+        return self
+
+    def __exit__(self, *exc_info: object) -> None:
+        self.close()

@@ -15,7 +15,7 @@ import httpx
 
 from app.social.connectors.answers import expect, member, objects
 from app.social.connectors.errors import LinkBroken, PlatformMisconfigured
-from app.social.connectors.http import DEFAULT_TIMEOUT, CallBudgetLike, PlatformHttp
+from app.social.connectors.http import DEFAULT_TIMEOUT, CallBudgetLike, PlatformConnector, PlatformHttp
 
 PLATFORM = "platform_a"
 DEFAULT_API_BASE = "https://api.steampowered.com"
@@ -27,7 +27,7 @@ def _no_hint(response: httpx.Response, body: bytes) -> float | None:
     return None
 
 
-class GameStoreConnector:
+class GameStoreConnector(PlatformConnector):
     """Reads one player's public data from the game store's Web API with the service's API key."""
 
     platform = PLATFORM
@@ -52,16 +52,6 @@ class GameStoreConnector:
             budget=budget,
             transport=transport,
         )
-
-    def close(self) -> None:
-        """Release the connection pool."""
-        self._http.close()
-
-    def __enter__(self) -> GameStoreConnector:
-        return self
-
-    def __exit__(self, *exc_info: object) -> None:
-        self.close()
 
     def fetch_player_summary(self, steamid: str) -> dict[str, Any]:
         """Return the `platform_a` member; raises `LinkBroken` when the account does not exist."""

@@ -15,7 +15,13 @@ import httpx
 
 from app.social.connectors import oauth
 from app.social.connectors.answers import expect, member, objects
-from app.social.connectors.http import DEFAULT_TIMEOUT, CallBudgetLike, PlatformHttp, retry_after_header
+from app.social.connectors.http import (
+    DEFAULT_TIMEOUT,
+    CallBudgetLike,
+    PlatformConnector,
+    PlatformHttp,
+    retry_after_header,
+)
 
 PLATFORM = "platform_b"
 DEFAULT_API_BASE = "https://discord.com/api/v10"
@@ -41,7 +47,7 @@ oauth_app = partial(
 )
 
 
-class ChatConnector:
+class ChatConnector(PlatformConnector):
     """Reads the linked user's account and guilds with their access token."""
 
     platform = PLATFORM
@@ -60,16 +66,6 @@ class ChatConnector:
         self._http = PlatformHttp(
             PLATFORM, read_retry_after=read_retry_after, timeout=timeout, budget=budget, transport=transport
         )
-
-    def close(self) -> None:
-        """Release the connection pool."""
-        self._http.close()
-
-    def __enter__(self) -> ChatConnector:
-        return self
-
-    def __exit__(self, *exc_info: object) -> None:
-        self.close()
 
     def fetch_current_user(self, access_token: str) -> dict[str, Any]:
         """The raw `users/@me` object (`id`, `username`, and with the email scope `verified`)."""

@@ -20,6 +20,7 @@ from app.social.connectors.errors import MalformedAnswer
 from app.social.connectors.http import (
     DEFAULT_TIMEOUT,
     CallBudgetLike,
+    PlatformConnector,
     PlatformHttp,
     RetryAfterReader,
     retry_after_header,
@@ -59,7 +60,7 @@ oauth_app = partial(
 )
 
 
-class StreamingConnector:
+class StreamingConnector(PlatformConnector):
     """Reads the linked user's channel data with their access token and the service's client id."""
 
     platform = PLATFORM
@@ -85,16 +86,6 @@ class StreamingConnector:
             headers={"Client-Id": client_id},
             transport=transport,
         )
-
-    def close(self) -> None:
-        """Release the connection pool."""
-        self._http.close()
-
-    def __enter__(self) -> StreamingConnector:
-        return self
-
-    def __exit__(self, *exc_info: object) -> None:
-        self.close()
 
     def fetch_current_user(self, access_token: str) -> dict[str, Any]:
         """The token owner's user object (`id`, `login`, `display_name`, `view_count`, ...)."""

@@ -19,13 +19,13 @@ from cryptography.hazmat.primitives import hashes, serialization
 from cryptography.hazmat.primitives.asymmetric import ec, ed25519
 from cryptography.x509.oid import NameOID
 
-from app.credentials.cryptosuites.base import ProofCheckFailed
-from app.credentials.dids import DidResolver, DidWebResolver, resolve_verification_method
-from app.credentials.dids.document import key_from_verification_method
-from app.credentials.dids.key import resolve_did_key
-from app.credentials.dids.web import did_web_location
-from app.credentials.multiformats import encode_multikey
-from app.outbound import is_public_address
+from app.dids.did_key import resolve_did_key
+from app.dids.did_web import DidWebResolver, did_web_location
+from app.dids.errors import DidResolutionFailed
+from app.dids.resolver import DidResolver, resolve_verification_method
+from app.dids.verification_methods import key_from_verification_method
+from app.multiformats import encode_multikey
+from app.outbound import OutboundPolicy, is_public_address
 from tests.support.vectors import VECTORS
 
 ED25519_DID = "did:key:z6MkrJVnaZkeFzdQyMZu1cgjg7k1pZZ6pvBQ7XJPt4swbTQ2"
@@ -38,7 +38,7 @@ def _vm(did: str) -> str:
 
 
 def _code(operation) -> str:
-    with pytest.raises(ProofCheckFailed) as failure:
+    with pytest.raises(DidResolutionFailed) as failure:
         operation()
     return failure.value.code
 
@@ -150,7 +150,7 @@ def _refusing_web() -> DidWebResolver:
     def no_dns(host: str, port: int) -> list[str]:
         raise AssertionError(f"unexpected DNS lookup of {host}")
 
-    return DidWebResolver(resolve_addresses=no_dns)
+    return DidWebResolver(OutboundPolicy(resolve_addresses=no_dns))
 
 
 def test_controller_must_be_the_did_itself() -> None:
@@ -337,7 +337,7 @@ def test_counter_sees_connections(counter: ConnectionCounter) -> None:
 def test_did_web_to_loopback_is_refused_without_connecting(counter: ConnectionCounter, host: str) -> None:
     did = f"did:web:{host}%3A{counter.port}"
     resolver = DidResolver()
-    with pytest.raises(ProofCheckFailed) as failure:
+    with pytest.raises(DidResolutionFailed) as failure:
         resolver.resolve_verification_method(f"{did}#key-1", "assertionMethod", controller=did)
     assert failure.value.code == "did_resolution_failed" and "non-public address" in failure.value.detail
     threading.Event().wait(0.3)
@@ -346,7 +346,7 @@ def test_did_web_to_loopback_is_refused_without_connecting(counter: ConnectionCo
 
 @pytest.mark.parametrize("addresses", [["10.0.0.7"], ["93.184.215.14", "169.254.169.254"], ["::ffff:127.0.0.1"]])
 def test_host_resolving_to_any_private_address_is_refused(counter: ConnectionCounter, addresses: list[str]) -> None:
-    web = DidWebResolver(resolve_addresses=lambda host, port: addresses)
+    web = DidWebResolver(OutboundPolicy(resolve_addresses=lambda host, port: addresses))
     assert _code(lambda: web("did:web:innocent.example")) == "did_resolution_failed"
     assert counter.connections == 0
 
@@ -421,9 +421,11 @@ class DidWebServer:
     def resolver(self, host: str = "localhost", **settings) -> DidWebResolver:
         settings.setdefault("verify", ssl.create_default_context(cafile=str(self.cert_path)))
         return DidWebResolver(
-            allowed_private_hosts=frozenset({f"{host}:{self.port}"}),
-            resolve_addresses=lambda name, port: ["127.0.0.1"],
-            **settings,
+            OutboundPolicy(
+                allowed_private_hosts=frozenset({f"{host}:{self.port}"}),
+                resolve_addresses=lambda name, port: ["127.0.0.1"],
+                **settings,
+            )
         )
 
     def close(self) -> None:
@@ -487,7 +489,7 @@ def test_did_web_connects_to_the_checked_address_with_the_did_host_name(web_serv
 def test_did_web_needs_a_certificate_for_its_host(web_server: DidWebServer) -> None:
     did = f"did:web:unlisted.example%3A{web_server.port}"
     web_server.routes["/.well-known/did.json"] = (200, {}, json.dumps(_web_document(did, _ed25519_public())).encode())
-    with pytest.raises(ProofCheckFailed) as failure:
+    with pytest.raises(DidResolutionFailed) as failure:
         web_server.resolver(host="unlisted.example")(did)
     assert failure.value.code == "did_resolution_failed" and "certificate" in failure.value.detail
 
@@ -515,8 +517,10 @@ def test_did_web_without_a_listener_fails_cleanly(counter: ConnectionCounter) ->
     port = counter.port
     counter.close()
     web = DidWebResolver(
-        allowed_private_hosts=frozenset({f"localhost:{port}"}),
-        resolve_addresses=lambda host, p: ["127.0.0.1"],
-        connect_timeout=1,
+        OutboundPolicy(
+            allowed_private_hosts=frozenset({f"localhost:{port}"}),
+            resolve_addresses=lambda host, p: ["127.0.0.1"],
+            connect_timeout=1,
+        )
     )
     assert _code(lambda: web(f"did:web:localhost%3A{port}")) == "did_resolution_failed"

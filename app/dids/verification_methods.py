@@ -1,23 +1,26 @@
-"""DID documents: find a verification method, check it is authorised, read its public key.
+"""Verification methods of DID documents: find one, check it is authorised, read its public key.
 
-Pure functions over DID document dicts; failures raise `ProofCheckFailed`.
+Pure functions over DID document dicts; failures raise `DidResolutionFailed`.
 """
 
 from __future__ import annotations
 
 import base64
 import binascii
+from dataclasses import dataclass
 from typing import Any
 
 from cryptography.hazmat.primitives.asymmetric import ec
 
-from app.credentials.cryptosuites.base import ProofCheckFailed, VerificationKey
-from app.credentials.multiformats import (
+from app.dids.errors import DidResolutionFailed
+from app.multiformats import (
     MultiformatError,
     base58btc_decode,
     decode_multikey,
     multibase_decode,
 )
+
+KEY_TYPES = frozenset({"Ed25519", "P-256", "P-384", "Bls12381G2"})
 
 VERIFICATION_RELATIONSHIPS = frozenset(
     {"assertionMethod", "authentication", "capabilityInvocation", "capabilityDelegation", "keyAgreement"}
@@ -26,15 +29,33 @@ _EC_CURVES = {"P-256": (ec.SECP256R1(), 32), "P-384": (ec.SECP384R1(), 48)}
 _RAW_KEY_LENGTHS = {"Ed25519": 32, "Bls12381G2": 96}
 
 
+@dataclass(frozen=True)
+class VerificationKey:
+    """A resolved public key: `key_type` is one of Ed25519, P-256, P-384, Bls12381G2.
+
+    `public_key` is the raw encoding: 32 bytes for Ed25519, the SEC1 compressed point for
+    P-256/P-384, the 96-byte compressed G2 point for BLS12-381.
+    """
+
+    id: str
+    controller: str
+    key_type: str
+    public_key: bytes
+
+    def __post_init__(self) -> None:
+        if self.key_type not in KEY_TYPES:
+            raise ValueError(f"unknown key type {self.key_type!r}")
+
+
 def split_did_url(did_url: str) -> tuple[str, str | None]:
     """(DID, fragment or None) of a DID URL; raises `did_resolution_failed` when it is not one."""
     if not isinstance(did_url, str) or not did_url.startswith("did:") or len(did_url) > 4096:
-        raise ProofCheckFailed("did_resolution_failed", f"{str(did_url)[:100]!r} is not a DID URL")
+        raise DidResolutionFailed("did_resolution_failed", f"{str(did_url)[:100]!r} is not a DID URL")
     did, _, fragment = did_url.partition("#")
     did = did.split("?", 1)[0].split("/", 1)[0]
     parts = did.split(":")
     if len(parts) < 3 or not parts[1] or not parts[2]:
-        raise ProofCheckFailed("did_resolution_failed", f"{did_url[:100]!r} is not a DID URL")
+        raise DidResolutionFailed("did_resolution_failed", f"{did_url[:100]!r} is not a DID URL")
     return did, fragment or None
 
 
@@ -78,7 +99,7 @@ def key_from_verification_method(method: dict, vm_url: str) -> VerificationKey:
     """The public key of a verification method (Multikey, JsonWebKey(2020), legacy key types)."""
     controller = method.get("controller")
     if not isinstance(controller, str):
-        raise ProofCheckFailed("did_resolution_failed", "verification method has no controller")
+        raise DidResolutionFailed("did_resolution_failed", "verification method has no controller")
     key_type, public_key = _read_public_key(method)
     return VerificationKey(id=vm_url, controller=controller, key_type=key_type, public_key=public_key)
 
@@ -88,7 +109,7 @@ def _read_public_key(method: dict) -> tuple[str, bytes]:
     try:
         if "publicKeyMultibase" in method:
             if method_type in ("Ed25519VerificationKey2018",):
-                raise ProofCheckFailed("did_resolution_failed", "Ed25519VerificationKey2018 uses publicKeyBase58")
+                raise DidResolutionFailed("did_resolution_failed", "Ed25519VerificationKey2018 uses publicKeyBase58")
             key_type, public_key = decode_multikey(method["publicKeyMultibase"])
         elif "publicKeyJwk" in method:
             key_type, public_key = _read_jwk(method["publicKeyJwk"])
@@ -96,9 +117,9 @@ def _read_public_key(method: dict) -> tuple[str, bytes]:
             key_type = "Ed25519" if method_type == "Ed25519VerificationKey2018" else "Bls12381G2"
             public_key = base58btc_decode(method["publicKeyBase58"])
         else:
-            raise ProofCheckFailed("did_resolution_failed", f"unsupported verification method type {method_type!r}")
+            raise DidResolutionFailed("did_resolution_failed", f"unsupported verification method type {method_type!r}")
     except (MultiformatError, TypeError) as error:
-        raise ProofCheckFailed("did_resolution_failed", f"unreadable public key: {error}") from None
+        raise DidResolutionFailed("did_resolution_failed", f"unreadable public key: {error}") from None
     check_public_key(key_type, public_key)
     return key_type, public_key
 
@@ -110,11 +131,11 @@ def check_public_key(key_type: str, public_key: bytes) -> None:
         try:
             ec.EllipticCurvePublicKey.from_encoded_point(curve, public_key)
         except ValueError:
-            raise ProofCheckFailed("did_resolution_failed", f"invalid {key_type} public key") from None
+            raise DidResolutionFailed("did_resolution_failed", f"invalid {key_type} public key") from None
         if len(public_key) != 1 + _EC_CURVES[key_type][1]:
-            raise ProofCheckFailed("did_resolution_failed", f"{key_type} key must be a compressed point")
+            raise DidResolutionFailed("did_resolution_failed", f"{key_type} key must be a compressed point")
     elif len(public_key) != _RAW_KEY_LENGTHS.get(key_type, -1):
-        raise ProofCheckFailed("did_resolution_failed", f"{key_type} public key has {len(public_key)} bytes")
+        raise DidResolutionFailed("did_resolution_failed", f"{key_type} public key has {len(public_key)} bytes")
 
 
 def _b64url(value: Any) -> bytes:
@@ -130,7 +151,7 @@ def _read_jwk(jwk: Any) -> tuple[str, bytes]:
     if not isinstance(jwk, dict):
         raise MultiformatError("publicKeyJwk must be an object")
     if "d" in jwk:
-        raise ProofCheckFailed("did_resolution_failed", "publicKeyJwk must not contain private key material")
+        raise DidResolutionFailed("did_resolution_failed", "publicKeyJwk must not contain private key material")
     kty, crv = jwk.get("kty"), jwk.get("crv")
     if kty == "OKP" and crv == "Ed25519":
         return "Ed25519", _b64url(jwk.get("x"))
@@ -142,7 +163,7 @@ def _read_jwk(jwk: Any) -> tuple[str, bytes]:
         return crv, bytes([2 + (y[-1] & 1)]) + x
     if kty in ("EC", "OKP") and crv in ("BLS12381G2", "Bls12381G2") and "y" not in jwk:
         return "Bls12381G2", _b64url(jwk.get("x"))
-    raise ProofCheckFailed("did_resolution_failed", f"unsupported JWK kty={kty!r} crv={crv!r}")
+    raise DidResolutionFailed("did_resolution_failed", f"unsupported JWK kty={kty!r} crv={crv!r}")
 
 
 def decode_multibase_key(text: str) -> tuple[str, bytes]:
@@ -151,6 +172,6 @@ def decode_multibase_key(text: str) -> tuple[str, bytes]:
         multibase_decode(text, allowed="z")
         key_type, public_key = decode_multikey(text)
     except MultiformatError as error:
-        raise ProofCheckFailed("did_resolution_failed", f"invalid multikey: {error}") from None
+        raise DidResolutionFailed("did_resolution_failed", f"invalid multikey: {error}") from None
     check_public_key(key_type, public_key)
     return key_type, public_key

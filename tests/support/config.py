@@ -1,7 +1,9 @@
-"""Changing settings in a test: `app.config` and the typed settings `create_app` built from it."""
+"""Change an application's config for the length of a test, rebuilding its typed settings."""
 
 from __future__ import annotations
 
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import fields
 from typing import Any
 
@@ -9,6 +11,25 @@ import pytest
 from flask import Flask
 
 from app.settings import EXTENSION_KEY, install_settings
+
+_ABSENT = object()
+
+
+@contextmanager
+def config_changed(app: Flask, **values: Any) -> Iterator[None]:
+    """Set `values` in `app.config` and rebuild the settings; restore both on exit."""
+    before = {name: app.config.get(name, _ABSENT) for name in values}
+    app.config.update(values)
+    install_settings(app)
+    try:
+        yield
+    finally:
+        for name, value in before.items():
+            if value is _ABSENT:
+                app.config.pop(name, None)
+            else:
+                app.config[name] = value
+        install_settings(app)
 
 
 def set_settings(app: Flask, **values: Any) -> None:

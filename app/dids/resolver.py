@@ -9,16 +9,17 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
-from app.credentials.cryptosuites.base import ProofCheckFailed, VerificationKey
-from app.credentials.dids.document import (
+from app.dids.did_key import resolve_did_key
+from app.dids.did_web import DidWebResolver
+from app.dids.errors import DidResolutionFailed
+from app.dids.verification_methods import (
     VERIFICATION_RELATIONSHIPS,
+    VerificationKey,
     find_verification_method,
     is_authorized,
     key_from_verification_method,
     split_did_url,
 )
-from app.credentials.dids.key import resolve_did_key
-from app.credentials.dids.web import DidWebResolver
 
 DocumentSource = Callable[[str], dict | None]
 MethodResolver = Callable[[str], dict]
@@ -30,7 +31,7 @@ class DidResolver:
 
     `web` resolves did:web (see `DidWebResolver` for the SSRF guard); `methods` adds or replaces
     resolvers by method name. did:web documents are cached for `cache_ttl` seconds.
-    Every failure raises `ProofCheckFailed`.
+    Every failure raises `DidResolutionFailed`.
     """
 
     local_documents: DocumentSource | None = None
@@ -42,7 +43,7 @@ class DidResolver:
     _lock: threading.Lock = field(default_factory=threading.Lock, init=False, repr=False)
 
     def resolve(self, did: str) -> dict:
-        """The DID document of `did`; raises `ProofCheckFailed("did_resolution_failed")`."""
+        """The DID document of `did`; raises `DidResolutionFailed("did_resolution_failed")`."""
         did, _ = split_did_url(did)
         if self.local_documents is not None:
             document = self.local_documents(did)
@@ -51,7 +52,7 @@ class DidResolver:
         method = did.split(":", 2)[1]
         resolver = self.methods.get(method) or {"key": resolve_did_key, "web": self.web}.get(method)
         if resolver is None:
-            raise ProofCheckFailed("did_resolution_failed", f"DID method {method!r} is not supported")
+            raise DidResolutionFailed("did_resolution_failed", f"DID method {method!r} is not supported")
         if method == "key":
             return self._checked(did, resolver(did))
         return self._checked(did, self._cached(did, resolver))
@@ -63,36 +64,36 @@ class DidResolver:
 
         The method must be listed under the `purpose` relationship of its DID's document and be
         controlled by that DID; when `controller` (the issuer) is given, that DID must be it.
-        Raises `ProofCheckFailed`: `did_resolution_failed`, `verification_method_not_found`,
+        Raises `DidResolutionFailed`: `did_resolution_failed`, `verification_method_not_found`,
         `verification_method_not_authorized`.
         """
         did, fragment = split_did_url(vm_url)
         if fragment is None:
-            raise ProofCheckFailed(
+            raise DidResolutionFailed(
                 "verification_method_not_found", "verificationMethod must be a DID URL with a fragment"
             )
         if purpose not in VERIFICATION_RELATIONSHIPS:
-            raise ProofCheckFailed("verification_method_not_authorized", f"unknown proof purpose {purpose!r}")
+            raise DidResolutionFailed("verification_method_not_authorized", f"unknown proof purpose {purpose!r}")
         if controller is not None and controller != did:
-            raise ProofCheckFailed(
+            raise DidResolutionFailed(
                 "verification_method_not_authorized", f"verification method belongs to {did}, not to {controller}"
             )
         document = self.resolve(did)
         method = find_verification_method(document, vm_url)
         if method is None:
-            raise ProofCheckFailed("verification_method_not_found", f"{vm_url} is not in the DID document")
+            raise DidResolutionFailed("verification_method_not_found", f"{vm_url} is not in the DID document")
         if not is_authorized(document, vm_url, purpose):
-            raise ProofCheckFailed("verification_method_not_authorized", f"{vm_url} is not authorised for {purpose}")
+            raise DidResolutionFailed("verification_method_not_authorized", f"{vm_url} is not authorised for {purpose}")
         key = key_from_verification_method(method, vm_url)
         if key.controller != did:
-            raise ProofCheckFailed(
+            raise DidResolutionFailed(
                 "verification_method_not_authorized", f"{vm_url} is controlled by {key.controller}, not {did}"
             )
         return key
 
     def _checked(self, did: str, document: object) -> dict:
         if not isinstance(document, dict) or document.get("id") != did:
-            raise ProofCheckFailed("did_resolution_failed", f"the DID document of {did} has another id")
+            raise DidResolutionFailed("did_resolution_failed", f"the DID document of {did} has another id")
         return document
 
     def _cached(self, did: str, resolver: MethodResolver) -> dict:

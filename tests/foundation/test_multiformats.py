@@ -1,4 +1,4 @@
-"""Multibase, multicodec keys and CIDv1: published examples and malformed input."""
+"""`app.multiformats`: multibase, multicodec keys and CIDv1, published examples and malformed input."""
 
 from __future__ import annotations
 
@@ -8,7 +8,7 @@ import json
 import pytest
 import rfc8785
 
-from app.credentials.multiformats import (
+from app.multiformats import (
     JSON_CODEC,
     RAW_CODEC,
     MultiformatError,

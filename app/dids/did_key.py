@@ -7,21 +7,21 @@ keyAgreement.
 
 from __future__ import annotations
 
-from app.credentials.cryptosuites.base import ProofCheckFailed
-from app.credentials.dids.document import decode_multibase_key
+from app.dids.errors import DidResolutionFailed
+from app.dids.verification_methods import decode_multibase_key
 
 MULTIKEY_CONTEXTS = ["https://www.w3.org/ns/did/v1", "https://w3id.org/security/multikey/v1"]
 _RELATIONSHIPS = ("authentication", "assertionMethod", "capabilityInvocation", "capabilityDelegation")
 
 
 def resolve_did_key(did: str) -> dict:
-    """The DID document of a did:key; raises `ProofCheckFailed("did_resolution_failed")`."""
+    """The DID document of a did:key; raises `DidResolutionFailed("did_resolution_failed")`."""
     prefix = "did:key:"
     if not did.startswith(prefix):
-        raise ProofCheckFailed("did_resolution_failed", f"{did[:100]!r} is not a did:key")
+        raise DidResolutionFailed("did_resolution_failed", f"{did[:100]!r} is not a did:key")
     identifier = did[len(prefix) :]
     if not identifier.startswith("z") or ":" in identifier:
-        raise ProofCheckFailed("did_resolution_failed", "did:key identifier must be base58btc multibase")
+        raise DidResolutionFailed("did_resolution_failed", "did:key identifier must be base58btc multibase")
     decode_multibase_key(identifier)
     method_id = f"{did}#{identifier}"
     document: dict = {

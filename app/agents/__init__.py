@@ -1,0 +1,1 @@
+"""The agent network: accounts and sign-in, credits, cards, registry, organisation consents."""

@@ -1,0 +1,227 @@
+"""Ownership of agents by organisations: consent requests and approvals, and owner revocation.
+
+An organisation asks an agent to accept it as owner (a consent with a message to sign); the
+agent approves by signing it, or later revokes the owner by a signed revocation. The writes
+happen in jobs. Services flush but never commit.
+"""
+
+from __future__ import annotations
+
+import re
+import secrets
+from dataclasses import dataclass
+from urllib.parse import urlparse
+
+from sqlalchemy import func, select, update
+
+from app.agents import ethereum
+from app.agents.accounts import ensure_record, get_account_by_did, get_record, job_accounts, require_target, start_job
+from app.agents.consent_message import (
+    ConsentTerms,
+    OwnerRevocation,
+    format_consent_message,
+    format_revocation_message,
+)
+from app.agents.errors import (
+    AlreadyOwned,
+    ConsentNotPending,
+    NotAllowedForDid,
+    NotAnOrganisation,
+    OwnerNotNamed,
+)
+from app.agents.models import APPROVED, ORGANISATION, PENDING, REVOKED, AgentAccount, Consent
+from app.agents.settings import AgentSettings
+from app.agents.siwe import InvalidSiweMessage, format_date_time, parse_date_time
+from app.db import as_utc, utcnow
+from app.errors import NotFound, ValidationFailed
+from app.extensions import db
+from app.jobs.models import Job
+from app.settings import current
+
+# Consent ids are 16 random bytes in hex; nothing else names one.
+_CONSENT_ID = re.compile(r"[0-9a-f]{32}")
+
+
+@dataclass(frozen=True)
+class ApprovedConsent:
+    """The outcome of an approve-consent job."""
+
+    agent: str
+    owner: str
+    consent: str
+
+
+@dataclass(frozen=True)
+class RevokedOwner:
+    """The outcome of a revoke-owner job."""
+
+    agent: str
+    revoked_owner: str
+
+
+def _network_host() -> str:
+    return urlparse(current(AgentSettings).network_url).netloc
+
+
+def consent_url(consent: Consent) -> str:
+    """The consent link an organisation hands to the agent."""
+    return f"{current(AgentSettings).network_url}/consent/{consent.id}"
+
+
+def request_consent(caller: AgentAccount, owner: str, agent: str) -> Consent:
+    """As organisation ``owner`` (the caller), ask ``agent`` to accept it as owner."""
+    if caller.kind != ORGANISATION:
+        raise NotAnOrganisation("Only an organisation account can request ownership of an agent.")
+    if owner != caller.did:
+        raise NotAllowedForDid("The owner must be the authenticated organisation.")
+    target = require_target(agent)
+    if target.id == caller.id:
+        raise ValidationFailed(errors={"agent": ["An organisation cannot own itself."]})
+    record = get_record(agent)
+    if record is not None and record.owner_did:
+        raise AlreadyOwned(f"{agent} is already owned by {record.owner_did}.")
+    now = utcnow().replace(microsecond=0)
+    consent_id = secrets.token_hex(16)
+    expires_at = now + current(AgentSettings).consent_lifetime
+    message = format_consent_message(
+        ConsentTerms(
+            network_host=_network_host(),
+            agent_did=agent,
+            owner_did=owner,
+            consent_id=consent_id,
+            issued_at=format_date_time(now),
+            expires_at=format_date_time(expires_at),
+        )
+    )
+    consent = Consent(
+        id=consent_id,
+        owner_did=owner,
+        agent_did=agent,
+        message=message,
+        state=PENDING,
+        created_at=now,
+        expires_at=expires_at,
+    )
+    db.session.add(consent)
+    db.session.flush()
+    return consent
+
+
+def get_consent(consent_id: str) -> Consent | None:
+    """A consent by id, or None (the consent page is reachable by its unguessable link)."""
+    return db.session.get(Consent, consent_id) if _CONSENT_ID.fullmatch(consent_id) else None
+
+
+def require_consent(consent_id: str) -> Consent:
+    """A consent by id for its public page (reachable by its unguessable link); ``NotFound`` otherwise."""
+    consent = get_consent(consent_id)
+    if consent is None:
+        raise NotFound("No such consent.")
+    return consent
+
+
+def get_consent_for(caller: AgentAccount, consent_id: str) -> Consent:
+    """A consent the caller is party to (owner or agent); ``NotFound`` otherwise."""
+    consent = get_consent(consent_id)
+    if consent is None or caller.did not in (consent.owner_did, consent.agent_did):
+        raise NotFound("No such consent.")
+    return consent
+
+
+def request_consent_approval(caller: AgentAccount, consent_id: str, signature: str) -> Job:
+    """As the agent, approve a consent with a personal_sign signature of its message; starts a job."""
+    consent = get_consent_for(caller, consent_id)
+    if caller.did != consent.agent_did:
+        raise NotAllowedForDid("Only the agent named in the consent can approve it.")
+    if consent.state != PENDING or as_utc(consent.expires_at) <= utcnow():
+        raise ConsentNotPending("The consent is no longer pending.")
+    try:
+        signer = ethereum.recover_personal_signer(consent.message, signature)
+    except ethereum.InvalidSignature as exc:
+        raise ValidationFailed(errors={"signature": [str(exc)]}) from exc
+    if signer != caller.address:
+        raise ValidationFailed(errors={"signature": ["Not signed by the agent's key."]})
+    return start_job("agents.approve_consent", caller, caller, consent_id=consent.id, signature=signature)
+
+
+def approve_consent_from_job(job: Job) -> ApprovedConsent:
+    """Name the owner in the agent's registry record and mark the consent approved, together."""
+    target, _payer = job_accounts(job)
+    consent = db.session.get(Consent, job.payload["consent_id"])
+    if consent is None or consent.state != PENDING:
+        raise ConsentNotPending("The consent is no longer pending.")
+    owner = get_account_by_did(consent.owner_did)
+    if owner is None or owner.deactivated_at is not None:
+        raise ConsentNotPending(f"The organisation {consent.owner_did} was deregistered.")
+    record = ensure_record(target)
+    if record.owner_did and record.owner_did != consent.owner_did:
+        raise AlreadyOwned(f"{target.did} is already owned by {record.owner_did}.")
+    now = utcnow()
+    record.owner_did = consent.owner_did
+    record.updated_at = now
+    consent.state, consent.signature, consent.approved_at = APPROVED, job.payload["signature"], now
+    db.session.flush()
+    return ApprovedConsent(target.did, consent.owner_did, consent.id)
+
+
+# -- owner revocation --------------------------------------------------------------------------
+
+
+def request_owner_revocation(caller: AgentAccount, did: str, owner: str, issued_at: str, signature: str) -> Job:
+    """As the agent, drop the owner its record names, by a signed revocation; starts a job.
+
+    The agent's key signs ``format_revocation_message`` for this network, agent, owner and
+    ``issued_at``; that time must be within ``AGENT_CHALLENGE_SECONDS`` of now and after the
+    owner's consent was approved, so a revocation cannot be replayed against a later consent.
+    Raises ``NotAllowedForDid`` (403) for anyone but the agent, ``OwnerNotNamed`` (409) when the
+    record names another owner or none, ``ValidationFailed`` (422) for the time or signature.
+    """
+    target = require_target(did)
+    if target.id != caller.id:
+        raise NotAllowedForDid("Only the agent itself can revoke its owner.")
+    record = get_record(did)
+    if record is None or record.owner_did != owner:
+        raise OwnerNotNamed(f"The registry record of {did} does not name {owner} as owner.")
+    try:
+        moment = parse_date_time(issued_at)
+    except InvalidSiweMessage as exc:
+        raise ValidationFailed(errors={"issued_at": [str(exc)]}) from exc
+    now = utcnow()
+    if abs(moment - now) > current(AgentSettings).challenge_lifetime:
+        raise ValidationFailed(errors={"issued_at": ["Must be within a few minutes of now; sign a fresh revocation."]})
+    approved = db.session.scalar(
+        select(func.max(Consent.approved_at)).where(
+            Consent.agent_did == did, Consent.owner_did == owner, Consent.state == APPROVED
+        )
+    )
+    if approved is not None and moment <= as_utc(approved):
+        raise ValidationFailed(errors={"issued_at": ["Must be after the owner's consent was approved."]})
+    message = format_revocation_message(
+        OwnerRevocation(network_host=_network_host(), agent_did=did, owner_did=owner, issued_at=issued_at)
+    )
+    try:
+        signer = ethereum.recover_personal_signer(message, signature)
+    except ethereum.InvalidSignature as exc:
+        raise ValidationFailed(errors={"signature": [str(exc)]}) from exc
+    if signer != caller.address:
+        raise ValidationFailed(errors={"signature": ["Not the agent key's signature of the revocation message."]})
+    return start_job("agents.revoke_owner", caller, target, owner=owner, issued_at=issued_at, signature=signature)
+
+
+def revoke_owner_from_job(job: Job) -> RevokedOwner:
+    """Clear the record's owner and mark its consent revoked, together; no-op refusal if it changed."""
+    target, _payer = job_accounts(job)
+    owner = job.payload["owner"]
+    record = get_record(target.did)
+    if record is None or record.owner_did != owner:
+        raise OwnerNotNamed(f"The registry record of {target.did} does not name {owner} as owner.")
+    record.owner_did = None
+    record.updated_at = utcnow()
+    db.session.execute(
+        update(Consent)
+        .where(Consent.agent_did == target.did, Consent.owner_did == owner, Consent.state == APPROVED)
+        .values(state=REVOKED)
+        .execution_options(synchronize_session=False)
+    )
+    db.session.flush()
+    return RevokedOwner(target.did, owner)

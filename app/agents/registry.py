@@ -1,0 +1,195 @@
+"""The agent registry: records, the registry contract, deregistration, and agents' DIDs.
+
+Deregistration happens in a job, which removes the record and both cards, deactivates the DID
+and charges the payer together. Services flush but never commit.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from sqlalchemy import delete, select, update
+
+from app.agents.accounts import get_record, job_accounts, require_target
+from app.agents.cards import card_uri_is_served, public_card_url
+from app.agents.credits import charge, start_paid_job
+from app.agents.errors import NotAllowedForDid, OwnerNamedRecord
+from app.agents.models import (
+    APPROVED,
+    PENDING,
+    REVOKED,
+    AgentAccount,
+    AgentSession,
+    Consent,
+    PrivateCard,
+    PublicCard,
+    RegistryRecord,
+)
+from app.agents.settings import AgentSettings
+from app.db import isoformat, utcnow
+from app.dids.agents import agent_did_document, deactivated_agent_document
+from app.dids.resolution import NetworkDid
+from app.errors import NotFound
+from app.extensions import db
+from app.jobs.models import Job
+from app.settings import current
+
+REGISTRY_CONTRACT = "agent-registry"
+
+
+@dataclass(frozen=True)
+class Contract:
+    """A registry contract and the version this implementation provides."""
+
+    name: str
+    version: str
+
+
+@dataclass(frozen=True)
+class CardState:
+    """What the full registry view tells of an agent's cards."""
+
+    hosted: bool
+    published: bool
+    size: int | None
+    etag: str | None
+    hosted_by: str | None
+    public_url: str | None
+
+
+@dataclass(frozen=True)
+class RegistryView:
+    """A registry record; with ``full``, also the account, the cards and the contract."""
+
+    record: RegistryRecord
+    account: AgentAccount
+    full: bool
+    blockchain_account_id: str
+    card: CardState | None = None
+    contract: Contract | None = None
+
+
+@dataclass(frozen=True)
+class Deregistration:
+    """The outcome of a deregister job."""
+
+    did: str
+    charged: int
+    released_agents: int
+    deactivated: bool = True
+
+
+def current_contract() -> Contract:
+    """The agent-registry contract with the version this deployment provides."""
+    return Contract(REGISTRY_CONTRACT, current(AgentSettings).registry_version)
+
+
+def require_contract(name: str) -> Contract:
+    """The contract called ``name`` with its version; ``NotFound`` for others."""
+    if name != REGISTRY_CONTRACT:
+        raise NotFound(f"No contract is named {name!r}.")
+    return current_contract()
+
+
+def get_registry_view(did: str, *, full: bool = False) -> RegistryView:
+    """A registry record (``full`` adds the cards, the account and the contract)."""
+    target = require_target(did)
+    record = get_record(did)
+    if record is None:
+        raise NotFound(f"{did} has no registry record yet.")
+    account_id = f"eip155:{current(AgentSettings).chain_id}:{record.address}"
+    if not full:
+        return RegistryView(record, target, full=False, blockchain_account_id=account_id)
+    private = db.session.get(PrivateCard, did)
+    public = db.session.get(PublicCard, did)
+    card = CardState(
+        hosted=private is not None,
+        published=public is not None,
+        size=len(private.body) if private is not None else None,
+        etag=private.etag if private is not None else None,
+        hosted_by=private.hosted_by_did if private is not None else None,
+        public_url=public_card_url(did) if public is not None else None,
+    )
+    return RegistryView(record, target, True, account_id, card, current_contract())
+
+
+def request_deregister(caller: AgentAccount, did: str) -> Job:
+    """Check and start self-service deregistration; ``OwnerNamedRecord`` (409) for owned agents."""
+    target = require_target(did)
+    if target.id != caller.id:
+        raise NotAllowedForDid("Only the agent itself can deregister its DID.")
+    record = get_record(did)
+    if record is not None and record.owner_did:
+        raise OwnerNamedRecord(record.owner_did)
+    return start_paid_job("agents.deregister", "deregister", caller, target)
+
+
+def deregister_from_job(job: Job) -> Deregistration:
+    """Remove the registry record and both cards, deactivate the DID and revoke its sessions.
+
+    An organisation's deregistration also releases the agents it owns: their records name no
+    owner any more and its consents end. All in one transaction.
+    """
+    target, payer = job_accounts(job)
+    record = get_record(target.did)
+    if record is not None and record.owner_did:
+        raise OwnerNamedRecord(record.owner_did)
+    charged = charge(payer, "deregister", target.did, job.id)
+    now = utcnow()
+    for model in (PublicCard, PrivateCard, RegistryRecord):
+        db.session.execute(delete(model).where(model.did == target.did))
+    # Sessions now only show the account its own jobs (the outcome of this one), and not for long.
+    revoked_by = now + current(AgentSettings).challenge_lifetime
+    db.session.execute(
+        update(AgentSession)
+        .where(AgentSession.account_id == target.id, AgentSession.expires_at > revoked_by)
+        .values(expires_at=revoked_by)
+        .execution_options(synchronize_session=False)
+    )
+    db.session.execute(
+        delete(Consent).where(
+            (Consent.agent_did == target.did) | (Consent.owner_did == target.did), Consent.state == PENDING
+        )
+    )
+    released = db.session.execute(
+        update(RegistryRecord)
+        .where(RegistryRecord.owner_did == target.did)
+        .values(owner_did=None, updated_at=now)
+        .execution_options(synchronize_session=False)
+    ).rowcount
+    db.session.execute(
+        update(Consent)
+        .where(Consent.owner_did == target.did, Consent.state == APPROVED)
+        .values(state=REVOKED)
+        .execution_options(synchronize_session=False)
+    )
+    target.deactivated_at = now
+    db.session.flush()
+    return Deregistration(target.did, charged, released)
+
+
+def find_agent_did(did: str) -> NetworkDid | None:
+    """The DID of an agent account for DID resolution (with its AgentService once a card URI is set)."""
+    row = db.session.execute(
+        select(AgentAccount, RegistryRecord)
+        .outerjoin(RegistryRecord, RegistryRecord.did == AgentAccount.did)
+        .where(AgentAccount.did == did)
+    ).first()
+    if row is None:
+        return None
+    account, record = row
+    metadata: dict[str, str | bool | None] = {"created": isoformat(account.did_bound_at)}
+    if account.deactivated_at is not None:
+        metadata.update({"deactivated": True, "updated": isoformat(account.deactivated_at)})
+        return NetworkDid(deactivated_agent_document(did), metadata, deactivated=True)
+    owner_did = card_uri = None
+    if record is not None:
+        metadata["updated"] = isoformat(record.updated_at)
+        owner_did = record.owner_did
+        # A registered URI naming this network's own public copy is only advertised while that copy is served.
+        if record.card_uri and card_uri_is_served(did, record.card_uri):
+            card_uri = record.card_uri
+    document = agent_did_document(
+        did, account.address, current(AgentSettings).chain_id, owner_did=owner_did, card_uri=card_uri
+    )
+    return NetworkDid(document, metadata)

@@ -1,0 +1,152 @@
+"""Pieces the benchmarks share: ports, servers coming up, percentiles, and seeded data.
+
+Benchmarks print figures and never fail on time; these helpers only measure and prepare.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import socket
+import subprocess
+import time
+from collections.abc import Callable
+from datetime import timedelta
+from pathlib import Path
+
+import httpx
+
+from tests.support.agents import LiveServer, claim_key_over_http
+
+REPO_ROOT = Path(__file__).resolve().parents[2]
+
+
+def free_port() -> int:
+    """A loopback TCP port nothing listens on right now."""
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        return probe.getsockname()[1]
+
+
+def wait_for_url(url: str, process: subprocess.Popen | None = None, timeout: float = 30.0) -> None:
+    """Until `url` answers below 500; fails when `process` (the server) exits first or on timeout."""
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if process is not None and process.poll() is not None:
+            raise AssertionError(f"the server for {url} exited")
+        try:
+            if httpx.get(url, timeout=2).status_code < 500:
+                return
+        except httpx.HTTPError:
+            pass
+        time.sleep(0.1)
+    raise AssertionError(f"{url} did not come up")
+
+
+def ensure_binary(binary: str, package: str) -> str:
+    """The path of `binary`, installing the Debian `package` that provides it when missing."""
+    found = shutil.which(binary) or (f"/usr/sbin/{binary}" if Path(f"/usr/sbin/{binary}").exists() else None)
+    if found:
+        return found
+    install = ["apt-get", "install", "-y", "--no-install-recommends", package]
+    env = {**os.environ, "DEBIAN_FRONTEND": "noninteractive"}
+    if subprocess.run(install, capture_output=True, env=env).returncode != 0:
+        subprocess.run(["apt-get", "update"], capture_output=True, check=True, env=env)
+        subprocess.run(install, capture_output=True, check=True, env=env)
+    return shutil.which(binary) or f"/usr/sbin/{binary}"
+
+
+def procfile_web_command() -> str:
+    """The command line of the Procfile's `web` process."""
+    for line in (REPO_ROOT / "Procfile").read_text().splitlines():
+        if line.startswith("web:"):
+            return line.split(":", 1)[1].strip()
+    raise AssertionError("Procfile has no web process")
+
+
+def percentile(values: list[float], fraction: float) -> float:
+    """The value at `fraction` (0..1) of the sorted values, rounded to the nearest rank."""
+    ordered = sorted(values)
+    return ordered[min(len(ordered) - 1, int(round(fraction * (len(ordered) - 1))))]
+
+
+def latency_ms(operation: Callable[[], object], *, iterations: int, warmup: int) -> tuple[float, float]:
+    """(p50, p99) wall time of `operation` in milliseconds, after `warmup` unmeasured runs."""
+    for _ in range(warmup):
+        operation()
+    samples = []
+    for _ in range(iterations):
+        started = time.perf_counter()
+        operation()
+        samples.append(time.perf_counter() - started)
+    samples.sort()
+    return samples[len(samples) // 2] * 1e3, samples[min(len(samples) - 1, int(len(samples) * 0.99))] * 1e3
+
+
+def issue_codes(app, tenant, count: int) -> list[str]:
+    """`count` authorization codes of `tenant`'s user, written straight to the database."""
+    from app.db import transaction, utcnow
+    from app.extensions import db
+    from app.oidc.models import AuthorizationCode
+    from app.security import hash_secret, random_token
+
+    codes = [random_token(32) for _ in range(count)]
+    now = utcnow()
+    with app.app_context(), transaction():
+        db.session.add_all(AuthorizationCode(
+            code_hash=hash_secret(code), client_id=tenant.client_id, user_id=tenant.user_id,
+            redirect_uri=tenant.redirect_uri, scope="openid profile email", nonce="bench-nonce",
+            auth_time=now, created_at=now, expires_at=now + timedelta(hours=1),
+        ) for code in codes)  # fmt: skip
+    return codes
+
+
+def seed_card(base_url: str) -> tuple[str, bytes, bytes]:
+    """Claim a key on the claim page, host a card; returns (did, card bytes, DID document bytes)."""
+    from app.client.library import TesseraClient
+
+    key = claim_key_over_http(LiveServer(base_url))
+    card = (
+        b'{"type": "https://eips.ethereum.org/EIPS/eip-8004#registration-v1", "name": "Bench", '
+        b'"description": "' + b"b" * 1500 + b'", "services": [], "x402Support": false}\n'
+    )
+    with TesseraClient(base_url, api_key=key, poll_interval=0.05, job_timeout=60) as client:
+        job = client.host_card(card)
+        did = job["result"]["did"]
+        client.set_card("https://bench.example/.well-known/agent-card.json")
+    document = httpx.get(f"{base_url}/api/did/{did}").content
+    assert httpx.get(f"{base_url}/api/agent-card/{did}").content == card
+    return did, card, document
+
+
+def enqueue_canaries(app, count: int, client_id: int) -> list[str]:
+    """Enqueue `count` no-op `jobs.canary` jobs in one transaction (published after its commit)."""
+    from app.db import transaction
+    from app.jobs.service import enqueue_job
+
+    with app.app_context(), transaction():
+        return [enqueue_job("jobs.canary", {}, client_id=client_id).id for _ in range(count)]
+
+
+def finished_count(app, client_id: int) -> int:
+    """How many jobs of `client_id` succeeded."""
+    from sqlalchemy import func, select
+
+    from app.extensions import db
+    from app.jobs.models import Job
+
+    with app.app_context():
+        done = db.session.scalar(
+            select(func.count()).select_from(Job).where(Job.client_id == client_id, Job.state == "succeeded")
+        )
+        db.session.rollback()
+    return done
+
+
+def wait_finished(app, client_id: int, count: int, timeout: float, poll: float) -> None:
+    """Wait until `count` jobs of `client_id` succeeded (one indexed count per poll, cheap for the server)."""
+    deadline = time.monotonic() + timeout
+    while finished_count(app, client_id) < count:
+        if time.monotonic() > deadline:
+            raise AssertionError("jobs did not finish")
+        time.sleep(poll)

@@ -1,0 +1,72 @@
+"""Servers a test starts: the application under gunicorn, and small answering servers on loopback."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+import threading
+import time
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+
+import requests
+
+from tests import conftest
+
+# (method, path, request body) -> (content type, response body), answered with status 200.
+Answer = Callable[[str, str, bytes], tuple[str, bytes]]
+
+
+@contextmanager
+def gunicorn(port: int, env: dict[str, str], options: list[str], *, log_name: str) -> Iterator[str]:
+    """The application under gunicorn on `port` with `env` and extra `options`; yields its URL.
+
+    Waits for `/healthz`; the server's output goes to `log_name` in the test run's directory.
+    """
+    url = f"http://127.0.0.1:{port}"
+    with open(conftest.TMP_DIR / log_name, "ab") as log:
+        process = subprocess.Popen(
+            [sys.executable, "-m", "gunicorn", "--bind", f"127.0.0.1:{port}", *options, "app:create_app()"],
+            cwd=conftest.REPO_ROOT, env=env, stdout=log, stderr=subprocess.STDOUT, start_new_session=True,
+        )  # fmt: skip
+    try:
+        deadline = time.monotonic() + 60
+        while True:
+            try:
+                if requests.get(url + "/healthz", timeout=5).status_code == 200:
+                    break
+            except requests.RequestException:
+                pass
+            if time.monotonic() > deadline or process.poll() is not None:
+                raise AssertionError(f"gunicorn did not start; see {log_name}")
+            time.sleep(0.2)
+        yield url
+    finally:
+        conftest.stop_process(process)
+
+
+def serve_on_loopback(answer: Answer, *, name: str | None = None) -> ThreadingHTTPServer:
+    """Answer GET and POST requests with `answer` on a loopback port, in a daemon thread.
+
+    The caller shuts the returned server down (or leaves it to the end of the process).
+    """
+
+    class Handler(BaseHTTPRequestHandler):
+        def _reply(self) -> None:
+            length = int(self.headers.get("Content-Length") or 0)
+            content_type, body = answer(self.command, self.path, self.rfile.read(length) if length else b"")
+            self.send_response(200)
+            self.send_header("Content-Type", content_type)
+            self.send_header("Content-Length", str(len(body)))
+            self.end_headers()
+            self.wfile.write(body)
+
+        do_GET = do_POST = _reply
+
+        def log_message(self, *args) -> None:
+            return
+
+    server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+    threading.Thread(target=server.serve_forever, name=name, daemon=True).start()
+    return server
