@@ -53,9 +53,9 @@ def database_url() -> str:
     """The database URL: `DATABASE_URL` (postgres:// normalised to psycopg 3) or embedded SQLite."""
     url = os.environ.get("DATABASE_URL") or _sqlite_url("tessera.sqlite")
     if url.startswith("postgres://"):
-        url = "postgresql+psycopg://" + url[len("postgres://") :]
+        url = "postgresql+psycopg://" + url[len("postgres://"):]
     elif url.startswith("postgresql://"):
-        url = "postgresql+psycopg://" + url[len("postgresql://") :]
+        url = "postgresql+psycopg://" + url[len("postgresql://"):]
     return url
 
 
@@ -174,7 +174,8 @@ class Config:
         self.OPENAPI_SWAGGER_UI_URL = "/docs/assets/"
         self.API_SPEC_OPTIONS = {
             "info": {
-                "description": "Tessera identity platform API. Errors are RFC 9457 application/problem+json documents.",
+                "description": "Tessera identity platform API. Errors are RFC 9457 "
+                "application/problem+json documents.",
             },
             "components": {
                 "securitySchemes": {

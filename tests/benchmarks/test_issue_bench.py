@@ -63,13 +63,8 @@ def test_issue_and_verify_latency(suite: str, key_type: str) -> None:
 
     def sign() -> dict:
         return proofs.add_proof(
-            credential,
-            cryptosuite=suite,
-            key_type=key_type,
-            private_key=private,
-            verification_method=f"did:key:{multikey}#{multikey}",
-            ctx=ctx,
-            mandatory_pointers=pointers,
+            credential, cryptosuite=suite, key_type=key_type, private_key=private,
+            verification_method=f"did:key:{multikey}#{multikey}", ctx=ctx, mandatory_pointers=pointers,
         )
 
     vc = sign()
@@ -77,10 +72,8 @@ def test_issue_and_verify_latency(suite: str, key_type: str) -> None:
     assert verify_credential(vc, resolver=resolver, loader=ctx.loader).verified
     issue_p50, issue_p99 = _percentiles(sign)
     verify_p50, verify_p99 = _percentiles(lambda: verify_credential(vc, resolver=resolver, loader=ctx.loader))
-    print(
-        f"\n{suite:16s} {key_type:10s} issue p50 {issue_p50:7.2f} ms p99 {issue_p99:7.2f} ms"
-        f"   verify p50 {verify_p50:7.2f} ms p99 {verify_p99:7.2f} ms"
-    )
+    print(f"\n{suite:16s} {key_type:10s} issue p50 {issue_p50:7.2f} ms p99 {issue_p99:7.2f} ms"
+          f"   verify p50 {verify_p50:7.2f} ms p99 {verify_p99:7.2f} ms")
 
 
 @pytest.mark.parametrize(("suite", "key_type"), SUITES)
@@ -103,7 +96,5 @@ def test_http_issue_and_verify_latency(client, master, suite: str, key_type: str
 
     issue_p50, _ = _percentiles(issue)
     verify_p50, _ = _percentiles(verify)
-    print(
-        f"\nHTTP {suite:16s} {key_type:10s} POST /credentials/issue p50 {issue_p50:7.2f} ms"
-        f"   POST /credentials/verify p50 {verify_p50:7.2f} ms"
-    )
+    print(f"\nHTTP {suite:16s} {key_type:10s} POST /credentials/issue p50 {issue_p50:7.2f} ms"
+          f"   POST /credentials/verify p50 {verify_p50:7.2f} ms")

@@ -47,35 +47,13 @@ def gunicorn_server(app):
     url = f"http://127.0.0.1:{port}"
     workers = os.environ.get("WEB_CONCURRENCY", str(os.cpu_count() or 2))
     threads = os.environ.get("WEB_THREADS", "4")
-    env = {
-        **os.environ,
-        "OIDC_ISSUER": url,
-        "BASE_URL": url,
-        "OIDC_TOKEN_RATE_LIMIT": "10000000 per minute",
-        "LOG_LEVEL": "WARNING",
-        "DB_POOL_SIZE": threads,
-    }
+    env = {**os.environ, "OIDC_ISSUER": url, "BASE_URL": url, "OIDC_TOKEN_RATE_LIMIT": "10000000 per minute",
+           "LOG_LEVEL": "WARNING", "DB_POOL_SIZE": threads}
     with open(conftest.TMP_DIR / "gunicorn-oidc-bench.log", "ab") as log:
         process = subprocess.Popen(
-            [
-                sys.executable,
-                "-m",
-                "gunicorn",
-                "--bind",
-                f"127.0.0.1:{port}",
-                "--workers",
-                workers,
-                "--threads",
-                threads,
-                "--backlog",
-                "2048",
-                "app:create_app()",
-            ],
-            cwd=conftest.REPO_ROOT,
-            env=env,
-            stdout=log,
-            stderr=subprocess.STDOUT,
-            start_new_session=True,
+            [sys.executable, "-m", "gunicorn", "--bind", f"127.0.0.1:{port}", "--workers", workers,
+             "--threads", threads, "--backlog", "2048", "app:create_app()"],
+            cwd=conftest.REPO_ROOT, env=env, stdout=log, stderr=subprocess.STDOUT, start_new_session=True,
         )
     deadline = time.monotonic() + 60
     while True:
@@ -101,34 +79,17 @@ def _issue_codes(app, tenant, count: int) -> list[str]:
     codes = [random_token(32) for _ in range(count)]
     now = utcnow()
     with app.app_context(), transaction():
-        db.session.add_all(
-            AuthorizationCode(
-                code_hash=hash_secret(code),
-                client_id=tenant.client_id,
-                user_id=tenant.user_id,
-                redirect_uri=tenant.redirect_uri,
-                scope="openid profile email",
-                nonce="bench-nonce",
-                auth_time=now,
-                created_at=now,
-                expires_at=now + timedelta(hours=1),
-            )
-            for code in codes
-        )
+        db.session.add_all(AuthorizationCode(
+            code_hash=hash_secret(code), client_id=tenant.client_id, user_id=tenant.user_id,
+            redirect_uri=tenant.redirect_uri, scope="openid profile email", nonce="bench-nonce",
+            auth_time=now, created_at=now, expires_at=now + timedelta(hours=1),
+        ) for code in codes)
     return codes
 
 
 def _code_bodies(tenant, codes: list[str]) -> list[dict]:
-    return [
-        {
-            "grant_type": "authorization_code",
-            "code": code,
-            "redirect_uri": tenant.redirect_uri,
-            "client_id": str(tenant.client_id),
-            "client_secret": tenant.client_secret,
-        }
-        for code in codes
-    ]
+    return [{"grant_type": "authorization_code", "code": code, "redirect_uri": tenant.redirect_uri,
+             "client_id": str(tenant.client_id), "client_secret": tenant.client_secret} for code in codes]
 
 
 def _run(url: str, bodies: list[dict], concurrency: int) -> tuple[list[float], float, int]:
@@ -205,32 +166,16 @@ def _issue_refresh_tokens(app, tenant, count: int) -> list[str]:
     now = utcnow()
     with app.app_context(), transaction():
         client = db.session.get(Client, tenant.client_id)
-        return [
-            refresh.add_member(
-                client,
-                user_id=tenant.user_id,
-                scope="openid profile offline_access",
-                auth_time=now,
-                sid=None,
-                family=None,
-                family_expires_at=None,
-                access_token_jti=f"bench-{index}",
-                access_token_expires_at=now + timedelta(hours=1),
-            )[0]
-            for index in range(count)
-        ]
+        return [refresh.add_member(
+            client, user_id=tenant.user_id, scope="openid profile offline_access", auth_time=now, sid=None,
+            family=None, family_expires_at=None, access_token_jti=f"bench-{index}",
+            access_token_expires_at=now + timedelta(hours=1),
+        )[0] for index in range(count)]
 
 
 def _refresh_bodies(tenant, refresh_tokens: list[str]) -> list[dict]:
-    return [
-        {
-            "grant_type": "refresh_token",
-            "refresh_token": token,
-            "client_id": str(tenant.client_id),
-            "client_secret": tenant.client_secret,
-        }
-        for token in refresh_tokens
-    ]
+    return [{"grant_type": "refresh_token", "refresh_token": token, "client_id": str(tenant.client_id),
+             "client_secret": tenant.client_secret} for token in refresh_tokens]
 
 
 @pytest.mark.parametrize("signing_alg", ["RS256", "ES256"])
@@ -256,12 +201,8 @@ def test_client_credentials_grant_throughput(app, client, gunicorn_server, signi
     tenant = make_tenant(app, client, signing_alg=signing_alg)
     with app.app_context(), transaction():
         db.session.get(Client, tenant.client_id).client_credentials_scopes = ["reports:read"]
-    body = {
-        "grant_type": "client_credentials",
-        "scope": "reports:read",
-        "client_id": str(tenant.client_id),
-        "client_secret": tenant.client_secret,
-    }
+    body = {"grant_type": "client_credentials", "scope": "reports:read", "client_id": str(tenant.client_id),
+            "client_secret": tenant.client_secret}
     _run(url, [body] * WARMUP, CONCURRENCY)
     latencies, elapsed, failures = _run(url, [body] * EXCHANGES, CONCURRENCY)
     _report(f"client_credentials grant {signing_alg}", shape, latencies, elapsed, failures)
@@ -282,16 +223,8 @@ def test_signature_cost_rs256_vs_es256(app, client):
             access_token, _ = tokens.issue_access_token(client_id=1, user_id=1, scope="openid", alg=alg)
             began = time.perf_counter()
             for _ in range(rounds):
-                tokens.issue_id_token(
-                    client_id=1,
-                    user_id=1,
-                    did="did:tessera:" + "0" * 40,
-                    auth_time=0,
-                    nonce="n",
-                    access_token=access_token,
-                    extra_claims={},
-                    alg=alg,
-                )
+                tokens.issue_id_token(client_id=1, user_id=1, did="did:tessera:" + "0" * 40, auth_time=0,
+                                      nonce="n", access_token=access_token, extra_claims={}, alg=alg)
             sign = (time.perf_counter() - began) / rounds
             began = time.perf_counter()
             for _ in range(rounds):

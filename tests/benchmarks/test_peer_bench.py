@@ -60,11 +60,8 @@ end
 """
 WRK_THREADS = 2
 # The client peers/oidc/provider.mjs registers.
-NODE_CLIENT = {
-    "redirect_uri": "https://rp.example/callback",
-    "client_id": "bench",
-    "client_secret": "bench-secret-0123456789abcdef0123456789abcdef",
-}
+NODE_CLIENT = {"redirect_uri": "https://rp.example/callback", "client_id": "bench",
+               "client_secret": "bench-secret-0123456789abcdef0123456789abcdef"}
 
 
 def _free_port() -> int:
@@ -77,12 +74,8 @@ def _ensure(binary: str, package: str) -> str:
     found = shutil.which(binary) or (f"/usr/sbin/{binary}" if Path(f"/usr/sbin/{binary}").exists() else None)
     if found:
         return found
-    subprocess.run(
-        ["apt-get", "install", "-y", "--no-install-recommends", package],
-        check=True,
-        stdout=subprocess.DEVNULL,
-        env={**os.environ, "DEBIAN_FRONTEND": "noninteractive"},
-    )
+    subprocess.run(["apt-get", "install", "-y", "--no-install-recommends", package], check=True,
+                   stdout=subprocess.DEVNULL, env={**os.environ, "DEBIAN_FRONTEND": "noninteractive"})
     return shutil.which(binary) or f"/usr/sbin/{binary}"
 
 
@@ -136,16 +129,8 @@ def _cpu_seconds(pid: int) -> float:
     return total / CLOCK_TICKS
 
 
-def _wrk(
-    wrk: str,
-    url: str,
-    connections: int,
-    seconds: int,
-    script: Path | None = None,
-    script_args: list[str] | None = None,
-    headers: dict | None = None,
-    server_pid: int | None = None,
-) -> dict:
+def _wrk(wrk: str, url: str, connections: int, seconds: int, script: Path | None = None,
+         script_args: list[str] | None = None, headers: dict | None = None, server_pid: int | None = None) -> dict:
     command = [wrk, f"-t{WRK_THREADS}", f"-c{connections}", f"-d{seconds}s", "--latency", "--timeout", "10s"]
     for name, value in (headers or {}).items():
         command += ["-H", f"{name}: {value}"]
@@ -182,14 +167,10 @@ def _median(rounds: list[dict]) -> dict:
 def _print_pair(label: str, ours: dict, theirs: dict, peer: str) -> None:
     print(f"{label:<28}{'server':<22}{'req/s':>9}{'p50 ms':>9}{'p99 ms':>9}{'CPU ms/req':>12}{'failed':>8}")
     for name, row in (("tessera", ours), (peer, theirs)):
-        print(
-            f"{'':<28}{name:<22}{row['rps']:>9.0f}{row['p50']:>9.1f}{row['p99']:>9.1f}{row['cpu_ms']:>12.2f}"
-            f"{row['failed']:>8.0f}"
-        )
-    print(
-        f"{'':<28}ratio tessera/{peer}: throughput {ours['rps'] / theirs['rps']:.2f}, "
-        f"CPU per request {ours['cpu_ms'] / theirs['cpu_ms']:.2f}x"
-    )
+        print(f"{'':<28}{name:<22}{row['rps']:>9.0f}{row['p50']:>9.1f}{row['p99']:>9.1f}{row['cpu_ms']:>12.2f}"
+              f"{row['failed']:>8.0f}")
+    print(f"{'':<28}ratio tessera/{peer}: throughput {ours['rps'] / theirs['rps']:.2f}, "
+          f"CPU per request {ours['cpu_ms'] / theirs['cpu_ms']:.2f}x")
 
 
 def _server_env() -> dict:
@@ -211,14 +192,8 @@ def _procfile_web() -> str:
 def _start_tessera(port: int, extra: dict) -> subprocess.Popen:
     url = f"http://127.0.0.1:{port}"
     env = {**_server_env(), "PORT": str(port), "BASE_URL": url, "OIDC_ISSUER": url, **extra}
-    process = subprocess.Popen(
-        ["sh", "-c", "exec " + _procfile_web()],
-        cwd=REPO_ROOT,
-        env=env,
-        stdout=subprocess.DEVNULL,
-        stderr=subprocess.DEVNULL,
-        start_new_session=True,
-    )
+    process = subprocess.Popen(["sh", "-c", "exec " + _procfile_web()], cwd=REPO_ROOT, env=env,
+                               stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True)
     _wait_for(f"http://127.0.0.1:{port}/healthz", process)
     return process
 
@@ -246,48 +221,26 @@ def _write_bodies(path: Path, bodies: list[str]) -> None:
 def _tessera_codes(app, tenant, count: int) -> list[str]:
     from tests.benchmarks.test_oidc_bench import _issue_codes
 
-    return [
-        urlencode(
-            {
-                "grant_type": "authorization_code",
-                "code": code,
-                "redirect_uri": tenant.redirect_uri,
-                "client_id": str(tenant.client_id),
-                "client_secret": tenant.client_secret,
-            }
-        )
-        for code in _issue_codes(app, tenant, count)
-    ]
+    return [urlencode({"grant_type": "authorization_code", "code": code, "redirect_uri": tenant.redirect_uri,
+                       "client_id": str(tenant.client_id), "client_secret": tenant.client_secret})
+            for code in _issue_codes(app, tenant, count)]
 
 
 def _node_codes(workdir: Path, redis_url: str, count: int) -> list[str]:
-    codes = subprocess.run(
-        ["node", "provider.mjs", "mint", str(count), redis_url], cwd=workdir, capture_output=True, text=True, check=True
-    ).stdout.split()
+    codes = subprocess.run(["node", "provider.mjs", "mint", str(count), redis_url], cwd=workdir,
+                           capture_output=True, text=True, check=True).stdout.split()
     return [urlencode({"grant_type": "authorization_code", "code": code, **NODE_CLIENT}) for code in codes]
 
 
 def _install_peer(workdir: Path) -> None:
     for name in ("package.json", "package-lock.json", "provider.mjs"):
         shutil.copy(PEER_DIR / name, workdir / name)
-    subprocess.run(
-        ["npm", "ci", "--ignore-scripts", "--no-audit", "--no-fund"],
-        cwd=workdir,
-        check=True,
-        stdout=subprocess.DEVNULL,
-        stderr=subprocess.DEVNULL,
-    )
+    subprocess.run(["npm", "ci", "--ignore-scripts", "--no-audit", "--no-fund"], cwd=workdir, check=True,
+                   stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     key = subprocess.run(
-        [
-            "node",
-            "-e",
-            "const c=require('crypto');const k=c.generateKeyPairSync('rsa',{modulusLength:2048})"
-            ".privateKey.export({format:'jwk'});console.log(JSON.stringify({...k,kid:'bench',use:'sig',alg:'RS256'}))",
-        ],
-        capture_output=True,
-        text=True,
-        check=True,
-    ).stdout
+        ["node", "-e", "const c=require('crypto');const k=c.generateKeyPairSync('rsa',{modulusLength:2048})"
+         ".privateKey.export({format:'jwk'});console.log(JSON.stringify({...k,kid:'bench',use:'sig',alg:'RS256'}))"],
+        capture_output=True, text=True, check=True).stdout
     (workdir / "key.json").write_text(key)
 
 
@@ -305,47 +258,23 @@ def test_code_exchange_vs_node_oidc_provider(app, client, peer_workdir):
 
     tessera_port, node_port = _free_port(), _free_port()
     tessera = _start_tessera(tessera_port, {})
-    node = subprocess.Popen(
-        ["node", "provider.mjs", "serve", str(node_port), redis_url, "key.json"],
-        cwd=peer_workdir,
-        stdout=subprocess.DEVNULL,
-        stderr=subprocess.DEVNULL,
-        start_new_session=True,
-    )
+    node = subprocess.Popen(["node", "provider.mjs", "serve", str(node_port), redis_url, "key.json"],
+                            cwd=peer_workdir, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+                            start_new_session=True)
     try:
         _wait_for(f"http://127.0.0.1:{node_port}/.well-known/openid-configuration", node)
         tenant = make_tenant(app, client)
         ours, theirs = [], []
         for _ in range(ROUNDS):
             _write_bodies(peer_workdir / "tessera", _tessera_codes(app, tenant, budget))
-            ours.append(
-                _wrk(
-                    wrk,
-                    f"http://127.0.0.1:{tessera_port}/v1/openidc/token",
-                    connections,
-                    EXCHANGE_SECONDS,
-                    script,
-                    [str(peer_workdir / "tessera")],
-                    server_pid=tessera.pid,
-                )
-            )
+            ours.append(_wrk(wrk, f"http://127.0.0.1:{tessera_port}/v1/openidc/token", connections,
+                             EXCHANGE_SECONDS, script, [str(peer_workdir / "tessera")], server_pid=tessera.pid))
             _write_bodies(peer_workdir / "node", _node_codes(peer_workdir, redis_url, budget))
-            theirs.append(
-                _wrk(
-                    wrk,
-                    f"http://127.0.0.1:{node_port}/token",
-                    connections,
-                    EXCHANGE_SECONDS,
-                    script,
-                    [str(peer_workdir / "node")],
-                    server_pid=node.pid,
-                )
-            )
-        print(
-            f"\n[peer bench] code exchange (RS256 id_token), {connections} connections, {EXCHANGE_SECONDS} s "
-            f"rounds x {ROUNDS} interleaved, medians; load average {os.getloadavg()[0]:.1f} on "
-            f"{os.cpu_count()} CPUs"
-        )
+            theirs.append(_wrk(wrk, f"http://127.0.0.1:{node_port}/token", connections, EXCHANGE_SECONDS,
+                               script, [str(peer_workdir / "node")], server_pid=node.pid))
+        print(f"\n[peer bench] code exchange (RS256 id_token), {connections} connections, {EXCHANGE_SECONDS} s "
+              f"rounds x {ROUNDS} interleaved, medians; load average {os.getloadavg()[0]:.1f} on "
+              f"{os.cpu_count()} CPUs")
         _print_pair("POST token (code grant)", _median(ours), _median(theirs), "node-oidc-provider")
     finally:
         _stop(node)
@@ -401,45 +330,28 @@ def test_public_card_read_vs_nginx(app, real_worker, peer_workdir):
         (root / "api" / "agent-card").mkdir(parents=True)
         (root / "api" / "agent-card" / did).write_bytes(card)
         config = peer_workdir / "nginx.conf"
-        config.write_text(
-            NGINX_CONF.format(
-                workdir=peer_workdir,
-                upstream=tessera_port,
-                root=root,
-                static_port=static_port,
-                cache_port=cache_port,
-                shipped=REPO_ROOT / "app" / "ops" / "nginx-public-cache.conf",
-            )
-        )
-        proxy = subprocess.Popen(
-            [nginx, "-c", str(config), "-p", str(peer_workdir)],
-            stdout=subprocess.DEVNULL,
-            stderr=subprocess.DEVNULL,
-            start_new_session=True,
-        )
+        config.write_text(NGINX_CONF.format(workdir=peer_workdir, upstream=tessera_port, root=root,
+                                            static_port=static_port, cache_port=cache_port,
+                                            shipped=REPO_ROOT / "app" / "ops" / "nginx-public-cache.conf"))
+        proxy = subprocess.Popen([nginx, "-c", str(config), "-p", str(peer_workdir)], stdout=subprocess.DEVNULL,
+                                 stderr=subprocess.DEVNULL, start_new_session=True)
         path = f"/api/agent-card/{did}"
         _wait_for(f"http://127.0.0.1:{static_port}{path}", proxy)
         cached = httpx.get(f"http://127.0.0.1:{cache_port}{path}")
         assert cached.content == card and httpx.get(f"http://127.0.0.1:{cache_port}{path}").headers[
-            "x-cache-status"
-        ] in ("HIT", "REVALIDATED")
+            "x-cache-status"] in ("HIT", "REVALIDATED")
         rows: dict[str, list[dict]] = {"tessera": [], "tessera+cache": [], "nginx static": []}
         for _ in range(ROUNDS):
-            rows["tessera"].append(
-                _wrk(wrk, f"http://127.0.0.1:{tessera_port}{path}", 64, READ_SECONDS, server_pid=tessera.pid)
-            )
-            rows["tessera+cache"].append(
-                _wrk(wrk, f"http://127.0.0.1:{cache_port}{path}", 64, READ_SECONDS, server_pid=proxy.pid)
-            )
-            rows["nginx static"].append(
-                _wrk(wrk, f"http://127.0.0.1:{static_port}{path}", 64, READ_SECONDS, server_pid=proxy.pid)
-            )
+            rows["tessera"].append(_wrk(wrk, f"http://127.0.0.1:{tessera_port}{path}", 64, READ_SECONDS,
+                                        server_pid=tessera.pid))
+            rows["tessera+cache"].append(_wrk(wrk, f"http://127.0.0.1:{cache_port}{path}", 64, READ_SECONDS,
+                                              server_pid=proxy.pid))
+            rows["nginx static"].append(_wrk(wrk, f"http://127.0.0.1:{static_port}{path}", 64, READ_SECONDS,
+                                             server_pid=proxy.pid))
         medians = {name: _median(values) for name, values in rows.items()}
-        print(
-            f"\n[peer bench] GET /api/agent-card/<did>, 64 connections, {READ_SECONDS} s rounds x {ROUNDS} "
-            f"interleaved, medians; load average {os.getloadavg()[0]:.1f} on {os.cpu_count()} CPUs "
-            "(CPU ms of the nginx rows is nginx's own)"
-        )
+        print(f"\n[peer bench] GET /api/agent-card/<did>, 64 connections, {READ_SECONDS} s rounds x {ROUNDS} "
+              f"interleaved, medians; load average {os.getloadavg()[0]:.1f} on {os.cpu_count()} CPUs "
+              "(CPU ms of the nginx rows is nginx's own)")
         _print_pair("app path", medians["tessera"], medians["nginx static"], "nginx static")
         _print_pair("behind shipped proxy_cache", medians["tessera+cache"], medians["nginx static"], "nginx static")
     finally:
@@ -514,33 +426,11 @@ def test_jobs_vs_bare_celery(app, real_worker, peer_workdir):
     noop_env = {**os.environ, "NOOP_BROKER": broker, "NOOP_QUEUE": queue_name}
     real_worker.stop()
     ours = [conftest.start_worker(concurrency=1) for _ in range(2)]
-    bare = [
-        subprocess.Popen(
-            [
-                sys.executable,
-                "-m",
-                "celery",
-                "-A",
-                "noop_app",
-                "worker",
-                "--concurrency",
-                "1",
-                "--pool",
-                "prefork",
-                "--loglevel",
-                "WARNING",
-                "--without-gossip",
-                "--without-mingle",
-                "--without-heartbeat",
-            ],
-            cwd=peer_workdir,
-            env=noop_env,
-            stdout=subprocess.DEVNULL,
-            stderr=subprocess.DEVNULL,
-            start_new_session=True,
-        )
-        for _ in range(2)
-    ]
+    bare = [subprocess.Popen(
+        [sys.executable, "-m", "celery", "-A", "noop_app", "worker", "--concurrency", "1", "--pool", "prefork",
+         "--loglevel", "WARNING", "--without-gossip", "--without-mingle", "--without-heartbeat"],
+        cwd=peer_workdir, env=noop_env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+        start_new_session=True) for _ in range(2)]
     try:
         client_id = conftest.make_master(app, "Peer benchmark jobs").client_id
         _tessera_jobs_round(app, client_id, ours, 0)  # warm-up: imports and connections
@@ -556,15 +446,11 @@ def test_jobs_vs_bare_celery(app, real_worker, peer_workdir):
             _stop(process)
         real_worker.start()
     tessera, celery_noop = _median(tessera_rows), _median(bare_rows)
-    print(
-        f"\n[peer bench] jobs, {JOBS_PER_ROUND} per round x {ROUNDS} interleaved, 2 worker processes each, "
-        f"medians; load average {os.getloadavg()[0]:.1f} on {os.cpu_count()} CPUs"
-    )
+    print(f"\n[peer bench] jobs, {JOBS_PER_ROUND} per round x {ROUNDS} interleaved, 2 worker processes each, "
+          f"medians; load average {os.getloadavg()[0]:.1f} on {os.cpu_count()} CPUs")
     print(f"{'':<28}{'tessera jobs':<22}{tessera['rps']:>9.0f} jobs/s{tessera['cpu_ms']:>9.2f} CPU ms/job (workers)")
-    print(
-        f"{'':<28}{'bare Celery no-op':<22}{celery_noop['rps']:>9.0f} jobs/s"
-        f"{celery_noop['cpu_ms']:>9.2f} CPU ms/job (workers)"
-    )
+    print(f"{'':<28}{'bare Celery no-op':<22}{celery_noop['rps']:>9.0f} jobs/s"
+          f"{celery_noop['cpu_ms']:>9.2f} CPU ms/job (workers)")
     print(f"{'':<28}ratio tessera/bare Celery: throughput {tessera['rps'] / celery_noop['rps']:.2f}")
 
 
@@ -593,21 +479,11 @@ def test_authenticated_read_cpu(app):
         assert httpx.get(f"http://127.0.0.1:{port}/v1/sub_client/{child}", headers=headers).status_code == 200
         reads, bare = [], []
         for _ in range(ROUNDS):
-            reads.append(
-                _wrk(
-                    wrk,
-                    f"http://127.0.0.1:{port}/v1/sub_client/{child}",
-                    32,
-                    READ_SECONDS,
-                    headers=headers,
-                    server_pid=tessera.pid,
-                )
-            )
+            reads.append(_wrk(wrk, f"http://127.0.0.1:{port}/v1/sub_client/{child}", 32, READ_SECONDS,
+                              headers=headers, server_pid=tessera.pid))
             bare.append(_wrk(wrk, f"http://127.0.0.1:{port}/healthz", 32, READ_SECONDS, server_pid=tessera.pid))
-        print(
-            f"\n[peer bench] authenticated read, 32 connections, {READ_SECONDS} s rounds x {ROUNDS} interleaved, "
-            f"medians; load average {os.getloadavg()[0]:.1f} on {os.cpu_count()} CPUs (target <= 1 ms CPU)"
-        )
+        print(f"\n[peer bench] authenticated read, 32 connections, {READ_SECONDS} s rounds x {ROUNDS} interleaved, "
+              f"medians; load average {os.getloadavg()[0]:.1f} on {os.cpu_count()} CPUs (target <= 1 ms CPU)")
         _print_pair("GET /v1/sub_client/{id}", _median(reads), _median(bare), "/healthz")
     finally:
         _stop(tessera)

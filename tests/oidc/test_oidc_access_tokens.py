@@ -59,15 +59,9 @@ def _sign(app, claims: dict, *, alg: str = "RS256", key=None, typ: str = "at+jwt
 def _good_claims(app, tenant, **changes) -> dict:
     now = int(time.time())
     claims = {
-        "iss": app.config["OIDC_ISSUER"],
-        "sub": str(tenant.user_id),
-        "aud": str(tenant.client_id),
-        "client_id": str(tenant.client_id),
-        "exp": now + 600,
-        "iat": now,
-        "jti": f"test-{now}-{time.monotonic_ns()}",
-        "scope": "openid",
-        "user_id": tenant.user_id,
+        "iss": app.config["OIDC_ISSUER"], "sub": str(tenant.user_id), "aud": str(tenant.client_id),
+        "client_id": str(tenant.client_id), "exp": now + 600, "iat": now, "jti": f"test-{now}-{time.monotonic_ns()}",
+        "scope": "openid", "user_id": tenant.user_id,
     }
     claims.update(changes)
     return claims
@@ -105,9 +99,8 @@ def test_header_nested_too_deeply_is_refused(client):
 def test_hs256_signed_with_the_public_key_is_refused(app, client, tenant):
     key = _active_key(app)
     public_pem = key.as_pem(private=False)
-    signing_input = (
-        f"{_segment({'alg': 'HS256', 'kid': key.kid, 'typ': 'at+jwt'})}.{_segment(_good_claims(app, tenant))}"
-    )
+    signing_input = f"{_segment({'alg': 'HS256', 'kid': key.kid, 'typ': 'at+jwt'})}." \
+                    f"{_segment(_good_claims(app, tenant))}"
     signature = hmac.new(public_pem, signing_input.encode(), hashlib.sha256).digest()
     _refused(client, f"{signing_input}.{_b64(signature)}", "algorithm is not accepted")
 
@@ -145,9 +138,8 @@ def test_id_token_is_not_an_access_token(client, tenant):
 
 def test_unknown_kid_is_refused(app, client, tenant):
     kid, stranger = generate_key("RS256")
-    token = jwt.encode(
-        {"alg": "RS256", "kid": kid, "typ": "at+jwt"}, _good_claims(app, tenant), stranger, algorithms=["RS256"]
-    )
+    token = jwt.encode({"alg": "RS256", "kid": kid, "typ": "at+jwt"}, _good_claims(app, tenant), stranger,
+                       algorithms=["RS256"])
     _refused(client, token, "unknown or retired key")
 
 
@@ -157,41 +149,26 @@ def test_revoked_token_is_refused_everywhere(client, tenant):
     bearer = {"Authorization": f"Bearer {access_token}"}
     assert _userinfo(client, access_token).status_code == 200
     assert client.get("/v1/openidc/credentials", headers=bearer).status_code == 200
-    response = client.post(
-        "/v1/openidc/revoke",
-        data={
-            "token": access_token,
-            "client_id": str(tenant.client_id),
-            "client_secret": tenant.client_secret,
-        },
-    )
+    response = client.post("/v1/openidc/revoke", data={
+        "token": access_token, "client_id": str(tenant.client_id), "client_secret": tenant.client_secret,
+    })
     assert response.status_code == 200
     _refused(client, access_token, "revoked")
     credentials = client.get("/v1/openidc/credentials", headers=bearer)
     assert credentials.status_code == 401 and "revoked" in credentials.get_json()["detail"]
     assert credentials.headers["WWW-Authenticate"].startswith("Bearer")
-    introspection = client.post(
-        "/v1/openidc/introspect",
-        data={
-            "token": access_token,
-            "client_id": str(tenant.client_id),
-            "client_secret": tenant.client_secret,
-        },
-    )
+    introspection = client.post("/v1/openidc/introspect", data={
+        "token": access_token, "client_id": str(tenant.client_id), "client_secret": tenant.client_secret,
+    })
     assert introspection.get_json() == {"active": False}
 
 
 def test_revocation_by_another_client_has_no_effect(app, client, tenant):
     other = make_tenant(app, client)
     access_token = _tokens(client, tenant)["access_token"]
-    response = client.post(
-        "/v1/openidc/revoke",
-        data={
-            "token": access_token,
-            "client_id": str(other.client_id),
-            "client_secret": other.client_secret,
-        },
-    )
+    response = client.post("/v1/openidc/revoke", data={
+        "token": access_token, "client_id": str(other.client_id), "client_secret": other.client_secret,
+    })
     assert response.status_code == 200
     assert _userinfo(client, access_token).status_code == 200
     unauthenticated = client.post("/v1/openidc/revoke", data={"token": access_token, "client_id": "1"})
@@ -200,14 +177,9 @@ def test_revocation_by_another_client_has_no_effect(app, client, tenant):
 
 def test_introspection_of_an_active_token(client, tenant):
     access_token = _tokens(client, tenant)["access_token"]
-    response = client.post(
-        "/v1/openidc/introspect",
-        data={
-            "token": access_token,
-            "client_id": str(tenant.client_id),
-            "client_secret": tenant.client_secret,
-        },
-    )
+    response = client.post("/v1/openidc/introspect", data={
+        "token": access_token, "client_id": str(tenant.client_id), "client_secret": tenant.client_secret,
+    })
     body = response.get_json()
     assert response.status_code == 200 and body["active"] is True
     assert body["client_id"] == str(tenant.client_id) and body["user_id"] == tenant.user_id
@@ -221,12 +193,8 @@ def test_userinfo_releases_claims_by_scope(app, client):
     assert info == {"sub": str(tenant.user_id), "user_id": tenant.user_id, "did": tenant.did}
     body = exchange(client, tenant, sign_in(client, tenant, scope="openid app_claims")["code"]).get_json()
     info = _userinfo(client, body["access_token"]).get_json()
-    assert info == {
-        "sub": str(tenant.user_id),
-        "user_id": tenant.user_id,
-        "did": tenant.did,
-        "edu_username": tenant.profile["user_name"],
-    }
+    assert info == {"sub": str(tenant.user_id), "user_id": tenant.user_id, "did": tenant.did,
+                    "edu_username": tenant.profile["user_name"]}
 
 
 def test_access_token_and_id_token_claims(app, client, tenant):
@@ -360,16 +328,9 @@ def test_https_issuer_with_a_path_discovery_and_secure_cookies(app, tenant):
 
 def test_openapi_documents_every_provider_endpoint(client):
     paths = client.get("/openapi.json").get_json()["paths"]
-    for path in (
-        "/v1/openidc/authorize",
-        "/v1/openidc/token",
-        "/v1/openidc/user",
-        "/v1/openidc/revoke",
-        "/v1/openidc/introspect",
-        "/v1/openidc/logout",
-        "/certs/jwks.json",
-        "/.well-known/openid-configuration",
-    ):
+    for path in ("/v1/openidc/authorize", "/v1/openidc/token", "/v1/openidc/user", "/v1/openidc/revoke",
+                 "/v1/openidc/introspect", "/v1/openidc/logout", "/certs/jwks.json",
+                 "/.well-known/openid-configuration"):
         assert path in paths, path
     token = paths["/v1/openidc/token"]["post"]
     assert {"application/json", "application/x-www-form-urlencoded"} <= set(token["requestBody"]["content"])

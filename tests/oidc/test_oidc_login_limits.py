@@ -71,9 +71,8 @@ def test_codes_per_sign_in_are_capped(app, client):
     assert "too many codes for this sign-in" in refused.get_data(as_text=True)
     assert _mails(client, tenant.email) == 3
     # The last code sent still works.
-    response = client.post(
-        "/v1/openidc/login/code", data={**form_fields(page), "code": latest_code(client, tenant.email)}
-    )
+    response = client.post("/v1/openidc/login/code",
+                           data={**form_fields(page), "code": latest_code(client, tenant.email)})
     assert response.status_code == 303
 
 
@@ -104,24 +103,16 @@ def second_process(app):
     behind one trusted proxy, with a sign-in limit of 4 per minute per network address."""
     port = _free_port()
     url = f"http://127.0.0.1:{port}"
-    env = {
-        **os.environ,
-        "OIDC_ISSUER": app.config["OIDC_ISSUER"],
-        "BASE_URL": app.config["BASE_URL"],
-        "OIDC_LOGIN_RATE_LIMIT": "4 per minute",
-        "TRUSTED_PROXIES": "1",
-    }
+    env = {**os.environ, "OIDC_ISSUER": app.config["OIDC_ISSUER"], "BASE_URL": app.config["BASE_URL"],
+           "OIDC_LOGIN_RATE_LIMIT": "4 per minute",
+           "TRUSTED_PROXIES": "1"}
     if conftest.USING_POSTGRES:
         env["DATABASE_URL"] = os.environ["DIRECT_DATABASE_URL"]
         env["REDIS_URL"] = os.environ["DIRECT_REDIS_URL"]
     with open(conftest.TMP_DIR / "login-limits-server.log", "ab") as log:
         process = subprocess.Popen(
             [sys.executable, "-m", "gunicorn", "--bind", f"127.0.0.1:{port}", "--workers", "1", "app:create_app()"],
-            cwd=conftest.REPO_ROOT,
-            env=env,
-            stdout=log,
-            stderr=subprocess.STDOUT,
-            start_new_session=True,
+            cwd=conftest.REPO_ROOT, env=env, stdout=log, stderr=subprocess.STDOUT, start_new_session=True,
         )
     deadline = time.monotonic() + 60
     while True:
@@ -143,9 +134,8 @@ def _send_over_http(url: str, tenant, network: str | None = None) -> requests.Re
     browser = requests.Session()
     response = browser.get(url + authorize_query(tenant), allow_redirects=False, timeout=10, headers=headers)
     page = browser.get(url + path_of(response.headers["Location"]), timeout=10, headers=headers)
-    return browser.post(
-        url + "/v1/openidc/login", data={**form_fields(page.text), "email": tenant.email}, timeout=10, headers=headers
-    )
+    return browser.post(url + "/v1/openidc/login", data={**form_fields(page.text), "email": tenant.email},
+                        timeout=10, headers=headers)
 
 
 def test_the_address_limit_holds_across_processes(app, client, second_process):
@@ -158,10 +148,8 @@ def test_the_address_limit_holds_across_processes(app, client, second_process):
     assert _mails(client, tenant.email) == 5
 
 
-@pytest.mark.skipif(
-    bool(os.environ.get("REDIS_URL")),
-    reason="with Redis the rate limiter's own storage is shared; this tests the embedded default",
-)
+@pytest.mark.skipif(bool(os.environ.get("REDIS_URL")),
+                    reason="with Redis the rate limiter's own storage is shared; this tests the embedded default")
 def test_the_network_limit_holds_across_processes(app, client, second_process):
     """Without Redis the limiter counts in memory; the sign-in limit per network must still be shared."""
     network = f"10.8.{secrets.randbelow(250)}.{secrets.randbelow(250) + 1}"
@@ -169,11 +157,8 @@ def test_the_network_limit_holds_across_processes(app, client, second_process):
     for _ in range(2):
         tenant = make_tenant(app, client)
         page = _start_login(client, tenant)
-        response = client.post(
-            "/v1/openidc/login",
-            data={**form_fields(page), "email": tenant.email},
-            environ_base={"REMOTE_ADDR": network},
-        )
+        response = client.post("/v1/openidc/login", data={**form_fields(page), "email": tenant.email},
+                               environ_base={"REMOTE_ADDR": network})
         assert response.status_code == 200
     tenants = [make_tenant(app, client) for _ in range(3)]
     statuses = [_send_over_http(second_process, tenant, network).status_code for tenant in tenants]
