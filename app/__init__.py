@@ -188,7 +188,9 @@ def _register_request_hooks(app: Flask) -> None:
             except DataError as error:
                 response = handle_unstorable_value(error)
             except OperationalError:
-                response = handle_domain_error(ServiceUnavailable("The database is unreachable; try again shortly."))
+                response = handle_domain_error(
+                    ServiceUnavailable("The database is unreachable; try again shortly.")
+                )
         response.headers["X-Request-Id"] = g.get("request_id", "")
         return response
 

@@ -72,7 +72,9 @@ if USING_POSTGRES:
     os.environ["DIRECT_REDIS_URL"] = os.environ.get("REDIS_URL", "redis://127.0.0.1:6379/0")
     _db_url = make_url(os.environ["DIRECT_DATABASE_URL"])
     DB_PROXY = TcpProxy(_db_url.host or "127.0.0.1", _db_url.port or 5432)
-    os.environ["DATABASE_URL"] = _db_url.set(host="127.0.0.1", port=DB_PROXY.port).render_as_string(hide_password=False)
+    os.environ["DATABASE_URL"] = _db_url.set(host="127.0.0.1", port=DB_PROXY.port).render_as_string(
+        hide_password=False
+    )
     _redis_url = make_url(os.environ["DIRECT_REDIS_URL"])
     REDIS_PROXY = TcpProxy(_redis_url.host or "127.0.0.1", _redis_url.port or 6379)
     os.environ["REDIS_URL"] = _redis_url.set(host="127.0.0.1", port=REDIS_PROXY.port).render_as_string(
@@ -113,23 +115,10 @@ def start_worker(*, concurrency: int = 2, extra_env: dict | None = None, log_pat
     env.update(extra_env or {})  # a test may route a worker through a proxy of its own
     queues = f"{os.environ['CELERY_QUEUE']},{os.environ['CELERY_QUEUE']}.sweep"
     command = [
-        sys.executable,
-        "-m",
-        "celery",
-        "-A",
-        "worker",
-        "worker",
-        "--concurrency",
-        str(concurrency),
-        "--pool",
-        "prefork",
-        "--queues",
-        queues,
-        "--loglevel",
-        "WARNING",
-        "--without-gossip",
-        "--without-mingle",
-        "--without-heartbeat",
+        sys.executable, "-m", "celery", "-A", "worker", "worker",
+        "--concurrency", str(concurrency), "--pool", "prefork",
+        "--queues", queues, "--loglevel", "WARNING",
+        "--without-gossip", "--without-mingle", "--without-heartbeat",
     ]
     # The child keeps its own copy of the log file descriptor once ours is closed.
     with open(log_path or TMP_DIR / f"worker-{uuid.uuid4().hex[:6]}.log", "ab") as log:

@@ -30,14 +30,12 @@ def test_global_options_before_or_after_the_command(runner, args):
 
 def _card(name: str) -> bytes:
     """The smallest card the network hosts: an ERC-8004 registration file."""
-    return json.dumps(
-        {
-            "type": "https://eips.ethereum.org/EIPS/eip-8004#registration-v1",
-            "name": name,
-            "description": f"{name}, a test agent",
-            "services": [{"name": "A2A", "endpoint": "https://agent.example/a2a.json"}],
-        }
-    ).encode()
+    return json.dumps({
+        "type": "https://eips.ethereum.org/EIPS/eip-8004#registration-v1",
+        "name": name,
+        "description": f"{name}, a test agent",
+        "services": [{"name": "A2A", "endpoint": "https://agent.example/a2a.json"}],
+    }).encode()
 
 
 def test_env_after_a_nested_command_is_accepted(runner):

@@ -13,7 +13,9 @@ def _api_token_operations(spec: dict) -> list[tuple[str, str]]:
     for path, item in spec["paths"].items():
         for method, operation in item.items():
             # Operations that also take a Bearer access token (e.g. /credentials/derive) answer it as one.
-            if method in {"get", "post", "put", "patch", "delete"} and operation.get("security") == [{"ApiToken": []}]:
+            if method in {"get", "post", "put", "patch", "delete"} and operation.get("security") == [
+                {"ApiToken": []}
+            ]:
                 operations.append((method, re.sub(r"\{[^}]+\}", "1", path)))
     return operations
 

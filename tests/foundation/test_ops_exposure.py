@@ -78,11 +78,7 @@ def test_the_procfile_web_process_logs_no_query_values(app):
     log_path = conftest.TMP_DIR / f"gunicorn-{port}.log"
     with open(log_path, "wb") as log:
         server = subprocess.Popen(
-            command,
-            cwd=conftest.REPO_ROOT,
-            env=dict(os.environ),
-            stdout=log,
-            stderr=subprocess.STDOUT,
+            command, cwd=conftest.REPO_ROOT, env=dict(os.environ), stdout=log, stderr=subprocess.STDOUT,
             start_new_session=True,
         )
     try:
@@ -113,11 +109,7 @@ def test_the_development_server_request_log_is_redacted(app):
     import logging
 
     record = logging.LogRecord(
-        "werkzeug",
-        logging.INFO,
-        __file__,
-        1,
-        '%s - - [%s] "%s" %s %s',
+        "werkzeug", logging.INFO, __file__, 1, '%s - - [%s] "%s" %s %s',
         ("127.0.0.1", "now", f"GET /v1/openidc/authorize?state={SECRETS[1]}&code={SECRETS[0]} HTTP/1.1", "302", "-"),
         None,
     )

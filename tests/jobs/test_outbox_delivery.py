@@ -52,12 +52,8 @@ def job_rows(app, job_ids: list[str]) -> dict:
     with app.app_context():
         rows = db.session.query(Job).filter(Job.id.in_(job_ids)).all()
         found = {
-            row.id: {
-                "attempts": row.attempts,
-                "publish_count": row.publish_count,
-                "published_at": row.published_at,
-                "republish_at": row.republish_at,
-            }
+            row.id: {"attempts": row.attempts, "publish_count": row.publish_count,
+                     "published_at": row.published_at, "republish_at": row.republish_at}
             for row in rows
         }
         db.session.rollback()

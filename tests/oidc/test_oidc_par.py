@@ -22,14 +22,8 @@ from tests.oidc.helpers import (
 
 
 def _push(http, tenant, **overrides):
-    body = {
-        "response_type": "code",
-        "redirect_uri": tenant.redirect_uri,
-        "scope": "openid profile",
-        "state": "pushed-state",
-        "nonce": "pushed-nonce",
-        **overrides,
-    }
+    body = {"response_type": "code", "redirect_uri": tenant.redirect_uri, "scope": "openid profile",
+            "state": "pushed-state", "nonce": "pushed-nonce", **overrides}
     body = {key: value for key, value in body.items() if value is not None}
     return http.post("/v1/openidc/par", data=body, auth=(str(tenant.client_id), tenant.client_secret))
 
@@ -90,15 +84,8 @@ def test_the_request_uri_belongs_to_its_client(app, client, tenant):
 
 
 def test_push_needs_client_authentication_and_a_valid_request(client, tenant):
-    anonymous = client.post(
-        "/v1/openidc/par",
-        data={
-            "response_type": "code",
-            "client_id": str(tenant.client_id),
-            "redirect_uri": tenant.redirect_uri,
-            "scope": "openid",
-        },
-    )
+    anonymous = client.post("/v1/openidc/par", data={"response_type": "code", "client_id": str(tenant.client_id),
+                                                     "redirect_uri": tenant.redirect_uri, "scope": "openid"})
     assert anonymous.status_code == 401 and anonymous.get_json()["error"] == "invalid_client"
     no_openid = _push(client, tenant, scope="profile")
     assert no_openid.status_code == 400 and no_openid.get_json()["error"] == "invalid_scope"
@@ -109,11 +96,8 @@ def test_push_needs_client_authentication_and_a_valid_request(client, tenant):
 
 
 def test_a_client_may_require_pushed_requests(client, tenant):
-    response = client.put(
-        f"/v1/sub_client/{tenant.client_id}",
-        headers=tenant.headers,
-        json={"require_pushed_authorization_requests": True},
-    )
+    response = client.put(f"/v1/sub_client/{tenant.client_id}", headers=tenant.headers,
+                          json={"require_pushed_authorization_requests": True})
     assert response.status_code == 200 and response.get_json()["data"]["require_pushed_authorization_requests"]
     direct = client.get(authorize_query(tenant))
     assert direct.status_code == 302
@@ -137,33 +121,16 @@ def test_openapi_documents_par_and_the_new_grants(client):
     assert "request_uri" in authorize
     schemas = spec["components"]["schemas"]
     assert schemas["TokenRequest"]["properties"]["grant_type"]["enum"] == [
-        "authorization_code",
-        "refresh_token",
-        "client_credentials",
-    ]
+        "authorization_code", "refresh_token", "client_credentials"]
     assert {"refresh_token", "client_assertion", "client_assertion_type", "scope"} <= set(
-        schemas["TokenRequest"]["properties"]
-    )
+        schemas["TokenRequest"]["properties"])
     assert "refresh_token" in schemas["TokenOut"]["properties"]
     assert "id_token" not in schemas["TokenOut"].get("required", [])
-    settings = {
-        "token_endpoint_auth_method",
-        "jwks",
-        "jwks_uri",
-        "client_credentials_scopes",
-        "issue_refresh_tokens",
-        "refresh_token_ttl",
-        "refresh_token_idle_ttl",
-        "require_pushed_authorization_requests",
-        "backchannel_logout_uri",
-    }
+    settings = {"token_endpoint_auth_method", "jwks", "jwks_uri", "client_credentials_scopes", "issue_refresh_tokens",
+                "refresh_token_ttl", "refresh_token_idle_ttl", "require_pushed_authorization_requests",
+                "backchannel_logout_uri"}
     assert settings <= set(schemas["SubClientOut"]["properties"])
     assert settings <= set(schemas["SubClientUpdateIn"]["properties"])
     assert "secret_encrypted" not in schemas["SubClientOut"]["properties"]
     assert schemas["SubClientUpdateIn"]["properties"]["token_endpoint_auth_method"]["enum"] == [
-        "client_secret_basic",
-        "client_secret_post",
-        "client_secret_jwt",
-        "private_key_jwt",
-        None,
-    ]
+        "client_secret_basic", "client_secret_post", "client_secret_jwt", "private_key_jwt", None]
