@@ -188,12 +188,9 @@ class Bbs2023:
         """
         if parsed.public_key != key.public_key:
             raise ProofCheckFailed("invalid_signature", "the base proof names another issuer key")
-        groups = sd.canonicalize_and_group(
-            document,
-            sd.shuffled_id_label_map_factory(parsed.hmac_key),
-            {"mandatory": parsed.mandatory_pointers},
-            ctx,
-        ).groups["mandatory"]
+        groups = sd.mandatory_group(
+            document, sd.shuffled_id_label_map_factory(parsed.hmac_key), parsed.mandatory_pointers, ctx
+        )
         _check_message_count(len(groups.non_matching))
         header = sd.proof_hash(proof, document, ctx) + sd.hash_nquads(groups.matching.values())
         if header != parsed.bbs_header:
@@ -265,9 +262,7 @@ def create_base_proof(
     proof = copy.deepcopy(proof_options)
     check_proof_options(proof, NAME)
     hmac_key = hmac_key if hmac_key is not None else secrets.token_bytes(32)
-    groups = sd.canonicalize_and_group(
-        document, sd.shuffled_id_label_map_factory(hmac_key), {"mandatory": list(mandatory_pointers)}, ctx
-    ).groups["mandatory"]
+    groups = sd.mandatory_group(document, sd.shuffled_id_label_map_factory(hmac_key), list(mandatory_pointers), ctx)
     _check_message_count(len(groups.non_matching))
     header = sd.proof_hash(proof, document, ctx) + sd.hash_nquads(groups.matching.values())
     public_key = bbs.sk_to_pk(secret_key, backend=backend)

@@ -121,12 +121,7 @@ def create_derived_verify_data(document: dict, proof: dict, parsed: DerivedProof
 
 def create_base_verify_data(document: dict, proof: dict, parsed: BaseProofValue, ctx: SuiteContext) -> VerifyData:
     """The holder's view of a base proof: the issuer's transformation redone with its HMAC key."""
-    groups = sd.canonicalize_and_group(
-        document,
-        sd.hmac_id_label_map_factory(parsed.hmac_key),
-        {"mandatory": parsed.mandatory_pointers},
-        ctx,
-    ).groups["mandatory"]
+    groups = sd.mandatory_group(document, sd.hmac_id_label_map_factory(parsed.hmac_key), parsed.mandatory_pointers, ctx)
     return VerifyData(
         base_signature=parsed.base_signature,
         proof_hash=sd.proof_hash(proof, document, ctx),
@@ -215,9 +210,7 @@ def create_base_proof(
     proof = copy.deepcopy(proof_options)
     check_proof_options(proof, NAME)
     hmac_key = hmac_key if hmac_key is not None else secrets.token_bytes(32)
-    groups = sd.canonicalize_and_group(
-        document, sd.hmac_id_label_map_factory(hmac_key), {"mandatory": list(mandatory_pointers)}, ctx
-    ).groups["mandatory"]
+    groups = sd.mandatory_group(document, sd.hmac_id_label_map_factory(hmac_key), list(mandatory_pointers), ctx)
     proof_hash = sd.proof_hash(proof, document, ctx)
     scoped_key = ec.generate_private_key(ec.SECP256R1())
     public_key = P256_MULTIKEY_PREFIX + scoped_key.public_key().public_bytes(

@@ -553,6 +553,14 @@ def canonicalize_and_group(
     return CanonicalGroups(nquads=nquads, label_map=label_map, groups=groups)
 
 
+def mandatory_group(
+    document: dict, factory: LabelMapFactory, mandatory_pointers: Sequence[str], ctx: SuiteContext
+) -> GroupedNQuads:
+    """The statements of a base proof: the document's relabelled canonical quads, split into
+    those the mandatory pointers select and the others (see `canonicalize_and_group`)."""
+    return canonicalize_and_group(document, factory, {"mandatory": mandatory_pointers}, ctx).groups["mandatory"]
+
+
 def split_by_indexes(nquads: Sequence[str], mandatory_indexes: Sequence[int]) -> tuple[list[str], list[str]]:
     """The quads at `mandatory_indexes` and the others, both in order.
 
