@@ -6,7 +6,6 @@ The token, revocation and introspection endpoints answer RFC 6749 §5.2 errors
 
 from __future__ import annotations
 
-from collections.abc import Callable
 from urllib.parse import unquote_plus, urlsplit
 
 from flask import Response, current_app, jsonify, request
@@ -128,12 +127,11 @@ def _presented_credentials(values: dict[str, str]) -> client_auth.PresentedCrede
     return client_auth.presented_credentials(values, basic)
 
 
-def _authenticator(values: dict[str, str]) -> Callable[[], Client]:
+def _authenticator(values: dict[str, str]) -> client_auth.ClientAuthenticator:
     """Authenticates the request's client when called (services call it after their first write)."""
-    credentials = _presented_credentials(values)
     issuer = current_app.config["OIDC_ISSUER"]
-    audiences = {issuer, _origin(issuer) + request.path, request.base_url}
-    return lambda: client_auth.authenticate(credentials, audiences)
+    audiences = frozenset((issuer, _origin(issuer) + request.path, request.base_url))
+    return client_auth.ClientAuthenticator(_presented_credentials(values), audiences)
 
 
 def _client_rate_key() -> str:
