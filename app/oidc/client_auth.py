@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import threading
 import time
+from collections.abc import Set
 from dataclasses import dataclass
 from datetime import UTC, datetime
 
@@ -51,12 +52,26 @@ class PresentedCredentials:
     assertion: str | None = None
 
 
-def get_client_by_id(client_id: str | None) -> Client | None:
-    """The enabled client whose OpenID `client_id` (decimal id) is given, else None."""
+def parse_client_id(client_id: str | None) -> int | None:
+    """The numeric id an OpenID `client_id` (decimal) names, else None."""
     value = (client_id or "").strip()
     if not (value.isascii() and value.isdigit()) or len(value) > 18 or int(value) <= 0:
         return None
-    return get_active_client(int(value))
+    return int(value)
+
+
+def get_client_by_id(client_id: str | None, loaded: Client | None = None) -> Client | None:
+    """The enabled client whose OpenID `client_id` (decimal id) is given, else None.
+
+    `loaded` is that client when the caller already read it, enabled and with no disabled
+    ancestor, in its own statement of this transaction: it is used instead of a new query.
+    """
+    value = parse_client_id(client_id)
+    if value is None:
+        return None
+    if loaded is not None and loaded.id == value:
+        return loaded
+    return get_active_client(value)
 
 
 def presented_credentials(values: dict[str, str], basic: tuple[str, str] | None) -> PresentedCredentials:
@@ -77,15 +92,31 @@ def presented_credentials(values: dict[str, str], basic: tuple[str, str] | None)
     return PresentedCredentials("client_secret_post", values.get("client_id"), secret=values.get("client_secret"))
 
 
-def authenticate(credentials: PresentedCredentials, audiences: set[str]) -> Client:
+@dataclass(frozen=True)
+class ClientAuthenticator:
+    """Proves a request's client when called; `claimed_id` is the id it names, before any proof."""
+
+    credentials: PresentedCredentials
+    audiences: frozenset[str]
+
+    @property
+    def claimed_id(self) -> int | None:
+        return parse_client_id(self.credentials.client_id)
+
+    def __call__(self, loaded: Client | None = None) -> Client:
+        """The proven client (see `authenticate`); `loaded` as in `get_client_by_id`."""
+        return authenticate(self.credentials, self.audiences, loaded)
+
+
+def authenticate(credentials: PresentedCredentials, audiences: Set[str], loaded: Client | None = None) -> Client:
     """The client proven by `credentials`; InvalidClient (401) without saying which part was wrong.
 
-    `audiences` are the values an assertion's `aud` may hold (the issuer, the endpoint's URL).
-    Flushes the assertion's jti when one is accepted.
+    `audiences` are the values an assertion's `aud` may hold (the issuer, the endpoint's URL);
+    `loaded` as in `get_client_by_id`. Flushes the assertion's jti when one is accepted.
     """
     if credentials.method == "assertion":
-        return _authenticate_assertion(credentials, audiences)
-    client = get_client_by_id(credentials.client_id)
+        return _authenticate_assertion(credentials, audiences, loaded)
+    client = get_client_by_id(credentials.client_id, loaded)
     if client is None or not credentials.secret or not verify_client_secret(client, credentials.secret):
         raise InvalidClient()
     if client.token_endpoint_auth_method not in (None, credentials.method):
@@ -104,14 +135,14 @@ def _unverified_claims(assertion: str) -> tuple[dict, dict]:
         raise InvalidClient("client_assertion is malformed.") from None
 
 
-def _authenticate_assertion(credentials: PresentedCredentials, audiences: set[str]) -> Client:
+def _authenticate_assertion(credentials: PresentedCredentials, audiences: Set[str], loaded: Client | None) -> Client:
     header, claims = _unverified_claims(credentials.assertion or "")
     issuer = claims.get("iss")
     if not isinstance(issuer, str) or claims.get("sub") != issuer:
         raise InvalidClient("client_assertion must have iss and sub equal to the client_id.")
     if credentials.client_id and credentials.client_id != issuer:
         raise InvalidClient("client_id differs from the assertion's issuer.")
-    client = get_client_by_id(issuer)
+    client = get_client_by_id(issuer, loaded)
     if client is None:
         raise InvalidClient()
     alg = header.get("alg")
@@ -140,7 +171,7 @@ def _secret_key(client: Client) -> OctKey:
     return OctKey.import_key(decrypt(client.secret_encrypted, CLIENT_SECRET_PURPOSE))
 
 
-def _check_assertion_claims(claims: dict, audiences: set[str]) -> None:
+def _check_assertion_claims(claims: dict, audiences: Set[str]) -> None:
     now = int(time.time())
     leeway = current(OidcSettings).clock_leeway
     exp, jti = claims.get("exp"), claims.get("jti")

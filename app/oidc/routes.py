@@ -6,10 +6,9 @@ The token, revocation and introspection endpoints answer RFC 6749 §5.2 errors
 
 from __future__ import annotations
 
-from collections.abc import Callable
 from urllib.parse import unquote_plus, urlsplit
 
-from flask import Response, current_app, jsonify, request
+from flask import Response, current_app, g, jsonify, request
 from flask_limiter.errors import RateLimitExceeded
 from flask_smorest import Blueprint
 from werkzeug.exceptions import RequestEntityTooLarge
@@ -106,7 +105,11 @@ def _handle_rate_limited(error: RateLimitExceeded) -> Response:
 
 
 def _parameters() -> dict[str, str]:
-    """The body of a token-side request: JSON object or form, as flat strings."""
+    """The body of a token-side request: JSON object or form, as flat strings (read once per request:
+    the rate limit's key reads it before the view)."""
+    parsed = g.get("oauth_parameters")
+    if parsed is not None:
+        return parsed
     if request.mimetype == JSON:
         body = request.get_json(silent=True)
         if not isinstance(body, dict):
@@ -116,6 +119,7 @@ def _parameters() -> dict[str, str]:
         values = dict(request.form.items())
     if any(has_unstorable(value) for value in values.values()):
         raise InvalidRequest("A parameter holds a NUL byte or an unpaired surrogate.")
+    g.oauth_parameters = values
     return values
 
 
@@ -128,12 +132,14 @@ def _presented_credentials(values: dict[str, str]) -> client_auth.PresentedCrede
     return client_auth.presented_credentials(values, basic)
 
 
-def _authenticator(values: dict[str, str]) -> Callable[[], Client]:
+def _authenticator(values: dict[str, str]) -> client_auth.ClientAuthenticator:
     """Authenticates the request's client when called (services call it after their first write)."""
     credentials = _presented_credentials(values)
-    issuer = current(OidcSettings).issuer
-    audiences = {issuer, _origin(issuer) + request.path, request.base_url}
-    return lambda: client_auth.authenticate(credentials, audiences)
+    audiences: frozenset[str] = frozenset()
+    if credentials.method == "assertion":  # only an assertion names an audience
+        issuer = current(OidcSettings).issuer
+        audiences = frozenset((issuer, _origin(issuer) + request.path, request.base_url))
+    return client_auth.ClientAuthenticator(credentials, audiences)
 
 
 def _client_rate_key() -> str:

@@ -5,17 +5,19 @@ revocation and introspection. Functions flush but never commit; the edge commits
 from __future__ import annotations
 
 import base64
+import functools
 import hashlib
 import hmac
 import time
 import uuid
-from collections.abc import Callable, Iterable
+from collections.abc import Iterable
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import NoReturn
 
-from sqlalchemy import select, update
+from sqlalchemy import Executable, bindparam, func, select, update
 from sqlalchemy.dialects import postgresql, sqlite
+from sqlalchemy.orm import load_only
 
 from app.db import as_utc, utcnow
 from app.extensions import db
@@ -27,7 +29,7 @@ from app.oidc.claims import (
     mapping_fingerprint,
     standard_claims,
 )
-from app.oidc.client_auth import get_client_by_id
+from app.oidc.client_auth import ClientAuthenticator, get_client_by_id
 from app.oidc.errors import (
     InvalidBearerToken,
     InvalidGrant,
@@ -41,6 +43,7 @@ from app.oidc.tokens import AccessTokenClaims, TokenInvalid
 from app.security import hash_secret
 from app.settings import current
 from app.tenancy.models import Client
+from app.tenancy.service import enabled_client_clause
 from app.users.models import User
 from app.users.service import get_user_in_tree
 
@@ -56,12 +59,6 @@ def client_alg(client: Client) -> str:
 def get_relying_party(client_id: str | None) -> Client | None:
     """The enabled client whose OpenID `client_id` (decimal id) is given, else None."""
     return get_client_by_id(client_id)
-
-
-def _pkce_matches(verifier: str, challenge: str) -> bool:
-    digest = hashlib.sha256(verifier.encode("ascii", "replace")).digest()
-    computed = base64.urlsafe_b64encode(digest).rstrip(b"=").decode("ascii")
-    return hmac.compare_digest(computed, challenge)
 
 
 def deny_token(jti: str, expires_at: datetime, reason: str) -> None:
@@ -108,7 +105,7 @@ class TokenResponse:
 
 
 GRANT_TYPES = ("authorization_code", "refresh_token", "client_credentials")
-Authenticator = Callable[[], Client]
+Authenticator = ClientAuthenticator
 
 
 def grant_token(values: dict[str, str], authenticate: Authenticator) -> TokenResponse:
@@ -139,11 +136,14 @@ def exchange_code(
 
     A missing parameter raises InvalidRequest before anything is read.
 
-    The code is consumed by the transaction's first statement, one conditional UPDATE, so of
-    concurrent exchanges exactly one wins (PostgreSQL row lock; SQLite write lock taken before
-    any read could go stale). Any later refusal raises, and the edge's rollback un-consumes the
-    code. A code already used answers `invalid_grant` and revokes the tokens issued from it
-    (access token and refresh family); that error has `keep_changes` set so the edge commits it.
+    The code is consumed by the transaction's first statement, one conditional UPDATE that also
+    checks the client, redirect URI, expiry, PKCE verifier and user, so of concurrent exchanges
+    exactly one wins (PostgreSQL row lock; SQLite write lock taken before any read could go
+    stale); on PostgreSQL the same statement reads the user and the client. A refused client
+    raises, and the edge's rollback un-consumes the code. When nothing was consumed the code is
+    read again to say why; a code already used answers `invalid_grant` and revokes the tokens
+    issued from it (access token and refresh family); that error has `keep_changes` set so the
+    edge commits it.
     """
     code = require_token_parameter(code, "code")
     redirect_uri = require_token_parameter(redirect_uri, "redirect_uri")
@@ -151,43 +151,22 @@ def exchange_code(
     now = utcnow()
     issued_at = int(time.time())
     expires_in = current(OidcSettings).access_token_ttl
-    jti = uuid.uuid4().hex
-    consumed = db.session.execute(
-        update(AuthorizationCode)
-        .where(AuthorizationCode.code_hash == code_hash, AuthorizationCode.used_at.is_(None))
-        .values(
-            used_at=now,
-            access_token_jti=jti,
-            access_token_expires_at=datetime.fromtimestamp(issued_at + expires_in, UTC),
-        )
-        .returning(
-            AuthorizationCode.client_id, AuthorizationCode.user_id, AuthorizationCode.redirect_uri,
-            AuthorizationCode.scope, AuthorizationCode.nonce, AuthorizationCode.code_challenge,
-            AuthorizationCode.auth_time, AuthorizationCode.expires_at, AuthorizationCode.sid,
-        )
-        .execution_options(synchronize_session=False)
-    ).first()
-    client = authenticate()
-    if consumed is None:
-        _refuse_reuse(code_hash, client)
-    if consumed.client_id != client.id:
-        raise InvalidGrant("The authorization code is unknown or was issued to another client.")
-    if as_utc(consumed.expires_at) <= now:
-        raise InvalidGrant("The authorization code has expired.")
-    if consumed.redirect_uri != redirect_uri:
-        raise InvalidGrant("redirect_uri does not match the one of the authorization request.")
-    if consumed.code_challenge:
-        if not code_verifier:
-            raise InvalidGrant("code_verifier is required: the authorization request used PKCE.")
-        if not _pkce_matches(code_verifier, consumed.code_challenge):
-            raise InvalidGrant("code_verifier does not match the code_challenge.")
-    elif code_verifier:
-        raise InvalidGrant("code_verifier was sent but the authorization request had no code_challenge.")
-
-    user = get_user_in_tree(consumed.user_id, client.root_id or client.id)
-    if user is None:
-        raise InvalidGrant("The user of this authorization code no longer exists.")
     expires_at = datetime.fromtimestamp(issued_at + expires_in, UTC)
+    jti = uuid.uuid4().hex
+    challenge = _pkce_challenge(code_verifier) if code_verifier else ""
+
+    def consume(client_id: int) -> _ConsumedCode | None:
+        return _consume_code(code_hash, client_id=client_id, redirect_uri=redirect_uri, now=now, challenge=challenge,
+                             jti=jti, access_token_expires_at=expires_at)
+
+    claimed = authenticate.claimed_id
+    consumed = consume(claimed) if claimed is not None else None
+    client = authenticate(consumed.client if consumed else None)
+    if consumed is None and claimed != client.id:
+        consumed = consume(client.id)  # an assertion that named its client only inside
+    if consumed is None:
+        _refuse_code(code_hash, client, redirect_uri=redirect_uri, code_verifier=code_verifier, now=now)
+    user = consumed.user
     auth_time = as_utc(consumed.auth_time)
     refresh_token = None
     if refresh.wanted(client, consumed.scope):
@@ -201,6 +180,110 @@ def exchange_code(
         )
     return _user_tokens(client, user, scope=consumed.scope, auth_time=auth_time, nonce=consumed.nonce,
                         sid=consumed.sid, jti=jti, issued_at=issued_at, refresh_token=refresh_token)
+
+
+@dataclass(frozen=True)
+class _ConsumedCode:
+    scope: str
+    nonce: str | None
+    auth_time: datetime
+    sid: str | None
+    user: User
+    client: Client
+
+
+def _pkce_challenge(verifier: str) -> str:
+    digest = hashlib.sha256(verifier.encode("ascii", "replace")).digest()
+    return base64.urlsafe_b64encode(digest).rstrip(b"=").decode("ascii")
+
+
+# What an exchange by secret reads of its client (any other attribute loads when first used):
+# every column read costs the driver and the ORM on each request.
+_EXCHANGE_CLIENT_COLUMNS = (
+    Client.id, Client.root_id, Client.disabled_at, Client.secret_hash, Client.previous_secret_hash,
+    Client.previous_secret_expires_at, Client.token_endpoint_auth_method, Client.signing_alg,
+    Client.issue_refresh_tokens, Client.refresh_token_ttl, Client.refresh_token_idle_ttl, Client.id_token_claims,
+)
+
+
+@functools.cache
+def _consume_statement(dialect: str) -> Executable:
+    """The statement of `_consume_code`, built once per dialect: building it costs more than running it."""
+    consume = (
+        update(AuthorizationCode)
+        .where(
+            AuthorizationCode.code_hash == bindparam("given_code_hash"),
+            AuthorizationCode.used_at.is_(None),
+            AuthorizationCode.client_id == bindparam("given_client_id"),
+            AuthorizationCode.redirect_uri == bindparam("given_redirect_uri"),
+            AuthorizationCode.expires_at > bindparam("given_now", type_=AuthorizationCode.expires_at.type),
+            func.coalesce(AuthorizationCode.code_challenge, "") == bindparam("given_challenge"),
+            Client.id == bindparam("given_client_id"),
+            enabled_client_clause(),
+            User.id == AuthorizationCode.user_id,
+            User.root_client_id == func.coalesce(Client.root_id, Client.id),
+        )
+        .values(used_at=bindparam("given_now"), access_token_jti=bindparam("given_jti"),
+                access_token_expires_at=bindparam("given_access_token_expires_at"))
+        .returning(AuthorizationCode.user_id, AuthorizationCode.scope, AuthorizationCode.nonce,
+                   AuthorizationCode.auth_time, AuthorizationCode.sid)
+    )
+    if dialect != "postgresql":
+        return consume.execution_options(synchronize_session=False)
+    code = consume.cte("consumed")
+    return (
+        select(code.c.scope, code.c.nonce, code.c.auth_time, code.c.sid, User, Client)
+        .join(User, User.id == code.c.user_id).join(Client, Client.id == bindparam("given_client_id"))
+        .options(load_only(*_EXCHANGE_CLIENT_COLUMNS))
+    )
+
+
+
+def _consume_code(code_hash: str, *, client_id: int, redirect_uri: str, now: datetime, challenge: str, jti: str,
+                  access_token_expires_at: datetime) -> _ConsumedCode | None:
+    """Mark the code used if it is unused, unexpired, of this enabled client and redirect URI, its
+    PKCE challenge is `challenge` ("" without PKCE) and its user belongs to the client's tree.
+
+    None when any of that fails (nothing is changed then). On PostgreSQL one statement does it
+    all, the user and client read in the same round trip; elsewhere they are read after it.
+    """
+    dialect = db.session.get_bind().dialect.name
+    # Parameter names differ from the columns': an UPDATE would take a column's name as a value to SET.
+    parameters = {"given_code_hash": code_hash, "given_client_id": client_id, "given_redirect_uri": redirect_uri,
+                  "given_now": now, "given_challenge": challenge, "given_jti": jti,
+                  "given_access_token_expires_at": access_token_expires_at}
+    row = db.session.execute(_consume_statement(dialect), parameters).first()
+    if row is None:
+        return None
+    if dialect == "postgresql":
+        return _ConsumedCode(*row)
+    return _ConsumedCode(row.scope, row.nonce, row.auth_time, row.sid, db.session.get(User, row.user_id),
+                         db.session.get(Client, client_id))
+
+
+def _refuse_code(code_hash: str, client: Client, *, redirect_uri: str, code_verifier: str | None,
+                 now: datetime) -> NoReturn:
+    """Nothing was consumed: say why. A used code of this client revokes the tokens issued from it."""
+    row = db.session.execute(
+        select(AuthorizationCode).where(AuthorizationCode.code_hash == code_hash)
+        .execution_options(populate_existing=True)
+    ).scalar_one_or_none()
+    if row is None or row.client_id != client.id:
+        raise InvalidGrant("The authorization code is unknown or was issued to another client.")
+    if row.used_at is not None:
+        _revoke_code_tokens(row)
+    if as_utc(row.expires_at) <= now:
+        raise InvalidGrant("The authorization code has expired.")
+    if row.redirect_uri != redirect_uri:
+        raise InvalidGrant("redirect_uri does not match the one of the authorization request.")
+    if row.code_challenge:
+        if not code_verifier:
+            raise InvalidGrant("code_verifier is required: the authorization request used PKCE.")
+        if not hmac.compare_digest(_pkce_challenge(code_verifier), row.code_challenge):
+            raise InvalidGrant("code_verifier does not match the code_challenge.")
+    elif code_verifier:
+        raise InvalidGrant("code_verifier was sent but the authorization request had no code_challenge.")
+    raise InvalidGrant("The user of this authorization code no longer exists.")
 
 
 def _user_tokens(client: Client, user: User, *, scope: str, auth_time: datetime, nonce: str | None,
@@ -294,14 +377,8 @@ def client_credentials_grant(client: Client, *, scope: str | None) -> TokenRespo
                          expires_in=current(OidcSettings).access_token_ttl)
 
 
-def _refuse_reuse(code_hash: str, client: Client) -> NoReturn:
-    """The code is unknown or already used: refuse, revoking the token of a used code of this client."""
-    row = db.session.execute(
-        select(AuthorizationCode).where(AuthorizationCode.code_hash == code_hash)
-        .execution_options(populate_existing=True)
-    ).scalar_one_or_none()
-    if row is None or row.client_id != client.id:
-        raise InvalidGrant("The authorization code is unknown or was issued to another client.")
+def _revoke_code_tokens(row: AuthorizationCode) -> NoReturn:
+    """A used code presented again: revoke the tokens issued from it, committed with the refusal."""
     if row.access_token_jti:
         deny_token(row.access_token_jti, as_utc(row.access_token_expires_at) or utcnow(), "code_replay")
     if row.refresh_family:

@@ -150,6 +150,11 @@ def get_active_client(client_id: int) -> Client | None:
     return db.session.scalar(select(Client).where(Client.id == client_id, _no_disabled_ancestor()))
 
 
+def enabled_client_clause() -> Any:
+    """The condition of `get_active_client` on the outer `Client`, for other features' statements."""
+    return _NO_DISABLED_ANCESTOR
+
+
 def create_sub_client(caller: Caller, fields: dict[str, Any]) -> Client:
     """Create a child of the caller's acting node from validated `SubClientCreateIn` members.
 

@@ -74,7 +74,7 @@ def test_the_procfile_web_process_logs_no_query_values(app):
     web = next(line for line in (conftest.REPO_ROOT / "Procfile").read_text().splitlines() if line.startswith("web:"))
     port = _free_port()
     command = shlex.split(web.partition(":")[2].replace("${PORT:-5000}", str(port)).replace("0.0.0.0", "127.0.0.1"))
-    command = [part.replace("${WEB_CONCURRENCY:-2}", "1").replace("${WEB_THREADS:-4}", "2") for part in command]
+    command = [part.replace("${WEB_CONCURRENCY:-2}", "1").replace("${WEB_THREADS:-2}", "2") for part in command]
     log_path = conftest.TMP_DIR / f"gunicorn-{port}.log"
     with open(log_path, "wb") as log:
         server = subprocess.Popen(
