@@ -2,16 +2,15 @@
 
 from __future__ import annotations
 
-import hashlib
 import hmac
-import json
 from datetime import UTC, datetime
 
-from flask import Response, render_template, request, session
+from flask import Response, current_app, render_template, request, session
 from flask_smorest import Blueprint
 
 from app.agents import service
 from app.agents.auth import agent_session_required, current_account
+from app.agents.public_reads import DID_JSON, cache_seconds, card_headers, did_headers, encode_did_body
 from app.agents.schemas import (
     AccountEnvelope,
     ApproveIn,
@@ -48,7 +47,6 @@ blp = Blueprint(
     template_folder="templates",
 )
 
-DID_JSON = "application/did+json"
 DID_RESOLUTION = "application/did-resolution"
 _PAGE_HEADERS = page_security_headers(
     "default-src 'none'; script-src 'self'; style-src 'self'; form-action 'self'; frame-ancestors 'none'; "
@@ -182,7 +180,7 @@ def claim_page():
             "description": "HTML page: the form expired (its CSRF token is missing or was used); load it again",
             "content": {"text/html": {}},
         },
-    }
+    },
 )
 @problem_doc(404, 413, 415, 422, 429)
 def claim_submit():
@@ -287,9 +285,7 @@ def deregister(did: str):
 def revoke_owner(args: dict, did: str):
     """As the agent, revoke the owner organisation by a signed revocation; a job clears the owner."""
     return _accepted(
-        service.request_owner_revocation(
-            current_account(), did, args["owner"], args["issued_at"], args["signature"]
-        )
+        service.request_owner_revocation(current_account(), did, args["owner"], args["issued_at"], args["signature"])
     )
 
 
@@ -372,16 +368,12 @@ def get_agent_job(job_id: str):
 @limiter.exempt  # no limit applies; skips the limiter's per-request lookup
 @read_only
 def public_agent_card(did: str):
-    """The published card of a DID, exactly the bytes that were hosted (public)."""
+    """The published card of a DID, exactly the bytes that were hosted (public).
+
+    Plain reads are answered before dispatch by `app.agents.public_reads`; this view answers the rest.
+    """
     card = service.get_public_card(did)
-    cache_seconds = int(service.setting("AGENT_CARD_CACHE_SECONDS", 60))
-    headers = {
-        "ETag": card.etag,
-        "Cache-Control": f"public, max-age={cache_seconds}",
-        # The bytes are the agent's: never sniffed as another type, never run as a page.
-        "X-Content-Type-Options": "nosniff",
-        "Content-Security-Policy": "sandbox; default-src 'none'",
-    }
+    headers = card_headers(card.etag, cache_seconds(current_app.config))
     if card.etag.strip('"') in request.if_none_match:
         return Response(status=304, headers=headers)
     return Response(card.body, status=200, mimetype="application/json", headers=headers)
@@ -407,17 +399,14 @@ def _wants_resolution_result() -> bool:
 @limiter.exempt  # no limit applies; skips the limiter's per-request lookup
 @read_only
 def resolve_did(did: str):
-    """Resolve a DID of this network (public)."""
+    """Resolve a DID of this network (public); plain document reads are answered by `app.agents.public_reads`."""
     resolution = service.resolve_did(did)
     if resolution.status == 200 and not _wants_resolution_result():
         body, mimetype = resolution.result["didDocument"], DID_JSON
     else:
         body, mimetype = resolution.result, DID_RESOLUTION
-    cache_seconds = int(service.setting("AGENT_CARD_CACHE_SECONDS", 60))
-    payload = json.dumps(body).encode()
-    # A strong validator of the exact bytes (which depend on Accept, hence Vary).
-    etag = hashlib.sha256(payload).hexdigest()[:32]
-    headers = {"Cache-Control": f"public, max-age={cache_seconds}", "ETag": f'"{etag}"', "Vary": "Accept"}
+    payload, etag = encode_did_body(body)
+    headers = did_headers(etag, cache_seconds(current_app.config))
     if resolution.status == 200 and etag in request.if_none_match:
         return Response(status=304, headers=headers)
     return Response(payload, status=resolution.status, mimetype=mimetype, headers=headers)
