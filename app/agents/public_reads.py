@@ -94,7 +94,7 @@ class PublicReads:
         self._metrics: dict[tuple[str, int], tuple[Any, Any]] = {}
 
     def __call__(self, environ: dict, start_response: Callable) -> Iterable[bytes]:
-        match = _PATH.match(environ.get("PATH_INFO", "")) if environ.get("REQUEST_METHOD") == "GET" else None
+        match = _PATH.fullmatch(environ.get("PATH_INFO", "")) if environ.get("REQUEST_METHOD") == "GET" else None
         if match is None or match.group(2).split(":", 2)[1] != self._did_method():
             return self.inner(environ, start_response)
         started = time.perf_counter()
@@ -121,7 +121,12 @@ class PublicReads:
             from app.extensions import db
 
             with self.app.app_context():
-                self._engine = db.engine.execution_options(isolation_level="AUTOCOMMIT")
+                engine = db.engine
+            # One round trip per read on PostgreSQL (no BEGIN, no ROLLBACK); SQLite keeps the isolation
+            # its connections are set up with (app/__init__.py), which the autocommit reset would undo.
+            if engine.dialect.name == "postgresql":
+                engine = engine.execution_options(isolation_level="AUTOCOMMIT")
+            self._engine = engine
         return self._engine
 
     def _fetch(self, statement: Any, did: str) -> Any:
