@@ -368,10 +368,8 @@ def get_agent_job(job_id: str):
 @limiter.exempt  # no limit applies; skips the limiter's per-request lookup
 @read_only
 def public_agent_card(did: str):
-    """The published card of a DID, exactly the bytes that were hosted (public).
-
-    Plain reads are answered before dispatch by `app.agents.public_reads`; this view answers the rest.
-    """
+    """The published card of a DID, exactly the bytes that were hosted (public)."""
+    # Plain reads are answered before dispatch by app.agents.public_reads; this view answers the rest.
     card = service.get_public_card(did)
     headers = card_headers(card.etag, cache_seconds(current_app.config))
     if card.etag.strip('"') in request.if_none_match:
@@ -399,7 +397,8 @@ def _wants_resolution_result() -> bool:
 @limiter.exempt  # no limit applies; skips the limiter's per-request lookup
 @read_only
 def resolve_did(did: str):
-    """Resolve a DID of this network (public); plain document reads are answered by `app.agents.public_reads`."""
+    """Resolve a DID of this network (public)."""
+    # Plain document reads are answered before dispatch by app.agents.public_reads.
     resolution = service.resolve_did(did)
     if resolution.status == 200 and not _wants_resolution_result():
         body, mimetype = resolution.result["didDocument"], DID_JSON
