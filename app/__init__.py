@@ -39,6 +39,7 @@ def create_app(config: dict | None = None) -> Flask:
         print(refusal.message, file=sys.stderr, flush=True)
         raise refusal from None
     configure_logging(app.config["LOG_LEVEL"])
+    _install_fast_paths(app)
     if app.config["TRUSTED_PROXIES"]:
         from werkzeug.middleware.proxy_fix import ProxyFix
 
@@ -63,6 +64,13 @@ def create_app(config: dict | None = None) -> Flask:
             "DEV_OUTBOX=1: login codes are readable by anyone at /dev/outbox; never enable it in production."
         )
     return app
+
+
+def _install_fast_paths(app: Flask) -> None:
+    """Hot public reads answered before Flask dispatches (inside ProxyFix, which must see them first)."""
+    from app.agents.public_reads import install_public_reads
+
+    install_public_reads(app)
 
 
 def _import_models() -> None:
@@ -188,9 +196,7 @@ def _register_request_hooks(app: Flask) -> None:
             except DataError as error:
                 response = handle_unstorable_value(error)
             except OperationalError:
-                response = handle_domain_error(
-                    ServiceUnavailable("The database is unreachable; try again shortly.")
-                )
+                response = handle_domain_error(ServiceUnavailable("The database is unreachable; try again shortly."))
         response.headers["X-Request-Id"] = g.get("request_id", "")
         return response
 

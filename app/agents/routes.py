@@ -2,9 +2,7 @@
 
 from __future__ import annotations
 
-import hashlib
 import hmac
-import json
 from datetime import UTC, datetime
 
 from flask import Response, render_template, request, session
@@ -12,6 +10,7 @@ from flask_smorest import Blueprint
 
 from app.agents import accounts, cards, consents, credits, registry
 from app.agents.auth import agent_session_required, current_account
+from app.agents.public_reads import DID_JSON, card_headers, did_headers, encode_did_body
 from app.agents.schemas import (
     AccountEnvelope,
     ApproveIn,
@@ -52,7 +51,6 @@ blp = Blueprint(
     template_folder="templates",
 )
 
-DID_JSON = "application/did+json"
 DID_RESOLUTION = "application/did-resolution"
 _PAGE_HEADERS = page_security_headers(
     "default-src 'none'; script-src 'self'; style-src 'self'; form-action 'self'; frame-ancestors 'none'; "
@@ -357,15 +355,9 @@ def get_agent_job(job_id: str):
 @read_only
 def public_agent_card(did: str):
     """The published card of a DID, exactly the bytes that were hosted (public)."""
+    # Plain reads are answered before dispatch by app.agents.public_reads; this view answers the rest.
     card = cards.get_public_card(did)
-    cache_seconds = current(AgentSettings).card_cache_seconds
-    headers = {
-        "ETag": card.etag,
-        "Cache-Control": f"public, max-age={cache_seconds}",
-        # The bytes are the agent's: never sniffed as another type, never run as a page.
-        "X-Content-Type-Options": "nosniff",
-        "Content-Security-Policy": "sandbox; default-src 'none'",
-    }
+    headers = card_headers(card.etag, current(AgentSettings).card_cache_seconds)
     if card.etag.strip('"') in request.if_none_match:
         return Response(status=304, headers=headers)
     return Response(card.body, status=200, mimetype="application/json", headers=headers)
@@ -392,16 +384,14 @@ def _wants_resolution_result() -> bool:
 @read_only
 def resolve_did(did: str):
     """Resolve a DID of this network (public)."""
+    # Plain document reads are answered before dispatch by app.agents.public_reads.
     resolution = did_resolution.resolve_did(did)
     if resolution.status == 200 and not _wants_resolution_result():
         body, mimetype = resolution.result["didDocument"], DID_JSON
     else:
         body, mimetype = resolution.result, DID_RESOLUTION
-    cache_seconds = current(AgentSettings).card_cache_seconds
-    payload = json.dumps(body).encode()
-    # A strong validator of the exact bytes (which depend on Accept, hence Vary).
-    etag = hashlib.sha256(payload).hexdigest()[:32]
-    headers = {"Cache-Control": f"public, max-age={cache_seconds}", "ETag": f'"{etag}"', "Vary": "Accept"}
+    payload, etag = encode_did_body(body)
+    headers = did_headers(etag, current(AgentSettings).card_cache_seconds)
     if resolution.status == 200 and etag in request.if_none_match:
         return Response(status=304, headers=headers)
     return Response(payload, status=resolution.status, mimetype=mimetype, headers=headers)

@@ -12,7 +12,7 @@ from typing import Any
 from flask import g, request
 from flask_smorest import Blueprint
 
-from app.db import as_utc, utcnow
+from app.db import utcnow
 from app.errors import NotFound, Unauthorized, ValidationFailed
 from app.http import problem_doc
 from app.tenancy import service
@@ -89,34 +89,35 @@ def authenticate_request(*, honour_subclient: bool) -> Caller:
                 "This endpoint takes an API token in the x-api-token header, not an Authorization bearer token."
             )
         raise Unauthorized("Send your API token in the x-api-token header.")
-    token, client = service.find_active_token(raw)
-    if token is None or client is None:
+    token = service.find_active_token(raw)
+    if token is None:
         raise Unauthorized("The API token is unknown, revoked or expired.")
     now = utcnow()
-    if token.last_used_at is None or now - as_utc(token.last_used_at) > _LAST_USED_RESOLUTION:
-        token.last_used_at = now
-    acting = client
+    if token.last_used_at is None or now - token.last_used_at > _LAST_USED_RESOLUTION:
+        service.stamp_token_use(token.token_id, now)
+    acting_id, acting_path = token.client_id, token.path
     node_id = request.headers.get(SUBCLIENT_HEADER, "").strip()
     if honour_subclient and node_id:  # an empty header means the caller's own client
-        acting = _acting_node(client, node_id)
+        acting = _acting_node(token.path, node_id)
+        acting_id, acting_path = acting.id, acting.path
     return Caller(
-        client_id=client.id,
-        token_id=token.id,
-        is_master=client.parent_id is None,
-        root_id=client.root_id or client.id,
-        path=client.path,
-        acting_client_id=acting.id,
-        acting_path=acting.path,
+        client_id=token.client_id,
+        token_id=token.token_id,
+        is_master=token.parent_id is None,
+        root_id=token.root_id or token.client_id,
+        path=token.path,
+        acting_client_id=acting_id,
+        acting_path=acting_path,
     )
 
 
-def _acting_node(client: Client, value: str) -> Client:
+def _acting_node(caller_path: str, value: str) -> Client:
     if not _CLIENT_ID.fullmatch(value) or not 0 < int(value) <= MAX_CLIENT_ID:
         raise ValidationFailed(
             f"{SUBCLIENT_HEADER} must be a client id from 1 to {MAX_CLIENT_ID}.",
             errors={SUBCLIENT_HEADER: [f"Must be a client id from 1 to {MAX_CLIENT_ID}."]},
         )
-    node = service.get_client_in_subtree(int(value), client.path)
+    node = service.get_client_in_subtree(int(value), caller_path)
     if node is None:
         raise NotFound("No such sub-client.")
     return node

@@ -266,6 +266,7 @@ http {{
         listen 127.0.0.1:{static_port};
         root {root};
         location /api/agent-card/ {{ default_type application/json; add_header Cache-Control "public, max-age=60"; }}
+        location /api/did/ {{ default_type application/did+json; add_header Cache-Control "public, max-age=60"; }}
     }}
     server {{
         listen 127.0.0.1:{cache_port};
@@ -284,10 +285,11 @@ def test_public_card_read_vs_nginx(app, real_worker, peer_workdir):
     tessera = _start_tessera(tessera_port, {"RATELIMIT_ENABLED": "1"})
     proxy = None
     try:
-        did, card, _document = seed_card(f"http://127.0.0.1:{tessera_port}")
+        did, card, document = seed_card(f"http://127.0.0.1:{tessera_port}")
         root = peer_workdir / "www"
-        (root / "api" / "agent-card").mkdir(parents=True)
-        (root / "api" / "agent-card" / did).write_bytes(card)
+        for folder, body in (("agent-card", card), ("did", document)):
+            (root / "api" / folder).mkdir(parents=True)
+            (root / "api" / folder / did).write_bytes(body)
         config = peer_workdir / "nginx.conf"
         config.write_text(NGINX_CONF.format(workdir=peer_workdir, upstream=tessera_port, root=root,
                                             static_port=static_port, cache_port=cache_port,
@@ -299,10 +301,16 @@ def test_public_card_read_vs_nginx(app, real_worker, peer_workdir):
         cached = httpx.get(f"http://127.0.0.1:{cache_port}{path}")
         assert cached.content == card and httpx.get(f"http://127.0.0.1:{cache_port}{path}").headers[
             "x-cache-status"] in ("HIT", "REVALIDATED")
-        rows: dict[str, list[dict]] = {"tessera": [], "tessera+cache": [], "nginx static": []}
+        did_path = f"/api/did/{did}"
+        rows: dict[str, list[dict]] = {"tessera": [], "tessera+cache": [], "nginx static": [], "tessera DID": [],
+                                       "nginx static DID": []}
         for _ in range(ROUNDS):
             rows["tessera"].append(_wrk(wrk, f"http://127.0.0.1:{tessera_port}{path}", 64, READ_SECONDS,
                                         server_pid=tessera.pid))
+            rows["tessera DID"].append(_wrk(wrk, f"http://127.0.0.1:{tessera_port}{did_path}", 64, READ_SECONDS,
+                                            server_pid=tessera.pid))
+            rows["nginx static DID"].append(_wrk(wrk, f"http://127.0.0.1:{static_port}{did_path}", 64,
+                                                 READ_SECONDS, server_pid=proxy.pid))
             rows["tessera+cache"].append(_wrk(wrk, f"http://127.0.0.1:{cache_port}{path}", 64, READ_SECONDS,
                                               server_pid=proxy.pid))
             rows["nginx static"].append(_wrk(wrk, f"http://127.0.0.1:{static_port}{path}", 64, READ_SECONDS,
@@ -313,6 +321,7 @@ def test_public_card_read_vs_nginx(app, real_worker, peer_workdir):
               "(CPU ms of the nginx rows is nginx's own)")
         _print_pair("app path", medians["tessera"], medians["nginx static"], "nginx static")
         _print_pair("behind shipped proxy_cache", medians["tessera+cache"], medians["nginx static"], "nginx static")
+        _print_pair("DID document, app path", medians["tessera DID"], medians["nginx static DID"], "nginx static")
     finally:
         if proxy is not None:
             stop_process(proxy)
