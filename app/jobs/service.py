@@ -18,7 +18,10 @@ from datetime import timedelta
 from typing import Any
 
 from flask import current_app
-from sqlalchemy import false, func, or_, select, text, update
+from sqlalchemy import bindparam, false, func, or_, select, text, update
+from sqlalchemy.orm import make_transient_to_detached
+from sqlalchemy.orm.attributes import set_committed_value
+from sqlalchemy.orm.util import identity_key
 
 from app.db import after_commit_batch, as_utc, commit_before_the_edge, transaction, utcnow
 from app.errors import DomainError, NotFound
@@ -146,8 +149,27 @@ def require_job_for_agent(job_id: str, agent_did: str) -> Job:
     return job
 
 
+_LOCK_JOB = select(Job.__table__).where(Job.__table__.c.id == bindparam("job_id")).with_for_update()
+
+
 def _lock_job(job_id: str) -> Job | None:
-    return db.session.get(Job, job_id, with_for_update=True, populate_existing=True)
+    """Lock the job's row until the transaction ends; the job as it is now, or None if unknown.
+
+    One Core statement: the row becomes a persistent `Job` without the ORM's load machinery,
+    which cost more than the round trip itself on the worker's hot path.
+    """
+    row = db.session.execute(_LOCK_JOB, {"job_id": job_id}).first()
+    if row is None:
+        return None
+    loaded = db.session.identity_map.get(identity_key(Job, job_id))
+    if loaded is not None:  # already in this session: refresh it from the locked row
+        for key, value in row._mapping.items():
+            set_committed_value(loaded, key, value)
+        return loaded
+    job = Job(**row._mapping)
+    make_transient_to_detached(job)
+    db.session.add(job)
+    return job
 
 
 def claim_job(job_id: str) -> bool:
@@ -235,13 +257,20 @@ def fail_job(job_id: str, error: dict) -> None:
             _finish(job, FAILED, error=error)
 
 
+_FINISH_JOB = (
+    update(Job.__table__)
+    .where(Job.__table__.c.id == bindparam("job_id"))
+    .values({name: bindparam(name) for name in ("state", "result", "error", "finished_at", "lease_expires_at")})
+)
+
+
 def _finish(job: Job, state: str, *, result: dict | None = None, error: dict | None = None) -> None:
+    """Record the locked job's final state: one Core UPDATE, the object kept in step without a flush."""
     now = utcnow()
-    job.state = state
-    job.result = result
-    job.error = error
-    job.finished_at = now
-    job.lease_expires_at = None
+    final = {"state": state, "result": result, "error": error, "finished_at": now, "lease_expires_at": None}
+    db.session.execute(_FINISH_JOB, {"job_id": job.id, **final})
+    for key, value in final.items():
+        set_committed_value(job, key, value)
     if state == FAILED and job.kind in _failure_handlers:
         _failure_handlers[job.kind](job)
     JOB_DURATION.labels(job.kind, state).observe((now - as_utc(job.created_at)).total_seconds())
