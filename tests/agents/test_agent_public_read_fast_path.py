@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import re
 
-from tests.agents.conftest import registration_card
+from tests.support.agents import registration_card
 
 
 def _responses_total(http, endpoint: str, status: int) -> float:

@@ -16,8 +16,8 @@ import time
 import pytest
 
 from tests import conftest
-from tests.credentials.issuing import Issuer, allocate_status, create_user
 from tests.support.bench import percentile
+from tests.support.issuing import Issuer, allocate_status, create_user
 from tests.support.vectors import VECTORS
 
 pytestmark = pytest.mark.benchmark

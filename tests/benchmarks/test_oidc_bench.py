@@ -23,8 +23,8 @@ import pytest
 import requests
 
 from tests import conftest
-from tests.oidc.helpers import make_tenant
 from tests.support.bench import free_port, issue_codes, percentile
+from tests.support.oidc import make_tenant
 from tests.support.servers import gunicorn
 
 pytestmark = pytest.mark.benchmark

@@ -206,7 +206,7 @@ def _install_peer(workdir: Path) -> None:
 
 
 def test_code_exchange_vs_node_oidc_provider(app, client, peer_workdir):
-    from tests.oidc.helpers import make_tenant
+    from tests.support.oidc import make_tenant
 
     _needs_postgres()
     wrk = ensure_binary("wrk", "wrk")

@@ -24,8 +24,8 @@ from app.tenancy.caller import Caller
 from app.tenancy.models import Client
 from app.users.service import create_user
 from tests import conftest
-from tests.social.fakes import FakeChat, FakeGameStore, FakeStreaming
 from tests.support.config import set_settings
+from tests.support.social_fakes import FakeChat, FakeGameStore, FakeStreaming
 
 pytestmark = [pytest.mark.benchmark, pytest.mark.realworker]
 

@@ -15,9 +15,9 @@ import pytest
 from app.credentials.engine import encode_bitstring
 from tests import conftest
 from tests.conftest import make_master
-from tests.credentials.issuing import Issuer, allocate_status, create_user
 from tests.support.config import change_settings
 from tests.support.credentials import wait_for_verification
+from tests.support.issuing import Issuer, allocate_status, create_user
 
 
 def _path(url: str) -> str:

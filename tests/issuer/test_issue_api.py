@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import pytest
 
-from tests.credentials.issuing import create_user
-from tests.issuer.helpers import create_key, issue, unsigned, verify
 from tests.support.credentials import wait_for_verification
+from tests.support.issuer import create_key, issue, unsigned, verify
+from tests.support.issuing import create_user
 from tests.support.problems import assert_problem
 
 SUITES = [

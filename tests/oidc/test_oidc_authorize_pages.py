@@ -24,7 +24,8 @@ from app.oidc.models import AuthorizationRequest, LoginSession
 from app.tenancy.models import Client
 from app.tenancy.service import configure_recaptcha, disable_client
 from tests import conftest
-from tests.oidc.helpers import (
+from tests.support.config import set_settings, setting_of
+from tests.support.oidc import (
     REDIRECT_URI,
     add_sub_client,
     authorize_query,
@@ -37,7 +38,6 @@ from tests.oidc.helpers import (
     query_of,
     sign_in,
 )
-from tests.support.config import set_settings, setting_of
 from tests.support.servers import serve_on_loopback
 
 

@@ -10,9 +10,9 @@ import pytest
 import requests
 
 from tests import conftest
-from tests.oidc.helpers import authorize_query, form_fields, latest_code, make_tenant, path_of
 from tests.support.bench import free_port
 from tests.support.config import set_settings, setting_of
+from tests.support.oidc import authorize_query, form_fields, latest_code, make_tenant, path_of
 from tests.support.servers import gunicorn
 
 

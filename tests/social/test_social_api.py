@@ -30,8 +30,7 @@ from tests.support.social import (
     visit_platform,
     wait_for_fetches,
 )
-
-from .fakes import Platforms, SteamGame
+from tests.support.social_fakes import Platforms, SteamGame
 
 # --- link flows ----------------------------------------------------------------------------------
 
