@@ -8,9 +8,9 @@ import pytest
 import rfc8785
 
 from app.multiformats import cid_for
-from tests.conftest import make_master
 from tests.support.credentials import wait_for_verification
 from tests.support.issuing import Issuer, create_user
+from tests.support.tenancy import make_master
 
 
 def _store(client, headers, vc_text: str, **extra_headers):
