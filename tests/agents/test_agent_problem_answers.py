@@ -8,7 +8,7 @@ import pytest
 from tests.support.agents import (
     http_problem,
 )
-from tests.tenancy.support import undocumented_error_statuses
+from tests.support.tenancy import undocumented_error_statuses
 
 
 def test_agent_operations_document_every_error_they_can_answer(app):

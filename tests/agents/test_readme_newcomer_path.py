@@ -10,7 +10,7 @@ import subprocess
 import pytest
 
 from app.agents.ethereum import address_from_private_key
-from tests.conftest import REPO_ROOT
+from tests.support.environment import REPO_ROOT
 
 README = REPO_ROOT / "README.md"
 README_ADDRESS = "http://127.0.0.1:5000"

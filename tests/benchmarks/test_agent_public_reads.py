@@ -26,8 +26,8 @@ from pathlib import Path
 import httpx
 import pytest
 
-from tests.conftest import stop_process
 from tests.support.bench import REPO_ROOT, ensure_binary, free_port, seed_card, wait_for_url
+from tests.support.environment import stop_process
 
 pytestmark = pytest.mark.benchmark
 

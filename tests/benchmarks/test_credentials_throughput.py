@@ -15,9 +15,9 @@ import time
 
 import pytest
 
-from tests import conftest
-from tests.credentials.issuing import Issuer, allocate_status, create_user
+from tests.support import environment
 from tests.support.bench import percentile
+from tests.support.issuing import Issuer, allocate_status, create_user
 from tests.support.vectors import VECTORS
 
 pytestmark = pytest.mark.benchmark
@@ -162,14 +162,14 @@ def test_stored_credentials_verified_per_second_by_two_workers(app, client, mast
                                    headers=master.headers)
             assert response.status_code == 201, response.get_data(as_text=True)
             cids.append(response.json["data"]["cid"])
-        workers = [conftest.start_worker(concurrency=1) for _ in range(2)]
+        workers = [environment.start_worker(concurrency=1) for _ in range(2)]
         deadline = time.monotonic() + 300
         while _verified_count(app, cids) < len(cids):
             assert time.monotonic() < deadline, "verification jobs did not finish"
             time.sleep(0.1)
     finally:
         for process in workers:
-            conftest.stop_process(process)
+            environment.stop_process(process)
         real_worker.start()
 
     times = _job_times(app, _job_ids(app, cids))

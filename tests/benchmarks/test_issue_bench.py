@@ -19,8 +19,8 @@ from app.credentials.verifier import verify_credential
 from app.dids.resolver import DidResolver
 from app.issuer import proofs
 from app.multiformats import encode_multikey
-from tests.issuer.helpers import create_key, unsigned
 from tests.support.bench import latency_ms
+from tests.support.issuer import create_key, unsigned
 from tests.support.vectors import VECTORS
 
 pytestmark = pytest.mark.benchmark

@@ -16,8 +16,9 @@ from pathlib import Path
 
 import pytest
 
-from tests import conftest
+from tests.support import environment
 from tests.support.bench import enqueue_canaries, percentile, wait_finished
+from tests.support.tenancy import make_master
 
 pytestmark = [pytest.mark.benchmark, pytest.mark.realworker]
 
@@ -75,9 +76,9 @@ def _cpu_snapshot(workers) -> tuple[float, float]:
 
 def test_job_round_trip(app, real_worker):
     real_worker.stop()
-    workers = [conftest.start_worker(concurrency=1) for _ in range(2)]
-    sequential_client = conftest.make_master(app, "Jobs benchmark, one at a time").client_id
-    batch_client = conftest.make_master(app, "Jobs benchmark, batch").client_id
+    workers = [environment.start_worker(concurrency=1) for _ in range(2)]
+    sequential_client = make_master(app, "Jobs benchmark, one at a time").client_id
+    batch_client = make_master(app, "Jobs benchmark, batch").client_id
     try:
         # Warm up both workers (imports, connections) before anything is timed.
         enqueue_canaries(app, 20, sequential_client)
@@ -99,7 +100,7 @@ def test_job_round_trip(app, real_worker):
         throughput = len(batch) / (last - first)
     finally:
         for process in workers:
-            conftest.stop_process(process)
+            environment.stop_process(process)
         real_worker.start()
 
     worker_ms = (workers_after - workers_before) * 1000 / len(batch)

@@ -22,9 +22,9 @@ from datetime import timedelta
 import pytest
 import requests
 
-from tests import conftest
-from tests.oidc.helpers import make_tenant
+from tests.support import environment
 from tests.support.bench import free_port, issue_codes, percentile
+from tests.support.oidc import make_tenant
 from tests.support.servers import gunicorn
 
 pytestmark = pytest.mark.benchmark
@@ -101,7 +101,7 @@ def test_code_exchange_throughput(app, client, gunicorn_server, signing_alg):
 
 
 def _report(what: str, shape: str, latencies: list[float], elapsed: float, failures: int) -> None:
-    database = "postgresql" if conftest.USING_POSTGRES else "sqlite"
+    database = "postgresql" if environment.USING_POSTGRES else "sqlite"
     print(
         f"\n[oidc bench] {what} on {database}, gunicorn {shape}, {CONCURRENCY} connections: "
         f"{len(latencies)} grants in {elapsed:.2f}s = {len(latencies) / elapsed:.0f} grants/s; "

@@ -28,8 +28,7 @@ from urllib.parse import urlencode
 import httpx
 import pytest
 
-from tests import conftest
-from tests.conftest import stop_process
+from tests.support import environment
 from tests.support.bench import (
     REPO_ROOT,
     enqueue_canaries,
@@ -41,6 +40,8 @@ from tests.support.bench import (
     wait_finished,
     wait_for_url,
 )
+from tests.support.environment import stop_process
+from tests.support.tenancy import make_master
 
 pytestmark = [pytest.mark.benchmark, pytest.mark.realworker]
 
@@ -169,7 +170,7 @@ def peer_workdir():
 
 
 def _needs_postgres() -> None:
-    if not conftest.USING_POSTGRES or not os.environ.get("REDIS_URL"):
+    if not environment.USING_POSTGRES or not os.environ.get("REDIS_URL"):
         pytest.skip("the side-by-side benchmark runs Tessera on PostgreSQL + Redis")
 
 
@@ -206,7 +207,7 @@ def _install_peer(workdir: Path) -> None:
 
 
 def test_code_exchange_vs_node_oidc_provider(app, client, peer_workdir):
-    from tests.oidc.helpers import make_tenant
+    from tests.support.oidc import make_tenant
 
     _needs_postgres()
     wrk = ensure_binary("wrk", "wrk")
@@ -391,14 +392,14 @@ def test_jobs_vs_bare_celery(app, real_worker, peer_workdir):
     (peer_workdir / "noop_app.py").write_text(NOOP_APP)
     noop_env = {**os.environ, "NOOP_BROKER": broker, "NOOP_QUEUE": queue_name}
     real_worker.stop()
-    ours = [conftest.start_worker(concurrency=1) for _ in range(2)]
+    ours = [environment.start_worker(concurrency=1) for _ in range(2)]
     bare = [subprocess.Popen(
         [sys.executable, "-m", "celery", "-A", "noop_app", "worker", "--concurrency", "1", "--pool", "prefork",
          "--loglevel", "WARNING", "--without-gossip", "--without-mingle", "--without-heartbeat"],
         cwd=peer_workdir, env=noop_env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
         start_new_session=True) for _ in range(2)]
     try:
-        client_id = conftest.make_master(app, "Peer benchmark jobs").client_id
+        client_id = make_master(app, "Peer benchmark jobs").client_id
         _tessera_jobs_round(app, client_id, ours, 0)  # warm-up: imports and connections
         finished = JOBS_PER_ROUND
         _bare_celery_round(peer_workdir, broker, queue_name, bare)
@@ -433,7 +434,7 @@ def test_authenticated_read_cpu(app):
 
     _needs_postgres()
     wrk = ensure_binary("wrk", "wrk")
-    master = conftest.make_master(app, "Peer benchmark reads")
+    master = make_master(app, "Peer benchmark reads")
     with app.app_context(), transaction():
         root = db.session.get(Client, master.client_id)
         caller = Caller(root.id, 0, True, root.id, root.path, root.id, root.path)

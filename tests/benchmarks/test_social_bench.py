@@ -23,9 +23,9 @@ from app.social.models import SocialLink
 from app.tenancy.caller import Caller
 from app.tenancy.models import Client
 from app.users.service import create_user
-from tests import conftest
-from tests.social.fakes import FakeChat, FakeGameStore, FakeStreaming
+from tests.support import environment
 from tests.support.config import set_settings
+from tests.support.social_fakes import FakeChat, FakeGameStore, FakeStreaming
 
 pytestmark = [pytest.mark.benchmark, pytest.mark.realworker]
 
@@ -106,7 +106,7 @@ def test_refresh_thousand_linked_users(app, master, real_worker):
     }
     _link_users(app, master.client_id, fakes)
     real_worker.stop()
-    workers = [conftest.start_worker(concurrency=1, extra_env=env) for _ in range(2)]
+    workers = [environment.start_worker(concurrency=1, extra_env=env) for _ in range(2)]
     try:
         since = utcnow()
         started = time.monotonic()
@@ -118,7 +118,7 @@ def test_refresh_thousand_linked_users(app, master, real_worker):
         attempts, fetched = _attempt_counts(app, since)
     finally:
         for process in workers:
-            conftest.stop_process(process)
+            environment.stop_process(process)
         real_worker.start()
         app.config.pop("SOCIAL_BUDGETS", None)
         for fake in fakes:

@@ -22,8 +22,9 @@ import time
 import httpx
 import pytest
 
-from tests.conftest import USING_POSTGRES, make_master, stop_process
 from tests.support.bench import REPO_ROOT, free_port, procfile_web_command
+from tests.support.environment import USING_POSTGRES, stop_process
+from tests.support.tenancy import make_master
 
 pytestmark = pytest.mark.benchmark
 

@@ -6,10 +6,10 @@ import json
 
 import pytest
 
-from tests.credentials.issuing import Issuer, allocate_status, create_user
 from tests.support.credentials import wait_for_verification
+from tests.support.issuing import Issuer, allocate_status, create_user
 from tests.support.rows import row_count
-from tests.tenancy.support import assert_problem, undocumented_error_statuses
+from tests.support.tenancy import assert_problem, undocumented_error_statuses
 
 
 @pytest.fixture(scope="module")

@@ -10,9 +10,9 @@ from datetime import UTC, datetime, timedelta
 from app.credentials import bbs
 from app.credentials.cryptosuites import bbs_2023, ecdsa_sd_2023
 from app.multiformats import encode_multikey
-from tests.credentials.issuing import Issuer, allocate_status
-from tests.oidc.helpers import make_tenant
 from tests.support.credentials import access_token, listed_credentials, wait_for_state, wait_for_verification
+from tests.support.issuing import Issuer, allocate_status
+from tests.support.oidc import make_tenant
 from tests.support.vectors import suite_context
 
 SD_MANDATORY = ["/issuer", "/validFrom"]

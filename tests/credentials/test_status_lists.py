@@ -13,11 +13,11 @@ from urllib.parse import urlsplit
 import pytest
 
 from app.credentials.engine import encode_bitstring
-from tests import conftest
-from tests.conftest import make_master
-from tests.credentials.issuing import Issuer, allocate_status, create_user
+from tests.support import environment
 from tests.support.config import change_settings
 from tests.support.credentials import wait_for_verification
+from tests.support.issuing import Issuer, allocate_status, create_user
+from tests.support.tenancy import make_master
 
 
 def _path(url: str) -> str:
@@ -291,7 +291,7 @@ def test_foreign_status_is_rechecked_periodically(app, client, master, foreign_l
     allowed = urlsplit(base).netloc
     change_settings(monkeypatch, app, STATUS_LIST_ALLOW_HOSTS=allowed)
     change_settings(monkeypatch, app, STATUS_RECHECK_SECONDS=0)
-    if conftest.USING_POSTGRES:
+    if environment.USING_POSTGRES:
         real_worker.stop()
         real_worker.start(extra_env={"STATUS_LIST_ALLOW_HOSTS": allowed})
     try:
@@ -329,7 +329,7 @@ def test_foreign_status_is_rechecked_periodically(app, client, master, foreign_l
             time.sleep(0.05)
         assert record["verification"]["reason"] == "revoked"
     finally:
-        if conftest.USING_POSTGRES:
+        if environment.USING_POSTGRES:
             real_worker.stop()
             real_worker.start()
 

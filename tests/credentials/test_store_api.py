@@ -8,9 +8,9 @@ import pytest
 import rfc8785
 
 from app.multiformats import cid_for
-from tests.conftest import make_master
-from tests.credentials.issuing import Issuer, create_user
 from tests.support.credentials import wait_for_verification
+from tests.support.issuing import Issuer, create_user
+from tests.support.tenancy import make_master
 
 
 def _store(client, headers, vc_text: str, **extra_headers):
@@ -221,7 +221,7 @@ def test_unknown_cid_is_not_found(client, master):
 
 
 def test_sub_clients_see_their_own_subtree_only(client, master, issuer):
-    from tests.tenancy.support import create_sub_client, token_for
+    from tests.support.tenancy import create_sub_client, token_for
 
     branch_a = create_sub_client(client, master.headers, name="Branch A")["client_id"]
     branch_b = create_sub_client(client, master.headers, name="Branch B")["client_id"]

@@ -11,11 +11,11 @@ from datetime import timedelta
 import pytest
 from sqlalchemy import select
 
-from tests.credentials.issuing import Issuer, create_user
 from tests.support.config import change_settings
 from tests.support.credentials import wait_for_verification
+from tests.support.issuing import Issuer, create_user
 from tests.support.rows import row_count
-from tests.tenancy.support import assert_problem
+from tests.support.tenancy import assert_problem
 
 VERIFY_PATHS = ["/v1/vc/verify", "/credentials/verify"]
 

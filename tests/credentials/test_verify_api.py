@@ -10,8 +10,8 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 import pytest
 
-from tests.credentials.issuing import Issuer
 from tests.support.config import change_settings
+from tests.support.issuing import Issuer
 from tests.support.vectors import VECTORS
 
 UNBOUND = {"issuerMustControlKeys": False}

@@ -143,7 +143,7 @@ def test_idempotency_key_with_other_body_is_422(client, master):
 
 
 def test_idempotency_keys_are_per_tenant(app, client, master):
-    from tests.conftest import make_master
+    from tests.support.tenancy import make_master
 
     other = make_master(app, "Other organisation")
     first = client.post("/v1/jobs/canary", json={}, headers={**master.headers, "Idempotency-Key": "same"})

@@ -1,6 +1,6 @@
 """Availability under dependency faults on PostgreSQL + Redis: answers degrade, never hang or 500.
 
-The web side reaches PostgreSQL and Redis through loopback proxies (see conftest) that these
+The web side reaches PostgreSQL and Redis through loopback proxies (see tests/support/environment.py) that these
 tests cut or blackhole.
 """
 
@@ -11,7 +11,7 @@ import time
 
 import pytest
 
-from tests import conftest
+from tests.support import environment
 from tests.support.config import config_changed
 
 pytestmark = pytest.mark.realworker
@@ -20,7 +20,7 @@ ADDRESS = "0x5aAeb6053F3E94C9b9A09f33669435E7Ef1BeAed"
 
 
 def test_rate_limited_endpoints_fall_back_to_in_process_limits_without_redis(app, client):
-    conftest.REDIS_PROXY.cut()
+    environment.REDIS_PROXY.cut()
     try:
         token = client.post(
             "/v1/openidc/token", data={"grant_type": "authorization_code", "client_id": "nobody", "code": "x"}
@@ -28,7 +28,7 @@ def test_rate_limited_endpoints_fall_back_to_in_process_limits_without_redis(app
         challenge = client.post("/api/auth/challenge", json={"address": ADDRESS})
         login = client.post("/v1/openidc/login", data={"request": "unknown", "email": "a@example.org"})
     finally:
-        conftest.REDIS_PROXY.restore()
+        environment.REDIS_PROXY.restore()
     assert token.status_code == 400, token.get_data(as_text=True)
     assert token.get_json()["error"] == "invalid_request"
     assert challenge.status_code == 200, challenge.get_data(as_text=True)
@@ -38,7 +38,7 @@ def test_rate_limited_endpoints_fall_back_to_in_process_limits_without_redis(app
 
 def test_in_process_limits_still_refuse_a_flood_while_redis_is_down(app, client):
     with config_changed(app, AGENT_CHALLENGE_RATE_LIMIT="3 per minute"):
-        conftest.REDIS_PROXY.cut()
+        environment.REDIS_PROXY.cut()
         try:
             statuses = [
                 client.post(
@@ -47,7 +47,7 @@ def test_in_process_limits_still_refuse_a_flood_while_redis_is_down(app, client)
                 for _ in range(5)
             ]
         finally:
-            conftest.REDIS_PROXY.restore()
+            environment.REDIS_PROXY.restore()
     assert statuses == [200, 200, 200, 429, 429]
 
 
@@ -56,9 +56,9 @@ def test_social_claims_and_budgets_fall_back_to_this_process_without_redis():
     from app.social.locks import ShortClaims
 
     url = os.environ["REDIS_URL"]
-    claims = ShortClaims(url, key_prefix=f"test-claims-{conftest.RUN_ID}")
-    budget = CallBudget({"platform_x": [Rate(2, 60)]}, redis_url=url, key_prefix=f"test-budget-{conftest.RUN_ID}")
-    conftest.REDIS_PROXY.cut()
+    claims = ShortClaims(url, key_prefix=f"test-claims-{environment.RUN_ID}")
+    budget = CallBudget({"platform_x": [Rate(2, 60)]}, redis_url=url, key_prefix=f"test-budget-{environment.RUN_ID}")
+    environment.REDIS_PROXY.cut()
     try:
         assert claims.claim("fetch:1", 30) is True
         assert claims.claim("fetch:1", 30) is False
@@ -68,7 +68,7 @@ def test_social_claims_and_budgets_fall_back_to_this_process_without_redis():
         assert budget.acquire("platform_x") == 0.0
         assert budget.acquire("platform_x") > 0
     finally:
-        conftest.REDIS_PROXY.restore()
+        environment.REDIS_PROXY.restore()
 
 
 def test_readyz_answers_503_at_its_deadline_during_a_database_partition(app, client):
@@ -80,12 +80,12 @@ def test_readyz_answers_503_at_its_deadline_during_a_database_partition(app, cli
         assert time.monotonic() < deadline, "readyz not ready before the partition"
         time.sleep(0.2)
     pool = ThreadPoolExecutor(max_workers=1)
-    conftest.DB_PROXY.blackhole()
+    environment.DB_PROXY.blackhole()
     try:
         first = pool.submit(client.get, "/readyz").result(timeout=30)  # a hang guard, not a timing
         second = pool.submit(client.get, "/readyz").result(timeout=30)
     finally:
-        conftest.DB_PROXY.restore()
+        environment.DB_PROXY.restore()
         pool.shutdown(wait=False)
     for ready in (first, second):
         assert ready.status_code == 503

@@ -1,6 +1,6 @@
 """Failure behaviour on PostgreSQL + Redis with real worker processes.
 
-The web side reaches PostgreSQL and Redis through loopback proxies (see conftest) that these
+The web side reaches PostgreSQL and Redis through loopback proxies (see tests/support/environment.py) that these
 tests cut, so a dependency really becomes unreachable for the service while workers go on.
 """
 
@@ -11,7 +11,7 @@ import time
 
 import pytest
 
-from tests import conftest
+from tests.support import environment
 
 pytestmark = pytest.mark.realworker
 
@@ -38,14 +38,14 @@ def test_worker_killed_mid_job_finishes_exactly_once(app, client, master, real_w
     wait_for_job(job_id, states=("running",))
     real_worker.stop(signal.SIGKILL)
 
-    running = conftest.fetch_job(app, job_id)
+    running = environment.fetch_job(app, job_id)
     assert running["state"] == "running"
     assert count_runs(app, job_id) == 0
 
     real_worker.start(extra_env={"JOB_LEASE_SECONDS": "1"})
     time.sleep(1.2)  # let the dead worker's lease run out
     deadline = time.monotonic() + 30
-    while conftest.fetch_job(app, job_id)["state"] != "succeeded" and time.monotonic() < deadline:
+    while environment.fetch_job(app, job_id)["state"] != "succeeded" and time.monotonic() < deadline:
         sweep(app)
         time.sleep(0.5)
     finished = wait_for_job(job_id, timeout=15)
@@ -56,21 +56,21 @@ def test_worker_killed_mid_job_finishes_exactly_once(app, client, master, real_w
 
 
 def test_broker_down_at_commit_loses_nothing(app, client, master, wait_for_job):
-    conftest.REDIS_PROXY.cut()
+    environment.REDIS_PROXY.cut()
     try:
         response = client.post("/v1/jobs/canary", json={}, headers=master.headers)
         assert response.status_code == 202
         job_id = response.get_json()["data"]["id"]
         time.sleep(0.5)
-        assert conftest.fetch_job(app, job_id)["state"] == "queued"
+        assert environment.fetch_job(app, job_id)["state"] == "queued"
         assert client.get("/readyz").status_code == 503
     finally:
-        conftest.REDIS_PROXY.restore()
+        environment.REDIS_PROXY.restore()
     # What the beat's periodic sweep does once the broker is back (grace shortened for the test).
     grace, app.config["OUTBOX_GRACE_SECONDS"] = app.config["OUTBOX_GRACE_SECONDS"], 0
     try:
         deadline = time.monotonic() + 20
-        while conftest.fetch_job(app, job_id)["state"] == "queued" and time.monotonic() < deadline:
+        while environment.fetch_job(app, job_id)["state"] == "queued" and time.monotonic() < deadline:
             sweep(app)
             time.sleep(0.5)
     finally:
@@ -80,7 +80,7 @@ def test_broker_down_at_commit_loses_nothing(app, client, master, wait_for_job):
 
 
 def test_database_down_answers_503_and_recovers(app, client, master):
-    conftest.DB_PROXY.cut()
+    environment.DB_PROXY.cut()
     try:
         ready = client.get("/readyz")
         assert ready.status_code == 503
@@ -92,6 +92,6 @@ def test_database_down_answers_503_and_recovers(app, client, master):
         assert write.get_json()["code"] == "service_unavailable"
         assert int(write.headers["Retry-After"]) > 0
     finally:
-        conftest.DB_PROXY.restore()
+        environment.DB_PROXY.restore()
     assert client.get("/readyz").status_code == 200
     assert client.post("/v1/jobs/canary", json={}, headers=master.headers).status_code == 202

@@ -26,7 +26,7 @@ def test_canary_job_runs_end_to_end(app, client, master, wait_for_job):
 
 
 def test_job_of_another_tenant_is_404(app, client, master):
-    from tests.conftest import make_master
+    from tests.support.tenancy import make_master
 
     job_id = client.post("/v1/jobs/canary", json={}, headers=master.headers).get_json()["data"]["id"]
     stranger = make_master(app, "Stranger")

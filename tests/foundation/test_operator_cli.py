@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.conftest import REPO_ROOT
+from tests.support.environment import REPO_ROOT
 
 FLASK = [sys.executable, "-m", "flask", "--app", "app"]
 

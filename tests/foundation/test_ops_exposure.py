@@ -12,7 +12,7 @@ import time
 import httpx
 import pytest
 
-from tests import conftest
+from tests.support import environment
 
 SECRETS = ("c0de-SECRET", "st4te-SECRET", "eyJhint-SECRET", "n0nce-SECRET", "l0cation-SECRET")
 
@@ -71,14 +71,15 @@ def _free_port() -> int:
 
 
 def test_the_procfile_web_process_logs_no_query_values(app):
-    web = next(line for line in (conftest.REPO_ROOT / "Procfile").read_text().splitlines() if line.startswith("web:"))
+    procfile = (environment.REPO_ROOT / "Procfile").read_text()
+    web = next(line for line in procfile.splitlines() if line.startswith("web:"))
     port = _free_port()
     command = shlex.split(web.partition(":")[2].replace("${PORT:-5000}", str(port)).replace("0.0.0.0", "127.0.0.1"))
     command = [part.replace("${WEB_CONCURRENCY:-2}", "1").replace("${WEB_THREADS:-2}", "2") for part in command]
-    log_path = conftest.TMP_DIR / f"gunicorn-{port}.log"
+    log_path = environment.TMP_DIR / f"gunicorn-{port}.log"
     with open(log_path, "wb") as log:
         server = subprocess.Popen(
-            command, cwd=conftest.REPO_ROOT, env=dict(os.environ), stdout=log, stderr=subprocess.STDOUT,
+            command, cwd=environment.REPO_ROOT, env=dict(os.environ), stdout=log, stderr=subprocess.STDOUT,
             start_new_session=True,
         )
     try:
@@ -99,7 +100,7 @@ def test_the_procfile_web_process_logs_no_query_values(app):
         )
         assert answer.status_code == 200
     finally:
-        conftest.stop_process(server)
+        environment.stop_process(server)
     logged = log_path.read_text()
     assert "/healthz?code=REDACTED&state=REDACTED&id_token_hint=REDACTED&nonce=REDACTED" in logged
     assert not [secret for secret in SECRETS if secret in logged]

@@ -7,16 +7,16 @@ import time
 
 import pytest
 
-from tests import conftest
+from tests.support import environment
 
 pytestmark = pytest.mark.realworker
 
 
 def test_request_id_reaches_the_worker_log(app, client, master, real_worker, wait_for_job):
-    log_path = conftest.TMP_DIR / "worker-request-id.log"
+    log_path = environment.TMP_DIR / "worker-request-id.log"
     real_worker.stop()
     # Per-job lines are DEBUG since the hot-path work (three INFO lines per job cost 7 % of a job).
-    worker = conftest.start_worker(concurrency=1, extra_env={"LOG_LEVEL": "DEBUG"}, log_path=log_path)
+    worker = environment.start_worker(concurrency=1, extra_env={"LOG_LEVEL": "DEBUG"}, log_path=log_path)
     try:
         response = client.post(
             "/v1/jobs/canary", json={}, headers={**master.headers, "X-Request-Id": "trace-into-worker-42"}
@@ -31,7 +31,7 @@ def test_request_id_reaches_the_worker_log(app, client, master, real_worker, wai
                 break
             time.sleep(0.1)
     finally:
-        conftest.stop_process(worker)
+        environment.stop_process(worker)
         real_worker.start()
     done = [entry for entry in entries if entry.get("job_id") == job_id]
     assert done, "the worker logged nothing about the job"

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from tests.conftest import make_master
+from tests.support.tenancy import make_master
 
 
 def test_api_token_and_client_secret_survive_hash_key_rotation(app, client):

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from tests.tenancy.support import assert_problem, create_sub_client
+from tests.support.tenancy import assert_problem, create_sub_client
 
 
 def test_every_view_taking_the_key_documents_its_409_and_422(app):

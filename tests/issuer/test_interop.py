@@ -1,4 +1,4 @@
-"""Cross-checks with independent implementations (tests/issuer/independent.py): credentials Tessera
+"""Cross-checks with independent implementations (tests/support/independent.py): credentials Tessera
 issues verify there, and credentials signed there verify (and derive) with Tessera, over HTTP."""
 
 from __future__ import annotations
@@ -10,8 +10,8 @@ import pytest
 from cryptography.hazmat.primitives.asymmetric import ec, ed25519
 from cryptography.hazmat.primitives.serialization import Encoding, PublicFormat
 
-from tests.issuer import independent as ind
-from tests.issuer.helpers import create_key, issue, unsigned, verify
+from tests.support import independent as ind
+from tests.support.issuer import create_key, issue, unsigned, verify
 from tests.support.vectors import VECTORS
 
 IETF = VECTORS / "bbs-ietf" / "bls12-381-sha-256"

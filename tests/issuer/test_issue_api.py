@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import pytest
 
-from tests.credentials.issuing import create_user
-from tests.issuer.helpers import create_key, issue, unsigned, verify
 from tests.support.credentials import wait_for_verification
+from tests.support.issuer import create_key, issue, unsigned, verify
+from tests.support.issuing import create_user
 from tests.support.problems import assert_problem
 
 SUITES = [
@@ -144,7 +144,7 @@ def test_the_credential_is_stored_for_the_subject_user(client, master):
 
 
 def test_another_tenants_user_is_not_a_target(app, client, master):
-    from tests.conftest import make_master
+    from tests.support.tenancy import make_master
 
     other = make_master(app, name="Other organisation")
     create_key(client, other.headers, "Ed25519")

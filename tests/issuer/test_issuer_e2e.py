@@ -3,9 +3,9 @@ disclosure as holder, and a verifier verifies it; revoking it is seen by the ver
 
 from __future__ import annotations
 
-from tests.issuer.helpers import create_key, unsigned
-from tests.oidc.helpers import make_tenant
 from tests.support.credentials import access_token, listed_credentials, wait_for_state
+from tests.support.issuer import create_key, unsigned
+from tests.support.oidc import make_tenant
 
 
 def test_issue_list_derive_verify_bbs_2023(app, client):

@@ -5,9 +5,9 @@ from __future__ import annotations
 import pytest
 
 from app.multiformats import decode_multikey
-from tests.conftest import make_master
-from tests.issuer.helpers import create_key, issue, unsigned, verify
+from tests.support.issuer import create_key, issue, unsigned, verify
 from tests.support.problems import assert_problem
+from tests.support.tenancy import make_master
 
 KEY_TYPES = ["Ed25519", "P-256", "P-384", "Bls12381G2"]
 

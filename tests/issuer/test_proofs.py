@@ -10,8 +10,8 @@ from app.credentials.cryptosuites.base import ProofCheckFailed, SuiteContext
 from app.credentials.jsonld.loader import make_document_loader
 from app.issuer import proofs
 from app.multiformats import encode_multikey
-from tests.issuer import independent as ind
-from tests.issuer.helpers import unsigned
+from tests.support import independent as ind
+from tests.support.issuer import unsigned
 from tests.support.vectors import VECTORS
 
 CTX = SuiteContext(loader=make_document_loader(VECTORS / "contexts"))

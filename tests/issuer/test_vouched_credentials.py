@@ -7,9 +7,9 @@ from datetime import UTC, datetime
 from app.db import transaction
 from app.extensions import db
 from app.social.models import BROKEN, SocialLink
-from tests.issuer.helpers import verify
-from tests.oidc.helpers import make_tenant
 from tests.support.credentials import access_token
+from tests.support.issuer import verify
+from tests.support.oidc import make_tenant
 
 LINKED_AT = datetime(2026, 3, 1, 12, 0, tzinfo=UTC)
 

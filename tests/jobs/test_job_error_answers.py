@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from tests.tenancy.support import assert_problem, undocumented_error_statuses
+from tests.support.tenancy import assert_problem, undocumented_error_statuses
 
 
 def test_job_operations_document_every_error_they_can_answer(app):

@@ -15,7 +15,7 @@ import pytest
 import redis
 from sqlalchemy.engine import make_url
 
-from tests import conftest
+from tests.support import environment
 from tests.support.netproxy import TcpProxy
 
 pytestmark = pytest.mark.realworker
@@ -149,9 +149,9 @@ def test_a_job_given_up_during_a_database_cut_ends_failed_once_the_database_retu
     direct = make_url(os.environ["DIRECT_DATABASE_URL"])
     proxy = TcpProxy(direct.host or "127.0.0.1", direct.port or 5432)
     worker_url = direct.set(host="127.0.0.1", port=proxy.port).render_as_string(hide_password=False)
-    log_path = conftest.TMP_DIR / f"worker-db-cut-{uuid.uuid4().hex[:6]}.log"
+    log_path = environment.TMP_DIR / f"worker-db-cut-{uuid.uuid4().hex[:6]}.log"
     real_worker.stop()
-    worker = conftest.start_worker(
+    worker = environment.start_worker(
         concurrency=1, extra_env={"DATABASE_URL": worker_url, "JOB_RETRY_BACKOFF_MAX": "0.2"}, log_path=log_path
     )
     try:
@@ -159,12 +159,12 @@ def test_a_job_given_up_during_a_database_cut_ends_failed_once_the_database_retu
         job_id = client.post("/v1/jobs/canary", json={}, headers=master.headers).get_json()["data"]["id"]
         wait_for_log(log_path, f"job {job_id} gave up after")
         wait_for_log(log_path, f"job {job_id}: recording its failure failed")
-        assert conftest.fetch_job(app, job_id)["state"] == "queued"
+        assert environment.fetch_job(app, job_id)["state"] == "queued"
         proxy.restore()
         finished = wait_for_job(job_id, timeout=30)
     finally:
         proxy.restore()
-        conftest.stop_process(worker)
+        environment.stop_process(worker)
         real_worker.start()
     assert finished["state"] == "failed"
     assert finished["error"]["code"] == "retries_exhausted"
@@ -173,19 +173,19 @@ def test_a_job_given_up_during_a_database_cut_ends_failed_once_the_database_retu
 
 def test_workers_sweep_the_outbox_without_a_beat(app, client, master, real_worker, wait_for_job):
     real_worker.stop()
-    worker = conftest.start_worker(
+    worker = environment.start_worker(
         concurrency=1, extra_env={"OUTBOX_GRACE_SECONDS": "0", "OUTBOX_SWEEP_INTERVAL": "0.3"}
     )
     try:
-        conftest.REDIS_PROXY.cut()
+        environment.REDIS_PROXY.cut()
         try:
             job_id = client.post("/v1/jobs/canary", json={}, headers=master.headers).get_json()["data"]["id"]
         finally:
-            conftest.REDIS_PROXY.restore()
+            environment.REDIS_PROXY.restore()
         assert job_rows(app, [job_id])[job_id]["published_at"] is None
         finished = wait_for_job(job_id, timeout=30)
     finally:
-        conftest.stop_process(worker)
+        environment.stop_process(worker)
         real_worker.start()
     assert finished["state"] == "succeeded"
     assert count_runs(app, job_id) == 1

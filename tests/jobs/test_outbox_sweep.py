@@ -8,7 +8,7 @@ from datetime import timedelta
 import pytest
 
 from app.db import utcnow
-from tests import conftest
+from tests.support import environment
 
 
 def add_unpublished_job(app, master, *, age: timedelta) -> str:
@@ -51,7 +51,7 @@ def test_the_oldest_queued_job_age_is_exported(app, master, client, real_worker)
     from app.extensions import db
     from app.jobs.models import Job
 
-    if conftest.USING_POSTGRES:
+    if environment.USING_POSTGRES:
         real_worker.stop()  # its own sweeps would run the job before the scrape
     job_id = add_unpublished_job(app, master, age=timedelta(hours=3))
     try:
@@ -59,7 +59,7 @@ def test_the_oldest_queued_job_age_is_exported(app, master, client, real_worker)
     finally:
         with app.app_context(), transaction():
             db.session.get(Job, job_id).state = "failed"
-        if conftest.USING_POSTGRES:
+        if environment.USING_POSTGRES:
             real_worker.start()
     line = next(line for line in body.splitlines() if line.startswith("tessera_jobs_oldest_queued_age_seconds "))
     assert float(line.split()[1]) >= 3 * 3600

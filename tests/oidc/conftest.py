@@ -11,8 +11,8 @@ from werkzeug.serving import make_server
 
 from app import create_app
 from app.extensions import celery
-from tests.oidc.helpers import make_tenant
 from tests.support.config import set_settings, setting_of
+from tests.support.oidc import make_tenant
 from tests.support.servers import serve_on_loopback
 
 

@@ -6,7 +6,7 @@ import re
 
 import pytest
 
-from tests.oidc.helpers import authorize_query
+from tests.support.oidc import authorize_query
 
 BROWSER_ACCEPT = "text/html,application/xhtml+xml,application/xml;q=0.9,*/*;q=0.8"
 

@@ -20,8 +20,8 @@ from app.oidc import keys
 from app.oidc import keys as signing_keys
 from app.oidc.keys import generate_key, invalidate_key_cache
 from app.oidc.models import KEY_ACTIVE, SigningKey
-from tests.oidc.helpers import authorize_query, exchange, make_tenant, sign_in
 from tests.support.config import setting_of
+from tests.support.oidc import authorize_query, exchange, make_tenant, sign_in
 
 
 def _b64(data: bytes) -> str:

@@ -23,8 +23,9 @@ from app.oidc.errors import AuthorizationRedirectError
 from app.oidc.models import AuthorizationRequest, LoginSession
 from app.tenancy.models import Client
 from app.tenancy.service import configure_recaptcha, disable_client
-from tests import conftest
-from tests.oidc.helpers import (
+from tests.support import environment
+from tests.support.config import set_settings, setting_of
+from tests.support.oidc import (
     REDIRECT_URI,
     add_sub_client,
     authorize_query,
@@ -37,7 +38,6 @@ from tests.oidc.helpers import (
     query_of,
     sign_in,
 )
-from tests.support.config import set_settings, setting_of
 from tests.support.servers import serve_on_loopback
 
 
@@ -558,7 +558,7 @@ def test_smtp_backend_sends_from_a_job_with_the_code_sealed(app, client, tenant,
                "SMTP_STARTTLS": False, "SMTP_SSL": False}
     previous = {name: setting_of(app, name) for name in changes}
     set_settings(app, **changes)
-    if conftest.USING_POSTGRES:  # the worker process reads the SMTP server from its environment
+    if environment.USING_POSTGRES:  # the worker process reads the SMTP server from its environment
         real_worker.stop()
         real_worker.start(extra_env=server)
     try:
@@ -576,7 +576,7 @@ def test_smtp_backend_sends_from_a_job_with_the_code_sealed(app, client, tenant,
     finally:
         set_settings(app, **previous)
         smtp.shutdown()
-        if conftest.USING_POSTGRES:
+        if environment.USING_POSTGRES:
             real_worker.stop()
             real_worker.start()
 

@@ -13,9 +13,9 @@ from urllib.parse import parse_qs
 
 import pytest
 
-from tests.conftest import USING_POSTGRES
-from tests.oidc.helpers import add_sub_client, exchange, sign_in
 from tests.support.config import set_settings, setting_of
+from tests.support.environment import USING_POSTGRES
+from tests.support.oidc import add_sub_client, exchange, sign_in
 
 with warnings.catch_warnings():
     warnings.simplefilter("ignore")

@@ -16,8 +16,8 @@ from selenium.webdriver.support.ui import WebDriverWait
 from app.db import transaction, utcnow
 from app.extensions import db
 from app.oidc.models import AuthorizationRequest
-from tests.oidc.helpers import add_sub_client, authorize_query, latest_code_over_http, make_tenant, query_of
 from tests.support.browser import page_left
+from tests.support.oidc import add_sub_client, authorize_query, latest_code_over_http, make_tenant, query_of
 
 pytestmark = pytest.mark.browser
 

@@ -11,8 +11,8 @@ import pytest
 from joserfc import jwt
 from joserfc.jwk import ECKey, OctKey
 
-from tests.oidc.helpers import make_tenant
 from tests.support.config import set_settings, setting_of
+from tests.support.oidc import make_tenant
 from tests.support.servers import serve_on_loopback
 
 ASSERTION_TYPE = "urn:ietf:params:oauth:client-assertion-type:jwt-bearer"

@@ -10,7 +10,7 @@ import re
 from app.extensions import db
 from app.tenancy.models import Client
 from app.tenancy.service import privacy_link
-from tests.oidc.helpers import authorize_query, exchange, form_fields, make_tenant, path_of, query_of, sign_in
+from tests.support.oidc import authorize_query, exchange, form_fields, make_tenant, path_of, query_of, sign_in
 
 
 def _claims_of(token: str) -> dict:

@@ -9,10 +9,10 @@ import secrets
 import pytest
 import requests
 
-from tests import conftest
-from tests.oidc.helpers import authorize_query, form_fields, latest_code, make_tenant, path_of
+from tests.support import environment
 from tests.support.bench import free_port
 from tests.support.config import set_settings, setting_of
+from tests.support.oidc import authorize_query, form_fields, latest_code, make_tenant, path_of
 from tests.support.servers import gunicorn
 
 
@@ -97,7 +97,7 @@ def second_process(app):
     env = {**os.environ, "OIDC_ISSUER": setting_of(app, "OIDC_ISSUER"), "BASE_URL": app.config["BASE_URL"],
            "OIDC_LOGIN_RATE_LIMIT": "4 per minute",
            "TRUSTED_PROXIES": "1"}
-    if conftest.USING_POSTGRES:
+    if environment.USING_POSTGRES:
         env["DATABASE_URL"] = os.environ["DIRECT_DATABASE_URL"]
         env["REDIS_URL"] = os.environ["DIRECT_REDIS_URL"]
     with gunicorn(free_port(), env, ["--workers", "1"], log_name="login-limits-server.log") as url:

@@ -12,8 +12,8 @@ from app.extensions import db
 from app.oidc.models import AuthorizationRequest
 from app.oidc.settings import OidcSettings
 from app.settings import load
-from tests.oidc.helpers import authorize_query, form_fields, path_of
 from tests.support.config import set_settings, setting_of
+from tests.support.oidc import authorize_query, form_fields, path_of
 
 
 @pytest.mark.parametrize(("dev_outbox", "backend"), [("0", "smtp"), ("1", "outbox")])

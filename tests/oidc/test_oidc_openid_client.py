@@ -16,8 +16,8 @@ import pytest
 import requests
 from joserfc.jwk import ECKey
 
-from tests.oidc.helpers import make_tenant, sign_in_over_http
 from tests.support.config import set_settings
+from tests.support.oidc import make_tenant, sign_in_over_http
 from tests.support.servers import serve_on_loopback
 
 RP_DIR = Path(__file__).parent / "rp_node"

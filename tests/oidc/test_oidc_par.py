@@ -10,7 +10,7 @@ from sqlalchemy import update
 from app.db import transaction, utcnow
 from app.extensions import db
 from app.oidc.models import PushedRequest
-from tests.oidc.helpers import (
+from tests.support.oidc import (
     authorize_query,
     exchange,
     form_fields,
@@ -76,7 +76,7 @@ def test_an_expired_request_uri_is_refused(app, client, tenant):
 
 
 def test_the_request_uri_belongs_to_its_client(app, client, tenant):
-    from tests.oidc.helpers import make_tenant
+    from tests.support.oidc import make_tenant
 
     other = make_tenant(app, client, name="Another")
     request_uri = _push(client, tenant).get_json()["request_uri"]

@@ -14,7 +14,8 @@ from app.db import transaction, utcnow
 from app.extensions import db
 from app.oidc.models import RefreshToken
 from app.tenancy.models import Client
-from tests.oidc.helpers import (
+from tests.support.config import set_settings
+from tests.support.oidc import (
     authorize_query,
     exchange,
     form_fields,
@@ -23,7 +24,6 @@ from tests.oidc.helpers import (
     path_of,
     sign_in,
 )
-from tests.support.config import set_settings
 
 
 def _set_client(app, client_id: int, **values) -> None:

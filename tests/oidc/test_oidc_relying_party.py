@@ -13,7 +13,7 @@ from authlib.common.security import generate_token
 from authlib.integrations.requests_client import OAuth2Session
 from authlib.oidc.core import CodeIDToken
 
-from tests.oidc.helpers import make_tenant, sign_in_over_http
+from tests.support.oidc import make_tenant, sign_in_over_http
 
 with warnings.catch_warnings():
     warnings.simplefilter("ignore")

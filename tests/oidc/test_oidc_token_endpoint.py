@@ -13,7 +13,8 @@ from app.db import as_utc, transaction, utcnow
 from app.extensions import db
 from app.oidc.models import AuthorizationCode
 from app.security import hash_secret
-from tests.oidc.helpers import (
+from tests.support.config import set_settings, setting_of
+from tests.support.oidc import (
     authorize_query,
     exchange,
     make_tenant,
@@ -22,7 +23,6 @@ from tests.oidc.helpers import (
     sign_in,
     sign_in_over_http,
 )
-from tests.support.config import set_settings, setting_of
 
 
 def _expire_code(app, code: str) -> None:

@@ -9,8 +9,8 @@ from app.extensions import celery, db
 from app.oidc import keys
 from app.oidc.models import KEY_ACTIVE, KEY_RETIRED, AuthorizationCode, SigningKey
 from app.security import hash_secret
-from tests.oidc.helpers import exchange, sign_in
 from tests.support.config import setting_of
+from tests.support.oidc import exchange, sign_in
 from worker.oidc import purge_expired, rotate_keys
 
 

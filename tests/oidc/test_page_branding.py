@@ -13,7 +13,7 @@ from app.db import transaction
 from app.extensions import db
 from app.tenancy.models import Client
 from app.tenancy.service import privacy_reference
-from tests.oidc.helpers import authorize_query, form_fields, latest_code, make_tenant, path_of
+from tests.support.oidc import authorize_query, form_fields, latest_code, make_tenant, path_of
 
 LOGO = "https://brand.example/logo.png"
 

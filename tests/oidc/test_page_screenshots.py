@@ -11,8 +11,8 @@ from selenium.webdriver.support.ui import WebDriverWait
 from app.db import transaction
 from app.extensions import db
 from app.tenancy.models import Client
-from tests.oidc.helpers import authorize_query, latest_code_over_http, make_tenant
 from tests.support.browser import page_left
+from tests.support.oidc import authorize_query, latest_code_over_http, make_tenant
 from tests.support.screenshots import SCHEMES, VIEWPORTS, shoot_everywhere
 
 pytestmark = pytest.mark.browser

@@ -12,7 +12,7 @@ from collections.abc import Iterator
 
 import pytest
 
-from .fakes import FakeChat, FakeGameStore, FakeStreaming, Platforms
+from tests.support.social_fakes import FakeChat, FakeGameStore, FakeStreaming, Platforms
 
 _SESSION_PLATFORMS: Platforms | None = None
 

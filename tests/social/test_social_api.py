@@ -30,8 +30,7 @@ from tests.support.social import (
     visit_platform,
     wait_for_fetches,
 )
-
-from .fakes import Platforms, SteamGame
+from tests.support.social_fakes import Platforms, SteamGame
 
 # --- link flows ----------------------------------------------------------------------------------
 
@@ -203,7 +202,7 @@ def test_user_without_links_has_empty_social_data(app, client, master) -> None:
 
 
 def test_another_tenants_user_is_not_found(app, client, master, platforms: Platforms) -> None:
-    from tests.conftest import make_master
+    from tests.support.tenancy import make_master
 
     user_id = create_user(client, master)
     stranger = make_master(app, "Someone else")

@@ -21,8 +21,7 @@ from app.social.connectors import (
     platform_b,
     platform_c,
 )
-
-from .fakes import FakeChat, FakeGameStore, FakeStreaming, SteamGame
+from tests.support.social_fakes import FakeChat, FakeGameStore, FakeStreaming, SteamGame
 
 STEAMID = "76561197960287930"
 

@@ -7,8 +7,7 @@ import time
 
 from tests.support.config import change_settings
 from tests.support.social import link_holding_first_fetch, social_data
-
-from .fakes import Platforms
+from tests.support.social_fakes import Platforms
 
 
 def test_first_read_answers_the_data_a_concurrent_worker_saves(

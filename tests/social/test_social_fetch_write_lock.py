@@ -11,8 +11,7 @@ import threading
 import time
 
 from tests.support.social import create_user, link_holding_first_fetch
-
-from .fakes import Platforms
+from tests.support.social_fakes import Platforms
 
 
 def test_a_request_writing_during_a_fetch_leaves_the_fetch_its_first_attempt(

@@ -13,8 +13,7 @@ from app.social.connectors import (
     StreamingConnector,
     platform_b,
 )
-
-from .fakes import FakeChat, FakeGameStore, FakeStreaming, SteamGame
+from tests.support.social_fakes import FakeChat, FakeGameStore, FakeStreaming, SteamGame
 
 STEAMID = "76561197960287930"
 

@@ -13,8 +13,7 @@ from app.social.openid2 import (
     build_checkid_setup_url,
     verify_id_res,
 )
-
-from .fakes import FakeGameStore
+from tests.support.social_fakes import FakeGameStore
 
 STEAMID = "76561197960287930"
 REALM = "https://tessera.example/"

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import time
 
-from tests.oidc.helpers import exchange, sign_in
+from tests.support.oidc import exchange, sign_in
 
 
 def wait_for_verification(client, headers, cid: str, timeout: float = 20.0) -> dict:

@@ -12,7 +12,7 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 import requests
 
-from tests import conftest
+from tests.support import environment
 
 # (method, path, request body) -> (content type, response body), answered with status 200.
 Answer = Callable[[str, str, bytes], tuple[str, bytes]]
@@ -25,10 +25,10 @@ def gunicorn(port: int, env: dict[str, str], options: list[str], *, log_name: st
     Waits for `/healthz`; the server's output goes to `log_name` in the test run's directory.
     """
     url = f"http://127.0.0.1:{port}"
-    with open(conftest.TMP_DIR / log_name, "ab") as log:
+    with open(environment.TMP_DIR / log_name, "ab") as log:
         process = subprocess.Popen(
             [sys.executable, "-m", "gunicorn", "--bind", f"127.0.0.1:{port}", *options, "app:create_app()"],
-            cwd=conftest.REPO_ROOT, env=env, stdout=log, stderr=subprocess.STDOUT, start_new_session=True,
+            cwd=environment.REPO_ROOT, env=env, stdout=log, stderr=subprocess.STDOUT, start_new_session=True,
         )  # fmt: skip
     try:
         deadline = time.monotonic() + 60
@@ -43,7 +43,7 @@ def gunicorn(port: int, env: dict[str, str], options: list[str], *, log_name: st
             time.sleep(0.2)
         yield url
     finally:
-        conftest.stop_process(process)
+        environment.stop_process(process)
 
 
 def serve_on_loopback(answer: Answer, *, name: str | None = None) -> ThreadingHTTPServer:

@@ -19,7 +19,7 @@ from app.jobs.models import Job
 from app.social.models import SocialLink
 
 if TYPE_CHECKING:
-    from tests.social.fakes import Platforms
+    from tests.support.social_fakes import Platforms
 
 RETURN_TO = "https://tenant.example/after-link?from=tessera"
 

@@ -7,7 +7,7 @@ from datetime import UTC, datetime, timedelta
 import pytest
 from sqlalchemy import select
 
-from tests.tenancy.support import assert_problem
+from tests.support.tenancy import assert_problem
 
 
 def _token_row(app, token_id: int):

@@ -5,7 +5,7 @@ from __future__ import annotations
 from datetime import UTC, datetime, timedelta
 
 from tests.support.config import change_settings, setting_of
-from tests.tenancy.support import assert_problem, create_sub_client, load_client_row, token_for
+from tests.support.tenancy import assert_problem, create_sub_client, load_client_row, token_for
 
 
 def _verify(app, client_id: int, secret: str) -> bool:

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from sqlalchemy import func, select
 
-from tests.tenancy.support import assert_problem, count_clients, create_sub_client, token_for
+from tests.support.tenancy import assert_problem, count_clients, create_sub_client, token_for
 
 SUBCLIENT = "x-api-subclient-id"
 

@@ -6,7 +6,7 @@ import re
 
 import pytest
 
-from tests.tenancy.support import assert_problem, count_clients, create_sub_client, load_client_row
+from tests.support.tenancy import assert_problem, count_clients, create_sub_client, load_client_row
 
 LENGTH_CASES = [
     ("name", 0, 422),

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from tests.tenancy.support import assert_problem, count_clients
+from tests.support.tenancy import assert_problem, count_clients
 
 
 def test_same_key_same_body_replays_the_first_response(client, app, master):

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from tests.tenancy.support import create_sub_client
+from tests.support.tenancy import create_sub_client
 
 OPTIONAL = ("address_1", "address_2", "country", "province", "city", "domain", "subdomain")
 

@@ -6,7 +6,7 @@ import json
 
 import pytest
 
-from tests.tenancy.support import assert_problem
+from tests.support.tenancy import assert_problem
 
 
 @pytest.fixture

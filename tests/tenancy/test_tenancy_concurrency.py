@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from concurrent.futures import ThreadPoolExecutor
 
-from tests.tenancy.support import count_clients
+from tests.support.tenancy import count_clients
 
 RACERS = 8
 

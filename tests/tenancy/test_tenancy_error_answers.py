@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from tests.tenancy.support import assert_problem, count_clients, undocumented_error_statuses
+from tests.support.tenancy import assert_problem, count_clients, undocumented_error_statuses
 
 
 @pytest.fixture(scope="module")

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from tests.tenancy.support import count_clients, count_users, create_sub_client
+from tests.support.tenancy import count_clients, count_users, create_sub_client
 
 BODY_ENDPOINTS = [
     ("post", "/v1/sub_client"),

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from tests.tenancy.support import assert_problem, count_clients, create_sub_client, load_client_row, token_for
+from tests.support.tenancy import assert_problem, count_clients, create_sub_client, load_client_row, token_for
 
 
 @pytest.fixture

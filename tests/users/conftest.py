@@ -1,6 +1,6 @@
 import pytest
 
-from tests.conftest import make_master
+from tests.support.tenancy import make_master
 
 
 @pytest.fixture

@@ -9,7 +9,7 @@ import pytest
 
 from tests.support.config import change_settings
 from tests.support.rows import row_count
-from tests.tenancy.support import assert_problem, create_sub_client
+from tests.support.tenancy import assert_problem, create_sub_client
 
 FULL_PROFILE = {
     "first_name": "Ada",

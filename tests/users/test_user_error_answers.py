@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from tests.support.rows import row_count
-from tests.tenancy.support import assert_problem, undocumented_error_statuses
+from tests.support.tenancy import assert_problem, undocumented_error_statuses
 
 
 def _user_count(app, client_id: int) -> int:

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from tests.tenancy.support import assert_problem, create_sub_client, token_for
+from tests.support.tenancy import assert_problem, create_sub_client, token_for
 
 
 @pytest.fixture

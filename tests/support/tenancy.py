@@ -1,11 +1,37 @@
-"""Helpers for tenancy tests: HTTP shortcuts and direct row counts."""
+"""Helpers for tenancy tests: master clients, HTTP shortcuts and direct row counts."""
 
 from __future__ import annotations
 
-from typing import Any
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from flask import Flask
 
 from tests.support import problems
 from tests.support.rows import row_count
+
+
+@dataclass
+class MasterClient:
+    client_id: int
+    client_secret: str
+    api_token: str
+
+    @property
+    def headers(self) -> dict[str, str]:
+        return {"x-api-token": self.api_token}
+
+
+def make_master(app: Flask, name: str = "Test organisation", **kwargs: Any) -> MasterClient:
+    """A new master client (the root of a tenant tree) with an API token, made through the service."""
+    from app.db import transaction
+    from app.tenancy import service
+
+    with app.app_context(), transaction():
+        created, secret = service.create_master_client(name, **kwargs)
+        issued = service.issue_api_token(created.id, name="test")
+        return MasterClient(created.id, secret, issued.plaintext)
 
 
 def create_sub_client(client, headers: dict, expect: int = 201, **fields: Any) -> dict:
