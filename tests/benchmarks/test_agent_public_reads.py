@@ -26,7 +26,15 @@ from pathlib import Path
 import httpx
 import pytest
 
-from tests.support.bench import REPO_ROOT, ensure_binary, free_port, seed_card, wait_for_url
+from tests.support.bench import (
+    REPO_ROOT,
+    ensure_binary,
+    free_port,
+    nginx_config,
+    seed_card,
+    static_public_reads_server,
+    wait_for_url,
+)
 from tests.support.environment import stop_process
 
 pytestmark = pytest.mark.benchmark
@@ -127,33 +135,7 @@ def _start_gunicorn(port: int, env: dict) -> subprocess.Popen:
 
 def _start_nginx(nginx: str, root: Path, port: int, workdir: Path) -> subprocess.Popen:
     config = workdir / "nginx.conf"
-    config.write_text(
-        f"""
-user root;
-worker_processes auto;
-daemon off;
-pid {workdir}/nginx.pid;
-error_log {workdir}/nginx-error.log warn;
-events {{ worker_connections 4096; }}
-http {{
-    access_log off;
-    sendfile on;
-    tcp_nopush on;
-    keepalive_requests 1000000;
-    client_body_temp_path {workdir}/body;
-    proxy_temp_path {workdir}/proxy;
-    fastcgi_temp_path {workdir}/fastcgi;
-    uwsgi_temp_path {workdir}/uwsgi;
-    scgi_temp_path {workdir}/scgi;
-    server {{
-        listen 127.0.0.1:{port};
-        root {root};
-        location /api/agent-card/ {{ default_type application/json; add_header Cache-Control "public, max-age=60"; }}
-        location /api/did/ {{ default_type application/did+json; add_header Cache-Control "public, max-age=60"; }}
-    }}
-}}
-"""
-    )
+    config.write_text(nginx_config(workdir, static_public_reads_server(port, root)))
     return subprocess.Popen(
         [nginx, "-c", str(config), "-p", str(workdir)],
         stdout=subprocess.DEVNULL,

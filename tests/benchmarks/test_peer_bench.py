@@ -35,8 +35,10 @@ from tests.support.bench import (
     ensure_binary,
     free_port,
     issue_codes,
+    nginx_config,
     procfile_web_command,
     seed_card,
+    static_public_reads_server,
     wait_finished,
     wait_for_url,
 )
@@ -247,36 +249,17 @@ def test_code_exchange_vs_node_oidc_provider(app, client, peer_workdir):
 
 # -- public reads --------------------------------------------------------------------------
 
-NGINX_CONF = """
-user root;
-worker_processes auto;
-daemon off;
-pid {workdir}/nginx.pid;
-error_log {workdir}/nginx-error.log warn;
-events {{ worker_connections 4096; }}
-http {{
-    access_log off;
-    sendfile on;
-    keepalive_requests 1000000;
-    client_body_temp_path {workdir}/body;
-    proxy_temp_path {workdir}/proxy;
-    fastcgi_temp_path {workdir}/fastcgi;
-    uwsgi_temp_path {workdir}/uwsgi;
-    scgi_temp_path {workdir}/scgi;
+def _public_reads_nginx(workdir: Path, upstream: int, root: Path, static_port: int, cache_port: int) -> str:
+    """nginx with the static ceiling on `static_port` and the shipped proxy_cache in front of Tessera."""
+    shipped = REPO_ROOT / "app" / "ops" / "nginx-public-cache.conf"
+    return nginx_config(workdir, f"""
     upstream tessera_web {{ server 127.0.0.1:{upstream}; keepalive 64; }}
     proxy_cache_path {workdir}/cache levels=1:2 keys_zone=tessera_public:10m max_size=64m inactive=10m;
-    server {{
-        listen 127.0.0.1:{static_port};
-        root {root};
-        location /api/agent-card/ {{ default_type application/json; add_header Cache-Control "public, max-age=60"; }}
-        location /api/did/ {{ default_type application/did+json; add_header Cache-Control "public, max-age=60"; }}
-    }}
+{static_public_reads_server(static_port, root)}
     server {{
         listen 127.0.0.1:{cache_port};
         include {shipped};
-    }}
-}}
-"""
+    }}""")
 
 
 def test_public_card_read_vs_nginx(app, real_worker, peer_workdir):
@@ -294,9 +277,7 @@ def test_public_card_read_vs_nginx(app, real_worker, peer_workdir):
             (root / "api" / folder).mkdir(parents=True)
             (root / "api" / folder / did).write_bytes(body)
         config = peer_workdir / "nginx.conf"
-        config.write_text(NGINX_CONF.format(workdir=peer_workdir, upstream=tessera_port, root=root,
-                                            static_port=static_port, cache_port=cache_port,
-                                            shipped=REPO_ROOT / "app" / "ops" / "nginx-public-cache.conf"))
+        config.write_text(_public_reads_nginx(peer_workdir, tessera_port, root, static_port, cache_port))
         proxy = subprocess.Popen([nginx, "-c", str(config), "-p", str(peer_workdir)], stdout=subprocess.DEVNULL,
                                  stderr=subprocess.DEVNULL, start_new_session=True)
         path = f"/api/agent-card/{did}"

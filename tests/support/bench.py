@@ -150,3 +150,38 @@ def wait_finished(app, client_id: int, count: int, timeout: float, poll: float) 
         if time.monotonic() > deadline:
             raise AssertionError("jobs did not finish")
         time.sleep(poll)
+
+
+def nginx_config(workdir: Path, http_body: str) -> str:
+    """An nginx.conf for a foreground nginx whose files all live in `workdir`; `http_body` goes in `http {}`."""
+    return f"""
+user root;
+worker_processes auto;
+daemon off;
+pid {workdir}/nginx.pid;
+error_log {workdir}/nginx-error.log warn;
+events {{ worker_connections 4096; }}
+http {{
+    access_log off;
+    sendfile on;
+    tcp_nopush on;
+    keepalive_requests 1000000;
+    client_body_temp_path {workdir}/body;
+    proxy_temp_path {workdir}/proxy;
+    fastcgi_temp_path {workdir}/fastcgi;
+    uwsgi_temp_path {workdir}/uwsgi;
+    scgi_temp_path {workdir}/scgi;
+{http_body}
+}}
+"""
+
+
+def static_public_reads_server(port: int, root: Path) -> str:
+    """An nginx `server` serving stored cards and DID documents as static files (the ceiling)."""
+    return f"""
+    server {{
+        listen 127.0.0.1:{port};
+        root {root};
+        location /api/agent-card/ {{ default_type application/json; add_header Cache-Control "public, max-age=60"; }}
+        location /api/did/ {{ default_type application/did+json; add_header Cache-Control "public, max-age=60"; }}
+    }}"""
