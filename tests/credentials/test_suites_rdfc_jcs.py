@@ -124,9 +124,13 @@ def test_sign_reproduces_or_round_trips(vectors: VectorSet, ctx: SuiteContext) -
         created=vectors.proof["created"],
         ctx=ctx,
     )
-    assert signed["proof"]["cryptosuite"] == vectors.proof["cryptosuite"]
+    # Every member but the signature as the official vector has it: the JCS suites' Create Proof
+    # puts the document's @context in the proof, RDFC's does not (vc-di-ecdsa suite,
+    # "If unsecuredDocument.@context is present, set proof.@context to unsecuredDocument.@context.").
+    without_value = {name: value for name, value in signed["proof"].items() if name != "proofValue"}
+    assert without_value == {name: value for name, value in vectors.proof.items() if name != "proofValue"}
     if vectors.key.key_type == "Ed25519":  # Ed25519 is deterministic, ECDSA is not
-        assert signed["proof"]["proofValue"] == vectors.proof["proofValue"]
+        assert signed["proof"] == vectors.proof
     document = {name: value for name, value in signed.items() if name != "proof"}
     assert document == vectors.document
     vectors.suite.verify_proof(document, signed["proof"], vectors.key, ctx)

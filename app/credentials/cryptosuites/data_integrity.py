@@ -180,7 +180,8 @@ class SignatureSuite:
             digest = hashes.SHA256() if key_type == "P-256" else hashes.SHA384()
             r, s = decode_dss_signature(signer.sign(data, ec.ECDSA(digest)))
             signature = r.to_bytes(curve_size, "big") + s.to_bytes(curve_size, "big")
-        proof = {name: value for name, value in options.items() if name != "@context"}
+        # The JCS suites' Create Proof keeps the document's @context in the proof; RDFC's does not.
+        proof = {name: value for name, value in options.items() if name != "@context" or self.transformation == "jcs"}
         proof["proofValue"] = "z" + base58btc_encode(signature)
         signed = copy.deepcopy(document)
         existing = signed.get("proof")
