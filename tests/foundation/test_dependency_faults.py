@@ -71,6 +71,62 @@ def test_social_claims_and_budgets_fall_back_to_this_process_without_redis():
         environment.REDIS_PROXY.restore()
 
 
+def answered_during(pool, call, *args, **kwargs):
+    """`call`'s answer, with a hang guard (not a timing): a call that never returns fails the test."""
+    return pool.submit(call, *args, **kwargs).result(timeout=60)
+
+
+def test_rate_limited_endpoints_answer_while_redis_accepts_but_never_answers(app, client):
+    from concurrent.futures import ThreadPoolExecutor
+
+    pool = ThreadPoolExecutor(max_workers=1)
+    environment.REDIS_PROXY.blackhole()
+    try:
+        token = answered_during(
+            pool, client.post, "/v1/openidc/token",
+            data={"grant_type": "authorization_code", "client_id": "nobody", "code": "x"},
+        )  # fmt: skip
+        challenges = [
+            answered_during(pool, client.post, "/api/auth/challenge", json={"address": ADDRESS}) for _ in range(2)
+        ]
+        login = answered_during(pool, client.post, "/v1/openidc/login", data={"request": "unknown", "email": "a@b.org"})
+        login_code = answered_during(pool, client.post, "/v1/openidc/login/code", data={"request": "x", "code": "1"})
+    finally:
+        environment.REDIS_PROXY.restore()
+        pool.shutdown(wait=False)
+    assert token.status_code == 400, token.get_data(as_text=True)
+    assert token.get_json()["error"] == "invalid_request"
+    for challenge in challenges:
+        assert challenge.status_code == 200, challenge.get_data(as_text=True)
+        assert ADDRESS in challenge.get_json()["data"]["message"]
+    for page in (login, login_code):
+        assert page.status_code < 500 and page.status_code != 429, page.get_data(as_text=True)
+
+
+def test_social_claims_and_budgets_fall_back_to_this_process_while_redis_never_answers():
+    from concurrent.futures import ThreadPoolExecutor
+
+    from app.social.budget import CallBudget, Rate
+    from app.social.locks import ShortClaims
+
+    url = os.environ["REDIS_URL"]
+    claims = ShortClaims(url, key_prefix=f"test-claims-bh-{environment.RUN_ID}")
+    budget = CallBudget({"platform_y": [Rate(2, 60)]}, redis_url=url, key_prefix=f"test-budget-bh-{environment.RUN_ID}")
+    pool = ThreadPoolExecutor(max_workers=1)
+    environment.REDIS_PROXY.blackhole()
+    try:
+        assert answered_during(pool, claims.claim, "fetch:2", 30) is True
+        assert answered_during(pool, claims.claim, "fetch:2", 30) is False
+        answered_during(pool, claims.release, "fetch:2")
+        assert answered_during(pool, claims.claim, "fetch:2", 30) is True
+        assert answered_during(pool, budget.acquire, "platform_y") == 0.0
+        assert answered_during(pool, budget.acquire, "platform_y") == 0.0
+        assert answered_during(pool, budget.acquire, "platform_y") > 0
+    finally:
+        environment.REDIS_PROXY.restore()
+        pool.shutdown(wait=False)
+
+
 def test_readyz_answers_503_at_its_deadline_during_a_database_partition(app, client):
     from concurrent.futures import ThreadPoolExecutor
 
