@@ -165,3 +165,43 @@ def test_database_connections_carry_keepalives_a_tcp_user_timeout_and_a_statemen
     assert int(parameters["tcp_user_timeout"]) > 0
     assert int(parameters["keepalives_idle"]) > 0
     assert statement_timeout not in ("0", "0ms")
+
+
+@pytest.fixture
+def short_statement_server(app):
+    """The application under gunicorn on the session's database with a 300 ms statement timeout."""
+    from tests.support.bench import free_port
+    from tests.support.servers import gunicorn
+
+    env = {
+        **os.environ, "DATABASE_URL": os.environ["DIRECT_DATABASE_URL"], "REDIS_URL": os.environ["DIRECT_REDIS_URL"],
+        "BASE_URL": app.config["BASE_URL"], "DB_STATEMENT_TIMEOUT_MS": "300",
+    }  # fmt: skip
+    with gunicorn(free_port(), env, ["--workers", "1"], log_name="statement-timeout-server.log") as url:
+        yield url
+
+
+def test_a_statement_cancelled_by_the_statement_timeout_answers_503(app, master, short_statement_server):
+    import requests
+    from sqlalchemy import text
+
+    from app.extensions import db
+
+    url = short_statement_server
+    job = requests.post(f"{url}/v1/jobs/canary", json={}, headers=master.headers, timeout=30)
+    assert job.status_code == 202, job.text
+    job_url = f"{url}/v1/jobs/{job.json()['data']['id']}"
+    with app.app_context(), db.engine.connect() as holder:
+        # Another transaction holds the jobs table: a write waits on it, then a read too.
+        holder.execute(text("LOCK TABLE jobs IN EXCLUSIVE MODE"))
+        write = requests.post(f"{url}/v1/jobs/canary", json={}, headers=master.headers, timeout=30)
+        holder.execute(text("LOCK TABLE jobs IN ACCESS EXCLUSIVE MODE"))
+        read = requests.get(job_url, headers=master.headers, timeout=30)
+        holder.rollback()
+    for answer in (write, read):
+        assert answer.status_code == 503, answer.text
+        assert answer.headers["Content-Type"].startswith("application/problem+json")
+        assert answer.json()["code"] == "service_unavailable"
+        assert int(answer.headers["Retry-After"]) > 0
+    assert requests.get(job_url, headers=master.headers, timeout=30).status_code == 200
+    assert requests.post(f"{url}/v1/jobs/canary", json={}, headers=master.headers, timeout=30).status_code == 202
