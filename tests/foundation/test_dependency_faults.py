@@ -51,6 +51,23 @@ def test_in_process_limits_still_refuse_a_flood_while_redis_is_down(app, client)
     assert statuses == [200, 200, 200, 429, 429]
 
 
+def test_the_sign_in_limit_per_network_holds_in_process_while_redis_is_down(app, client):
+    with config_changed(app, OIDC_LOGIN_RATE_LIMIT="3 per minute"):
+        environment.REDIS_PROXY.cut()
+        try:
+            statuses = [
+                client.post(
+                    "/v1/openidc/login", data={"request": "unknown", "email": "a@example.org"},
+                    environ_base={"REMOTE_ADDR": "10.9.8.6"},
+                ).status_code
+                for _ in range(5)
+            ]  # fmt: skip
+        finally:
+            environment.REDIS_PROXY.restore()
+    assert all(status < 500 and status != 429 for status in statuses[:3]), statuses
+    assert statuses[3:] == [429, 429]
+
+
 def test_social_claims_and_budgets_fall_back_to_this_process_without_redis():
     from app.social.budget import CallBudget, Rate
     from app.social.locks import ShortClaims
