@@ -296,7 +296,11 @@ def sweep_outbox() -> int:
         select(Job)
         .where(
             or_(
-                (Job.state == QUEUED) & Job.published_at.is_(None) & (Job.created_at < now - grace),
+                # Never published and never claimed by a sweep (a claimed one is due at `republish_at`).
+                (Job.state == QUEUED)
+                & Job.published_at.is_(None)
+                & Job.republish_at.is_(None)
+                & (Job.created_at < now - grace),
                 (Job.state == QUEUED) & (Job.republish_at < now),
                 (Job.state == RUNNING) & (Job.lease_expires_at < now),
             )
@@ -311,7 +315,8 @@ def sweep_outbox() -> int:
             return 0
         jobs = db.session.execute(stuck).scalars().all()
         for job in jobs:
-            # Claimed for this round: a sweep that overlaps this one leaves these jobs alone.
+            # Claimed for this round: a sweep that starts while this one publishes (the lock is
+            # released at the commit below) leaves these jobs alone until `republish_at`.
             job.republish_at = now + _republish_delay(job.publish_count + 1)
             if job.state == RUNNING:
                 job.lease_expires_at = now + timedelta(seconds=current_app.config["JOB_LEASE_SECONDS"])

@@ -249,7 +249,7 @@ def _login_rate_limit() -> str:
 
 def _login_rate_key() -> str:
     """Sign-in attempts are limited per network address (per issuer, so deployments may share Redis)."""
-    return f"oidc-login:{current_app.config['OIDC_ISSUER']}:{request.remote_addr or 'unknown'}"
+    return f"oidc-login:{current(OidcSettings).issuer}:{request.remote_addr or 'unknown'}"
 
 
 def _limit_network_in_database() -> None:

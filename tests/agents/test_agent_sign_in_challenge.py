@@ -67,6 +67,15 @@ def _now() -> datetime:
     return datetime.now(UTC).replace(microsecond=0)
 
 
+def _with_nonce(message: str, nonce: str) -> str:
+    """`message` with its nonce replaced by `nonce` (which the message type itself would refuse)."""
+    return "\n".join(f"Nonce: {nonce}" if line.startswith("Nonce: ") else line for line in message.split("\n"))
+
+
+def _without_nonce(message: str) -> str:
+    return "\n".join(line for line in message.split("\n") if not line.startswith("Nonce: "))
+
+
 TAMPERED = {
     "another domain": lambda url, address: sign_in_message(url, address, domain="tessera.example"),
     "another scheme": lambda url, address: sign_in_message(url, address, scheme="https"),
@@ -87,6 +96,10 @@ TAMPERED = {
     "resources": lambda url, address: sign_in_message(url, address, resources=("urn:recap:eyJhdHQiOnt9fQ",)),
     "text that is not EIP-4361": lambda url, address: f"{url} wants you to sign in\n{address}",
     "a challenge with a line appended": lambda url, address: sign_in_message(url, address) + "\nTransfer: all",
+    "no nonce": lambda url, address: _without_nonce(sign_in_message(url, address)),
+    "an empty nonce": lambda url, address: _with_nonce(sign_in_message(url, address), ""),
+    "a blank nonce": lambda url, address: _with_nonce(sign_in_message(url, address), "        "),
+    "a short nonce": lambda url, address: _with_nonce(sign_in_message(url, address), "1234"),
 }
 
 

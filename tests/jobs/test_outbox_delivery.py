@@ -15,6 +15,7 @@ import pytest
 import redis
 from sqlalchemy.engine import make_url
 
+from app.db import utcnow
 from tests.support import environment
 from tests.support.netproxy import TcpProxy
 
@@ -207,3 +208,74 @@ def test_a_sweep_request_waits_on_the_sweep_queue_not_behind_the_jobs(app, real_
     finally:
         client.close()
         real_worker.start()
+
+
+def add_unpublished_jobs(app, master, count: int) -> list[str]:
+    """Canaries whose publish never happened (the broker was down when they committed), past the grace."""
+    from app.db import transaction
+    from app.extensions import db
+    from app.jobs.models import Job
+
+    created = utcnow() - timedelta(minutes=5)
+    job_ids = [str(uuid.uuid4()) for _ in range(count)]
+    with app.app_context(), transaction():
+        db.session.add_all(
+            Job(id=job_id, kind="jobs.canary", state="queued", payload={}, client_id=master.client_id,
+                attempts=0, created_at=created)
+            for job_id in job_ids
+        )
+    return job_ids
+
+
+def sweep_in_thread(app) -> int:
+    from app.jobs.service import sweep_outbox
+
+    with app.app_context():
+        return sweep_outbox()
+
+
+def test_overlapping_sweeps_publish_each_job_of_a_backlog_once(app, master, real_worker, wait_for_job):
+    from concurrent.futures import ThreadPoolExecutor
+
+    real_worker.stop()
+    try:
+        job_ids = add_unpublished_jobs(app, master, 400)
+        with ThreadPoolExecutor(max_workers=2) as pool:
+            first = pool.submit(sweep_in_thread, app)
+            # A worker's timer sweeping again and again while the first sweep publishes its batch.
+            overlapping = 0
+            while not first.done():
+                overlapping += pool.submit(sweep_in_thread, app).result(timeout=60)
+            published = first.result() + overlapping
+        assert published >= 400
+        assert waiting_deliveries(job_ids) == 400
+        assert {row["publish_count"] for row in job_rows(app, job_ids).values()} == {1}
+    finally:
+        real_worker.start()
+    for job_id in job_ids:
+        assert wait_for_job(job_id, timeout=60)["state"] == "succeeded"
+    assert all(count_runs(app, job_id) == 1 for job_id in job_ids)
+
+
+def test_a_sweep_does_nothing_while_another_holds_the_sweep_lock(app, master, real_worker, wait_for_job):
+    from sqlalchemy import text
+
+    from app.extensions import db
+    from app.jobs.service import _SWEEP_LOCK_KEY
+
+    real_worker.stop()
+    try:
+        job_ids = add_unpublished_jobs(app, master, 3)
+        with app.app_context(), db.engine.connect() as holder:
+            taken = holder.execute(text("SELECT pg_try_advisory_xact_lock(:key)"), {"key": _SWEEP_LOCK_KEY})
+            assert taken.scalar() is True
+            assert sweep(app) == 0
+            assert waiting_deliveries(job_ids) == 0
+            holder.rollback()  # the other sweep ends: its lock goes with its transaction
+        assert all(row["published_at"] is None for row in job_rows(app, job_ids).values())
+        assert sweep(app) >= 3
+        assert waiting_deliveries(job_ids) == 3
+    finally:
+        real_worker.start()
+    for job_id in job_ids:
+        assert wait_for_job(job_id)["state"] == "succeeded"

@@ -142,3 +142,24 @@ def test_the_network_limit_holds_across_processes(app, client, second_process):
     assert limited.status_code == 429 and int(limited.headers["Retry-After"]) > 0
     assert "Too many sign-in attempts" in limited.text
     assert _mails(client, tenants[2].email) == 0
+
+
+def test_the_sign_in_limit_is_per_network_address_across_browsers_and_sign_ins(app, client):
+    """One network's sign-ins (each its own browser and authorization request) share the limit; another's don't."""
+    from flask.testing import FlaskClient
+
+    limited_network = f"10.7.{secrets.randbelow(250)}.{secrets.randbelow(250) + 1}"
+    other_network = f"10.6.{secrets.randbelow(250)}.{secrets.randbelow(250) + 1}"
+    set_settings(app, OIDC_LOGIN_RATE_LIMIT="3 per minute")
+
+    def send_from(network: str):
+        browser = FlaskClient(app, use_cookies=True)
+        tenant = make_tenant(app, browser)
+        page = _start_login(browser, tenant)
+        return browser.post("/v1/openidc/login", data={**form_fields(page), "email": tenant.email},
+                            environ_base={"REMOTE_ADDR": network})
+
+    statuses = [send_from(limited_network).status_code for _ in range(4)]
+    other = send_from(other_network)
+    assert statuses == [200, 200, 200, 429]
+    assert other.status_code == 200
