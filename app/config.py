@@ -275,6 +275,8 @@ class Config:
         queue = core.celery_queue
         self.CELERY = {
             "broker_url": core.broker_url,
+            # Beside the embedded databases, wherever the instance directory is (not the current directory).
+            "beat_schedule_filename": str(INSTANCE_DIR / "celerybeat-schedule"),
             "task_ignore_result": True,
             "task_acks_late": True,
             "task_reject_on_worker_lost": True,

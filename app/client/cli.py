@@ -34,6 +34,7 @@ DEFAULT_TESTNET_URL = "http://127.0.0.1:5000"
 EXIT_ERROR = 1
 EXIT_USAGE = 2
 EXIT_AUTHENTICATION = 3
+DEFAULT_JOB_TIMEOUT = 120.0
 
 
 class AuthenticationError(click.ClickException):
@@ -73,10 +74,24 @@ class Settings:
             raise click.UsageError(f"{name} must be a chain id (decimal digits), not {text!r}")
         return int(text)
 
-    def client(self) -> library.TesseraClient:
-        """Return a library client for the chosen network, its chain and the key."""
+    def job_timeout(self) -> float:
+        """Return how many seconds a command waits for its job (``TESSERA_JOB_TIMEOUT``, default 120)."""
+        text = os.environ.get("TESSERA_JOB_TIMEOUT") or str(DEFAULT_JOB_TIMEOUT)
         try:
-            return library.TesseraClient(self.network_url(), api_key=self.api_key, chain_id=self.chain_id())
+            seconds = float(text)
+        except ValueError:
+            seconds = -1.0
+        if not 0 <= seconds < float("inf"):
+            raise click.UsageError(f"TESSERA_JOB_TIMEOUT must be a number of seconds (0 or more), not {text!r}")
+        return seconds
+
+    def client(self) -> library.TesseraClient:
+        """Return a library client for the chosen network, its chain, the key and the job timeout."""
+        job_timeout = self.job_timeout()
+        try:
+            return library.TesseraClient(
+                self.network_url(), api_key=self.api_key, chain_id=self.chain_id(), job_timeout=job_timeout
+            )
         except ValueError as exc:
             message = f"the agent key is not usable: {exc}"
             document = {"error": {"message": message, "kind": "AuthenticationFailed"}}
@@ -248,6 +263,11 @@ class TesseraGroup(click.Group):
             failure = click.ClickException(f"{where}{exc.strerror or exc}")
             _echo_failure(ctx, failure)
             raise failure from exc
+        except (click.Abort, KeyboardInterrupt, EOFError):
+            # A declined confirmation or Ctrl-C: click prints "Aborted!" and exits 1.
+            if _wants_json(ctx):
+                click.echo(library.dumps({"error": {"message": "aborted", "kind": "Aborted", "exit_code": EXIT_ERROR}}))
+            raise
 
 
 def _set_global_option(ctx: click.Context, param: click.Parameter, value: Any) -> None:
@@ -580,10 +600,12 @@ def job_group() -> None:
 @click.argument("job_id")
 @click.option("--wait", is_flag=True, help="Wait until the job is final.")
 @click.option(
-    "--timeout", type=click.FloatRange(min=0), default=120.0, show_default=True, help="Seconds to wait with --wait."
+    "--timeout",
+    type=click.FloatRange(min=0),
+    help=f"Seconds to wait with --wait (default: TESSERA_JOB_TIMEOUT, else {DEFAULT_JOB_TIMEOUT:g}).",
 )
 @pass_settings
-def job_show(settings: Settings, job_id: str, wait: bool, timeout: float) -> None:
+def job_show(settings: Settings, job_id: str, wait: bool, timeout: float | None) -> None:
     """Show a job you started (e.g. one a command left queued); --wait follows it to the end."""
     with _translate_errors(settings), settings.client() as client:
         if wait:

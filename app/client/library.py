@@ -508,9 +508,12 @@ class TesseraClient:
                 {"code": "did_deactivated", "title": "DID deactivated", "detail": f"{did} was deregistered"},
             )
         if response.status_code >= 400:
-            error = (body.get("didResolutionMetadata") or {}).get("error") or {}
+            # A resolution error, else the problem document a proxy or the service itself answered.
+            error = (body.get("didResolutionMetadata") or {}).get("error") or body
             problem = error if isinstance(error, dict) else {"title": str(error)}
             raise ApiError(response.status_code, problem)
+        if not body:
+            raise ApiError(response.status_code, {}, f"the network answered the DID {did} without a DID document")
         return body
 
     def registry(self, did: str | None = None, full: bool = False) -> dict[str, Any]:

@@ -3,12 +3,18 @@
 from __future__ import annotations
 
 import json
+import os
+import signal
+import subprocess
+import time
 
 import pytest
 
 from app.agents.ethereum import generate_private_key
 from app.client.cli import main
 from tests.support.agents import DID, UNREACHABLE
+from tests.support.fake_agent_network import JOB_ID, FakeNetwork, serve
+from tests.support.pty_terminal import TESSERA
 
 
 @pytest.mark.parametrize(
@@ -78,6 +84,112 @@ def test_json_network_error_is_a_json_document(runner):
     )
     assert result.exit_code == 1
     assert "cannot reach the network" in json.loads(result.stdout)["error"]["message"]
+
+
+def _one_json_error(result, exit_code: int) -> dict:
+    """The failure as `--json` must give it: one JSON document on stdout, one line on stderr, no traceback."""
+    assert result.exit_code == exit_code, result.output
+    assert result.exception is None or isinstance(result.exception, SystemExit), result.exception
+    error = json.loads(result.stdout)["error"]
+    assert error["message"]
+    # Usage errors keep click's two lines of usage hint above the error itself.
+    lines = [line for line in result.stderr.splitlines() if line.strip() and not line.startswith(("Usage: ", "Try '"))]
+    assert len(lines) == 1 and lines[0].startswith("Error: "), result.stderr
+    assert "Traceback" not in result.output
+    return error
+
+
+def test_json_bad_out_path_is_a_json_document(runner, tmp_path):
+    args = ["agent", "create-card", "--name", "Echo", "--no-did", "--json"]
+    error = _one_json_error(runner.invoke(main, [*args, "--out", "/nonexistent/dir/c.json"]), 1)
+    assert error["message"] == "cannot write /nonexistent/dir/c.json: No such file or directory"
+    error = _one_json_error(runner.invoke(main, [*args, "--out", str(tmp_path)]), 2)
+    assert "is a directory" in error["message"]
+
+
+def test_json_missing_arguments_are_json_documents(runner):
+    assert "JOB_ID" in _one_json_error(runner.invoke(main, ["job", "show", "--json"]), 2)["message"]
+    assert "--file" in _one_json_error(runner.invoke(main, ["--json", "host-card"]), 2)["message"]
+    assert "--uri" in _one_json_error(runner.invoke(main, ["set-card", "--json"]), 2)["message"]
+
+
+@pytest.mark.parametrize(
+    ("status", "content_type", "body", "message"),
+    [
+        (500, "text/html", b"<html><body>Internal Server Error</body></html>", "HTTP 500"),
+        (502, "text/plain", b"Bad Gateway", "HTTP 502"),
+        (503, "application/problem+json", b'{"status": 503, "title": "Unavailable", "detail": "db down"}',
+         "HTTP 503: db down"),
+        (404, "application/problem+json", b'{"status": 404, "code": "not_found", "title": "Not Found"}',
+         "HTTP 404: Not Found"),
+    ],
+)
+def test_json_error_answers_of_the_network_are_json_documents(runner, status, content_type, body, message):
+    network = FakeNetwork(agent_did=DID, failure=(status, content_type, body))
+    with serve(network):
+        env = {"TESSERA_NETWORK_URL": network.url, "TESSERA_API_KEY": generate_private_key()}
+        for args in (["whoami"], ["did", "get", DID], ["did", "get", DID, "--full"], ["job", "show", JOB_ID]):
+            error = _one_json_error(runner.invoke(main, [*args, "--json"], env=env), 1)
+            assert error["status"] == status and error["message"] == message, (args, error)
+
+
+def test_did_get_of_a_network_answering_no_document_fails(runner):
+    with serve(FakeNetwork(agent_did=DID, failure=(200, "application/json", b"[1, 2]"))) as network:
+        result = runner.invoke(main, ["did", "get", DID, "--json"], env={"TESSERA_NETWORK_URL": network.url})
+    assert "without a DID document" in _one_json_error(result, 1)["message"]
+
+
+def test_json_api_errors_of_the_service_are_json_documents(runner, live_server, claimed_key, tmp_path):
+    env = {"TESSERA_NETWORK_URL": live_server.url, "TESSERA_API_KEY": claimed_key}
+    error = _one_json_error(runner.invoke(main, ["job", "show", JOB_ID, "--json"], env=env), 1)
+    assert (error["status"], error["code"]) == (404, "not_found")
+    error = _one_json_error(runner.invoke(main, ["did", "get", "did:tessera:nope", "--json"], env=env), 1)
+    assert error["status"] == 400
+    card = tmp_path / "card.json"
+    card.write_text("not json")
+    result = runner.invoke(main, ["host-card", "--file", str(card), "--json"], env=env)
+    assert result.exit_code == 1
+    error = json.loads(result.stdout)["error"]
+    assert (error["status"], error["code"]) == (422, "invalid_card") and "card" in error["errors"]
+
+
+def test_interrupted_wait_with_json_is_a_json_document(tmp_path):
+    """Ctrl-C while a command waits for its job: the JSON error document still comes on stdout."""
+    with serve(FakeNetwork(agent_did=DID, job_states=["queued"])) as network:
+        env = {**os.environ, "TESSERA_NETWORK_URL": network.url, "TESSERA_API_KEY": generate_private_key()}
+        process = subprocess.Popen([str(TESSERA), "job", "show", JOB_ID, "--wait", "--json"], env=env,
+                                   stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)  # fmt: skip
+        try:
+            for _ in range(400):
+                if network.polls or process.poll() is not None:
+                    break
+                time.sleep(0.05)
+            assert network.polls, "the CLI polled the job"
+            process.send_signal(signal.SIGINT)
+            stdout, stderr = process.communicate(timeout=30)
+        finally:
+            if process.poll() is None:
+                process.kill()
+    assert process.returncode == 1
+    assert json.loads(stdout)["error"]["kind"] == "Aborted"
+    assert "Traceback" not in stderr and "Aborted!" in stderr
+
+
+def test_job_timeout_comes_from_the_environment(runner):
+    network = FakeNetwork(agent_did=DID, job_states=["queued", "succeeded"])
+    with serve(network):
+        env = {"TESSERA_NETWORK_URL": network.url, "TESSERA_API_KEY": generate_private_key()}
+        result = runner.invoke(main, ["job", "show", JOB_ID, "--wait", "--json"],
+                               env={**env, "TESSERA_JOB_TIMEOUT": "0"})  # fmt: skip
+        error = _one_json_error(result, 1)
+        assert error["kind"] == "JobTimeout" and network.polls == 1
+        assert f"tessera job show {JOB_ID} --wait" in result.stderr
+        result = runner.invoke(main, ["job", "show", JOB_ID, "--wait", "--json"], env=env)
+        assert result.exit_code == 0, result.output
+        assert json.loads(result.stdout)["state"] == "succeeded"
+        result = runner.invoke(main, ["whoami", "--json"], env={**env, "TESSERA_JOB_TIMEOUT": "soon"})
+        error = _one_json_error(result, 2)
+        assert "TESSERA_JOB_TIMEOUT" in error["message"]
 
 
 def test_insufficient_credits_says_how_to_get_credits(runner, live_server, tmp_path):

@@ -12,7 +12,7 @@ from app.db import transaction
 from app.extensions import db
 from app.tenancy.models import Client
 from tests.support.browser import page_left
-from tests.support.oidc import authorize_query, latest_code_over_http, make_tenant
+from tests.support.oidc import authorize_query, latest_code_over_http, make_tenant, path_of
 from tests.support.screenshots import SCHEMES, VIEWPORTS, shoot_everywhere
 
 pytestmark = pytest.mark.browser
@@ -77,9 +77,15 @@ def test_every_sign_in_page_in_every_view(app, client, live_server, callback_ser
         chromium.get(base + authorize_query(tenant, redirect_uri="https://elsewhere.example/cb"))
         _wait_for(chromium, "error-code")
 
+    # The privacy page as its link on the consent page names it (the keyed reference, the way back).
+    consent_page()
+    privacy_path = path_of(chromium.find_element(By.ID, "privacy-link").get_attribute("href"))
+
     def privacy_page() -> None:
-        chromium.get(f"{base}/privacy/{tenant.client_id}")
-        _wait_for(chromium, "message")
+        chromium.get(base + privacy_path)
+        _wait_for(chromium, "back-link")
+        assert chromium.find_element(By.TAG_NAME, "h1").text == "Privacy notice"
+        assert not chromium.find_elements(By.ID, "error-code"), "the privacy page itself, not an error page"
 
     def not_found_page() -> None:
         chromium.get(f"{base}/no/such/page")

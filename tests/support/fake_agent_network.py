@@ -46,6 +46,8 @@ class FakeNetwork:
 
     ``challenge(network, address)`` returns the sign-in message to serve; by default a genuine
     one for this network. ``sign_ins`` records what clients sent to ``/api/auth/verify``.
+    ``failure`` (status, content type, body), when set, is the answer to every request (a broken
+    network or a proxy in front of it).
     """
 
     agent_did: str
@@ -58,6 +60,7 @@ class FakeNetwork:
     approvals: list[dict[str, Any]] = field(default_factory=list)
     hosted: list[bytes] = field(default_factory=list)
     polls: int = 0
+    failure: tuple[int, str, bytes] | None = None
     url: str = ""
 
     def job(self) -> dict[str, Any]:
@@ -84,8 +87,21 @@ def _handler(network: FakeNetwork) -> type[BaseHTTPRequestHandler]:
         def _body(self) -> bytes:
             return self.rfile.read(int(self.headers.get("Content-Length") or 0))
 
+        def _failed(self) -> bool:
+            if network.failure is None:
+                return False
+            status, content_type, payload = network.failure
+            self.send_response(status)
+            self.send_header("Content-Type", content_type)
+            self.send_header("Content-Length", str(len(payload)))
+            self.end_headers()
+            self.wfile.write(payload)
+            return True
+
         def do_POST(self) -> None:
             body = self._body()
+            if self._failed():
+                return
             if self.path == "/api/auth/challenge":
                 address = json.loads(body)["address"]
                 make = network.challenge or (lambda net, addr: sign_in_message(net.url, addr))
@@ -103,6 +119,8 @@ def _handler(network: FakeNetwork) -> type[BaseHTTPRequestHandler]:
 
         def do_PUT(self) -> None:
             body = self._body()
+            if self._failed():
+                return
             if re.fullmatch(r"/api/agents/[^/]+/card", self.path):
                 network.hosted.append(body)
                 self._send(202, {"data": {"id": JOB_ID, "state": "queued"}})
@@ -110,6 +128,8 @@ def _handler(network: FakeNetwork) -> type[BaseHTTPRequestHandler]:
                 self._send(404, {"status": 404, "code": "not_found", "title": "Not Found"})
 
         def do_GET(self) -> None:
+            if self._failed():
+                return
             if self.path in network.unauthorized_paths:
                 self._send(401, {"status": 401, "code": "authentication_failed", "title": "Authentication failed"})
             elif self.path.startswith("/api/consents/") and network.consent is not None:
