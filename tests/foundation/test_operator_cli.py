@@ -136,3 +136,24 @@ def test_operator_commands_on_a_migrated_database_print_nothing_on_stderr(tmp_pa
         result = _run([*FLASK, *args], cwd=tmp_path, env=env)
         assert result.returncode == 0, (args, result.stderr)
         assert result.stderr == "", (args, result.stderr)
+
+
+_IMPORT_EVERYTHING = """
+import importlib, pkgutil
+import httpx, requests
+import app, worker
+from app import create_app
+create_app()
+for module in pkgutil.walk_packages(app.__path__, "app."):
+    importlib.import_module(module.name)
+print("imported")
+"""
+
+
+def test_the_application_and_its_http_clients_import_without_a_warning(tmp_path: Path, unmigrated_env) -> None:
+    # Every warning is an error here: a deprecation of an HTTP client library (or any other) would
+    # otherwise be printed by each `flask` command and pile up in pytest's summary.
+    env = {key: value for key, value in unmigrated_env.items() if key != "DEV_OUTBOX"}
+    result = _run([sys.executable, "-W", "error", "-c", _IMPORT_EVERYTHING], cwd=tmp_path, env=env)
+    assert result.returncode == 0, result.stderr
+    assert result.stdout.strip() == "imported"
