@@ -61,10 +61,12 @@ def _vendored_signed_vectors() -> dict[str, dict]:
 def fresh_client(app):
     """A new application built with no `JSONLD_CONTEXTS_DIR` anywhere, as a fresh install has."""
     from app import create_app
+    from app.extensions import celery
 
     with pytest.MonkeyPatch.context() as patch:
         patch.delenv("JSONLD_CONTEXTS_DIR", raising=False)
         fresh = create_app({"TESTING": True, "VC_VERIFY_OPEN": "1", "RATELIMIT_ENABLED": False})
+    celery.flask_app = app  # create_app rebinds the shared Celery app; the session app stays its owner
     assert setting_of(fresh, "JSONLD_CONTEXTS_DIR") == ""
     return fresh.test_client()
 
