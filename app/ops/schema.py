@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 import functools
-from collections.abc import Callable
+import logging
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
@@ -24,9 +26,22 @@ def schema_is_current(migrations_dir: Path) -> bool:
     config = AlembicConfig()
     config.set_main_option("script_location", str(migrations_dir))
     heads = set(ScriptDirectory.from_config(config).get_heads())
-    with db.engine.connect() as connection:
+    with db.engine.connect() as connection, _alembic_quiet():
         current = set(MigrationContext.configure(connection).get_current_heads())
     return current == heads
+
+
+@contextmanager
+def _alembic_quiet() -> Iterator[None]:
+    # Reading the revision makes Alembic log "Context impl ..." at INFO: noise on every operator
+    # command. `flask db ...` does not come here and keeps its "Running upgrade" lines.
+    logger = logging.getLogger("alembic.runtime.migration")
+    level = logger.level
+    logger.setLevel(max(level, logging.WARNING))
+    try:
+        yield
+    finally:
+        logger.setLevel(level)
 
 
 def require_current_schema(command: click.Command, migrations_dir: Path) -> None:

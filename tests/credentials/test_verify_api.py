@@ -12,39 +12,9 @@ import pytest
 
 from tests.support.config import change_settings
 from tests.support.issuing import Issuer
-from tests.support.vectors import VECTORS
+from tests.support.vectors import EXPIRED_VECTORS, VECTORS, VERIFIED_VECTORS
 
 UNBOUND = {"issuerMustControlKeys": False}
-
-# Vectors whose every proof verifies; the issuer of most is not a DID (or is a DID that does not
-# control the signing key), so they are checked as raw Data Integrity proofs.
-VERIFIED_VECTORS = [
-    "eddsa/eddsa-rdfc-2022/signedDataInt.json",
-    "eddsa/eddsa-rdfc-2022/employ/signedDataInt.json",
-    "eddsa/eddsa-jcs-2022/signedJCS.json",
-    "eddsa/proof-set-chain/signedProofSet1.json",
-    "eddsa/proof-set-chain/signedProofSet2.json",
-    "eddsa/proof-set-chain/signedProofChain1.json",
-    "eddsa/proof-set-chain/signedProofChain2.json",
-    "ecdsa/ecdsa-rdfc-2019-p256/signedECDSAP256.json",
-    "ecdsa/ecdsa-rdfc-2019-p256/employ/signedECDSAP256.json",
-    "ecdsa/ecdsa-rdfc-2019-p384/signedECDSAP384.json",
-    "ecdsa/ecdsa-rdfc-2019-p384/employ/signedECDSAP384.json",
-    "ecdsa/ecdsa-jcs-2019-p256/signedJCSECDSAP256.json",
-    "ecdsa/ecdsa-jcs-2019-p384/signedJCSECDSAP384.json",
-    "ecdsa/ecdsa-sd-2023/employ/addSignedSDBase.json",
-    "ecdsa/ecdsa-sd-2023/employ/derivedRevealDocument.json",
-    "bbs-2023/addSignedSDBase.json",
-    "bbs-2023/derivedRevealDocument.json",
-]
-# Vectors whose proofs verify but whose validity window closed on 2025-12-16.
-EXPIRED_VECTORS = [
-    "ecdsa/ecdsa-sd-2023/prc/addSignedSDBase.json",
-    "ecdsa/ecdsa-sd-2023/prc/derivedRevealDocument.json",
-    "bbs-2023/prc/addSignedSDBase.json",
-    "bbs-2023/prc/derivedRevealDocument.json",
-]
-
 
 def _vector(name: str) -> dict:
     return json.loads((VECTORS / name).read_text(encoding="utf-8"))

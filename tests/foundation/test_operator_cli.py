@@ -123,3 +123,37 @@ def test_flask_commands_print_no_warnings(tmp_path: Path, unmigrated_env) -> Non
     result = _run([*FLASK, "--help"], cwd=tmp_path, env=env)
     assert result.returncode == 0, result.stderr
     assert "Warning" not in result.stderr and result.stderr.strip() == "", result.stderr
+
+
+def test_operator_commands_on_a_migrated_database_print_nothing_on_stderr(tmp_path: Path, unmigrated_env) -> None:
+    # As an operator runs them: the default log level (the test run's LOG_LEVEL=WARNING would hide
+    # INFO lines), every warning shown, DEV_OUTBOX off (on purpose it warns).
+    env = {key: value for key, value in unmigrated_env.items() if key not in {"DEV_OUTBOX", "LOG_LEVEL"}}
+    env["PYTHONWARNINGS"] = "default"
+    upgraded = _run([*FLASK, "db", "upgrade"], cwd=tmp_path, env=env)
+    assert upgraded.returncode == 0, upgraded.stderr
+    for args in (["clients", "list"], ["keys", "list"], ["outbox", "sweep"]):
+        result = _run([*FLASK, *args], cwd=tmp_path, env=env)
+        assert result.returncode == 0, (args, result.stderr)
+        assert result.stderr == "", (args, result.stderr)
+
+
+_IMPORT_EVERYTHING = """
+import importlib, pkgutil
+import httpx, requests
+import app, worker
+from app import create_app
+create_app()
+for module in pkgutil.walk_packages(app.__path__, "app."):
+    importlib.import_module(module.name)
+print("imported")
+"""
+
+
+def test_the_application_and_its_http_clients_import_without_a_warning(tmp_path: Path, unmigrated_env) -> None:
+    # Every warning is an error here: a deprecation of an HTTP client library (or any other) would
+    # otherwise be printed by each `flask` command and pile up in pytest's summary.
+    env = {key: value for key, value in unmigrated_env.items() if key != "DEV_OUTBOX"}
+    result = _run([sys.executable, "-W", "error", "-c", _IMPORT_EVERYTHING], cwd=tmp_path, env=env)
+    assert result.returncode == 0, result.stderr
+    assert result.stdout.strip() == "imported"

@@ -9,6 +9,11 @@ from app.settings import declared_settings
 from tests.support.settings_table import BEGIN, END, README, readme_rows, row
 
 APP_DIR = Path(__file__).resolve().parents[2] / "app"
+REPO = APP_DIR.parent
+# Variables read straight from the environment (not declared settings): os.environ, os.getenv, click's envvar.
+_RAW_READ = re.compile(
+    r"""os\.(?:environ\.get\(|environ\[|getenv\()\s*["']([A-Z][A-Z0-9_]*)["']|envvar=["']([A-Z][A-Z0-9_]*)["']"""
+)
 
 
 def _declares_settings(feature: str) -> bool:
@@ -40,3 +45,34 @@ def test_no_declared_variable_is_also_listed_outside_the_generated_table() -> No
     first_cells = [line.split("|")[1] for line in outside.splitlines() if line.startswith("| `")]
     listed_twice = sorted(declared & {name for cell in first_cells for name in re.findall(r"`([A-Z0-9_]+)`", cell)})
     assert not listed_twice, f"declared, so listed in the generated table only: {listed_twice}"
+
+
+def _production_section(text: str) -> str:
+    return text.split("## Production settings", 1)[1].split("\n## ", 1)[0]
+
+
+def _raw_reads(files: list[Path]) -> set[str]:
+    return {name for path in files for match in _RAW_READ.finditer(path.read_text()) for name in match.groups() if name}
+
+
+def test_every_variable_read_outside_the_declarations_is_in_the_readme() -> None:
+    text = README.read_text()
+    production = _production_section(text)
+    client_dir = APP_DIR / "client"
+    service_files = [
+        path for path in [*APP_DIR.rglob("*.py"), *(REPO / "worker").rglob("*.py")] if client_dir not in path.parents
+    ]
+    service = _raw_reads(service_files) | set(re.findall(r"\$\{([A-Z][A-Z0-9_]*)", (REPO / "Procfile").read_text()))
+    client = _raw_reads(list(client_dir.rglob("*.py")))
+    assert {"TESSERA_INSTANCE_DIR", "PORT", "WEB_CONCURRENCY"} <= service  # the scan sees them
+    missing = sorted(name for name in service if f"`{name}`" not in production)
+    assert not missing, f"read by the service, not in the README's Production settings: {missing}"
+    missing = sorted(name for name in client if f"`{name}`" not in text)
+    assert not missing, f"read by the tessera command line, not in the README: {missing}"
+
+
+def test_the_production_table_lists_the_safety_settings() -> None:
+    listed = readme_rows(README.read_text())
+    for name in ("BASE_URL", "PORT", "TRUSTED_PROXIES", "AGENT_NETWORK", "DEV_OUTBOX", "SECRET_KEY",
+                 "ENCRYPTION_KEYS", "SECRET_HASH_KEY", "DATABASE_URL", "REDIS_URL", "JSONLD_CONTEXTS_DIR"):  # fmt: skip
+        assert name in listed, name

@@ -21,6 +21,7 @@ answer = {name: app.config.get(name) for name in ("BASE_URL", "DEV_OUTBOX")}
 answer["AGENT_NETWORK"] = current(AgentSettings, app).network
 answer["OIDC_ISSUER"] = current(OidcSettings, app).issuer
 answer["claim"] = app.test_client().get("/claim").status_code
+answer["discovery"] = app.test_client().get("/.well-known/openid-configuration").get_json()
 print(json.dumps(answer))
 """
 UNREACHABLE_POSTGRES = "postgresql://tessera@127.0.0.1:9/none"
@@ -74,6 +75,11 @@ def test_base_url_defaults_to_the_port_the_service_listens_on(tmp_path):
     answer = _answer(_start(tmp_path, PORT="5123"))
     assert answer["BASE_URL"] == "http://127.0.0.1:5123"
     assert answer["OIDC_ISSUER"] == "http://127.0.0.1:5123"
+    # What a relying party reads over HTTP names the same port (the test client asks for "localhost").
+    discovery = answer["discovery"]
+    assert discovery["issuer"] == "http://127.0.0.1:5123"
+    endpoints = [value for key, value in discovery.items() if key.endswith(("_endpoint", "_uri"))]
+    assert len(endpoints) >= 4 and all(url.startswith("http://127.0.0.1:5123/") for url in endpoints), endpoints
     assert _answer(_start(tmp_path))["BASE_URL"] == "http://127.0.0.1:5000"
     assert _answer(_start(tmp_path, PORT="5123", BASE_URL="https://id.example.org/"))["BASE_URL"] == (
         "https://id.example.org"
