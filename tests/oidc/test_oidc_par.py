@@ -173,3 +173,18 @@ def test_openapi_documents_par_and_the_new_grants(client):
     assert "secret_encrypted" not in schemas["SubClientOut"]["properties"]
     assert schemas["SubClientUpdateIn"]["properties"]["token_endpoint_auth_method"]["enum"] == [
         "client_secret_basic", "client_secret_post", "client_secret_jwt", "private_key_jwt", None]
+
+
+def test_openapi_documents_logout_and_the_back_channel(client):
+    spec = client.get("/openapi.json").get_json()
+    logout = spec["paths"]["/v1/openidc/logout"]
+    assert {parameter["name"] for parameter in logout["get"]["parameters"]} == {
+        "id_token_hint", "client_id", "post_logout_redirect_uri", "state"}
+    form = logout["post"]["requestBody"]["content"]["application/x-www-form-urlencoded"]["schema"]
+    assert {"id_token_hint", "confirm", "csrf_token"} <= set(form["properties"])
+    assert set(logout["post"]["responses"]) == {"200", "303", "403"}
+    for operation in logout.values():
+        assert "backchannel_logout_uri" in operation["description"] and "logout_token" in operation["description"]
+    schemas = spec["components"]["schemas"]
+    assert schemas["BackchannelLogoutRequest"]["required"] == ["logout_token"]
+    assert {"sid", "sub", "events", "jti"} <= set(schemas["LogoutTokenClaims"]["required"])
