@@ -124,3 +124,14 @@ def test_a_non_public_logout_uri_is_refused_by_the_outbound_guard(app, client, t
         assert receiver.calls == 0
     finally:
         receiver.server.shutdown()
+
+
+def test_disabling_the_user_ends_their_sessions_with_logout_tokens(app, client, tenant, receiver):
+    _register(client, tenant, receiver.url)
+    id_token = exchange(client, tenant, sign_in(client, tenant)["code"]).get_json()["id_token"]
+    result = app.test_cli_runner().invoke(args=["users", "disable", str(tenant.user_id)])
+    assert result.exit_code == 0 and "1 sign-in session(s) ended" in result.output, result.output
+    (token,) = receiver.wait_for(1)
+    claims = _verified(client, token)
+    assert claims["sid"] == _claims(id_token)["sid"] and claims["sub"] == str(tenant.user_id)
+    assert claims["aud"] == str(tenant.client_id)
