@@ -140,7 +140,8 @@ def logout_receiver(app, live_server, real_worker):
         set_settings(flask_app, OIDC_OUTBOUND_ALLOW_HOSTS=receiver.host)
     if USING_POSTGRES:
         real_worker.stop()
-        real_worker.start(extra_env={"OIDC_OUTBOUND_ALLOW_HOSTS": receiver.host})
+        # The worker signs the logout tokens: it must name the live server as their issuer.
+        real_worker.start(extra_env={"OIDC_OUTBOUND_ALLOW_HOSTS": receiver.host, "OIDC_ISSUER": live_server.url})
     yield receiver
     for flask_app in (app, live_server.app):
         set_settings(flask_app, OIDC_OUTBOUND_ALLOW_HOSTS="")
