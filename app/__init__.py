@@ -259,7 +259,8 @@ def _register_commands(app: Flask) -> None:
     from app.oidc.cli import keys_cli
     from app.ops.schema import require_current_schema
     from app.tenancy.cli import clients_cli
+    from app.users.cli import users_cli
 
-    for group in (clients_cli, outbox_cli, keys_cli, agents_cli):
+    for group in (clients_cli, outbox_cli, keys_cli, agents_cli, users_cli):
         require_current_schema(group, MIGRATIONS_DIR)
         app.cli.add_command(group)

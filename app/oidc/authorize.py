@@ -47,7 +47,7 @@ from app.settings import current
 from app.tenancy.models import Client
 from app.tenancy.service import from_email_address
 from app.users.models import User
-from app.users.service import find_user_by_email, get_user_in_tree
+from app.users.service import find_user_by_email, get_enabled_user_in_tree
 
 PROMPTS = frozenset({"none", "login", "consent", "select_account"})
 _KNOWN_PARAMETERS = frozenset({
@@ -308,7 +308,7 @@ def start_authorization(params: AuthorizationParams, *, browser_token: str, sess
     """Decide the first step: straight back with a code (SSO), the login page, or the consent page."""
     client = params.client
     session = find_session(session_token, _root_id(client))
-    user = get_user_in_tree(session.user_id, _root_id(client)) if session is not None else None
+    user = get_enabled_user_in_tree(session.user_id, _root_id(client)) if session is not None else None
     now = utcnow()
     login_needed = (
         user is None
@@ -391,6 +391,8 @@ def send_login_code(request: AuthorizationRequest, client: Client, email: str, *
         return LoginStep(request, client, f"Too many codes were sent to {address} recently. "
                          "Wait an hour and try again.", error=True, status=429)
     user = find_user_by_email(_root_id(client), address)
+    if user is not None and user.disabled_at is not None:
+        user = None  # answered as an unknown address: no code is mailed, so sign-in cannot finish
     code = f"{secrets.randbelow(10**6):06d}"
     request.email = address
     request.candidate_user_id = user.id if user is not None else None
@@ -439,7 +441,7 @@ def verify_login_code(request: AuthorizationRequest, client: Client, code: str) 
     submitted = re.sub(r"\s", "", code or "")
     expected = hash_secret(f"login:{request.id}:{submitted}")
     matches = secrets.compare_digest(expected, request.login_code_hash)
-    if not matches or request.candidate_user_id is None:
+    if not matches or request.candidate_user_id is None or _disabled_user(request.candidate_user_id):
         left = limit - request.login_code_attempts
         message = (f"That code is not right. {left} attempt{'s' if left != 1 else ''} left."
                    if left else _RESTART)
@@ -463,6 +465,12 @@ def verify_login_code(request: AuthorizationRequest, client: Client, code: str) 
     outcome = continue_after_login(request, client)
     return Outcome(redirect_to=outcome.redirect_to, page=outcome.page, handle=outcome.handle,
                    session_token=session_token)
+
+
+def _disabled_user(user_id: int) -> bool:
+    """Whether the user was disabled (perhaps after their code was mailed) or is gone."""
+    user = db.session.get(User, user_id)
+    return user is None or user.disabled_at is not None
 
 
 def continue_after_login(request: AuthorizationRequest, client: Client) -> Outcome:
@@ -551,6 +559,25 @@ def end_session(session_token: str | None) -> bool:
     queue_logouts(session.sid)
     db.session.flush()
     return True
+
+
+def end_user_sessions(user_id: int) -> int:
+    """End every live single sign-on session of the user and queue their back-channel logouts.
+
+    For a user an operator disabled; returns how many sessions ended. Flushes, never commits.
+    """
+    now = utcnow()
+    sids = db.session.execute(
+        update(LoginSession)
+        .where(LoginSession.user_id == user_id, LoginSession.ended_at.is_(None), LoginSession.expires_at > now)
+        .values(ended_at=now)
+        .returning(LoginSession.sid)
+        .execution_options(synchronize_session=False)
+    ).scalars().all()
+    for sid in sids:
+        queue_logouts(sid)
+    db.session.flush()
+    return len(sids)
 
 
 @dataclass(frozen=True)

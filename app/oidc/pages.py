@@ -108,15 +108,64 @@ def _document_browser_endpoints() -> None:
                               "404": {"description": "Unknown or disabled client, or a wrong tag.",
                                       "content": html}}},
     })
+    logout_parameters = {
+        "id_token_hint": "An id_token of the user signed in here; otherwise the user confirms.",
+        "client_id": "The client, when no id_token_hint is sent.",
+        "post_logout_redirect_uri": "A redirect URI registered for the client.",
+        "state": "Returned unchanged.",
+    }
+    logout_responses = {"200": {"description": "Confirmation or signed-out page.", "content": html},
+                        "303": {"description": "To post_logout_redirect_uri."}}
+    back_channel = (
+        "Ending the session sends an OpenID Connect Back-Channel Logout 1.0 request to every client "
+        "that received tokens in it (id tokens carry its `sid`) and registered a `backchannel_logout_uri`: "
+        "a worker job (`oidc.backchannel_logout`) POSTs the form `logout_token=<JWT>` there "
+        "(`BackchannelLogoutRequest`; the token's claims are `LogoutTokenClaims`, header `typ: logout+jwt`, "
+        "verified with the keys at `/certs/jwks.json`), retrying network errors, 429 and 5xx with backoff. "
+        "Disabling a user (`flask users disable`) ends their sessions the same way."
+    )
+    api.spec.components.schema("LogoutTokenClaims", {
+        "type": "object",
+        "description": "Claims of a back-channel logout token (a JWT signed like the client's id tokens).",
+        "required": ["iss", "aud", "iat", "exp", "jti", "sub", "sid", "events"],
+        "properties": {
+            "iss": {"type": "string", "description": "The issuer."},
+            "aud": {"type": "string", "description": "The client id."},
+            "iat": {"type": "integer"},
+            "exp": {"type": "integer", "description": "Two minutes after iat."},
+            "jti": {"type": "string", "description": "Unique per token."},
+            "sub": {"type": "string", "description": "The user id, as in the id token."},
+            "sid": {"type": "string", "description": "The ended session, as in the id token's sid."},
+            "events": {"type": "object", "description": "`{\"http://schemas.openid.net/event/backchannel-logout\": "
+                                                        "{}}`."},
+        },
+    })
+    api.spec.components.schema("BackchannelLogoutRequest", {
+        "type": "object",
+        "description": "The form body POSTed to a client's `backchannel_logout_uri`; answer 2xx once handled "
+                       "(4xx other than 429 is not retried).",
+        "required": ["logout_token"],
+        "properties": {"logout_token": {"type": "string", "description": "JWT with `LogoutTokenClaims`."}},
+    })
     api.spec.path(rule=Rule("/v1/openidc/logout"), operations={
-        "get": {"tags": ["oidc"], "summary": "RP-initiated logout (ends the single sign-on session)",
-                "parameters": [query("id_token_hint",
-                                     "An id_token of the user signed in here; otherwise the user confirms."),
-                               query("client_id", "The client, when no id_token_hint is sent."),
-                               query("post_logout_redirect_uri", "A redirect URI registered for the client."),
-                               query("state", "Returned unchanged.")],
-                "responses": {"200": {"description": "Confirmation or signed-out page.", "content": html},
-                              "303": {"description": "To post_logout_redirect_uri."}}},
+        "get": {"tags": ["oidc"], "summary": "RP-initiated logout (the discovery `end_session_endpoint`)",
+                "description": "Ends the browser's single sign-on session at once when `id_token_hint` is an "
+                               "id_token of the user signed in here, else after the user confirms. " + back_channel,
+                "parameters": [query(name, text) for name, text in logout_parameters.items()],
+                "responses": logout_responses},
+        "post": {"tags": ["oidc"], "summary": "RP-initiated logout by form, and the confirmation page's answer",
+                 "description": "The same parameters as the GET, form-encoded; with `confirm=yes` and the page's "
+                                "`csrf_token` the user's confirmation. " + back_channel,
+                 "requestBody": {"content": {"application/x-www-form-urlencoded": {"schema": {
+                     "type": "object",
+                     "properties": {
+                         **{name: {"type": "string", "description": text} for name, text in logout_parameters.items()},
+                         "confirm": {"type": "string", "enum": ["yes"],
+                                     "description": "The user confirmed on the logout page."},
+                         "csrf_token": {"type": "string", "description": "From the logout page (with confirm)."},
+                     }}}}},
+                 "responses": {**logout_responses, "403": {"description": "A confirmation without a valid "
+                                                                          "csrf_token.", "content": html}}},
     })
 
 

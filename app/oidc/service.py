@@ -45,7 +45,7 @@ from app.settings import current
 from app.tenancy.models import Client
 from app.tenancy.service import enabled_client_clause
 from app.users.models import User
-from app.users.service import get_user_in_tree
+from app.users.service import get_enabled_user_in_tree
 
 TOKEN_TYPE = "Bearer"
 
@@ -221,6 +221,7 @@ def _consume_statement(dialect: str) -> Executable:
             Client.id == bindparam("given_client_id"),
             enabled_client_clause(),
             User.id == AuthorizationCode.user_id,
+            User.disabled_at.is_(None),
             User.root_client_id == func.coalesce(Client.root_id, Client.id),
         )
         .values(used_at=bindparam("given_now"), access_token_jti=bindparam("given_jti"),
@@ -283,7 +284,7 @@ def _refuse_code(code_hash: str, client: Client, *, redirect_uri: str, code_veri
             raise InvalidGrant("code_verifier does not match the code_challenge.")
     elif code_verifier:
         raise InvalidGrant("code_verifier was sent but the authorization request had no code_challenge.")
-    raise InvalidGrant("The user of this authorization code no longer exists.")
+    raise InvalidGrant("The user of this authorization code no longer exists or was disabled.")
 
 
 def _user_tokens(client: Client, user: User, *, scope: str, auth_time: datetime, nonce: str | None,
@@ -327,9 +328,9 @@ def refresh_grant(authenticate: Authenticator, *, refresh_token: str | None, sco
     now = utcnow()
     if consumed.expires_at <= now or consumed.family_expires_at <= now:
         raise InvalidGrant("The refresh token has expired.")
-    user = get_user_in_tree(consumed.user_id, client.root_id or client.id)
+    user = get_enabled_user_in_tree(consumed.user_id, client.root_id or client.id)
     if user is None:
-        raise InvalidGrant("The user of this refresh token no longer exists.")
+        raise InvalidGrant("The user of this refresh token no longer exists or was disabled.")
     granted = consumed.scope.split()
     requested = list(dict.fromkeys(scope.split())) if scope else granted
     if not set(requested) <= set(granted):
@@ -398,7 +399,14 @@ def verify_access_token(raw: str) -> AccessTokenClaims:
         raise InvalidBearerToken("The token has been revoked.")
     if get_relying_party(claims.client_id) is None:
         raise InvalidBearerToken("The token's client no longer exists.")
+    if claims.user_id is not None and not _user_enabled(claims.user_id):
+        raise InvalidBearerToken("The token's user no longer exists or was disabled.")
     return claims
+
+
+def _user_enabled(user_id: int) -> bool:
+    row = db.session.execute(select(User.disabled_at).where(User.id == user_id)).first()
+    return row is not None and row.disabled_at is None
 
 
 def userinfo(claims: AccessTokenClaims) -> dict:
@@ -465,7 +473,7 @@ def introspect_token(client: Client, token: str | None) -> dict:
     claims = _token_of_client(raw, client)
     if claims is None:
         return _introspect_refresh_token(client, raw)
-    if is_revoked(claims.jti):
+    if is_revoked(claims.jti) or (claims.user_id is not None and not _user_enabled(claims.user_id)):
         return {"active": False}
     document = {
         "active": True,
@@ -486,7 +494,8 @@ def introspect_token(client: Client, token: str | None) -> dict:
 
 def _introspect_refresh_token(client: Client, raw: str) -> dict:
     row = refresh.find(raw, client.id)
-    if row is None or not refresh.is_active(row) or get_user_in_tree(row.user_id, client.root_id or client.id) is None:
+    if (row is None or not refresh.is_active(row)
+            or get_enabled_user_in_tree(row.user_id, client.root_id or client.id) is None):
         return {"active": False}
     return {
         "active": True,

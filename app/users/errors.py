@@ -7,3 +7,7 @@ from app.errors import Conflict
 
 class EmailAddressTaken(Conflict):
     status, code, title = 409, "email_address_taken", "E-mail address already registered"
+
+
+class UserReferenceAmbiguous(Conflict):
+    status, code, title = 409, "user_reference_ambiguous", "More than one user has this e-mail address"

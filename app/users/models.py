@@ -25,3 +25,5 @@ class User(Base):
     did: Mapped[str] = mapped_column(String(128), unique=True)
     profile: Mapped[dict] = mapped_column(JSONType, default=dict)
     created_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), default=utcnow)
+    # Set by an operator: the user can no longer sign in and their tokens stop working.
+    disabled_at: Mapped[datetime | None] = mapped_column(DateTime(timezone=True), nullable=True)

@@ -12,7 +12,7 @@ from app.errors import NotFound
 from app.extensions import db
 from app.tenancy.caller import Caller
 from app.tenancy.models import Client
-from app.users.errors import EmailAddressTaken
+from app.users.errors import EmailAddressTaken, UserReferenceAmbiguous
 from app.users.models import User
 
 
@@ -52,6 +52,46 @@ def get_user_in_tree(user_id: int, root_client_id: int) -> User | None:
     if user is None or user.root_client_id != root_client_id:
         return None
     return user
+
+
+def get_enabled_user_in_tree(user_id: int, root_client_id: int) -> User | None:
+    """Like `get_user_in_tree`, but None for a user an operator disabled."""
+    user = get_user_in_tree(user_id, root_client_id)
+    return user if user is not None and user.disabled_at is None else None
+
+
+def require_user_by_reference(reference: str) -> User:
+    """The user named by an operator: a decimal user id, or an e-mail address unique across trees.
+
+    Raises `NotFound` (404) when none matches and `UserReferenceAmbiguous` (409) when the address
+    belongs to users of several client trees (name the user by id then).
+    """
+    if reference.isdecimal():
+        user = db.session.get(User, int(reference)) if len(reference) <= 18 else None
+        if user is None:
+            raise NotFound(f"No user {reference}.")
+        return user
+    users = db.session.execute(
+        select(User).where(User.email_address == normalise_email(reference)).order_by(User.id)
+    ).scalars().all()
+    if not users:
+        raise NotFound(f"No user with the e-mail address {normalise_email(reference)}.")
+    if len(users) > 1:
+        ids = ", ".join(str(user.id) for user in users)
+        raise UserReferenceAmbiguous(f"Several users have this e-mail address (ids {ids}); name one by its id.")
+    return users[0]
+
+
+def disable_user(user: User) -> bool:
+    """Disable the user: sign-in is refused and their tokens stop working. False if already disabled.
+
+    Flushes, never commits; an already disabled user keeps the original time.
+    """
+    if user.disabled_at is not None:
+        return False
+    user.disabled_at = utcnow()
+    db.session.flush()
+    return True
 
 
 def require_user_visible(user_id: int, subtree_path: str) -> User:

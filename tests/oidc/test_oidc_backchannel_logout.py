@@ -5,58 +5,18 @@ from __future__ import annotations
 
 import base64
 import json
-import threading
-import time
 import warnings
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
-from urllib.parse import parse_qs
 
 import pytest
 
 from tests.support.config import set_settings, setting_of
 from tests.support.environment import USING_POSTGRES
 from tests.support.oidc import add_sub_client, exchange, sign_in
+from tests.support.servers import LogoutReceiver as Receiver
 
 with warnings.catch_warnings():
     warnings.simplefilter("ignore")
     from authlib.jose import JsonWebKey, jwt
-
-
-class Receiver:
-    """A relying party's back-channel logout endpoint on loopback; fails the first `failures` calls."""
-
-    def __init__(self) -> None:
-        self.tokens: list[str] = []
-        self.failures = 0
-        self.calls = 0
-        receiver = self
-
-        class Handler(BaseHTTPRequestHandler):
-            def do_POST(self) -> None:
-                length = int(self.headers.get("Content-Length", 0))
-                form = parse_qs(self.rfile.read(length).decode())
-                receiver.calls += 1
-                if receiver.calls <= receiver.failures:
-                    self.send_response(503)
-                else:
-                    receiver.tokens.append(form["logout_token"][0])
-                    self.send_response(200)
-                self.send_header("Content-Length", "0")
-                self.end_headers()
-
-            def log_message(self, *args) -> None:
-                return
-
-        self.server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-        self.host = f"127.0.0.1:{self.server.server_port}"
-        self.url = f"http://{self.host}/backchannel-logout"
-        threading.Thread(target=self.server.serve_forever, daemon=True).start()
-
-    def wait_for(self, count: int, timeout: float = 40.0) -> list[str]:
-        deadline = time.monotonic() + timeout
-        while len(self.tokens) < count and time.monotonic() < deadline:
-            time.sleep(0.05)
-        return self.tokens
 
 
 @pytest.fixture
@@ -164,3 +124,14 @@ def test_a_non_public_logout_uri_is_refused_by_the_outbound_guard(app, client, t
         assert receiver.calls == 0
     finally:
         receiver.server.shutdown()
+
+
+def test_disabling_the_user_ends_their_sessions_with_logout_tokens(app, client, tenant, receiver):
+    _register(client, tenant, receiver.url)
+    id_token = exchange(client, tenant, sign_in(client, tenant)["code"]).get_json()["id_token"]
+    result = app.test_cli_runner().invoke(args=["users", "disable", str(tenant.user_id)])
+    assert result.exit_code == 0 and "1 sign-in session(s) ended" in result.output, result.output
+    (token,) = receiver.wait_for(1)
+    claims = _verified(client, token)
+    assert claims["sid"] == _claims(id_token)["sid"] and claims["sub"] == str(tenant.user_id)
+    assert claims["aud"] == str(tenant.client_id)

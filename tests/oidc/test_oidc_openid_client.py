@@ -1,5 +1,6 @@
 """openid-client (npm, OpenID Certified relying-party library) against a live server: code flow with
-refresh rotation, client_credentials, client_secret_jwt, private_key_jwt and PAR.
+refresh rotation, client_credentials, client_secret_jwt, private_key_jwt, PAR, and RP-initiated plus
+back-channel logout (the logout token validated by the RP with jose against the published keys).
 
 The Node driver and its pinned dependencies live in tests/oidc/rp_node (package-lock.json);
 `npm ci` installs them there on first use. Skipped only when node or npm is not installed.
@@ -17,8 +18,9 @@ import requests
 from joserfc.jwk import ECKey
 
 from tests.support.config import set_settings
+from tests.support.environment import USING_POSTGRES
 from tests.support.oidc import make_tenant, sign_in_over_http
-from tests.support.servers import serve_on_loopback
+from tests.support.servers import LogoutReceiver, serve_on_loopback
 
 RP_DIR = Path(__file__).parent / "rp_node"
 
@@ -127,3 +129,54 @@ def test_openid_client_client_credentials(app, client, live_server, callback_ser
     assert result["introspected"]["active"] is True
     assert result["introspected"]["sub"] == result["introspected"]["client_id"] == str(tenant.client_id)
     assert result["afterRevocation"]["active"] is False
+
+
+@pytest.fixture
+def logout_receiver(app, live_server, real_worker):
+    """The RP's backchannel_logout_uri on loopback, reachable through the outbound guard of the
+    live server and of whichever process runs the jobs."""
+    receiver = LogoutReceiver()
+    for flask_app in (app, live_server.app):
+        set_settings(flask_app, OIDC_OUTBOUND_ALLOW_HOSTS=receiver.host)
+    if USING_POSTGRES:
+        real_worker.stop()
+        # The worker signs the logout tokens: it must name the live server as their issuer.
+        real_worker.start(extra_env={"OIDC_OUTBOUND_ALLOW_HOSTS": receiver.host, "OIDC_ISSUER": live_server.url})
+    yield receiver
+    for flask_app in (app, live_server.app):
+        set_settings(flask_app, OIDC_OUTBOUND_ALLOW_HOSTS="")
+    receiver.server.shutdown()
+    if USING_POSTGRES:
+        real_worker.stop()
+        real_worker.start()
+
+
+def test_openid_client_back_channel_logout(app, client, live_server, callback_server, node_rp, logout_receiver):
+    redirect_uri = callback_server.url + "/callback"
+    tenant, auth = _configured_tenant(app, client, redirect_uri, "client_secret_basic",
+                                      backchannel_logout_uri=logout_receiver.url)
+    common = {"issuer": live_server.url, "clientId": str(tenant.client_id), "auth": auth,
+              "redirectUri": redirect_uri}
+    started = node_rp("start", {**common, "scope": "openid profile", "par": False})
+    assert started["ok"], started
+    browser = requests.Session()
+    callback = sign_in_over_http(browser, live_server.url, started["url"], tenant.email)
+    signed_in = node_rp("finish", {**common, "callbackUrl": callback, "verifier": started["verifier"],
+                                   "state": started["state"], "nonce": started["nonce"]})
+    assert signed_in["ok"], signed_in
+    sid = signed_in["claims"]["sid"]
+    assert sid and logout_receiver.tokens == []
+
+    ending = node_rp("end_session", {**common, "idToken": signed_in["idToken"]})
+    assert ending["ok"] and ending["url"].startswith(live_server.url + "/v1/openidc/logout?"), ending
+    assert browser.get(ending["url"], allow_redirects=False, timeout=10).status_code in (200, 303)
+
+    (logout_token,) = logout_receiver.wait_for(1)
+    validated = node_rp("backchannel_logout", {**common, "logoutToken": logout_token})
+    assert validated["ok"], validated
+    assert validated["header"]["typ"] == "logout+jwt"
+    assert validated["claims"]["sid"] == sid
+    assert validated["claims"]["sub"] == signed_in["claims"]["sub"] == str(tenant.user_id)
+    # The RP refuses a token that is not for it.
+    foreign = node_rp("backchannel_logout", {**common, "clientId": "999999", "logoutToken": logout_token})
+    assert not foreign["ok"] and "aud" in foreign["message"], foreign

@@ -2,19 +2,23 @@
 
 from __future__ import annotations
 
+import threading
 from datetime import timedelta
 from urllib.parse import urlencode
 
-from sqlalchemy import update
+import requests
+from sqlalchemy import select
 
-from app.db import transaction, utcnow
+from app.db import as_utc, transaction, utcnow
 from app.extensions import db
 from app.oidc.models import PushedRequest
+from tests.support.config import change_settings
 from tests.support.oidc import (
     authorize_query,
     exchange,
     form_fields,
     latest_code,
+    make_tenant,
     path_of,
     pkce_pair,
     query_of,
@@ -68,19 +72,54 @@ def test_pushed_request_signs_in_and_its_request_uri_works_once(client, tenant):
     assert again.status_code == 400 and "already used" in again.get_data(as_text=True)
 
 
-def test_an_expired_request_uri_is_refused(app, client, tenant):
-    request_uri = _push(client, tenant).get_json()["request_uri"]
+def test_an_expired_request_uri_is_refused(app, client, tenant, monkeypatch):
+    change_settings(monkeypatch, app, OIDC_PAR_TTL=15)
+    pushed = _push(client, tenant).get_json()
+    assert pushed["expires_in"] == 15
     with app.app_context(), transaction():
-        db.session.execute(update(PushedRequest).values(expires_at=utcnow() - timedelta(seconds=1)))
-    assert client.get(_authorize_url(tenant, request_uri)).status_code == 400
+        stored = db.session.execute(
+            select(PushedRequest).where(PushedRequest.client_id == tenant.client_id)).scalars().one()
+        assert abs((as_utc(stored.expires_at) - utcnow()).total_seconds() - 15) < 5
+        stored.expires_at = utcnow() - timedelta(seconds=1)
+    expired = client.get(_authorize_url(tenant, pushed["request_uri"]))
+    assert expired.status_code == 400 and "expired" in expired.get_data(as_text=True)
 
 
 def test_the_request_uri_belongs_to_its_client(app, client, tenant):
-    from tests.support.oidc import make_tenant
-
     other = make_tenant(app, client, name="Another")
     request_uri = _push(client, tenant).get_json()["request_uri"]
     assert client.get(_authorize_url(other, request_uri)).status_code == 400
+
+
+def test_concurrent_uses_of_one_request_uri_exactly_one_proceeds(app, client, live_server):
+    tenant = make_tenant(app, client, name="Racing browsers")
+    pushed = requests.post(live_server.url + "/v1/openidc/par", timeout=30, auth=(str(tenant.client_id),
+                           tenant.client_secret), data={"response_type": "code", "redirect_uri": tenant.redirect_uri,
+                                                        "scope": "openid", "state": "raced"})
+    assert pushed.status_code == 201, pushed.text
+    url = live_server.url + _authorize_url(tenant, pushed.json()["request_uri"])
+    count = 8
+    barrier = threading.Barrier(count)
+    answers: list[requests.Response] = []
+    lock = threading.Lock()
+
+    def attempt() -> None:
+        barrier.wait()
+        answer = requests.get(url, allow_redirects=False, timeout=30)  # each its own browser
+        with lock:
+            answers.append(answer)
+
+    threads = [threading.Thread(target=attempt) for _ in range(count)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    proceeded = [answer for answer in answers if answer.status_code == 302]
+    assert len(proceeded) == 1, [(answer.status_code, answer.text[:200]) for answer in answers]
+    assert "/v1/openidc/login" in proceeded[0].headers["Location"]
+    refused = [answer for answer in answers if answer.status_code != 302]
+    assert len(refused) == count - 1
+    assert all(answer.status_code == 400 and "already used" in answer.text for answer in refused)
 
 
 def test_push_needs_client_authentication_and_a_valid_request(client, tenant):
@@ -134,3 +173,18 @@ def test_openapi_documents_par_and_the_new_grants(client):
     assert "secret_encrypted" not in schemas["SubClientOut"]["properties"]
     assert schemas["SubClientUpdateIn"]["properties"]["token_endpoint_auth_method"]["enum"] == [
         "client_secret_basic", "client_secret_post", "client_secret_jwt", "private_key_jwt", None]
+
+
+def test_openapi_documents_logout_and_the_back_channel(client):
+    spec = client.get("/openapi.json").get_json()
+    logout = spec["paths"]["/v1/openidc/logout"]
+    assert {parameter["name"] for parameter in logout["get"]["parameters"]} == {
+        "id_token_hint", "client_id", "post_logout_redirect_uri", "state"}
+    form = logout["post"]["requestBody"]["content"]["application/x-www-form-urlencoded"]["schema"]
+    assert {"id_token_hint", "confirm", "csrf_token"} <= set(form["properties"])
+    assert set(logout["post"]["responses"]) == {"200", "303", "403"}
+    for operation in logout.values():
+        assert "backchannel_logout_uri" in operation["description"] and "logout_token" in operation["description"]
+    schemas = spec["components"]["schemas"]
+    assert schemas["BackchannelLogoutRequest"]["required"] == ["logout_token"]
+    assert {"sid", "sub", "events", "jti"} <= set(schemas["LogoutTokenClaims"]["required"])

@@ -9,6 +9,7 @@ import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from urllib.parse import parse_qs
 
 import requests
 
@@ -70,3 +71,40 @@ def serve_on_loopback(answer: Answer, *, name: str | None = None) -> ThreadingHT
     server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
     threading.Thread(target=server.serve_forever, name=name, daemon=True).start()
     return server
+
+
+class LogoutReceiver:
+    """A relying party's back-channel logout endpoint on loopback; fails the first `failures` calls."""
+
+    def __init__(self) -> None:
+        self.tokens: list[str] = []
+        self.failures = 0
+        self.calls = 0
+        receiver = self
+
+        class Handler(BaseHTTPRequestHandler):
+            def do_POST(self) -> None:
+                length = int(self.headers.get("Content-Length", 0))
+                form = parse_qs(self.rfile.read(length).decode())
+                receiver.calls += 1
+                if receiver.calls <= receiver.failures:
+                    self.send_response(503)
+                else:
+                    receiver.tokens.append(form["logout_token"][0])
+                    self.send_response(200)
+                self.send_header("Content-Length", "0")
+                self.end_headers()
+
+            def log_message(self, *args) -> None:
+                return
+
+        self.server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self.host = f"127.0.0.1:{self.server.server_port}"
+        self.url = f"http://{self.host}/backchannel-logout"
+        threading.Thread(target=self.server.serve_forever, daemon=True).start()
+
+    def wait_for(self, count: int, timeout: float = 40.0) -> list[str]:
+        deadline = time.monotonic() + timeout
+        while len(self.tokens) < count and time.monotonic() < deadline:
+            time.sleep(0.05)
+        return self.tokens

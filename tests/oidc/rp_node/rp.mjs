@@ -1,8 +1,10 @@
 // openid-client (v6) as a relying party of Tessera, driven step by step by
 // tests/oidc/test_oidc_openid_client.py: `node rp.mjs <step> '<json>'` prints one JSON object.
 // Steps: start (authorization URL, by PAR when asked), finish (code exchange, refresh rotation,
-// reuse refused, revocation), client_credentials (grant, introspection).
+// reuse refused, revocation), client_credentials (grant, introspection), end_session (RP-initiated
+// logout URL), backchannel_logout (validate a received logout token as Back-Channel Logout 1.0 §2.6).
 import * as client from 'openid-client'
+import { createRemoteJWKSet, decodeProtectedHeader, jwtVerify } from 'jose'
 
 async function clientAuth (auth) {
   switch (auth.method) {
@@ -54,7 +56,7 @@ async function finish (input) {
   })
   const claims = tokens.claims()
   const userinfo = await client.fetchUserInfo(config, tokens.access_token, claims.sub)
-  const result = { scope: tokens.scope, claims, userinfo, refreshToken: tokens.refresh_token }
+  const result = { scope: tokens.scope, claims, userinfo, idToken: tokens.id_token, refreshToken: tokens.refresh_token }
   if (tokens.refresh_token) {
     const rotated = await client.refreshTokenGrant(config, tokens.refresh_token)
     result.rotated = { refreshToken: rotated.refresh_token, claims: rotated.claims(), scope: rotated.scope }
@@ -85,7 +87,40 @@ async function clientCredentials (input) {
   return { scope: tokens.scope, tokenType: tokens.token_type, introspected, afterRevocation }
 }
 
-const steps = { start, finish, client_credentials: clientCredentials }
+async function endSession (input) {
+  const config = await configuration(input)
+  const url = client.buildEndSessionUrl(config, { id_token_hint: input.idToken })
+  return { url: url.href }
+}
+
+const LOGOUT_EVENT = 'http://schemas.openid.net/event/backchannel-logout'
+
+async function backchannelLogout (input) {
+  const config = await configuration(input)
+  const metadata = config.serverMetadata()
+  if (metadata.backchannel_logout_supported !== true) throw new Error('backchannel_logout_supported is not true')
+  const keys = createRemoteJWKSet(new URL(metadata.jwks_uri))
+  const { payload } = await jwtVerify(input.logoutToken, keys, {
+    issuer: metadata.issuer,
+    audience: input.clientId,
+    typ: 'logout+jwt',
+    algorithms: metadata.id_token_signing_alg_values_supported,
+    requiredClaims: ['iat', 'jti', 'events'],
+    maxTokenAge: '5m'
+  })
+  if (typeof payload.events !== 'object' || !(LOGOUT_EVENT in payload.events)) throw new Error('no logout event')
+  if ('nonce' in payload) throw new Error('a logout token must not carry a nonce')
+  if (!payload.sub && !payload.sid) throw new Error('a logout token names sub or sid')
+  return { header: decodeProtectedHeader(input.logoutToken), claims: payload }
+}
+
+const steps = {
+  start,
+  finish,
+  client_credentials: clientCredentials,
+  end_session: endSession,
+  backchannel_logout: backchannelLogout
+}
 const [step, raw] = process.argv.slice(2)
 try {
   const output = await steps[step](JSON.parse(raw))

@@ -1,0 +1,30 @@
+"""Operator commands for users: `flask users disable`."""
+
+from __future__ import annotations
+
+import click
+from flask.cli import AppGroup
+
+from app.db import isoformat, transaction
+from app.errors import DomainError
+from app.oidc.authorize import end_user_sessions
+from app.users import service
+
+users_cli = AppGroup("users", help="Users of the client trees.")
+
+
+@users_cli.command("disable")
+@click.argument("reference", metavar="USER")
+def disable_user(reference: str) -> None:
+    """Disable a user (by id, or by an e-mail address only one tree has): sign-in is refused, their
+    refresh and access tokens stop working, and their sign-in sessions end with back-channel logouts."""
+    try:
+        with transaction():
+            user = service.require_user_by_reference(reference)
+            changed = service.disable_user(user)
+            ended = end_user_sessions(user.id)
+            user_id, disabled_at = user.id, isoformat(user.disabled_at)
+    except DomainError as error:
+        raise click.ClickException(error.detail) from error
+    state = "Disabled" if changed else "Already disabled"
+    click.echo(f"{state} user {user_id} (since {disabled_at}); {ended} sign-in session(s) ended.")
