@@ -5,18 +5,15 @@ from __future__ import annotations
 
 import base64
 import json
-import warnings
 
 import pytest
+from joserfc import jwt
+from joserfc.jwk import KeySet
 
 from tests.support.config import set_settings, setting_of
 from tests.support.environment import USING_POSTGRES
 from tests.support.oidc import add_sub_client, exchange, sign_in
 from tests.support.servers import LogoutReceiver as Receiver
-
-with warnings.catch_warnings():
-    warnings.simplefilter("ignore")
-    from authlib.jose import JsonWebKey, jwt
 
 
 @pytest.fixture
@@ -41,9 +38,7 @@ def _claims(token: str) -> dict:
 
 def _verified(client, token: str) -> dict:
     jwks = client.get("/certs/jwks.json").get_json()
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore")
-        return dict(jwt.decode(token, JsonWebKey.import_key_set(jwks)))
+    return dict(jwt.decode(token, KeySet.import_key_set(jwks)).claims)
 
 
 def _register(client, tenant, uri: str) -> None:

@@ -7,6 +7,7 @@ import json
 import time
 import warnings
 
+import authlib.deprecate  # noqa: F401, E402  (its import adds an "always" filter; imported first, the block below can silence it)
 import pytest
 import requests
 from authlib.common.security import generate_token
