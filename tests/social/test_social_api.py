@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import threading
-import time
 from datetime import timedelta
 from urllib.parse import parse_qsl, urlencode, urlsplit
 
@@ -14,6 +13,7 @@ from app.db import as_utc, transaction, utcnow
 from app.extensions import db
 from app.jobs import service as jobs_service
 from app.jobs.models import Job
+from app.social import service as social_service
 from app.social.models import OpenIdNonce, SocialLink
 from tests.support.config import change_settings
 from tests.support.social import (
@@ -573,10 +573,18 @@ def test_first_fetch_waits_then_answers_202_with_the_job(
     user_id = create_user(client, master)
     link(client, master, platforms, user_id, "platform_a", steamid, wait=False)
 
-    started = time.monotonic()
+    waits: list[tuple[float, object]] = []
+    real_wait = social_service._wait_for_first_fetch
+
+    def recorded_wait(caller, waited_user_id, timeout):
+        view = real_wait(caller, waited_user_id, timeout)
+        waits.append((timeout, view.data))
+        return view
+
+    monkeypatch.setattr(social_service, "_wait_for_first_fetch", recorded_wait)
     answer = social_data(client, master, user_id)
     assert answer.status_code == 202
-    assert time.monotonic() - started >= 0.3
+    assert waits == [(0.3, None)]  # it waited the configured time for a fetch that never came
     assert answer.mimetype == "application/json"
     assert set(answer.json) == {"data"}
     assert "Age" not in answer.headers
