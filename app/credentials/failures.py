@@ -13,7 +13,7 @@ class ProofCheckFailed(Exception):
     Codes used across the engine include `invalid_signature`, `unknown_cryptosuite`,
     `malformed_proof_value`, `malformed_proof`, `verification_method_not_authorized`,
     `context_not_allowed`, `undefined_term`, `canonicalization_limit`, `did_resolution_failed`,
-    `unsupported_key_type`, `invalid_proof_configuration`, and the budget of one credential:
+    `unsupported_key_type`, `invalid_proof_configuration`, `pointer_not_found`, and the budget of one credential:
     `too_many_proofs`, `verification_size_limit`, `verification_time_limit`.
     """
 

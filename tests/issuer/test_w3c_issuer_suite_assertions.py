@@ -244,6 +244,7 @@ def test_a_mandatory_pointer_to_nothing_is_an_error(client, master, suite):
     )
     problem = assert_problem(response, 422, "credential_not_issuable")
     assert "/credentialSubject/invalidPointer" in problem["detail"]
+    assert problem["reason"] == "pointer_not_found"
 
 
 def test_a_body_that_is_not_json_is_a_400(client, master):

@@ -6,7 +6,8 @@ proof-value decoding (multibase base64url + CBOR behind a 3-byte header), blank-
 skolemization, `canonicalize_and_group`, and the hashing that both suites share.
 
 Every failure is a `ProofCheckFailed`: `malformed_proof_value` for undecodable proof values,
-`invalid_signature` when the proof does not fit the document, and the JSON-LD codes of
+`invalid_signature` when the proof does not fit the document, `pointer_not_found` when a JSON
+pointer given to sign or disclose selects nothing, and the JSON-LD codes of
 `app.credentials.jsonld.canon` for documents that cannot be processed.
 """
 
@@ -380,7 +381,7 @@ def _select_paths(paths: list[str | int], document: Any, selection: dict, pointe
         selected_parent = selected_value
         value = _child(value, path)
         if value is _MISSING:
-            raise ProofCheckFailed("invalid_signature", f"JSON pointer {pointer!r} does not match the document")
+            raise ProofCheckFailed("pointer_not_found", f"JSON pointer {pointer!r} does not match the document")
         selected_value = _child(selected_parent, path)
         if selected_value is _MISSING:
             selected_value = _SparseArray() if isinstance(value, list) else _initial_selection(value)
@@ -408,8 +409,8 @@ def select_json_ld(pointers: Sequence[str], document: dict) -> dict | None:
     """selectJsonLd: the fragment of a compact document that `pointers` select (None if none).
 
     The selection keeps the document's `@context` and the `id`/`type` of every object on the way.
-    A pointer that does not resolve raises `invalid_signature` (the proof names data that is not
-    in the document).
+    A pointer that does not resolve raises `pointer_not_found` (a base proof or a disclosure would
+    name data that is not in the document).
     """
     if not pointers:
         return None
