@@ -6,6 +6,7 @@ is process memory. Functions flush but never commit.
 
 from __future__ import annotations
 
+import ipaddress
 from datetime import timedelta
 
 import limits
@@ -43,11 +44,29 @@ def count_hit(key: str, window_seconds: int) -> int:
     return db.session.execute(statement).scalar_one()
 
 
+def sign_in_network(remote_addr: str | None) -> str:
+    """The network a sign-in limit counts against: the IPv4 address, or the IPv6 /64 around the address.
+
+    One IPv6 subscriber usually holds a whole /64, so counting single IPv6 addresses would give an
+    attacker a fresh limit per address.
+    """
+    try:
+        address = ipaddress.ip_address(remote_addr or "")
+    except ValueError:
+        return remote_addr or "unknown"
+    if isinstance(address, ipaddress.IPv6Address):
+        if address.ipv4_mapped is not None:
+            return str(address.ipv4_mapped)
+        return str(ipaddress.IPv6Network((address, 64), strict=False))
+    return str(address)
+
+
 def network_retry_after(remote_addr: str | None, limit: str) -> int | None:
-    """Count a sign-in form submission from this address against `limit` ("30 per minute", several
-    separated by ";"); the seconds to wait when one is exceeded, else None."""
+    """Count a sign-in form submission from this address's network against `limit` ("30 per
+    minute", several separated by ";"); the seconds to wait when one is exceeded, else None."""
+    network = sign_in_network(remote_addr)
     for item in limits.parse_many(limit):
         window = item.get_expiry()
-        if count_hit(f"login-network:{remote_addr or 'unknown'}:{item.amount}/{window}", window) > item.amount:
+        if count_hit(f"login-network:{network}:{item.amount}/{window}", window) > item.amount:
             return window
     return None

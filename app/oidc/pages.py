@@ -22,7 +22,7 @@ from app.oidc import authorize, branding, par
 from app.oidc.authorize import LoginStep, Outcome
 from app.oidc.claims import APP_CLAIMS_SCOPE, SCOPE_CLAIMS
 from app.oidc.errors import AuthorizationPageError, AuthorizationRedirectError
-from app.oidc.limits import network_retry_after
+from app.oidc.limits import network_retry_after, sign_in_network
 from app.oidc.models import AuthorizationRequest
 from app.oidc.recaptcha import LOGIN_ACTION
 from app.oidc.service import get_relying_party
@@ -297,8 +297,9 @@ def _login_rate_limit() -> str:
 
 
 def _login_rate_key() -> str:
-    """Sign-in attempts are limited per network address (per issuer, so deployments may share Redis)."""
-    return f"oidc-login:{current(OidcSettings).issuer}:{request.remote_addr or 'unknown'}"
+    """Sign-in attempts are limited per network (IPv4 address or IPv6 /64; per issuer, so deployments
+    may share Redis)."""
+    return f"oidc-login:{current(OidcSettings).issuer}:{sign_in_network(request.remote_addr)}"
 
 
 def _limit_network_in_database() -> None:

@@ -163,3 +163,27 @@ def test_the_sign_in_limit_is_per_network_address_across_browsers_and_sign_ins(a
     other = send_from(other_network)
     assert statuses == [200, 200, 200, 429]
     assert other.status_code == 200
+
+
+@pytest.mark.parametrize("neighbours", [
+    ("2001:db8:{n}:{m}::1", "2001:db8:{n}:{m}:ffff:1:2:3", "2001:db8:{n}:{m}:abcd::9", "2001:db8:{n}:{m}::7"),
+    ("10.5.{n}.{m}", "::ffff:10.5.{n}.{m}", "10.5.{n}.{m}", "::ffff:10.5.{n}.{m}"),
+])
+def test_the_sign_in_limit_counts_an_ipv6_64_as_one_network(app, client, neighbours):
+    """Addresses of one IPv6 /64 (one subscriber) share the limit, as an IPv4 address and its mapped
+    IPv6 form do; the next /64 has its own."""
+    from flask.testing import FlaskClient
+
+    n, m = secrets.randbelow(250) + 1, secrets.randbelow(250) + 1
+    set_settings(app, OIDC_LOGIN_RATE_LIMIT="3 per minute")
+
+    def send_from(address: str):
+        browser = FlaskClient(app, use_cookies=True)
+        tenant = make_tenant(app, browser)
+        page = _start_login(browser, tenant)
+        return browser.post("/v1/openidc/login", data={**form_fields(page), "email": tenant.email},
+                            environ_base={"REMOTE_ADDR": address})
+
+    statuses = [send_from(address.format(n=n, m=m)).status_code for address in neighbours]
+    assert statuses == [200, 200, 200, 429]
+    assert send_from(f"2001:db8:{n}:{m + 1}::1").status_code == 200
