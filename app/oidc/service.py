@@ -37,7 +37,7 @@ from app.oidc.errors import (
     InvalidScope,
     UnsupportedGrantType,
 )
-from app.oidc.models import AuthorizationCode, Consent, RevokedToken
+from app.oidc.models import AuthorizationCode, Consent, RefreshToken, RevokedToken
 from app.oidc.settings import OidcSettings
 from app.oidc.tokens import AccessTokenClaims, TokenInvalid
 from app.security import hash_secret
@@ -399,14 +399,17 @@ def verify_access_token(raw: str) -> AccessTokenClaims:
         raise InvalidBearerToken("The token has been revoked.")
     if get_relying_party(claims.client_id) is None:
         raise InvalidBearerToken("The token's client no longer exists.")
-    if claims.user_id is not None and not _user_enabled(claims.user_id):
+    if claims.user_id is not None and not _user_accepts(claims.user_id, claims.iat):
         raise InvalidBearerToken("The token's user no longer exists or was disabled.")
     return claims
 
 
-def _user_enabled(user_id: int) -> bool:
-    row = db.session.execute(select(User.disabled_at).where(User.id == user_id)).first()
-    return row is not None and row.disabled_at is None
+def _user_accepts(user_id: int, issued_at: int) -> bool:
+    """Whether the user exists, is not disabled, and was not disabled after the token was issued."""
+    row = db.session.execute(select(User.disabled_at, User.tokens_valid_after).where(User.id == user_id)).first()
+    if row is None or row.disabled_at is not None:
+        return False
+    return row.tokens_valid_after is None or issued_at > as_utc(row.tokens_valid_after).timestamp()
 
 
 def userinfo(claims: AccessTokenClaims) -> dict:
@@ -464,6 +467,19 @@ def revoke_token(client: Client, token: str | None) -> None:
             deny_token(jti, expires_at, "revoked_by_client")
 
 
+def revoke_user_refresh_tokens(user_id: int) -> int:
+    """Revoke every refresh-token family of the user and the access tokens issued from them (for a
+    user an operator disabled); returns how many families had a live token. Flushes, never commits."""
+    families = db.session.execute(
+        select(RefreshToken.family).where(RefreshToken.user_id == user_id, RefreshToken.revoked_at.is_(None))
+        .distinct()
+    ).scalars().all()
+    for family in sorted(families):
+        for jti, expires_at in refresh.revoke_family(family):
+            deny_token(jti, expires_at, "user_disabled")
+    return len(families)
+
+
 def introspect_token(client: Client, token: str | None) -> dict:
     """RFC 7662: whether the access or refresh token is active, with its claims, for its own client.
 
@@ -473,7 +489,7 @@ def introspect_token(client: Client, token: str | None) -> dict:
     claims = _token_of_client(raw, client)
     if claims is None:
         return _introspect_refresh_token(client, raw)
-    if is_revoked(claims.jti) or (claims.user_id is not None and not _user_enabled(claims.user_id)):
+    if is_revoked(claims.jti) or (claims.user_id is not None and not _user_accepts(claims.user_id, claims.iat)):
         return {"active": False}
     document = {
         "active": True,

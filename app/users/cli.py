@@ -1,4 +1,4 @@
-"""Operator commands for users: `flask users disable`."""
+"""Operator commands for users: `flask users disable` and `flask users enable`."""
 
 from __future__ import annotations
 
@@ -8,6 +8,7 @@ from flask.cli import AppGroup
 from app.db import isoformat, transaction
 from app.errors import DomainError
 from app.oidc.authorize import end_user_sessions
+from app.oidc.service import revoke_user_refresh_tokens
 from app.users import service
 
 users_cli = AppGroup("users", help="Users of the client trees.")
@@ -17,14 +18,31 @@ users_cli = AppGroup("users", help="Users of the client trees.")
 @click.argument("reference", metavar="USER")
 def disable_user(reference: str) -> None:
     """Disable a user (by id, or by an e-mail address only one tree has): sign-in is refused, their
-    refresh and access tokens stop working, and their sign-in sessions end with back-channel logouts."""
+    refresh and access tokens stop working for good, and their sign-in sessions end with back-channel
+    logouts."""
     try:
         with transaction():
             user = service.require_user_by_reference(reference)
             changed = service.disable_user(user)
             ended = end_user_sessions(user.id)
+            revoke_user_refresh_tokens(user.id)
             user_id, disabled_at = user.id, isoformat(user.disabled_at)
     except DomainError as error:
         raise click.ClickException(error.detail) from error
     state = "Disabled" if changed else "Already disabled"
     click.echo(f"{state} user {user_id} (since {disabled_at}); {ended} sign-in session(s) ended.")
+
+
+@users_cli.command("enable")
+@click.argument("reference", metavar="USER")
+def enable_user(reference: str) -> None:
+    """Let a disabled user (by id, or by an e-mail address only one tree has) sign in again; the tokens
+    and sessions the disable ended stay ended."""
+    try:
+        with transaction():
+            user = service.require_user_by_reference(reference)
+            changed = service.enable_user(user)
+            user_id = user.id
+    except DomainError as error:
+        raise click.ClickException(error.detail) from error
+    click.echo(f"{'Enabled' if changed else 'Not disabled'}: user {user_id} may sign in.")

@@ -83,13 +83,25 @@ def require_user_by_reference(reference: str) -> User:
 
 
 def disable_user(user: User) -> bool:
-    """Disable the user: sign-in is refused and their tokens stop working. False if already disabled.
+    """Disable the user: sign-in is refused and their tokens stop working for good (access tokens
+    issued until now are refused even after `enable_user`). False if already disabled.
 
-    Flushes, never commits; an already disabled user keeps the original time.
+    Flushes, never commits; an already disabled user keeps the original time. Refresh tokens are
+    revoked by the caller (`app.oidc.authorize.end_user_sessions`).
     """
     if user.disabled_at is not None:
         return False
-    user.disabled_at = utcnow()
+    user.disabled_at = user.tokens_valid_after = utcnow()
+    db.session.flush()
+    return True
+
+
+def enable_user(user: User) -> bool:
+    """Let a disabled user sign in again (tokens and sessions ended by the disable stay ended).
+    False if the user was not disabled. Flushes, never commits."""
+    if user.disabled_at is None:
+        return False
+    user.disabled_at = None
     db.session.flush()
     return True
 

@@ -70,6 +70,14 @@ def test_a_disabled_user_loses_tokens_codes_and_sign_in(app, client, cli):
     assert _refresh(client, bystander, kept["refresh_token"]).status_code == 200
     assert "Already disabled" in cli("disable", str(tenant.user_id)).output
 
+    # Enabled again, the user signs in anew; the tokens and sessions the disable ended stay ended.
+    assert f"Enabled: user {tenant.user_id}" in cli("enable", tenant.email).output
+    assert "Not disabled" in cli("enable", str(tenant.user_id)).output
+    fresh = exchange(client, tenant, sign_in(client, tenant)["code"])
+    assert fresh.status_code == 200
+    assert _refresh(client, tenant, tokens["refresh_token"]).status_code == 400
+    assert _introspect(client, tenant, tokens["access_token"]) == {"active": False}
+
 
 def test_a_code_mailed_before_the_user_was_disabled_does_not_sign_in(app, client, cli):
     from tests.support.oidc import latest_code
