@@ -92,11 +92,14 @@ def auth_challenge(args: dict):
 
 
 @blp.route("/api/auth/verify", methods=["POST"])
+@limiter.limit(_challenge_rate_limit)
 @blp.arguments(VerifyIn)
 @blp.response(200, SessionEnvelope)
-@problem_doc(400, 401, 413, 415, 422)
+@problem_doc(400, 401, 413, 415, 422, 429)
 def auth_verify(args: dict):
-    """Exchange the signed message for a session token; the key's DID is bound on first use."""
+    """Exchange the signed message for a session token; the key's DID is bound on first use.
+
+    Limited per network address like the challenge (each attempt recovers a signature)."""
     issued = accounts.verify_challenge(args["message"], args["signature"])
     return {"data": issued}, 200, {"Cache-Control": "no-store"}
 

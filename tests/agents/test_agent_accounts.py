@@ -144,3 +144,19 @@ def test_challenge_session_and_account_views_name_every_field(live_server):
         "deactivated": False,
     }
     assert account["created_at"].endswith("Z")
+
+
+def test_sign_in_verifies_are_rate_limited_per_address(app, client):
+    """Each verify recovers a signature: a flood from one address is refused like the challenge's."""
+    from tests.support.config import config_changed
+
+    body = {"message": "not a challenge", "signature": "0x" + "11" * 65}
+    with config_changed(app, AGENT_CHALLENGE_RATE_LIMIT="3 per minute"):
+        answers = [client.post("/api/auth/verify", json=body, environ_base={"REMOTE_ADDR": "10.9.8.5"})
+                   for _ in range(5)]
+        other = client.post("/api/auth/verify", json=body, environ_base={"REMOTE_ADDR": "10.9.8.4"})
+    statuses = [answer.status_code for answer in answers]
+    assert all(status in (401, 422) for status in statuses[:3]), statuses
+    assert statuses[3:] == [429, 429]
+    assert answers[3].mimetype == "application/problem+json" and int(answers[3].headers["Retry-After"]) > 0
+    assert other.status_code in (401, 422)
