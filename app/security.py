@@ -46,6 +46,12 @@ def secret_hash_candidates(secret: str) -> list[str]:
     return [_keyed_hash(key, secret) for key in _hash_keys()]
 
 
+def texts_equal(supplied: str, expected: str) -> bool:
+    """Constant-time comparison of two texts, whatever characters a client sent (compare_digest
+    refuses non-ASCII str)."""
+    return hmac.compare_digest(supplied.encode("utf-8", "surrogatepass"), expected.encode("utf-8", "surrogatepass"))
+
+
 def verify_secret(secret: str, hashed: str | None) -> bool:
     """Constant-time check of `secret` against a stored hash made under any configured key."""
     if not hashed:

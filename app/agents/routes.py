@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import hmac
 from datetime import UTC, datetime
 
 from flask import Response, render_template, request, session
@@ -40,7 +39,7 @@ from app.idempotency.service import idempotent
 from app.jobs.models import Job
 from app.jobs.schemas import JobEnvelope
 from app.jobs.service import require_job_for_agent
-from app.security import random_token
+from app.security import random_token, texts_equal
 from app.settings import current
 from app.web.pages import page_security_headers
 
@@ -180,7 +179,7 @@ def claim_submit():
     supplied = request.form.get("csrf_token", "")
     if (
         not expected
-        or not hmac.compare_digest(expected, supplied)
+        or not texts_equal(supplied, expected)
         or not credits.spend_claim_token(expected, issued_at)
     ):
         return _page(render_template("agents/claim_error.html"), 400, no_store=True)

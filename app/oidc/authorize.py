@@ -42,7 +42,7 @@ from app.oidc.models import (
 from app.oidc.service import get_relying_party
 from app.oidc.settings import OidcSettings
 from app.oidc.text import has_unstorable
-from app.security import hash_secret, random_token
+from app.security import hash_secret, random_token, texts_equal
 from app.settings import current
 from app.tenancy.models import Client
 from app.tenancy.service import from_email_address
@@ -526,7 +526,7 @@ def decide_consent(request: AuthorizationRequest, client: Client, decision: str,
     fingerprint = None
     if APP_CLAIMS_SCOPE in request.scope.split():
         fingerprint = claims_fingerprint(client)
-        if not secrets.compare_digest(shown_fingerprint or "", fingerprint):
+        if not texts_equal(shown_fingerprint or "", fingerprint):
             raise AuthorizationPageError(
                 f"The information {client.name} asks for changed while you were deciding. "
                 "Go back, reload the page and review it again.", status=409,

@@ -27,7 +27,7 @@ from app.oidc.models import AuthorizationRequest
 from app.oidc.recaptcha import LOGIN_ACTION
 from app.oidc.service import get_relying_party
 from app.oidc.settings import OidcSettings
-from app.security import random_token
+from app.security import random_token, texts_equal
 from app.settings import current
 from app.tenancy.models import Client
 from app.tenancy.service import client_id_of_privacy_reference, privacy_link
@@ -188,7 +188,7 @@ def csrf_token(browser_token: str) -> str:
 
 def _check_csrf(browser_token: str) -> None:
     submitted = request.form.get("csrf_token", "")
-    if not browser_token or not hmac.compare_digest(submitted, csrf_token(browser_token)):
+    if not browser_token or not texts_equal(submitted, csrf_token(browser_token)):
         raise AuthorizationPageError(
             "This form has expired or was not sent from our page. Go back to the application and start again.",
             status=403, code="invalid_csrf_token", detail="csrf_token is missing or does not match this browser.",

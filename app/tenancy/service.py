@@ -7,7 +7,6 @@ flush but never commit: the request, task or CLI command that called them owns t
 
 from __future__ import annotations
 
-import hmac
 import uuid
 from dataclasses import dataclass
 from datetime import datetime, timedelta
@@ -22,7 +21,7 @@ from app.db import as_utc, utcnow
 from app.errors import NotFound
 from app.extensions import db
 from app.pagination import Page, paginate
-from app.security import encrypt, hash_secret, random_token, secret_hash_candidates, verify_secret
+from app.security import encrypt, hash_secret, random_token, secret_hash_candidates, texts_equal, verify_secret
 from app.settings import current
 from app.tenancy.caller import Caller
 from app.tenancy.errors import ClientTreeTooDeep, MasterClientRequired, SubdomainTaken, TooManyApiTokens
@@ -304,7 +303,7 @@ def client_id_of_privacy_reference(reference: str) -> int | None:
     number, _, tag = (reference or "").partition("-")
     if not (number.isascii() and number.isdigit()) or len(number) > 18 or not tag:
         return None
-    if not any(hmac.compare_digest(tag, expected) for expected in _privacy_tags(int(number))):
+    if not any(texts_equal(tag, expected) for expected in _privacy_tags(int(number))):
         return None
     return int(number)
 
