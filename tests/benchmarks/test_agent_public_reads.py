@@ -162,6 +162,8 @@ def test_public_reads_gunicorn_vs_nginx(app, real_worker):
         if os.environ.get(f"DIRECT_{name}"):
             env[name] = os.environ[f"DIRECT_{name}"]
     gunicorn_port, nginx_port = free_port(), free_port()
+    # The client library signs only sign-in challenges naming the server it talks to.
+    env["BASE_URL"] = f"http://127.0.0.1:{gunicorn_port}"
     gunicorn = _start_gunicorn(gunicorn_port, env)
     nginx_process = None
     try:
