@@ -164,7 +164,7 @@ def _connect_features(app: Flask) -> None:
 
 
 def _register_request_hooks(app: Flask) -> None:
-    from app.db import commit, rollback
+    from app.db import commit, nothing_to_commit, release, rollback
     from app.errors import Conflict, NotFound, ServiceUnavailable, handle_domain_error, handle_unstorable_value
     from app.http import enforce_content_type
 
@@ -188,6 +188,8 @@ def _register_request_hooks(app: Flask) -> None:
     def _finish_unit_of_work(response: Response) -> Response:
         if response.status_code >= 400:
             rollback()
+        elif nothing_to_commit():
+            release()
         else:
             try:
                 commit()
