@@ -16,7 +16,7 @@ from sqlalchemy.exc import DataError, IntegrityError, OperationalError
 
 from app.config import INSTANCE_DIR, Config, UnsafeConfiguration, check_startup_safety
 from app.db import in_unit_of_work
-from app.http import BoundedArgumentsParser, BoundedJSONProvider
+from app.http import BoundedArgumentsParser, BoundedJSONProvider, CookieSessionInterface
 from app.ops.logging import configure_logging, new_request_id, request_id_var
 from app.settings import current, install_settings
 
@@ -28,6 +28,7 @@ def create_app(config: dict | None = None) -> Flask:
     """Build the Flask application; `config` overrides settings read from the environment."""
     app = Flask(__name__, instance_path=str(INSTANCE_DIR))
     app.json = BoundedJSONProvider(app)
+    app.session_interface = CookieSessionInterface()
     try:
         app.config.update(Config().as_dict())
         if config:
