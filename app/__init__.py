@@ -16,7 +16,7 @@ from sqlalchemy.exc import DataError, IntegrityError, OperationalError
 
 from app.config import INSTANCE_DIR, Config, UnsafeConfiguration, check_startup_safety
 from app.db import in_unit_of_work
-from app.http import BoundedArgumentsParser, BoundedJSONProvider
+from app.http import BoundedArgumentsParser, BoundedJSONProvider, CookieSessionInterface
 from app.ops.logging import configure_logging, new_request_id, request_id_var
 from app.settings import current, install_settings
 
@@ -28,6 +28,7 @@ def create_app(config: dict | None = None) -> Flask:
     """Build the Flask application; `config` overrides settings read from the environment."""
     app = Flask(__name__, instance_path=str(INSTANCE_DIR))
     app.json = BoundedJSONProvider(app)
+    app.session_interface = CookieSessionInterface()
     try:
         app.config.update(Config().as_dict())
         if config:
@@ -164,7 +165,7 @@ def _connect_features(app: Flask) -> None:
 
 
 def _register_request_hooks(app: Flask) -> None:
-    from app.db import commit, rollback
+    from app.db import commit, nothing_to_commit, release, rollback
     from app.errors import Conflict, NotFound, ServiceUnavailable, handle_domain_error, handle_unstorable_value
     from app.http import enforce_content_type
 
@@ -188,6 +189,8 @@ def _register_request_hooks(app: Flask) -> None:
     def _finish_unit_of_work(response: Response) -> Response:
         if response.status_code >= 400:
             rollback()
+        elif nothing_to_commit():
+            release()
         else:
             try:
                 commit()

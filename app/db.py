@@ -28,6 +28,9 @@ from datetime import UTC, datetime
 from functools import wraps
 from typing import Any
 
+from sqlalchemy import event
+from sqlalchemy.orm import Session
+
 # Models import these from here, beside the time helpers they use.
 from app.orm import Base as Base
 from app.orm import JSONType as JSONType
@@ -36,6 +39,14 @@ log = logging.getLogger(__name__)
 
 # Set while a `transaction()` block runs, in this thread or task only.
 _unit_of_work: ContextVar[bool] = ContextVar("tessera_unit_of_work", default=False)
+# Session.info keys: a `read_only` view runs in this session; the session has flushed since its last end.
+_READ_ONLY = "tessera_read_only"
+_FLUSHED = "tessera_flushed"
+
+
+@event.listens_for(Session, "after_flush")
+def _note_flush(session: Session, _context: Any) -> None:
+    session.info[_FLUSHED] = True
 
 
 def utcnow() -> datetime:
@@ -79,6 +90,8 @@ def after_commit_batch(key: str, item: Any, callback: Callable[[list], None]) ->
 def _take_after_commit() -> list[Callable[[], None]]:
     from app.extensions import db
 
+    db.session.info.pop(_FLUSHED, None)
+    db.session.info.pop(_READ_ONLY, None)
     db.session.info.pop("after_commit_batches", None)
     return db.session.info.pop("after_commit", [])
 
@@ -110,6 +123,35 @@ def commit_before_the_edge(reason: str) -> None:
     """
     log.debug("commit before the edge: %s", reason)
     commit()
+
+
+def nothing_to_commit() -> bool:
+    """True when a `read_only` view's session holds nothing to commit: no change, flush or callback.
+
+    Consumes the view's mark: the next request in the same session is judged afresh.
+    """
+    from app.extensions import db
+
+    session = db.session()
+    info = session.info
+    return bool(
+        info.pop(_READ_ONLY, False)
+        and _FLUSHED not in info
+        and "after_commit" not in info
+        and not (session.new or session.dirty or session.deleted)
+    )
+
+
+def release() -> None:
+    """End the session's transaction without a commit (it holds nothing to commit). For edges only.
+
+    Its connection goes back to the pool, which rolls back: on SQLite that ends the write lock a
+    request's BEGIN IMMEDIATE took; a commit would persist nothing and costs a commit's work.
+    """
+    from app.extensions import db
+
+    db.session.close()
+    _take_after_commit()
 
 
 def rollback() -> None:
@@ -150,15 +192,18 @@ def read_only(view: Callable) -> Callable:
     On PostgreSQL the request's connection is taken in autocommit, so each statement is one round
     trip and sees committed data. Only for views whose every statement reads, apart from single
     self-contained stamps (an API token's last use) that may commit on their own. SQLite keeps
-    its transaction (its requests serialise on the write lock either way).
+    its transaction (its requests serialise on the write lock either way). When the view changed
+    nothing through the session, the request edge releases it without a commit (`nothing_to_commit`).
     """
 
     @wraps(view)
     def wrapper(*args: Any, **kwargs: Any) -> Any:
         from app.extensions import db
 
-        if db.engine.dialect.name == "postgresql" and not db.session().in_transaction():
-            db.session.connection(execution_options={"isolation_level": "AUTOCOMMIT"})
+        session = db.session()
+        session.info[_READ_ONLY] = True
+        if db.engine.dialect.name == "postgresql" and not session.in_transaction():
+            session.connection(execution_options={"isolation_level": "AUTOCOMMIT"})
         return view(*args, **kwargs)
 
     return wrapper

@@ -1,5 +1,5 @@
 """Reusable HTTP pieces: documented problem responses, content-type enforcement, integer and job id
-path parameters, the `Location` header, the 202 answer of a write that started a job."""
+path parameters, the `Location` header, the 202 answer of a write that started a job, the session cookie."""
 
 from __future__ import annotations
 
@@ -10,8 +10,9 @@ from functools import wraps
 from http import HTTPStatus
 from typing import Any
 
-from flask import request, url_for
+from flask import Flask, Request, request, url_for
 from flask.json.provider import DefaultJSONProvider
+from flask.sessions import SecureCookieSession, SecureCookieSessionInterface
 from flask_smorest import Blueprint
 from webargs.flaskparser import FlaskParser
 
@@ -104,6 +105,18 @@ class BoundedJSONProvider(DefaultJSONProvider):
 
     def loads(self, s: str | bytes, **kwargs: Any) -> Any:
         return _parse_json_bounded(lambda: super(BoundedJSONProvider, self).loads(s, **kwargs))
+
+
+class CookieSessionInterface(SecureCookieSessionInterface):
+    """Flask's signed cookie session, without building its signer for a request that sends no session cookie.
+
+    Most requests (API calls, public reads) carry none: they get the same empty session as before.
+    """
+
+    def open_session(self, app: Flask, request: Request) -> SecureCookieSession | None:
+        if app.secret_key and not request.cookies.get(self.get_cookie_name(app)):
+            return self.session_class()
+        return super().open_session(app, request)
 
 
 class BoundedArgumentsParser(FlaskParser):

@@ -20,7 +20,7 @@ from collections.abc import Callable, Iterable
 from typing import Any
 
 from flask import Flask
-from sqlalchemy import bindparam, exists, select
+from sqlalchemy import bindparam, create_engine, exists, select
 from sqlalchemy.engine import Engine
 from sqlalchemy.exc import SQLAlchemyError
 from werkzeug.http import parse_etags
@@ -119,10 +119,17 @@ class PublicReads:
 
             with self.app.app_context():
                 engine = db.engine
-            # One round trip per read on PostgreSQL (no BEGIN, no ROLLBACK); SQLite keeps the isolation
-            # its connections are set up with (app/__init__.py), which the autocommit reset would undo.
+            # One round trip per read on PostgreSQL (no BEGIN, no ROLLBACK), from a pool of its own whose
+            # connections stay in autocommit: no isolation level set and reset, nor a reset on return,
+            # per read. It opens at most one connection per thread serving these reads. SQLite keeps the
+            # isolation its connections are set up with (app/__init__.py), which autocommit would undo.
             if engine.dialect.name == "postgresql":
-                engine = engine.execution_options(isolation_level="AUTOCOMMIT")
+                engine = create_engine(
+                    engine.url,
+                    **self.app.config["SQLALCHEMY_ENGINE_OPTIONS"],
+                    isolation_level="AUTOCOMMIT",
+                    pool_reset_on_return=None,
+                )
             self._engine = engine
         return self._engine
 

@@ -12,6 +12,7 @@ import hmac
 import ipaddress
 import os
 import time
+from typing import Any
 
 from flask import Flask, Response, current_app, g, request
 from prometheus_client import (
@@ -81,13 +82,26 @@ def init_metrics(app: Flask) -> None:
     def _start_timer() -> None:
         g.request_started = time.perf_counter()
 
+    # The labelled children of matched routes, looked up once per (method, route, status): `labels`
+    # costs more than the update. Unmatched requests (any method a client invents) are not kept.
+    children: dict[tuple[str, str, int], tuple[Any, Any]] = {}
+
     @app.after_request
     def _observe(response: Response) -> Response:
         started = g.pop("request_started", None)
         endpoint = request.url_rule.rule if request.url_rule else "unmatched"
+        key = (request.method, endpoint, response.status_code)
+        child = children.get(key)
+        if child is None:
+            child = (
+                REQUEST_LATENCY.labels(key[0], endpoint),
+                REQUEST_STATUS.labels(key[0], endpoint, str(key[2])),
+            )
+            if request.url_rule is not None:
+                children[key] = child
         if started is not None:
-            REQUEST_LATENCY.labels(request.method, endpoint).observe(time.perf_counter() - started)
-        REQUEST_STATUS.labels(request.method, endpoint, str(response.status_code)).inc()
+            child[0].observe(time.perf_counter() - started)
+        child[1].inc()
         return response
 
     @app.get("/metrics")

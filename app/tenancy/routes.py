@@ -70,7 +70,7 @@ class SubClientById(MethodView):
     @problem_doc(404, 422)
     def get(self, subclient_id: str):
         """Read a client within the acting node's subtree (the node itself included)."""
-        return {"data": service.require_sub_client(current_caller(), path_id(subclient_id, "subclient_id"))}
+        return {"data": service.read_sub_client(current_caller(), path_id(subclient_id, "subclient_id"))}
 
     @api_token_required(subclient=True)
     @blp.arguments(SubClientUpdateIn)

@@ -237,6 +237,10 @@ class SubClientOut(OpenIdClientOut):
     logo_url = _optional_text()
     accent_color = _optional_text()
 
+    def get_attribute(self, obj: Any, attr: str, default: Any) -> Any:
+        # A `Client` or a row of its columns (service.read_sub_client): both by attribute, never by key.
+        return getattr(obj, attr, default)
+
     @ma.post_dump
     def _no_nulls(self, data: dict, **_kwargs: Any) -> dict:
         for name in _UNSET_STRINGS:

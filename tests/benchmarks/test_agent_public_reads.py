@@ -2,9 +2,10 @@
 
 `/api/agent-card/<did>` and `/api/did/<did>` served by the application under gunicorn with the
 Procfile's settings, against nginx serving the very same bytes as static files on this machine
-(the practical ceiling). Prints requests per second, p50/p99 latency and the ratio; never fails
-on time. nginx is installed from Debian when missing. The load generator (Python processes with
-keep-alive connections) shares the machine with the server, so both figures are lower bounds.
+(the practical ceiling). Prints requests per second, p50/p99 latency, the server's CPU per
+request (from /proc) and the ratio; never fails on time. nginx is installed from Debian when
+missing. The load generator (Python processes with keep-alive connections) shares the machine
+with the server, so both figures are lower bounds.
 
 Run: pytest -m benchmark tests/benchmarks/test_agent_public_reads.py -s
 """
@@ -32,6 +33,7 @@ from tests.support.bench import (
     free_port,
     nginx_config,
     seed_card,
+    server_cpu_seconds,
     static_public_reads_server,
     wait_for_url,
 )
@@ -87,7 +89,7 @@ def _load_worker(port: int, path: str, connections: int, start_at: float, stop_a
     queue.put((latencies, errors[0]))
 
 
-def _measure(port: int, path: str) -> dict:
+def _measure(port: int, path: str, server_pid: int) -> dict:
     context = multiprocessing.get_context("fork")
     queue = context.Queue()
     now = time.perf_counter()
@@ -99,6 +101,11 @@ def _measure(port: int, path: str) -> dict:
     ]
     for worker in workers:
         worker.start()
+    # The server's CPU over the measured window only (the warm-up excluded), per request answered.
+    time.sleep(max(0.0, start_at - time.perf_counter()))
+    cpu_before = server_cpu_seconds(server_pid)
+    time.sleep(max(0.0, stop_at - time.perf_counter()))
+    cpu = server_cpu_seconds(server_pid) - cpu_before
     latencies: list[float] = []
     errors = 0
     for _ in workers:
@@ -115,6 +122,7 @@ def _measure(port: int, path: str) -> dict:
         "rps": count / DURATION_SECONDS,
         "p50_ms": statistics.median(latencies) * 1000 if count else float("nan"),
         "p99_ms": latencies[min(count - 1, int(count * 0.99))] * 1000 if count else float("nan"),
+        "cpu_ms": cpu * 1000 / count if count else float("nan"),
     }
 
 
@@ -154,6 +162,8 @@ def test_public_reads_gunicorn_vs_nginx(app, real_worker):
         if os.environ.get(f"DIRECT_{name}"):
             env[name] = os.environ[f"DIRECT_{name}"]
     gunicorn_port, nginx_port = free_port(), free_port()
+    # The client library signs only sign-in challenges naming the server it talks to.
+    env["BASE_URL"] = f"http://127.0.0.1:{gunicorn_port}"
     gunicorn = _start_gunicorn(gunicorn_port, env)
     nginx_process = None
     try:
@@ -176,16 +186,18 @@ def test_public_reads_gunicorn_vs_nginx(app, real_worker):
             f"{env.get('WEB_CONCURRENCY', '2')} threads={env.get('WEB_THREADS', '4')}, "
             f"database {app.config['SQLALCHEMY_DATABASE_URI'].split(':', 1)[0]}"
         )
-        print(f"{'endpoint':<18}{'server':<10}{'req/s':>10}{'p50 ms':>10}{'p99 ms':>10}{'errors':>8}")
+        print(
+            f"{'endpoint':<18}{'server':<10}{'req/s':>10}{'p50 ms':>10}{'p99 ms':>10}{'CPU ms/req':>12}{'errors':>8}"
+        )
         for label, path in (("agent-card", f"/api/agent-card/{did}"), ("did", f"/api/did/{did}")):
             results = {
-                "gunicorn": _measure(gunicorn_port, path),
-                "nginx": _measure(nginx_port, path),
+                "gunicorn": _measure(gunicorn_port, path, gunicorn.pid),
+                "nginx": _measure(nginx_port, path, nginx_process.pid),
             }
             for server, figures in results.items():
                 print(
                     f"{label:<18}{server:<10}{figures['rps']:>10.0f}{figures['p50_ms']:>10.2f}"
-                    f"{figures['p99_ms']:>10.2f}{figures['errors']:>8}"
+                    f"{figures['p99_ms']:>10.2f}{figures['cpu_ms']:>12.3f}{figures['errors']:>8}"
                 )
             ratio = results["gunicorn"]["rps"] / results["nginx"]["rps"] if results["nginx"]["rps"] else float("nan")
             print(f"{label:<18}gunicorn/nginx throughput ratio: {ratio:.3f}")

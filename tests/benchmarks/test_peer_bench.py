@@ -38,6 +38,7 @@ from tests.support.bench import (
     nginx_config,
     procfile_web_command,
     seed_card,
+    server_cpu_seconds,
     static_public_reads_server,
     wait_finished,
     wait_for_url,
@@ -51,7 +52,6 @@ PEER_DIR = Path(__file__).resolve().parent / "peers" / "oidc"
 ROUNDS = 3
 EXCHANGE_SECONDS = int(os.environ.get("PEER_BENCH_SECONDS", 5))
 READ_SECONDS = 5
-CLOCK_TICKS = os.sysconf("SC_CLK_TCK")
 WRK_POST = """
 local counter = 0
 function setup(thread)
@@ -76,32 +76,6 @@ NODE_CLIENT = {"redirect_uri": "https://rp.example/callback", "client_id": "benc
                "client_secret": "bench-secret-0123456789abcdef0123456789abcdef"}
 
 
-def _tree(pid: int) -> list[int]:
-    pids, pending = [], [pid]
-    while pending:
-        current = pending.pop()
-        pids.append(current)
-        try:
-            for task in os.listdir(f"/proc/{current}/task"):
-                children = Path(f"/proc/{current}/task/{task}/children").read_text().split()
-                pending.extend(int(child) for child in children)
-        except (FileNotFoundError, ProcessLookupError):
-            continue
-    return pids
-
-
-def _cpu_seconds(pid: int) -> float:
-    """User + system CPU of `pid` and its descendants (threads included), from /proc."""
-    total = 0
-    for member in _tree(pid):
-        try:
-            fields = Path(f"/proc/{member}/stat").read_text().rsplit(")", 1)[1].split()
-        except FileNotFoundError:
-            continue
-        total += int(fields[11]) + int(fields[12])
-    return total / CLOCK_TICKS
-
-
 def _wrk(wrk: str, url: str, connections: int, seconds: int, script: Path | None = None,
          script_args: list[str] | None = None, headers: dict | None = None, server_pid: int | None = None) -> dict:
     command = [wrk, f"-t{WRK_THREADS}", f"-c{connections}", f"-d{seconds}s", "--latency", "--timeout", "10s"]
@@ -112,9 +86,9 @@ def _wrk(wrk: str, url: str, connections: int, seconds: int, script: Path | None
     command.append(url)
     if script_args:
         command += ["--", *script_args]
-    cpu_before = _cpu_seconds(server_pid) if server_pid else 0.0
+    cpu_before = server_cpu_seconds(server_pid) if server_pid else 0.0
     output = subprocess.run(command, capture_output=True, text=True, check=True).stdout
-    cpu = (_cpu_seconds(server_pid) - cpu_before) if server_pid else 0.0
+    cpu = (server_cpu_seconds(server_pid) - cpu_before) if server_pid else 0.0
     requests_done = int(re.search(r"(\d+) requests in", output).group(1))
     non_2xx = re.search(r"Non-2xx or 3xx responses: (\d+)", output)
     errors = re.search(r"Socket errors: connect (\d+), read (\d+), write (\d+), timeout (\d+)", output)
@@ -334,7 +308,7 @@ def noop():
 
 
 def _group_cpu(processes: list[subprocess.Popen]) -> float:
-    return sum(_cpu_seconds(process.pid) for process in processes)
+    return sum(server_cpu_seconds(process.pid) for process in processes)
 
 
 def _bare_celery_round(workdir: Path, broker: str, queue_name: str, workers: list[subprocess.Popen]) -> dict:

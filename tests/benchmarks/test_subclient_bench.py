@@ -2,7 +2,8 @@
 
 `GET /v1/sub_client` (a page of 20) and `GET /v1/sub_client/{id}` with a valid x-api-token,
 against the session's database (PostgreSQL when `DATABASE_URL` is set, as the issue asks).
-Prints requests per second and p50/p99 latency; never fails on time. The load generator
+Prints requests per second, p50/p99 latency and the server's CPU
+per request (gunicorn's processes, from /proc); never fails on time. The load generator
 (processes of threads with keep-alive connections) shares the machine with the server.
 
 Run: DATABASE_URL=postgresql://postgres@127.0.0.1:5432/test REDIS_URL=redis://127.0.0.1:6379/0 \
@@ -22,7 +23,7 @@ import time
 import httpx
 import pytest
 
-from tests.support.bench import REPO_ROOT, free_port, procfile_web_command
+from tests.support.bench import REPO_ROOT, free_port, procfile_web_command, server_cpu_seconds
 from tests.support.environment import USING_POSTGRES, stop_process
 from tests.support.tenancy import make_master
 
@@ -101,7 +102,7 @@ def _load_process(port, paths, headers, threads, start_at, stop_at, results) -> 
     results.put((latencies, failures[0]))
 
 
-def _measure(port: int, paths: list[str], headers: dict) -> dict:
+def _measure(port: int, paths: list[str], headers: dict, server_pid: int) -> dict:
     context = multiprocessing.get_context("fork")
     results = context.Queue()
     start_at = time.perf_counter() + WARMUP_SECONDS
@@ -113,6 +114,11 @@ def _measure(port: int, paths: list[str], headers: dict) -> dict:
     ]
     for process in processes:
         process.start()
+    # The server's CPU over the measured window only (the warm-up excluded), per request answered.
+    time.sleep(max(0.0, start_at - time.perf_counter()))
+    cpu_before = server_cpu_seconds(server_pid)
+    time.sleep(max(0.0, stop_at - time.perf_counter()))
+    cpu = server_cpu_seconds(server_pid) - cpu_before
     latencies: list[float] = []
     failures = 0
     for _ in processes:
@@ -128,6 +134,7 @@ def _measure(port: int, paths: list[str], headers: dict) -> dict:
         "rps": len(latencies) / DURATION_SECONDS,
         "p50_ms": statistics.median(latencies) * 1000,
         "p99_ms": latencies[int(len(latencies) * 0.99) - 1] * 1000,
+        "cpu_ms": cpu * 1000 / len(latencies) if latencies else float("nan"),
     }
 
 
@@ -155,8 +162,8 @@ def test_sub_client_reads_under_load(app):
         assert probe.status_code == 200 and len(probe.json()["data"]) == 20
         pages = [f"/v1/sub_client?page={page}&per_page=20" for page in (1, 2, 3)]
         singles = [f"/v1/sub_client/{client_id}" for client_id in children]
-        figures = {"GET /v1/sub_client (page of 20)": _measure(port, pages, headers)}
-        figures["GET /v1/sub_client/{id}"] = _measure(port, singles, headers)
+        figures = {"GET /v1/sub_client (page of 20)": _measure(port, pages, headers, server.pid)}
+        figures["GET /v1/sub_client/{id}"] = _measure(port, singles, headers, server.pid)
     finally:
         stop_process(server)
 
@@ -169,6 +176,7 @@ def test_sub_client_reads_under_load(app):
     for name, result in figures.items():
         print(
             f"  {name:<32} {result['rps']:8.1f} req/s   p50 {result['p50_ms']:6.1f} ms   "
-            f"p99 {result['p99_ms']:6.1f} ms   ({result['requests']} requests, {result['failures']} failed)"
+            f"p99 {result['p99_ms']:6.1f} ms   server CPU {result['cpu_ms']:5.2f} ms/req   "
+            f"({result['requests']} requests, {result['failures']} failed)"
         )
     assert all(result["requests"] > 0 for result in figures.values())

@@ -191,3 +191,29 @@ def test_a_value_the_database_refuses_is_400_not_500(app, client):
         assert_problem(response, 409)
     else:
         assert_problem(response, 400, "invalid_value")
+
+
+def test_a_read_only_view_keeps_a_change_it_made_even_once_flushed(app, client, master):
+    # A read-only view's edge skips the commit only when nothing changed; an autoflushed stamp is a change.
+    from flask import Blueprint
+    from sqlalchemy import select
+
+    from app.db import read_only
+    from app.extensions import db
+    from app.tenancy.models import Client
+
+    if "stamping" not in app.blueprints:
+        probe = Blueprint("stamping", __name__)
+
+        @probe.get("/__stamping/<int:client_id>/<city>")
+        @read_only
+        def stamping(client_id: int, city: str):
+            db.session.get(Client, client_id).city = city
+            db.session.scalar(select(Client.id).limit(1))  # flushes the change before the edge
+            return {"stamped": True}
+
+        app._got_first_request = False
+        app.register_blueprint(probe)
+    assert client.get(f"/__stamping/{master.client_id}/Flushed").status_code == 200
+    with app.app_context():
+        assert db.session.get(Client, master.client_id).city == "Flushed"

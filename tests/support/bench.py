@@ -64,6 +64,32 @@ def procfile_web_command() -> str:
     raise AssertionError("Procfile has no web process")
 
 
+def _process_tree(pid: int) -> list[int]:
+    pids, pending = [], [pid]
+    while pending:
+        current = pending.pop()
+        pids.append(current)
+        try:
+            for task in os.listdir(f"/proc/{current}/task"):
+                children = Path(f"/proc/{current}/task/{task}/children").read_text().split()
+                pending.extend(int(child) for child in children)
+        except (FileNotFoundError, ProcessLookupError):
+            continue
+    return pids
+
+
+def server_cpu_seconds(pid: int) -> float:
+    """User + system CPU of `pid` and its descendants (threads included), from /proc."""
+    total = 0
+    for member in _process_tree(pid):
+        try:
+            fields = Path(f"/proc/{member}/stat").read_text().rsplit(")", 1)[1].split()
+        except FileNotFoundError:
+            continue
+        total += int(fields[11]) + int(fields[12])
+    return total / os.sysconf("SC_CLK_TCK")
+
+
 def percentile(values: list[float], fraction: float) -> float:
     """The value at `fraction` (0..1) of the sorted values, rounded to the nearest rank."""
     ordered = sorted(values)

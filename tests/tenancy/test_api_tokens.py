@@ -148,3 +148,11 @@ def test_plaintext_tokens_never_reach_the_database(client, app, master):
         bodies = db.session.execute(select(IdempotencyRecord.body)).scalars().all()
         db.session.rollback()
     assert not any(issued["token"] in body for body in bodies)
+
+
+def test_last_use_is_recorded_by_a_read_only_view(client, app, master):
+    # GET /v1/sub_client/{id} commits only when something changed: the stamp is such a change.
+    data = client.post("/v1/api_tokens", json={}, headers=master.headers).get_json()["data"]
+    read = client.get(f"/v1/sub_client/{master.client_id}", headers={"x-api-token": data["token"]})
+    assert read.status_code == 200
+    assert _token_row(app, data["id"]).last_used_at is not None

@@ -45,3 +45,20 @@ def test_cleared_member_disappears(client, master):
     cleared = client.put(f"/v1/sub_client/{sub['client_id']}", json={"city": None}, headers=master.headers)
     assert cleared.status_code == 200
     assert cleared.get_json()["data"]["city"] == ""
+
+
+def test_a_read_answers_exactly_what_an_update_answered(client, master):
+    # The read is served from a row of columns, the update from the ORM object: same bytes.
+    members = {
+        "name": "Ünïcode Ltd", "address_1": "1 rue", "country": "FR", "city": "Lyon", "timezone": "Europe/Paris",
+        "domain": "example.org", "subdomain": "readback", "redirect_uris": ["https://a.example/cb"],
+        "id_token_claims": {"edu_username": "user_name"}, "logo_url": "https://a.example/logo.png",
+        "accent_color": "#AABBCC", "jwks_uri": "https://a.example/jwks", "client_credentials_scopes": ["a:b"],
+        "issue_refresh_tokens": True, "refresh_token_ttl": 3600, "signing_alg": "ES256",
+    }  # fmt: skip
+    sub = create_sub_client(client, master.headers, name="Full")
+    updated = client.put(f"/v1/sub_client/{sub['client_id']}", json=members, headers=master.headers)
+    assert updated.status_code == 200, updated.get_data(as_text=True)
+    read = client.get(f"/v1/sub_client/{sub['client_id']}", headers=master.headers)
+    assert read.status_code == 200 and read.get_data() == updated.get_data()
+    assert read.get_json()["data"]["from_email_address"] == "no-reply@readback.example.org"
