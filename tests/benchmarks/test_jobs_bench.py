@@ -12,19 +12,17 @@ from __future__ import annotations
 import os
 import statistics
 import time
-from pathlib import Path
 
 import pytest
 
 from tests.support import environment
-from tests.support.bench import enqueue_canaries, percentile, wait_finished
+from tests.support.bench import cpu_seconds, database_backend_cpu_seconds, enqueue_canaries, percentile, wait_finished
 from tests.support.tenancy import make_master
 
 pytestmark = [pytest.mark.benchmark, pytest.mark.realworker]
 
 SEQUENTIAL_JOBS = 300
 BATCH_JOBS = 3000
-CLOCK_TICKS = os.sysconf("SC_CLK_TCK")
 
 
 def _durations(app, job_ids: list[str]) -> tuple[list[float], float, float]:
@@ -46,32 +44,10 @@ def _durations(app, job_ids: list[str]) -> tuple[list[float], float, float]:
     return latencies, first.timestamp(), last.timestamp()
 
 
-def _cpu_seconds(matches) -> float:
-    """User + system CPU time of the processes whose stat line and command line satisfy `matches`."""
-    total = 0
-    for entry in Path("/proc").iterdir():
-        if not entry.name.isdigit():
-            continue
-        try:
-            stat = (entry / "stat").read_text()
-            command = (entry / "cmdline").read_bytes().replace(b"\0", b" ").decode(errors="replace")
-        except OSError:
-            continue
-        fields = stat.rsplit(")", 1)[1].split()
-        if matches(int(fields[2]), command):
-            total += int(fields[11]) + int(fields[12])
-    return total / CLOCK_TICKS
-
-
 def _cpu_snapshot(workers) -> tuple[float, float]:
     """CPU seconds so far of the worker process groups and of the test database's backends."""
-    from sqlalchemy.engine import make_url
-
     groups = {process.pid for process in workers}
-    database = make_url(os.environ["DIRECT_DATABASE_URL"]).database
-    worker_cpu = _cpu_seconds(lambda group, _command: group in groups)
-    backend_cpu = _cpu_seconds(lambda _group, command: command.startswith("postgres:") and f" {database} " in command)
-    return worker_cpu, backend_cpu
+    return cpu_seconds(lambda group, _command: group in groups), database_backend_cpu_seconds()
 
 
 def test_job_round_trip(app, real_worker):

@@ -4,7 +4,9 @@ under 32 concurrent connections, and the cost of one RS256 versus one ES256 id_t
 The exchange runs against gunicorn (the Procfile's web process: `WEB_CONCURRENCY` workers x
 `WEB_THREADS` threads) over real HTTP, on the configured database; codes are issued beforehand, so
 each request is exactly one `POST /v1/openidc/token` (client authentication, atomic consumption of
-the code, two signatures, the commit). Prints figures; never fails on time. Run on PostgreSQL:
+the code, two signatures, the commit). Prints figures; never fails on time. Besides the wall-clock
+figures, which other processes on a shared machine distort, it prints the CPU time gunicorn's
+processes and the test database's PostgreSQL backends spent per grant. Run on PostgreSQL:
 
     DATABASE_URL=postgresql://postgres@127.0.0.1:5432/test REDIS_URL=redis://127.0.0.1:6379/0 \\
         pytest -m benchmark tests/benchmarks/test_oidc_bench.py -s
@@ -23,7 +25,7 @@ import pytest
 import requests
 
 from tests.support import environment
-from tests.support.bench import free_port, issue_codes, percentile
+from tests.support.bench import cpu_seconds, database_backend_cpu_seconds, free_port, issue_codes, percentile
 from tests.support.oidc import make_tenant
 from tests.support.servers import gunicorn
 
@@ -47,13 +49,23 @@ def gunicorn_server(app):
         yield url, f"{workers} workers x {threads} threads"
 
 
+def _cpu_snapshot(url: str) -> tuple[float, float]:
+    """CPU seconds so far of the gunicorn serving `url` (master and workers) and of the database backends."""
+    bind = f"--bind {url.removeprefix('http://')} "
+    server = cpu_seconds(lambda _group, command: "gunicorn" in command and bind in command)
+    return server, database_backend_cpu_seconds()
+
+
 def _code_bodies(tenant, codes: list[str]) -> list[dict]:
     return [{"grant_type": "authorization_code", "code": code, "redirect_uri": tenant.redirect_uri,
              "client_id": str(tenant.client_id), "client_secret": tenant.client_secret} for code in codes]
 
 
-def _run(url: str, bodies: list[dict], concurrency: int) -> tuple[list[float], float, int]:
-    """POST each body to the token endpoint over `concurrency` connections; (latencies, seconds, failures)."""
+def _run(url: str, bodies: list[dict], concurrency: int) -> tuple[list[float], float, int, tuple[float, float]]:
+    """POST each body to the token endpoint over `concurrency` connections.
+
+    Returns (latencies, seconds, failures, (server CPU ms per request, database CPU ms per request)).
+    """
     pending: queue.SimpleQueue[dict] = queue.SimpleQueue()
     for body in bodies:
         pending.put(body)
@@ -84,10 +96,15 @@ def _run(url: str, bodies: list[dict], concurrency: int) -> tuple[list[float], f
     for thread in threads:
         thread.start()
     start.wait()
+    server_before, database_before = _cpu_snapshot(url)
     began = time.perf_counter()
     for thread in threads:
         thread.join()
-    return latencies, time.perf_counter() - began, failures[0]
+    elapsed = time.perf_counter() - began
+    server_after, database_after = _cpu_snapshot(url)
+    per_request = ((server_after - server_before) * 1000 / len(bodies),
+                   (database_after - database_before) * 1000 / len(bodies))
+    return latencies, elapsed, failures[0], per_request
 
 
 @pytest.mark.parametrize("signing_alg", ["RS256", "ES256"])
@@ -95,19 +112,22 @@ def test_code_exchange_throughput(app, client, gunicorn_server, signing_alg):
     url, shape = gunicorn_server
     tenant = make_tenant(app, client, signing_alg=signing_alg)
     _run(url, _code_bodies(tenant, issue_codes(app, tenant, WARMUP)), CONCURRENCY)
-    latencies, elapsed, failures = _run(url, _code_bodies(tenant, issue_codes(app, tenant, EXCHANGES)), CONCURRENCY)
-    _report(f"code exchange {signing_alg}", shape, latencies, elapsed, failures)
+    bodies = _code_bodies(tenant, issue_codes(app, tenant, EXCHANGES))
+    latencies, elapsed, failures, cpu = _run(url, bodies, CONCURRENCY)
+    _report(f"code exchange {signing_alg}", shape, latencies, elapsed, failures, cpu)
     assert failures == 0
 
 
-def _report(what: str, shape: str, latencies: list[float], elapsed: float, failures: int) -> None:
+def _report(what: str, shape: str, latencies: list[float], elapsed: float, failures: int,
+            cpu: tuple[float, float]) -> None:
     database = "postgresql" if environment.USING_POSTGRES else "sqlite"
     print(
         f"\n[oidc bench] {what} on {database}, gunicorn {shape}, {CONCURRENCY} connections: "
         f"{len(latencies)} grants in {elapsed:.2f}s = {len(latencies) / elapsed:.0f} grants/s; "
         f"p50 {statistics.median(latencies) * 1000:.1f} ms, p99 {percentile(latencies, 0.99) * 1000:.1f} ms, "
         f"max {max(latencies) * 1000:.1f} ms; failures {failures} (load generator on the same {os.cpu_count()} CPUs, "
-        f"load average {os.getloadavg()[0]:.1f})"
+        f"load average {os.getloadavg()[0]:.1f}); CPU per grant: gunicorn {cpu[0]:.2f} ms, "
+        f"PostgreSQL backends {cpu[1]:.2f} ms"
     )
 
 
@@ -140,8 +160,8 @@ def test_refresh_grant_throughput(app, client, gunicorn_server, signing_alg):
     tenant = make_tenant(app, client, signing_alg=signing_alg)
     _run(url, _refresh_bodies(tenant, _issue_refresh_tokens(app, tenant, WARMUP)), CONCURRENCY)
     bodies = _refresh_bodies(tenant, _issue_refresh_tokens(app, tenant, EXCHANGES))
-    latencies, elapsed, failures = _run(url, bodies, CONCURRENCY)
-    _report(f"refresh grant {signing_alg}", shape, latencies, elapsed, failures)
+    latencies, elapsed, failures, cpu = _run(url, bodies, CONCURRENCY)
+    _report(f"refresh grant {signing_alg}", shape, latencies, elapsed, failures, cpu)
     assert failures == 0
 
 
@@ -159,8 +179,8 @@ def test_client_credentials_grant_throughput(app, client, gunicorn_server, signi
     body = {"grant_type": "client_credentials", "scope": "reports:read", "client_id": str(tenant.client_id),
             "client_secret": tenant.client_secret}
     _run(url, [body] * WARMUP, CONCURRENCY)
-    latencies, elapsed, failures = _run(url, [body] * EXCHANGES, CONCURRENCY)
-    _report(f"client_credentials grant {signing_alg}", shape, latencies, elapsed, failures)
+    latencies, elapsed, failures, cpu = _run(url, [body] * EXCHANGES, CONCURRENCY)
+    _report(f"client_credentials grant {signing_alg}", shape, latencies, elapsed, failures, cpu)
     assert failures == 0
 
 

@@ -19,6 +19,7 @@ import httpx
 from tests.support.agents import LiveServer, claim_key_over_http
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
+CLOCK_TICKS = os.sysconf("SC_CLK_TCK")
 
 
 def free_port() -> int:
@@ -88,6 +89,34 @@ def server_cpu_seconds(pid: int) -> float:
             continue
         total += int(fields[11]) + int(fields[12])
     return total / os.sysconf("SC_CLK_TCK")
+
+
+def cpu_seconds(matches: Callable[[int, str], bool]) -> float:
+    """User + system CPU time of the processes whose (process group, command line) satisfy `matches`."""
+    total = 0
+    for entry in Path("/proc").iterdir():
+        if not entry.name.isdigit():
+            continue
+        try:
+            stat = (entry / "stat").read_text()
+            command = (entry / "cmdline").read_bytes().replace(b"\0", b" ").decode(errors="replace")
+        except OSError:
+            continue
+        fields = stat.rsplit(")", 1)[1].split()
+        if matches(int(fields[2]), command):
+            total += int(fields[11]) + int(fields[12])
+    return total / CLOCK_TICKS
+
+
+def database_backend_cpu_seconds() -> float:
+    """CPU time so far of the test database's PostgreSQL backends (0 on SQLite)."""
+    from sqlalchemy.engine import make_url
+
+    url = os.environ.get("DIRECT_DATABASE_URL")
+    if not url:
+        return 0.0
+    database = make_url(url).database
+    return cpu_seconds(lambda _group, command: command.startswith("postgres:") and f" {database} " in command)
 
 
 def percentile(values: list[float], fraction: float) -> float:
