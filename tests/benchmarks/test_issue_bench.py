@@ -20,23 +20,13 @@ from app.dids.resolver import DidResolver
 from app.issuer import proofs
 from app.multiformats import encode_multikey
 from tests.support.bench import latency_ms
-from tests.support.issuer import create_key, unsigned
+from tests.support.issuer import SUITES, create_key, unsigned
 from tests.support.vectors import VECTORS
 
 pytestmark = pytest.mark.benchmark
 
 ITERATIONS = int(os.environ.get("TESSERA_BENCH_ITERATIONS", "40"))
 WARMUP = 3
-SUITES = [
-    ("eddsa-rdfc-2022", "Ed25519"),
-    ("eddsa-jcs-2022", "Ed25519"),
-    ("ecdsa-rdfc-2019", "P-256"),
-    ("ecdsa-rdfc-2019", "P-384"),
-    ("ecdsa-jcs-2019", "P-256"),
-    ("ecdsa-jcs-2019", "P-384"),
-    ("ecdsa-sd-2023", "P-256"),
-    ("bbs-2023", "Bls12381G2"),
-]
 MANDATORY = ["/issuer", "/validFrom"]
 
 

@@ -10,7 +10,7 @@ from tests.support.environment import REPO_ROOT
 # Not part of the repository's own files (a virtual environment, caches, generated state).
 _SKIPPED_DIRS = {".git", ".venv", "instance", "__pycache__", ".pytest_cache", ".ruff_cache", "artifacts"}
 _SHARED_REFERENCES = re.compile(
-    r"""\.\./shared\b"""  # ../shared/...
+    r"""\.\./shared\b"""  # a path relative to the parent directory
     r"""|/work/shared\b"""  # the absolute path of the workspace beside the checkout
     r"""|/\s*["']shared["']"""  # Path(...) / "shared"
     r"""|["']shared/"""  # "shared/vectors/..." as a relative path

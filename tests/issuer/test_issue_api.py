@@ -5,20 +5,9 @@ from __future__ import annotations
 import pytest
 
 from tests.support.credentials import wait_for_verification
-from tests.support.issuer import create_key, issue, unsigned, verify
+from tests.support.issuer import SUITES, create_key, issue, unsigned, verify
 from tests.support.issuing import create_user
 from tests.support.problems import assert_problem
-
-SUITES = [
-    ("eddsa-rdfc-2022", "Ed25519"),
-    ("eddsa-jcs-2022", "Ed25519"),
-    ("ecdsa-rdfc-2019", "P-256"),
-    ("ecdsa-rdfc-2019", "P-384"),
-    ("ecdsa-jcs-2019", "P-256"),
-    ("ecdsa-jcs-2019", "P-384"),
-    ("ecdsa-sd-2023", "P-256"),
-    ("bbs-2023", "Bls12381G2"),
-]
 
 
 @pytest.mark.parametrize(("suite", "key_type"), SUITES)

@@ -18,19 +18,9 @@ import cbor2
 import pytest
 
 from tests.support import independent as ind
-from tests.support.issuer import create_key, verify
+from tests.support.issuer import SUITES, create_key, verify
 from tests.support.problems import assert_problem
 
-SUITES = [
-    ("eddsa-rdfc-2022", "Ed25519"),
-    ("eddsa-jcs-2022", "Ed25519"),
-    ("ecdsa-rdfc-2019", "P-256"),
-    ("ecdsa-rdfc-2019", "P-384"),
-    ("ecdsa-jcs-2019", "P-256"),
-    ("ecdsa-jcs-2019", "P-384"),
-    ("ecdsa-sd-2023", "P-256"),
-    ("bbs-2023", "Bls12381G2"),
-]
 SUITE_IDS = [f"{suite}-{key_type}" for suite, key_type in SUITES]
 JSON_LD_SUITES = [(suite, key_type) for suite, key_type in SUITES if "jcs" not in suite]
 SD_HEADERS = {"ecdsa-sd-2023": b"\xd9\x5d\x00", "bbs-2023": b"\xd9\x5d\x02"}

@@ -37,6 +37,17 @@ def _mails(http, email: str) -> int:
     return len(http.get("/dev/outbox", query_string={"to": email}).get_json()["data"])
 
 
+def _sign_in_from(app, address: str):
+    """A new browser's sign-in (its own tenant and authorization request) from `address`."""
+    from flask.testing import FlaskClient
+
+    browser = FlaskClient(app, use_cookies=True)
+    tenant = make_tenant(app, browser)
+    page = _start_login(browser, tenant)
+    return browser.post("/v1/openidc/login", data={**form_fields(page), "email": tenant.email},
+                        environ_base={"REMOTE_ADDR": address})
+
+
 def _wrong(code: str) -> str:
     return f"{(int(code) + 1) % 1_000_000:06d}"
 
@@ -146,21 +157,12 @@ def test_the_network_limit_holds_across_processes(app, client, second_process):
 
 def test_the_sign_in_limit_is_per_network_address_across_browsers_and_sign_ins(app, client):
     """One network's sign-ins (each its own browser and authorization request) share the limit; another's don't."""
-    from flask.testing import FlaskClient
-
     limited_network = f"10.7.{secrets.randbelow(250)}.{secrets.randbelow(250) + 1}"
     other_network = f"10.6.{secrets.randbelow(250)}.{secrets.randbelow(250) + 1}"
     set_settings(app, OIDC_LOGIN_RATE_LIMIT="3 per minute")
 
-    def send_from(network: str):
-        browser = FlaskClient(app, use_cookies=True)
-        tenant = make_tenant(app, browser)
-        page = _start_login(browser, tenant)
-        return browser.post("/v1/openidc/login", data={**form_fields(page), "email": tenant.email},
-                            environ_base={"REMOTE_ADDR": network})
-
-    statuses = [send_from(limited_network).status_code for _ in range(4)]
-    other = send_from(other_network)
+    statuses = [_sign_in_from(app, limited_network).status_code for _ in range(4)]
+    other = _sign_in_from(app, other_network)
     assert statuses == [200, 200, 200, 429]
     assert other.status_code == 200
 
@@ -172,18 +174,9 @@ def test_the_sign_in_limit_is_per_network_address_across_browsers_and_sign_ins(a
 def test_the_sign_in_limit_counts_an_ipv6_64_as_one_network(app, client, neighbours):
     """Addresses of one IPv6 /64 (one subscriber) share the limit, as an IPv4 address and its mapped
     IPv6 form do; the next /64 has its own."""
-    from flask.testing import FlaskClient
-
     n, m = secrets.randbelow(250) + 1, secrets.randbelow(250) + 1
     set_settings(app, OIDC_LOGIN_RATE_LIMIT="3 per minute")
 
-    def send_from(address: str):
-        browser = FlaskClient(app, use_cookies=True)
-        tenant = make_tenant(app, browser)
-        page = _start_login(browser, tenant)
-        return browser.post("/v1/openidc/login", data={**form_fields(page), "email": tenant.email},
-                            environ_base={"REMOTE_ADDR": address})
-
-    statuses = [send_from(address.format(n=n, m=m)).status_code for address in neighbours]
+    statuses = [_sign_in_from(app, address.format(n=n, m=m)).status_code for address in neighbours]
     assert statuses == [200, 200, 200, 429]
-    assert send_from(f"2001:db8:{n}:{m + 1}::1").status_code == 200
+    assert _sign_in_from(app, f"2001:db8:{n}:{m + 1}::1").status_code == 200

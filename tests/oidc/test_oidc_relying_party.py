@@ -7,17 +7,19 @@ import json
 import time
 import warnings
 
-import authlib.deprecate  # noqa: F401, E402  (its import adds an "always" filter; imported first, the block below can silence it)
 import pytest
 import requests
 from authlib.common.security import generate_token
+from authlib.deprecate import AuthlibDeprecationWarning
 from authlib.integrations.requests_client import OAuth2Session
 from authlib.oidc.core import CodeIDToken
 
 from tests.support.oidc import make_tenant, sign_in_over_http
 
+# authlib.deprecate adds an "always" filter for its warning when first imported (above, so outside
+# this block); the filter set here comes first and silences it.
 with warnings.catch_warnings():
-    warnings.simplefilter("ignore")
+    warnings.simplefilter("ignore", AuthlibDeprecationWarning)
     from authlib.jose import JsonWebKey, jwt
 
 

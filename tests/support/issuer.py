@@ -5,6 +5,17 @@ from __future__ import annotations
 import uuid
 from typing import Any
 
+# Every cryptosuite the issuer signs with, and each key type it takes.
+SUITES = [
+    ("eddsa-rdfc-2022", "Ed25519"),
+    ("eddsa-jcs-2022", "Ed25519"),
+    ("ecdsa-rdfc-2019", "P-256"),
+    ("ecdsa-rdfc-2019", "P-384"),
+    ("ecdsa-jcs-2019", "P-256"),
+    ("ecdsa-jcs-2019", "P-384"),
+    ("ecdsa-sd-2023", "P-256"),
+    ("bbs-2023", "Bls12381G2"),
+]
 CONTEXTS = ["https://www.w3.org/ns/credentials/v2", "https://www.w3.org/ns/credentials/examples/v2"]
 
 
