@@ -39,13 +39,14 @@ from app.oidc.models import (
     RevokedToken,
     SessionClient,
 )
-from app.oidc.service import get_relying_party
+from app.oidc.service import get_relying_party, revoke_user_refresh_tokens
 from app.oidc.settings import OidcSettings
 from app.oidc.text import has_unstorable
 from app.security import hash_secret, random_token, texts_equal
 from app.settings import current
 from app.tenancy.models import Client
 from app.tenancy.service import from_email_address
+from app.users import service as users_service
 from app.users.models import User
 from app.users.service import find_user_by_email, get_enabled_user_in_tree
 
@@ -559,6 +560,18 @@ def end_session(session_token: str | None) -> bool:
     queue_logouts(session.sid)
     db.session.flush()
     return True
+
+
+def disable_user_access(user: User) -> tuple[bool, int]:
+    """Disable the user everywhere: sign-in refused, sessions ended with back-channel logouts,
+    refresh-token families revoked, earlier access tokens refused for good.
+
+    Returns (whether the user was enabled until now, how many sessions ended). Flushes, never commits.
+    """
+    changed = users_service.disable_user(user)
+    ended = end_user_sessions(user.id)
+    revoke_user_refresh_tokens(user.id)
+    return changed, ended
 
 
 def end_user_sessions(user_id: int) -> int:

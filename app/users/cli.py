@@ -7,8 +7,7 @@ from flask.cli import AppGroup
 
 from app.db import isoformat, transaction
 from app.errors import DomainError
-from app.oidc.authorize import end_user_sessions
-from app.oidc.service import revoke_user_refresh_tokens
+from app.oidc.authorize import disable_user_access
 from app.users import service
 
 users_cli = AppGroup("users", help="Users of the client trees.")
@@ -23,9 +22,7 @@ def disable_user(reference: str) -> None:
     try:
         with transaction():
             user = service.require_user_by_reference(reference)
-            changed = service.disable_user(user)
-            ended = end_user_sessions(user.id)
-            revoke_user_refresh_tokens(user.id)
+            changed, ended = disable_user_access(user)
             user_id, disabled_at = user.id, isoformat(user.disabled_at)
     except DomainError as error:
         raise click.ClickException(error.detail) from error

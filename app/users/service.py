@@ -87,7 +87,7 @@ def disable_user(user: User) -> bool:
     issued until now are refused even after `enable_user`). False if already disabled.
 
     Flushes, never commits; an already disabled user keeps the original time. Refresh tokens are
-    revoked by the caller (`app.oidc.authorize.end_user_sessions`).
+    revoked by the caller (`app.oidc.authorize.disable_user_access`).
     """
     if user.disabled_at is not None:
         return False
