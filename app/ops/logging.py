@@ -43,6 +43,23 @@ class QueryRedactingFilter(logging.Filter):
         return True
 
 
+class AccessLogFilter(logging.Filter):
+    """granian's access records get `target`: the path, then the query with its values redacted.
+
+    Query strings carry authorization codes, states, nonces and id_token hints; the Procfile's
+    access-log format prints `target` and never the raw query nor any header.
+    """
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        if isinstance(record.args, dict):
+            query = record.args.get("query_string") or ""
+            redacted = redact_query(query) if query else ""
+            path = record.args.get("path", "")
+            record.args = {**record.args, "query_string": redacted,
+                           "target": f"{path}?{redacted}" if redacted else path}  # fmt: skip
+        return True
+
+
 def new_request_id() -> str:
     return uuid.uuid4().hex
 
@@ -90,3 +107,6 @@ def configure_logging(level: str = "INFO") -> None:
     logging.getLogger("alembic.runtime.plugins").setLevel(logging.WARNING)
     # The development server logs every request line, query string included.
     logging.getLogger("werkzeug").addFilter(QueryRedactingFilter())
+    access = logging.getLogger("granian.access")
+    if not any(isinstance(existing, AccessLogFilter) for existing in access.filters):
+        access.addFilter(AccessLogFilter())

@@ -1,6 +1,6 @@
 """Prometheus metrics: request latency and status codes, job durations and queue depth.
 
-With `PROMETHEUS_MULTIPROC_DIR` set (gunicorn with several workers, Celery workers on the same
+With `PROMETHEUS_MULTIPROC_DIR` set (several web worker processes, Celery workers on the same
 host) the figures of every process are aggregated at scrape time. Scrapes present
 `Authorization: Bearer <METRICS_TOKEN>`; without a token configured only the loopback interface
 (an agent on the host) may scrape.

@@ -1,7 +1,7 @@
-"""Public agent reads under 64 concurrent connections: gunicorn (as in the Procfile) vs nginx.
+"""Public agent reads under 64 concurrent connections: the Procfile's web server vs nginx.
 
-`/api/agent-card/<did>` and `/api/did/<did>` served by the application under gunicorn with the
-Procfile's settings, against nginx serving the very same bytes as static files on this machine
+`/api/agent-card/<did>` and `/api/did/<did>` served by the application under the Procfile's
+web line, against nginx serving the very same bytes as static files on this machine
 (the practical ceiling). Prints requests per second, p50/p99 latency, the server's CPU per
 request (from /proc) and the ratio; never fails on time. nginx is installed from Debian when
 missing. The load generator (Python processes with keep-alive connections) shares the machine
@@ -18,7 +18,6 @@ import os
 import shutil
 import statistics
 import subprocess
-import sys
 import tempfile
 import threading
 import time
@@ -32,6 +31,7 @@ from tests.support.bench import (
     ensure_binary,
     free_port,
     nginx_config,
+    procfile_web_command,
     seed_card,
     server_cpu_seconds,
     static_public_reads_server,
@@ -126,19 +126,12 @@ def _measure(port: int, path: str, server_pid: int) -> dict:
     }
 
 
-def _start_gunicorn(port: int, env: dict) -> subprocess.Popen:
+def _start_web(port: int, env: dict) -> subprocess.Popen:
     # The Procfile's web line, bound to a free loopback port.
-    command = [
-        sys.executable, "-m", "gunicorn",
-        "--bind", f"127.0.0.1:{port}",
-        "--workers", env.get("WEB_CONCURRENCY", "2"),
-        "--threads", env.get("WEB_THREADS", "4"),
-        "--access-logfile", "-",
-        "app:create_app()",
-    ]  # fmt: skip
     return subprocess.Popen(
-        command, cwd=REPO_ROOT, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True
-    )
+        ["sh", "-c", "exec " + procfile_web_command()], cwd=REPO_ROOT, env={**env, "PORT": str(port)},
+        stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True,
+    )  # fmt: skip
 
 
 def _start_nginx(nginx: str, root: Path, port: int, workdir: Path) -> subprocess.Popen:
@@ -152,7 +145,7 @@ def _start_nginx(nginx: str, root: Path, port: int, workdir: Path) -> subprocess
     )
 
 
-def test_public_reads_gunicorn_vs_nginx(app, real_worker):
+def test_public_reads_web_server_vs_nginx(app, real_worker):
     nginx = ensure_binary("nginx", "nginx-light")
     workdir = Path(tempfile.mkdtemp(prefix="tessera-bench-"))
     env = {**os.environ, "RATELIMIT_ENABLED": "0", "LOG_LEVEL": "WARNING"}
@@ -161,13 +154,13 @@ def test_public_reads_gunicorn_vs_nginx(app, real_worker):
     for name in ("DATABASE_URL", "REDIS_URL"):
         if os.environ.get(f"DIRECT_{name}"):
             env[name] = os.environ[f"DIRECT_{name}"]
-    gunicorn_port, nginx_port = free_port(), free_port()
+    web_port, nginx_port = free_port(), free_port()
     # The client library signs only sign-in challenges naming the server it talks to.
-    env["BASE_URL"] = f"http://127.0.0.1:{gunicorn_port}"
-    gunicorn = _start_gunicorn(gunicorn_port, env)
+    env["BASE_URL"] = f"http://127.0.0.1:{web_port}"
+    web = _start_web(web_port, env)
     nginx_process = None
     try:
-        base_url = f"http://127.0.0.1:{gunicorn_port}"
+        base_url = f"http://127.0.0.1:{web_port}"
         wait_for_url(f"{base_url}/api/pricing")
         did, card, document = seed_card(base_url)
 
@@ -182,8 +175,8 @@ def test_public_reads_gunicorn_vs_nginx(app, real_worker):
 
         print(
             f"\npublic reads, {CONCURRENCY} concurrent keep-alive connections, {DURATION_SECONDS:.0f} s each, "
-            f"{os.cpu_count()} CPUs shared with the load generator; gunicorn workers="
-            f"{env.get('WEB_CONCURRENCY', '2')} threads={env.get('WEB_THREADS', '4')}, "
+            f"{os.cpu_count()} CPUs shared with the load generator; web workers="
+            f"{env.get('WEB_CONCURRENCY', '2')} threads={env.get('WEB_THREADS', '2')}, "
             f"database {app.config['SQLALCHEMY_DATABASE_URI'].split(':', 1)[0]}"
         )
         print(
@@ -191,7 +184,7 @@ def test_public_reads_gunicorn_vs_nginx(app, real_worker):
         )
         for label, path in (("agent-card", f"/api/agent-card/{did}"), ("did", f"/api/did/{did}")):
             results = {
-                "gunicorn": _measure(gunicorn_port, path, gunicorn.pid),
+                "tessera": _measure(web_port, path, web.pid),
                 "nginx": _measure(nginx_port, path, nginx_process.pid),
             }
             for server, figures in results.items():
@@ -199,10 +192,10 @@ def test_public_reads_gunicorn_vs_nginx(app, real_worker):
                     f"{label:<18}{server:<10}{figures['rps']:>10.0f}{figures['p50_ms']:>10.2f}"
                     f"{figures['p99_ms']:>10.2f}{figures['cpu_ms']:>12.3f}{figures['errors']:>8}"
                 )
-            ratio = results["gunicorn"]["rps"] / results["nginx"]["rps"] if results["nginx"]["rps"] else float("nan")
-            print(f"{label:<18}gunicorn/nginx throughput ratio: {ratio:.3f}")
+            ratio = results["tessera"]["rps"] / results["nginx"]["rps"] if results["nginx"]["rps"] else float("nan")
+            print(f"{label:<18}tessera/nginx throughput ratio: {ratio:.3f}")
     finally:
         if nginx_process is not None:
             stop_process(nginx_process)
-        stop_process(gunicorn)
+        stop_process(web)
         shutil.rmtree(workdir, ignore_errors=True)

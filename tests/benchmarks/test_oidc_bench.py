@@ -1,11 +1,11 @@
 """OpenID provider benchmarks: the code exchange, the refresh grant and the client_credentials grant
 under 32 concurrent connections, and the cost of one RS256 versus one ES256 id_token signature.
 
-The exchange runs against gunicorn (the Procfile's web process: `WEB_CONCURRENCY` workers x
+The exchange runs against granian (the Procfile's web server: `WEB_CONCURRENCY` workers x
 `WEB_THREADS` threads) over real HTTP, on the configured database; codes are issued beforehand, so
 each request is exactly one `POST /v1/openidc/token` (client authentication, atomic consumption of
 the code, two signatures, the commit). Prints figures; never fails on time. Besides the wall-clock
-figures, which other processes on a shared machine distort, it prints the CPU time gunicorn's
+figures, which other processes on a shared machine distort, it prints the CPU time the server's
 processes and the test database's PostgreSQL backends spent per grant. Run on PostgreSQL:
 
     DATABASE_URL=postgresql://postgres@127.0.0.1:5432/test REDIS_URL=redis://127.0.0.1:6379/0 \\
@@ -27,7 +27,7 @@ import requests
 from tests.support import environment
 from tests.support.bench import cpu_seconds, database_backend_cpu_seconds, free_port, issue_codes, percentile
 from tests.support.oidc import make_tenant
-from tests.support.servers import gunicorn
+from tests.support.servers import web_server
 
 pytestmark = pytest.mark.benchmark
 
@@ -37,22 +37,22 @@ WARMUP = 200
 
 
 @pytest.fixture
-def gunicorn_server(app):
+def web_server_url(app):
     port = free_port()
     url = f"http://127.0.0.1:{port}"
     workers = os.environ.get("WEB_CONCURRENCY", str(os.cpu_count() or 2))
-    threads = os.environ.get("WEB_THREADS", "4")
+    threads = os.environ.get("WEB_THREADS", "2")
     env = {**os.environ, "OIDC_ISSUER": url, "BASE_URL": url, "OIDC_TOKEN_RATE_LIMIT": "10000000 per minute",
            "LOG_LEVEL": "WARNING", "DB_POOL_SIZE": threads}
-    options = ["--workers", workers, "--threads", threads, "--backlog", "2048"]
-    with gunicorn(port, env, options, log_name="gunicorn-oidc-bench.log"):
+    options = ["--workers", workers, "--blocking-threads", threads, "--backlog", "2048"]
+    with web_server(port, env, options, log_name="web-oidc-bench.log"):
         yield url, f"{workers} workers x {threads} threads"
 
 
 def _cpu_snapshot(url: str) -> tuple[float, float]:
-    """CPU seconds so far of the gunicorn serving `url` (master and workers) and of the database backends."""
-    bind = f"--bind {url.removeprefix('http://')} "
-    server = cpu_seconds(lambda _group, command: "gunicorn" in command and bind in command)
+    """CPU seconds so far of the server on `url` (main process and workers) and of the database backends."""
+    bind = f"--port {url.rsplit(':', 1)[1]} "
+    server = cpu_seconds(lambda _group, command: "granian" in command and bind in command)
     return server, database_backend_cpu_seconds()
 
 
@@ -108,8 +108,8 @@ def _run(url: str, bodies: list[dict], concurrency: int) -> tuple[list[float], f
 
 
 @pytest.mark.parametrize("signing_alg", ["RS256", "ES256"])
-def test_code_exchange_throughput(app, client, gunicorn_server, signing_alg):
-    url, shape = gunicorn_server
+def test_code_exchange_throughput(app, client, web_server_url, signing_alg):
+    url, shape = web_server_url
     tenant = make_tenant(app, client, signing_alg=signing_alg)
     _run(url, _code_bodies(tenant, issue_codes(app, tenant, WARMUP)), CONCURRENCY)
     bodies = _code_bodies(tenant, issue_codes(app, tenant, EXCHANGES))
@@ -122,11 +122,11 @@ def _report(what: str, shape: str, latencies: list[float], elapsed: float, failu
             cpu: tuple[float, float]) -> None:
     database = "postgresql" if environment.USING_POSTGRES else "sqlite"
     print(
-        f"\n[oidc bench] {what} on {database}, gunicorn {shape}, {CONCURRENCY} connections: "
+        f"\n[oidc bench] {what} on {database}, granian {shape}, {CONCURRENCY} connections: "
         f"{len(latencies)} grants in {elapsed:.2f}s = {len(latencies) / elapsed:.0f} grants/s; "
         f"p50 {statistics.median(latencies) * 1000:.1f} ms, p99 {percentile(latencies, 0.99) * 1000:.1f} ms, "
         f"max {max(latencies) * 1000:.1f} ms; failures {failures} (load generator on the same {os.cpu_count()} CPUs, "
-        f"load average {os.getloadavg()[0]:.1f}); CPU per grant: gunicorn {cpu[0]:.2f} ms, "
+        f"load average {os.getloadavg()[0]:.1f}); CPU per grant: server {cpu[0]:.2f} ms, "
         f"PostgreSQL backends {cpu[1]:.2f} ms"
     )
 
@@ -154,9 +154,9 @@ def _refresh_bodies(tenant, refresh_tokens: list[str]) -> list[dict]:
 
 
 @pytest.mark.parametrize("signing_alg", ["RS256", "ES256"])
-def test_refresh_grant_throughput(app, client, gunicorn_server, signing_alg):
+def test_refresh_grant_throughput(app, client, web_server_url, signing_alg):
     """Each request rotates one refresh token: consume, store the next, sign access and id tokens."""
-    url, shape = gunicorn_server
+    url, shape = web_server_url
     tenant = make_tenant(app, client, signing_alg=signing_alg)
     _run(url, _refresh_bodies(tenant, _issue_refresh_tokens(app, tenant, WARMUP)), CONCURRENCY)
     bodies = _refresh_bodies(tenant, _issue_refresh_tokens(app, tenant, EXCHANGES))
@@ -166,13 +166,13 @@ def test_refresh_grant_throughput(app, client, gunicorn_server, signing_alg):
 
 
 @pytest.mark.parametrize("signing_alg", ["RS256", "ES256"])
-def test_client_credentials_grant_throughput(app, client, gunicorn_server, signing_alg):
+def test_client_credentials_grant_throughput(app, client, web_server_url, signing_alg):
     """Each request authenticates the client (secret) and signs one access token; no database write."""
     from app.db import transaction
     from app.extensions import db
     from app.tenancy.models import Client
 
-    url, shape = gunicorn_server
+    url, shape = web_server_url
     tenant = make_tenant(app, client, signing_alg=signing_alg)
     with app.app_context(), transaction():
         db.session.get(Client, tenant.client_id).client_credentials_scopes = ["reports:read"]

@@ -2,10 +2,10 @@
 node-oidc-provider, public reads against nginx, jobs against a bare Celery no-op task.
 
 Load comes from `wrk` (compiled; a Lua script posts one fresh code per request), never from Python.
-Servers run as deployed: Tessera under gunicorn with the Procfile's web line on PostgreSQL + Redis,
+Servers run as deployed: Tessera under the Procfile's web line on PostgreSQL + Redis,
 node-oidc-provider (pinned in peers/oidc/package-lock.json, installed with `npm ci` into a temporary
 directory) with a Redis adapter. CPU per request is read from /proc for the server processes only
-(gunicorn master and workers, the node process; not PostgreSQL nor Redis). Prints figures; never
+(granian main process and workers, the node process; not PostgreSQL nor Redis). Prints figures; never
 fails on time. `wrk` and `nginx` are installed from Debian when missing.
 
 Run: DATABASE_URL=postgresql+psycopg://postgres@127.0.0.1:5432/test REDIS_URL=redis://127.0.0.1:6379/0 \\

@@ -186,15 +186,15 @@ def test_database_connections_carry_keepalives_a_tcp_user_timeout_and_a_statemen
 
 @pytest.fixture
 def short_statement_server(app):
-    """The application under gunicorn on the session's database with a 300 ms statement timeout."""
+    """The application under the web server on the session's database with a 300 ms statement timeout."""
     from tests.support.bench import free_port
-    from tests.support.servers import gunicorn
+    from tests.support.servers import web_server
 
     env = {
         **os.environ, "DATABASE_URL": os.environ["DIRECT_DATABASE_URL"], "REDIS_URL": os.environ["DIRECT_REDIS_URL"],
         "BASE_URL": app.config["BASE_URL"], "DB_STATEMENT_TIMEOUT_MS": "300",
     }  # fmt: skip
-    with gunicorn(free_port(), env, ["--workers", "1"], log_name="statement-timeout-server.log") as url:
+    with web_server(free_port(), env, ["--workers", "1"], log_name="statement-timeout-server.log") as url:
         yield url
 
 

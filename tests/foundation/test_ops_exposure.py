@@ -76,7 +76,7 @@ def test_the_procfile_web_process_logs_no_query_values(app):
     port = _free_port()
     command = shlex.split(web.partition(":")[2].replace("${PORT:-5000}", str(port)).replace("0.0.0.0", "127.0.0.1"))
     command = [part.replace("${WEB_CONCURRENCY:-2}", "1").replace("${WEB_THREADS:-2}", "2") for part in command]
-    log_path = environment.TMP_DIR / f"gunicorn-{port}.log"
+    log_path = environment.TMP_DIR / f"web-{port}.log"
     with open(log_path, "wb") as log:
         server = subprocess.Popen(
             command, cwd=environment.REPO_ROOT, env=dict(os.environ), stdout=log, stderr=subprocess.STDOUT,

@@ -13,7 +13,7 @@ from tests.support import environment
 from tests.support.bench import free_port
 from tests.support.config import set_settings, setting_of
 from tests.support.oidc import authorize_query, form_fields, latest_code, make_tenant, path_of
-from tests.support.servers import gunicorn
+from tests.support.servers import web_server
 
 
 def _start_login(http, tenant):
@@ -111,7 +111,7 @@ def second_process(app):
     if environment.USING_POSTGRES:
         env["DATABASE_URL"] = os.environ["DIRECT_DATABASE_URL"]
         env["REDIS_URL"] = os.environ["DIRECT_REDIS_URL"]
-    with gunicorn(free_port(), env, ["--workers", "1"], log_name="login-limits-server.log") as url:
+    with web_server(free_port(), env, ["--workers", "1"], log_name="login-limits-server.log") as url:
         yield url
 
 

@@ -1,4 +1,5 @@
-"""Servers a test starts: the application under gunicorn, and small answering servers on loopback."""
+"""Servers a test starts: the application under granian (as the Procfile runs it), and small answering servers
+on loopback."""
 
 from __future__ import annotations
 
@@ -20,15 +21,17 @@ Answer = Callable[[str, str, bytes], tuple[str, bytes]]
 
 
 @contextmanager
-def gunicorn(port: int, env: dict[str, str], options: list[str], *, log_name: str) -> Iterator[str]:
-    """The application under gunicorn on `port` with `env` and extra `options`; yields its URL.
+def web_server(port: int, env: dict[str, str], options: list[str], *, log_name: str) -> Iterator[str]:
+    """The application under granian (the Procfile's web server) on `port` with `env` and extra `options`;
+    yields its URL.
 
     Waits for `/healthz`; the server's output goes to `log_name` in the test run's directory.
     """
     url = f"http://127.0.0.1:{port}"
     with open(environment.TMP_DIR / log_name, "ab") as log:
         process = subprocess.Popen(
-            [sys.executable, "-m", "gunicorn", "--bind", f"127.0.0.1:{port}", *options, "app:create_app()"],
+            [sys.executable, "-m", "granian", "--interface", "wsgi", "--host", "127.0.0.1", "--port", str(port),
+             "--no-ws", *options, "--factory", "app:create_app"],
             cwd=environment.REPO_ROOT, env=env, stdout=log, stderr=subprocess.STDOUT, start_new_session=True,
         )  # fmt: skip
     try:
@@ -40,7 +43,7 @@ def gunicorn(port: int, env: dict[str, str], options: list[str], *, log_name: st
             except requests.RequestException:
                 pass
             if time.monotonic() > deadline or process.poll() is not None:
-                raise AssertionError(f"gunicorn did not start; see {log_name}")
+                raise AssertionError(f"the web server did not start; see {log_name}")
             time.sleep(0.2)
         yield url
     finally:
