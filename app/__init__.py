@@ -68,10 +68,13 @@ def create_app(config: dict | None = None) -> Flask:
 
 
 def _install_fast_paths(app: Flask) -> None:
-    """Hot public reads answered before Flask dispatches (inside ProxyFix, which must see them first)."""
+    """Hot public reads and code exchanges answered before Flask dispatches (inside ProxyFix, which
+    must see them first)."""
     from app.agents.public_reads import install_public_reads
+    from app.oidc.exchange_path import install_exchange_path
 
     install_public_reads(app)
+    install_exchange_path(app)
 
 
 def _import_models() -> None:

@@ -29,14 +29,13 @@ from app.agents.models import AgentAccount, PublicCard, RegistryRecord
 from app.agents.settings import AgentSettings
 from app.dids.resolution import resolve_did
 from app.dids.settings import DidSettings
-from app.ops.logging import new_request_id
+from app.ops.edge import RouteMetrics, add_response_headers, request_id_of
 from app.settings import current
 
 DID_JSON = "application/did+json"
 CARD_RULE = "/api/agent-card/<string:did>"
 DID_RULE = "/api/did/<string:did>"
 _PATH = re.compile(r"^/api/(agent-card|did)/(did:[a-z0-9]+:[0-9a-f]{40})$")
-_REQUEST_ID = re.compile(r"^[A-Za-z0-9._-]{1,64}$")
 _CACHE_LIMIT = 10_000
 _CARD = select(PublicCard.body, PublicCard.etag).where(PublicCard.did == bindparam("did"))
 # Every input of an agent's DID document (the settings it reads are added to the key per request).
@@ -88,7 +87,7 @@ class PublicReads:
         self.inner = inner
         self._engine: Engine | None = None
         self._documents: dict[str, tuple[tuple, bytes, str]] = {}
-        self._metrics: dict[tuple[str, int], tuple[Any, Any]] = {}
+        self._metrics = RouteMetrics()
 
     def __call__(self, environ: dict, start_response: Callable) -> Iterable[bytes]:
         match = _PATH.fullmatch(environ.get("PATH_INFO", "")) if environ.get("REQUEST_METHOD") == "GET" else None
@@ -105,8 +104,8 @@ class PublicReads:
         if answer is None:
             return self.inner(environ, start_response)
         rule, status, headers, body = answer
-        self._respond_hooks(environ, headers)
-        self._observe(rule, status, started)
+        add_response_headers(self.app, environ, headers, request_id_of(environ))
+        self._metrics.observe("GET", rule, status, started)
         start_response("200 OK" if status == 200 else "304 Not Modified", list(headers.items()))
         return [body]
 
@@ -175,26 +174,6 @@ class PublicReads:
         if resolution.status != 200:
             return None
         return encode_did_body(resolution.result["didDocument"])
-
-    def _respond_hooks(self, environ: dict, headers: dict[str, str]) -> None:
-        supplied = environ.get("HTTP_X_REQUEST_ID", "")
-        headers["X-Request-Id"] = supplied if _REQUEST_ID.match(supplied) else new_request_id()
-        max_age = self.app.config["HSTS_MAX_AGE"]
-        secure = environ.get("wsgi.url_scheme") == "https"
-        if max_age > 0 and (secure or self.app.config["BASE_URL"].startswith("https://")):
-            headers["Strict-Transport-Security"] = f"max-age={max_age}"
-
-    def _observe(self, rule: str, status: int, started: float) -> None:
-        from app.ops.metrics import REQUEST_LATENCY, REQUEST_STATUS
-
-        children = self._metrics.get((rule, status))
-        if children is None:
-            children = self._metrics[(rule, status)] = (
-                REQUEST_LATENCY.labels("GET", rule),
-                REQUEST_STATUS.labels("GET", rule, str(status)),
-            )
-        children[0].observe(time.perf_counter() - started)
-        children[1].inc()
 
 
 def _matches(environ: dict, etag: str) -> bool:

@@ -21,6 +21,7 @@ from app.oidc import client_auth, keys, mail, par, service
 from app.oidc.auth import require_bearer_token
 from app.oidc.claims import SCOPE_CLAIMS, SUPPORTED_SCOPES
 from app.oidc.errors import BodyTooLarge, InvalidRequest, OAuthError, UnsupportedBodyType
+from app.oidc.exchange_path import COUNTED, token_rate_bucket
 from app.oidc.schemas import (
     IntrospectionOut,
     JWKSetOut,
@@ -143,13 +144,7 @@ def _authenticator(values: dict[str, str]) -> client_auth.ClientAuthenticator:
 
 
 def _client_rate_key() -> str:
-    """Rate-limit bucket of the named client *from this network address* (per issuer, so
-    deployments may share one Redis).
-
-    The client is named before it authenticates, so a bucket per client alone would let anyone
-    exhaust a victim client's budget with junk requests; keyed by address too, they only
-    exhaust their own.
-    """
+    """The request's bucket of the token-side limit (see `token_rate_bucket`)."""
     auth = request.authorization
     if auth is not None and auth.username:
         client = unquote_plus(auth.username)
@@ -158,8 +153,12 @@ def _client_rate_key() -> str:
             client = _parameters().get("client_id") or ""
         except OAuthError:
             client = ""
-    issuer = current(OidcSettings).issuer
-    return f"oidc-client:{issuer}:{request.remote_addr or 'unknown'}:{client[:32]}"
+    return token_rate_bucket(current(OidcSettings).issuer, request.remote_addr, client)
+
+
+def _counted_before_dispatch() -> bool:
+    """The exchange path already counted this request in the same bucket (app/oidc/exchange_path.py)."""
+    return bool(request.environ.get(COUNTED))
 
 
 def _token_rate_limit() -> str:
@@ -167,7 +166,7 @@ def _token_rate_limit() -> str:
 
 
 @blp.route("/v1/openidc/token", methods=["POST"])
-@limiter.limit(_token_rate_limit, key_func=_client_rate_key)
+@limiter.limit(_token_rate_limit, key_func=_client_rate_key, exempt_when=_counted_before_dispatch)
 @accepts(JSON, FORM)
 @no_store
 @blp.doc(requestBody={"content": {JSON: {"schema": TokenRequest}, FORM: {"schema": TokenRequest}}},

@@ -141,14 +141,18 @@ def sign_in(http, tenant: Tenant, *, consent: str | None = "allow", **authorize_
     return query_of(response.headers["Location"])
 
 
-def exchange(http, tenant: Tenant, code: str, **overrides):
+def exchange(http, tenant: Tenant, code: str, *, as_json: bool = False, **overrides):
+    """Redeem `code` at the token endpoint: a form body (RFC 6749; answered before dispatch when it
+    succeeds, see app/oidc/exchange_path.py), or a JSON one (always the Flask view)."""
     body = {
         "grant_type": "authorization_code", "code": code, "client_id": str(tenant.client_id),
         "client_secret": tenant.client_secret, "redirect_uri": tenant.redirect_uri,
     }
     body.update(overrides)
     body = {key: value for key, value in body.items() if value is not None}
-    return http.post("/v1/openidc/token", json=body)
+    if as_json:
+        return http.post("/v1/openidc/token", json=body)
+    return http.post("/v1/openidc/token", data=body)
 
 
 def sign_in_over_http(browser, base_url: str, authorize_url: str, email: str, *, consent: str = "allow") -> str:

@@ -1,0 +1,54 @@
+"""What every response gets from the application's hooks, for the few answers given before Flask
+dispatches (app/agents/public_reads.py, app/oidc/exchange_path.py): the request id, HSTS and the
+request metrics, so those answers are indistinguishable from the views'.
+"""
+
+from __future__ import annotations
+
+import re
+import time
+from typing import Any
+
+from flask import Flask
+
+from app.ops.logging import new_request_id, request_id_var
+
+_REQUEST_ID = re.compile(r"^[A-Za-z0-9._-]{1,64}$")
+
+
+def request_id_of(environ: dict) -> str:
+    """The caller's `X-Request-Id` when well formed, else a new one; logs carry it from here on."""
+    supplied = environ.get("HTTP_X_REQUEST_ID", "")
+    request_id = supplied if _REQUEST_ID.match(supplied) else new_request_id()
+    request_id_var.set(request_id)
+    return request_id
+
+
+def add_response_headers(app: Flask, environ: dict, headers: dict[str, str], request_id: str) -> None:
+    """`X-Request-Id` and, on https deployments, `Strict-Transport-Security` (as the after-request hooks)."""
+    headers["X-Request-Id"] = request_id
+    max_age = app.config["HSTS_MAX_AGE"]
+    secure = environ.get("wsgi.url_scheme") == "https"
+    if max_age > 0 and (secure or app.config["BASE_URL"].startswith("https://")):
+        headers["Strict-Transport-Security"] = f"max-age={max_age}"
+
+
+class RouteMetrics:
+    """Request latency and status counts of routes answered before dispatch, labelled as the views'."""
+
+    def __init__(self) -> None:
+        # `labels` costs more than the update: the children are looked up once per (method, rule, status).
+        self._children: dict[tuple[str, str, int], tuple[Any, Any]] = {}
+
+    def observe(self, method: str, rule: str, status: int, started: float) -> None:
+        from app.ops.metrics import REQUEST_LATENCY, REQUEST_STATUS
+
+        key = (method, rule, status)
+        children = self._children.get(key)
+        if children is None:
+            children = self._children[key] = (
+                REQUEST_LATENCY.labels(method, rule),
+                REQUEST_STATUS.labels(method, rule, str(status)),
+            )
+        children[0].observe(time.perf_counter() - started)
+        children[1].inc()

@@ -1,0 +1,109 @@
+"""Code exchanges answered before dispatch (app/oidc/exchange_path.py): the same answer, headers,
+metrics and rate-limit bucket as the view's, and every refusal still the view's."""
+
+from __future__ import annotations
+
+import base64
+import functools
+import json
+import re
+
+import pytest
+
+from tests.support.config import set_settings, setting_of
+from tests.support.oidc import exchange, make_tenant, sign_in
+
+
+def _responses_total(http, status: int) -> float:
+    text = http.get("/metrics").text
+    labels = rf'[^}}]*endpoint="/v1/openidc/token"[^}}]*status="{status}"[^}}]*'
+    return sum(float(value) for value in re.findall(rf"tessera_http_responses_total\{{{labels}\}} (\S+)", text))
+
+
+@pytest.fixture
+def view_refuses_everything(app):
+    """The token view answers 418 while the test runs: what still succeeds was answered before dispatch."""
+    original = app.view_functions["oidc.token"]
+
+    @functools.wraps(original)  # keeps the media types the view accepts
+    def refuse(*_args, **_kwargs):
+        return {"error": "view_reached"}, 418
+
+    app.view_functions["oidc.token"] = refuse
+    yield
+    app.view_functions["oidc.token"] = original
+
+
+def _unverified(token: str) -> dict:
+    """A JWT's claims, unverified: the shapes of the two answers are compared, not their signatures."""
+    payload = token.split(".")[1]
+    return json.loads(base64.urlsafe_b64decode(payload + "=" * (-len(payload) % 4)))
+
+
+def test_a_form_exchange_answers_as_the_view_does(client, tenant):
+    form_code, json_code = sign_in(client, tenant)["code"], sign_in(client, tenant)["code"]
+    by_form = client.post("/v1/openidc/token", headers={"X-Request-Id": "exchange-1"}, data={
+        "grant_type": "authorization_code", "code": form_code, "client_id": str(tenant.client_id),
+        "client_secret": tenant.client_secret, "redirect_uri": tenant.redirect_uri,
+    })
+    by_json = exchange(client, tenant, json_code, as_json=True)
+    assert by_form.status_code == by_json.status_code == 200
+    assert by_form.headers["X-Request-Id"] == "exchange-1"
+    assert set(by_form.headers.keys()) == set(by_json.headers.keys())
+    for name in ("Content-Type", "Cache-Control", "Pragma"):
+        assert by_form.headers[name] == by_json.headers[name]
+    form_body, json_body = by_form.get_json(), by_json.get_json()
+    assert set(form_body) == set(json_body)
+    assert {key: form_body[key] for key in ("token_type", "scope", "expires_in", "expire_in")} == {
+        key: json_body[key] for key in ("token_type", "scope", "expires_in", "expire_in")
+    }
+    for name in ("access_token", "id_token"):
+        form_claims, json_claims = _unverified(form_body[name]), _unverified(json_body[name])
+        assert set(form_claims) == set(json_claims)
+        assert form_claims["sub"] == json_claims["sub"] and form_claims["aud"] == json_claims["aud"]
+    assert by_form.get_data(as_text=True).endswith("\n") and by_json.get_data(as_text=True).endswith("\n")
+
+
+def test_successes_skip_the_view_and_refusals_reach_it(client, tenant, view_refuses_everything):
+    code = sign_in(client, tenant)["code"]
+    assert exchange(client, tenant, code).status_code == 200
+    # A replayed code, a wrong secret, another grant and a JSON body are all the view's to answer.
+    assert exchange(client, tenant, code).status_code == 418
+    assert exchange(client, tenant, sign_in(client, tenant)["code"], client_secret="wrong").status_code == 418
+    assert exchange(client, tenant, sign_in(client, tenant)["code"], as_json=True).status_code == 418
+    refresh = client.post("/v1/openidc/token", data={"grant_type": "refresh_token", "refresh_token": "x"})
+    assert refresh.status_code == 418
+
+
+def test_a_refused_exchange_changes_nothing_before_the_view_answers(client, tenant):
+    code = sign_in(client, tenant)["code"]
+    refused = exchange(client, tenant, code, client_secret="wrong")
+    assert refused.status_code == 401 and refused.get_json()["error"] == "invalid_client"
+    # The code was consumed and rolled back before the view ran: it is still good, once.
+    assert exchange(client, tenant, code).status_code == 200
+    replay = exchange(client, tenant, code)
+    assert replay.status_code == 400 and replay.get_json()["error"] == "invalid_grant"
+
+
+def test_exchanges_are_counted_in_the_metrics(client, tenant):
+    before = _responses_total(client, 200)
+    for _ in range(2):
+        assert exchange(client, tenant, sign_in(client, tenant)["code"]).status_code == 200
+    assert _responses_total(client, 200) == before + 2
+
+
+def test_both_paths_spend_one_budget_and_count_each_request_once(app, client):
+    tenant = make_tenant(app, client)  # a client of its own: a fresh bucket
+    previous = setting_of(app, "OIDC_TOKEN_RATE_LIMIT")
+    set_settings(app, OIDC_TOKEN_RATE_LIMIT="4 per minute")
+    try:
+        codes = [sign_in(client, tenant)["code"] for _ in range(2)]
+        assert exchange(client, tenant, codes[0]).status_code == 200  # before dispatch
+        assert exchange(client, tenant, codes[1], as_json=True).status_code == 200  # the view
+        assert exchange(client, tenant, "nope").status_code == 400  # counted before dispatch, answered by the view
+        assert exchange(client, tenant, "nope", as_json=True).status_code == 400
+        limited = exchange(client, tenant, sign_in(client, tenant)["code"])
+        assert limited.status_code == 429 and limited.get_json()["error"] == "slow_down"
+        assert exchange(client, tenant, "nope", as_json=True).status_code == 429
+    finally:
+        set_settings(app, OIDC_TOKEN_RATE_LIMIT=previous)
