@@ -2,7 +2,8 @@
 
 `POST /v1/openidc/token` with a form body, `grant_type=authorization_code` and a client secret
 (Basic or in the body) is counted against the token endpoint's rate limit (the same bucket as the
-view's), redeemed by `service.exchange_code` in one unit of work and answered here. Only plain
+view's), redeemed by `service.exchange_code_at_once` (one autocommitted statement on PostgreSQL)
+or else by `service.exchange_code` in one unit of work, and answered here. Only plain
 successful exchanges are answered here: any other request, any refusal (the unit of work is rolled
 back first, so nothing it did remains), a limit reached or a fault goes on to the Flask view,
 which remains the one definition of those answers and of every other grant. A request counted
@@ -74,13 +75,20 @@ class CodeExchangeBeforeDispatch:
         if exchange is None or not self._count(environ, exchange):
             return self.inner(environ, start_response)
         request_id = request_id_of(environ)
+        values = exchange.values
         try:
-            with self.app.app_context(), transaction():
-                answer = service.exchange_code(
-                    client_auth.ClientAuthenticator(exchange.credentials, frozenset()),
-                    code=exchange.values.get("code"), redirect_uri=exchange.values.get("redirect_uri"),
-                    code_verifier=exchange.values.get("code_verifier"),
+            with self.app.app_context():
+                answer = service.exchange_code_at_once(
+                    exchange.credentials, code=values["code"], redirect_uri=values["redirect_uri"],
+                    code_verifier=values.get("code_verifier"),
                 )
+                if answer is None:
+                    with transaction():
+                        answer = service.exchange_code(
+                            client_auth.ClientAuthenticator(exchange.credentials, frozenset()),
+                            code=values["code"], redirect_uri=values["redirect_uri"],
+                            code_verifier=values.get("code_verifier"),
+                        )
         except Exception:  # refused or failed, and rolled back: the view answers (and reports) it
             return self.inner(environ, start_response)
         payload = (self.app.json.dumps(answer.as_dict()) + "\n").encode()

@@ -118,6 +118,13 @@ def _refresh(cache: _KeyCache, *, force: bool = False) -> dict[str, PublishedKey
     return cache.published
 
 
+def signing_keys_loaded() -> bool:
+    """Whether this process already knows an active key of every algorithm: signing then only reads."""
+    published = _cache().published
+    return all(any(entry.alg == alg and entry.state == KEY_ACTIVE for entry in published.values())
+               for alg in ALGORITHMS)
+
+
 def ensure_keys() -> None:
     """Create the active and next key of every algorithm that has none (inside the caller's transaction).
 

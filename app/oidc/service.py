@@ -13,9 +13,9 @@ import uuid
 from collections.abc import Iterable
 from dataclasses import dataclass
 from datetime import UTC, datetime
-from typing import NoReturn
+from typing import Any, NoReturn
 
-from sqlalchemy import Executable, bindparam, func, select, update
+from sqlalchemy import Executable, Update, and_, bindparam, func, not_, or_, select, update
 from sqlalchemy.dialects import postgresql, sqlite
 from sqlalchemy.orm import load_only
 
@@ -29,7 +29,7 @@ from app.oidc.claims import (
     mapping_fingerprint,
     standard_claims,
 )
-from app.oidc.client_auth import ClientAuthenticator, get_client_by_id
+from app.oidc.client_auth import ClientAuthenticator, PresentedCredentials, get_client_by_id, parse_client_id
 from app.oidc.errors import (
     InvalidBearerToken,
     InvalidGrant,
@@ -40,7 +40,7 @@ from app.oidc.errors import (
 from app.oidc.models import AuthorizationCode, Consent, RefreshToken, RevokedToken
 from app.oidc.settings import OidcSettings
 from app.oidc.tokens import AccessTokenClaims, TokenInvalid
-from app.security import hash_secret
+from app.security import hash_secret, secret_hash_candidates
 from app.settings import current
 from app.tenancy.models import Client
 from app.tenancy.service import enabled_client_clause
@@ -206,10 +206,48 @@ _EXCHANGE_CLIENT_COLUMNS = (
 )
 
 
-@functools.cache
-def _consume_statement(dialect: str) -> Executable:
-    """The statement of `_consume_code`, built once per dialect: building it costs more than running it."""
-    consume = (
+def exchange_code_at_once(credentials: PresentedCredentials, *, code: str, redirect_uri: str,
+                          code_verifier: str | None) -> TokenResponse | None:
+    """A code exchange by client secret in one autocommitted statement, on PostgreSQL; None when it
+    did not apply or consumed nothing, and then nothing was changed: the caller runs `exchange_code`
+    in a unit of work, which holds every rule and says what was wrong.
+
+    The statement consumes the code only when everything `exchange_code` checks holds and, besides,
+    the secret is the client's (current, or previous within its grace; compared as keyed hashes),
+    the client authenticates with this method, and the grant needs no other write (no refresh
+    token): the use of the code is then committed by that statement alone, and what follows only
+    reads and signs (with keys this process already knows, so none is created here).
+    """
+    if (credentials.method not in ("client_secret_basic", "client_secret_post") or not credentials.secret
+            or db.engine.dialect.name != "postgresql" or not keys.signing_keys_loaded()):
+        return None
+    client_id = parse_client_id(credentials.client_id)
+    if client_id is None:
+        return None
+    now = utcnow()
+    issued_at = int(time.time())
+    expires_at = datetime.fromtimestamp(issued_at + current(OidcSettings).access_token_ttl, UTC)
+    jti = uuid.uuid4().hex
+    parameters = {
+        "given_code_hash": hash_secret(code), "given_client_id": client_id, "given_redirect_uri": redirect_uri,
+        "given_now": now, "given_challenge": _pkce_challenge(code_verifier) if code_verifier else "",
+        "given_jti": jti, "given_access_token_expires_at": expires_at,
+        "given_secret_hashes": secret_hash_candidates(credentials.secret), "given_method": credentials.method,
+    }  # fmt: skip
+    db.session.connection(execution_options={"isolation_level": "AUTOCOMMIT"})
+    row = db.session.execute(_consume_at_once_statement(), parameters).first()
+    if row is None:
+        db.session.close()  # nothing changed; the caller's unit of work must not inherit autocommit
+        return None
+    consumed = _ConsumedCode(*row)
+    return _user_tokens(consumed.client, consumed.user, scope=consumed.scope, auth_time=as_utc(consumed.auth_time),
+                        nonce=consumed.nonce, sid=consumed.sid, jti=jti, issued_at=issued_at, refresh_token=None)
+
+
+def _consume_update(*conditions: Any) -> Update:
+    """Consume the code if it is unused, unexpired, of this enabled client, redirect URI and PKCE
+    challenge, its user enabled and in the client's tree, and `conditions` hold."""
+    return (
         update(AuthorizationCode)
         .where(
             AuthorizationCode.code_hash == bindparam("given_code_hash"),
@@ -223,14 +261,17 @@ def _consume_statement(dialect: str) -> Executable:
             User.id == AuthorizationCode.user_id,
             User.disabled_at.is_(None),
             User.root_client_id == func.coalesce(Client.root_id, Client.id),
+            *conditions,
         )
         .values(used_at=bindparam("given_now"), access_token_jti=bindparam("given_jti"),
                 access_token_expires_at=bindparam("given_access_token_expires_at"))
         .returning(AuthorizationCode.user_id, AuthorizationCode.scope, AuthorizationCode.nonce,
                    AuthorizationCode.auth_time, AuthorizationCode.sid)
     )
-    if dialect != "postgresql":
-        return consume.execution_options(synchronize_session=False)
+
+
+def _with_user_and_client(consume: Update) -> Executable:
+    """PostgreSQL: the consumed code's fields with its user and client, in the same round trip."""
     code = consume.cte("consumed")
     return (
         select(code.c.scope, code.c.nonce, code.c.auth_time, code.c.sid, User, Client)
@@ -238,6 +279,28 @@ def _consume_statement(dialect: str) -> Executable:
         .options(load_only(*_EXCHANGE_CLIENT_COLUMNS))
     )
 
+
+@functools.cache
+def _consume_statement(dialect: str) -> Executable:
+    """The statement of `_consume_code`, built once per dialect: building it costs more than running it."""
+    if dialect != "postgresql":
+        return _consume_update().execution_options(synchronize_session=False)
+    return _with_user_and_client(_consume_update())
+
+
+@functools.cache
+def _consume_at_once_statement() -> Executable:
+    """The statement of `exchange_code_at_once`: `_consume_statement`'s, with the client's secret and
+    method checked and only grants that issue no refresh token (`refresh.wanted`)."""
+    secret_hashes = bindparam("given_secret_hashes", expanding=True)
+    grace_until = bindparam("given_now", type_=Client.previous_secret_expires_at.type)
+    return _with_user_and_client(_consume_update(
+        or_(Client.secret_hash.in_(secret_hashes),
+            and_(Client.previous_secret_hash.in_(secret_hashes), Client.previous_secret_expires_at > grace_until)),
+        func.coalesce(Client.token_endpoint_auth_method, bindparam("given_method")) == bindparam("given_method"),
+        Client.issue_refresh_tokens.isnot(True),
+        not_((" " + AuthorizationCode.scope + " ").contains(f" {refresh.OFFLINE_ACCESS} ", autoescape=True)),
+    ))
 
 
 def _consume_code(code_hash: str, *, client_id: int, redirect_uri: str, now: datetime, challenge: str, jti: str,

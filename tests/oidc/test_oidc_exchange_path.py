@@ -107,3 +107,40 @@ def test_both_paths_spend_one_budget_and_count_each_request_once(app, client):
         assert exchange(client, tenant, "nope", as_json=True).status_code == 429
     finally:
         set_settings(app, OIDC_TOKEN_RATE_LIMIT=previous)
+
+
+def test_a_plain_exchange_on_postgresql_is_one_statement_without_a_transaction(app, client, tenant):
+    from sqlalchemy import event
+
+    from app.extensions import db
+
+    with app.app_context():
+        engine = db.engine
+    if engine.dialect.name != "postgresql":
+        pytest.skip("SQLite exchanges in a unit of work")
+    code = sign_in(client, tenant)["code"]
+    statements, commits = [], []
+
+    def on_statement(_conn, _cursor, statement, *_args) -> None:
+        statements.append(statement)
+
+    def on_commit(_conn) -> None:
+        commits.append(True)
+
+    event.listen(engine, "before_cursor_execute", on_statement)
+    event.listen(engine, "commit", on_commit)
+    try:
+        assert exchange(client, tenant, code).status_code == 200
+    finally:
+        event.remove(engine, "before_cursor_execute", on_statement)
+        event.remove(engine, "commit", on_commit)
+    consuming = [statement for statement in statements if "UPDATE oidc_authorization_codes" in statement]
+    assert len(consuming) == 1 and not commits, statements
+    replay = exchange(client, tenant, code)  # the autocommitted use is durable: a replay is refused
+    assert replay.status_code == 400 and replay.get_json()["error"] == "invalid_grant"
+
+
+def test_grants_that_write_more_take_the_unit_of_work(client, tenant):
+    code = sign_in(client, tenant, scope="openid offline_access")["code"]
+    answer = exchange(client, tenant, code)
+    assert answer.status_code == 200 and answer.get_json()["refresh_token"]
