@@ -151,7 +151,7 @@ def _client_rate_key() -> str:
     else:
         try:
             client = _parameters().get("client_id") or ""
-        except OAuthError:
+        except (OAuthError, RequestEntityTooLarge):  # the view answers it; the address's bucket counts it
             client = ""
     return token_rate_bucket(current(OidcSettings).issuer, request.remote_addr, client)
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import logging
 import re
 
 import pytest
@@ -56,11 +57,14 @@ def test_token_endpoint_415_is_an_oauth_error(client, path):
     assert answer.headers["Cache-Control"] == "no-store"
 
 
-def test_token_endpoint_413_is_an_oauth_error_stating_the_limit(app, client):
+def test_token_endpoint_413_is_an_oauth_error_stating_the_limit(app, client, caplog):
     limit = app.config["MAX_CONTENT_LENGTH"]
-    answer = client.post(
-        "/v1/openidc/token", data="code=" + "x" * limit, headers={"Content-Type": "application/x-www-form-urlencoded"}
-    )
+    with caplog.at_level(logging.ERROR):
+        answer = client.post(
+            "/v1/openidc/token", data="code=" + "x" * limit,
+            headers={"Content-Type": "application/x-www-form-urlencoded"},
+        )
     assert answer.status_code == 413
+    assert not [record for record in caplog.records if record.levelno >= logging.ERROR]  # the limiter's key too
     body = answer.get_json()
     assert body["error"] == "invalid_request" and f"{limit} bytes" in body["error_description"]
