@@ -10,10 +10,11 @@ from __future__ import annotations
 import uuid
 from dataclasses import dataclass
 from datetime import datetime, timedelta
+from functools import cache
 from typing import Any
 
 from flask import current_app
-from sqlalchemy import Row, bindparam, exists, func, select, update
+from sqlalchemy import Row, Select, bindparam, exists, func, select, update
 from sqlalchemy.exc import IntegrityError
 from sqlalchemy.orm import aliased
 
@@ -135,23 +136,26 @@ _CLIENT_ROW_IN_SUBTREE = select(*(Client.__table__.c[name] for name in _SUB_CLIE
     _NO_DISABLED_ANCESTOR,
 )
 # Columns, not entities: loading two ORM objects (the clients table has 40 columns) cost more than the query.
-_ACTIVE_TOKEN = (
-    select(
-        ApiToken.id.label("token_id"),
-        ApiToken.expires_at,
-        ApiToken.last_used_at,
-        Client.id.label("client_id"),
-        Client.parent_id,
-        Client.root_id,
-        Client.path,
+# One statement per number of hash keys (one bind each): an expanding IN is re-rendered on every execution.
+@cache
+def _active_token_statement(hash_count: int) -> Select:
+    return (
+        select(
+            ApiToken.id.label("token_id"),
+            ApiToken.expires_at,
+            ApiToken.last_used_at,
+            Client.id.label("client_id"),
+            Client.parent_id,
+            Client.root_id,
+            Client.path,
+        )
+        .join(Client, Client.id == ApiToken.client_id)
+        .where(
+            ApiToken.token_hash.in_([bindparam(f"hash_{index}") for index in range(hash_count)]),
+            ApiToken.revoked_at.is_(None),
+            _NO_DISABLED_ANCESTOR,
+        )
     )
-    .join(Client, Client.id == ApiToken.client_id)
-    .where(
-        ApiToken.token_hash.in_(bindparam("hashes", expanding=True)),
-        ApiToken.revoked_at.is_(None),
-        _NO_DISABLED_ANCESTOR,
-    )
-)
 
 
 def _prefix_pattern(prefix: str) -> str:
@@ -503,7 +507,9 @@ def find_active_token(plaintext: str) -> ActiveToken | None:
     A token is refused too when an ancestor of its client is disabled.
     """
     # One round trip: the token, its client and the disabled-ancestor check together.
-    row = db.session.connection().execute(_ACTIVE_TOKEN, {"hashes": secret_hash_candidates(plaintext)}).first()
+    hashes = secret_hash_candidates(plaintext)
+    params = {f"hash_{index}": value for index, value in enumerate(hashes)}
+    row = db.session.connection().execute(_active_token_statement(len(hashes)), params).first()
     if row is None or (row.expires_at is not None and as_utc(row.expires_at) <= utcnow()):
         return None
     return ActiveToken(row.token_id, as_utc(row.last_used_at), row.client_id, row.parent_id, row.root_id, row.path)
