@@ -16,7 +16,7 @@ from sqlalchemy.exc import DataError, IntegrityError, OperationalError
 
 from app.config import INSTANCE_DIR, Config, UnsafeConfiguration, check_startup_safety
 from app.db import in_unit_of_work
-from app.http import BoundedArgumentsParser, BoundedJSONProvider, CookieSessionInterface
+from app.http import BoundedArgumentsParser, BoundedJSONProvider, CookieSessionInterface, TesseraFlask
 from app.ops.logging import configure_logging, new_request_id, request_id_var
 from app.settings import current, install_settings
 
@@ -26,7 +26,7 @@ MIGRATIONS_DIR = Path(__file__).resolve().parent.parent / "migrations"
 
 def create_app(config: dict | None = None) -> Flask:
     """Build the Flask application; `config` overrides settings read from the environment."""
-    app = Flask(__name__, instance_path=str(INSTANCE_DIR))
+    app = TesseraFlask(__name__, instance_path=str(INSTANCE_DIR))
     app.json = BoundedJSONProvider(app)
     app.session_interface = CookieSessionInterface()
     try:
@@ -68,13 +68,15 @@ def create_app(config: dict | None = None) -> Flask:
 
 
 def _install_fast_paths(app: Flask) -> None:
-    """Hot public reads and code exchanges answered before Flask dispatches (inside ProxyFix, which
-    must see them first)."""
+    """Hot public reads, code exchanges and sub-client reads answered before Flask dispatches (inside
+    ProxyFix, which must see them first)."""
     from app.agents.public_reads import install_public_reads
     from app.oidc.exchange_path import install_exchange_path
+    from app.tenancy.fast_reads import install_sub_client_reads
 
     install_public_reads(app)
     install_exchange_path(app)
+    install_sub_client_reads(app)
 
 
 def _import_models() -> None:

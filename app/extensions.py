@@ -34,6 +34,33 @@ class ProblemApi(Api):
         self.spec.components.response("DEFAULT_ERROR", response, lazy=True)
 
 
+class RouteLimiter(Limiter):
+    """Flask-Limiter without its per-request pass while no limit applies beyond a route's own.
+
+    Its before-request hook resolves the application, default, blueprint and meta limits of every
+    request, whatever the route (about a tenth of a cheap authenticated read). Tessera declares
+    none of those: every limit is a view's `@limiter.limit`, which checks itself when that view is
+    called. While that holds the hook could only find nothing, so it returns at once; the moment
+    such a limit (or an in-memory fallback limit) is configured, the full pass runs again.
+    """
+
+    def _check_request_limit(self, callable_name: str | None = None, in_middleware: bool = True) -> None:
+        if in_middleware and callable_name is None and not self.limits_beyond_routes():
+            return
+        super()._check_request_limit(callable_name=callable_name, in_middleware=in_middleware)
+
+    def limits_beyond_routes(self) -> bool:
+        """True when an application, default, blueprint, meta or in-memory fallback limit is set."""
+        manager = self.limit_manager
+        return bool(
+            manager._application_limits
+            or manager._default_limits
+            or manager._blueprint_limits
+            or self._meta_limits
+            or self._in_memory_fallback
+        )
+
+
 class FlaskTask(Task):
     """A Celery task that runs inside the Flask application context."""
 
@@ -48,5 +75,5 @@ class FlaskTask(Task):
 db = SQLAlchemy(model_class=Base)
 migrate = Migrate()
 api = ProblemApi()
-limiter = Limiter(key_func=get_remote_address, default_limits=[])
+limiter = RouteLimiter(key_func=get_remote_address, default_limits=[])
 celery = Celery("tessera", task_cls=FlaskTask, set_as_current=True)

@@ -20,8 +20,7 @@ from collections.abc import Callable, Iterable
 from typing import Any
 
 from flask import Flask
-from sqlalchemy import bindparam, create_engine, exists, select
-from sqlalchemy.engine import Engine
+from sqlalchemy import bindparam, exists, select
 from sqlalchemy.exc import SQLAlchemyError
 from werkzeug.http import parse_etags
 
@@ -29,7 +28,7 @@ from app.agents.models import AgentAccount, PublicCard, RegistryRecord
 from app.agents.settings import AgentSettings
 from app.dids.resolution import resolve_did
 from app.dids.settings import DidSettings
-from app.ops.edge import RouteMetrics, add_response_headers, request_id_of
+from app.ops.edge import RouteMetrics, add_response_headers, read_engine, request_id_of
 from app.settings import current
 
 DID_JSON = "application/did+json"
@@ -85,7 +84,6 @@ class PublicReads:
     def __init__(self, app: Flask, inner: Callable) -> None:
         self.app = app
         self.inner = inner
-        self._engine: Engine | None = None
         self._documents: dict[str, tuple[tuple, bytes, str]] = {}
         self._metrics = RouteMetrics()
 
@@ -112,28 +110,8 @@ class PublicReads:
     def _did_method(self) -> str:
         return current(DidSettings, self.app).method
 
-    def _engine_for_reads(self) -> Engine:
-        if self._engine is None:
-            from app.extensions import db
-
-            with self.app.app_context():
-                engine = db.engine
-            # One round trip per read on PostgreSQL (no BEGIN, no ROLLBACK), from a pool of its own whose
-            # connections stay in autocommit: no isolation level set and reset, nor a reset on return,
-            # per read. It opens at most one connection per thread serving these reads. SQLite keeps the
-            # isolation its connections are set up with (app/__init__.py), which autocommit would undo.
-            if engine.dialect.name == "postgresql":
-                engine = create_engine(
-                    engine.url,
-                    **self.app.config["SQLALCHEMY_ENGINE_OPTIONS"],
-                    isolation_level="AUTOCOMMIT",
-                    pool_reset_on_return=None,
-                )
-            self._engine = engine
-        return self._engine
-
     def _fetch(self, statement: Any, did: str) -> Any:
-        with self._engine_for_reads().connect() as connection:
+        with read_engine(self.app).connect() as connection:
             return connection.execute(statement, {"did": did}).first()
 
     def _card(self, environ: dict, did: str) -> tuple | None:

@@ -1,6 +1,7 @@
 """What every response gets from the application's hooks, for the few answers given before Flask
-dispatches (app/agents/public_reads.py, app/oidc/exchange_path.py): the request id, HSTS and the
-request metrics, so those answers are indistinguishable from the views'.
+dispatches (app/agents/public_reads.py, app/oidc/exchange_path.py, app/tenancy/fast_reads.py):
+the request id, HSTS and the request metrics, so those answers are indistinguishable from the
+views'; and the engine their reads share.
 """
 
 from __future__ import annotations
@@ -10,10 +11,38 @@ import time
 from typing import Any
 
 from flask import Flask
+from sqlalchemy import create_engine
+from sqlalchemy.engine import Engine
 
 from app.ops.logging import new_request_id, request_id_var
 
 _REQUEST_ID = re.compile(r"^[A-Za-z0-9._-]{1,64}$")
+_READ_ENGINE = "tessera.read_engine"
+
+
+def read_engine(app: Flask) -> Engine:
+    """The engine of reads answered before dispatch, made at the first one.
+
+    One round trip per read on PostgreSQL (no BEGIN, no ROLLBACK), from a pool of its own whose
+    connections stay in autocommit: no isolation level set and reset, nor a reset on return, per
+    read. It opens at most one connection per thread serving these reads. SQLite keeps the
+    isolation its connections are set up with (app/__init__.py), which autocommit would undo.
+    """
+    engine = app.extensions.get(_READ_ENGINE)
+    if engine is None:
+        from app.extensions import db
+
+        with app.app_context():
+            engine = db.engine
+        if engine.dialect.name == "postgresql":
+            engine = create_engine(
+                engine.url,
+                **app.config["SQLALCHEMY_ENGINE_OPTIONS"],
+                isolation_level="AUTOCOMMIT",
+                pool_reset_on_return=None,
+            )
+        engine = app.extensions.setdefault(_READ_ENGINE, engine)
+    return engine
 
 
 def request_id_of(environ: dict) -> str:

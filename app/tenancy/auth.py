@@ -5,7 +5,7 @@ from __future__ import annotations
 import re
 from collections.abc import Callable
 from copy import deepcopy
-from datetime import timedelta
+from datetime import datetime, timedelta
 from functools import wraps
 from typing import Any
 
@@ -93,21 +93,30 @@ def authenticate_request(*, honour_subclient: bool) -> Caller:
     if token is None:
         raise Unauthorized("The API token is unknown, revoked or expired.")
     now = utcnow()
-    if token.last_used_at is None or now - token.last_used_at > _LAST_USED_RESOLUTION:
+    if token_use_to_stamp(token, now):
         service.stamp_token_use(token.token_id, now)
-    acting_id, acting_path = token.client_id, token.path
     node_id = request.headers.get(SUBCLIENT_HEADER, "").strip()
     if honour_subclient and node_id:  # an empty header means the caller's own client
         acting = _acting_node(token.path, node_id)
-        acting_id, acting_path = acting.id, acting.path
+        return caller_of(token, acting.id, acting.path)
+    return caller_of(token)
+
+
+def token_use_to_stamp(token: service.ActiveToken, now: datetime) -> bool:
+    """True when the token's last use is to be recorded (at most once a minute: it costs a write)."""
+    return token.last_used_at is None or now - token.last_used_at > _LAST_USED_RESOLUTION
+
+
+def caller_of(token: service.ActiveToken, acting_id: int | None = None, acting_path: str | None = None) -> Caller:
+    """The caller a valid token makes, acting in its own client unless another node is given."""
     return Caller(
         client_id=token.client_id,
         token_id=token.token_id,
         is_master=token.parent_id is None,
         root_id=token.root_id or token.client_id,
         path=token.path,
-        acting_client_id=acting_id,
-        acting_path=acting_path,
+        acting_client_id=token.client_id if acting_id is None else acting_id,
+        acting_path=token.path if acting_path is None else acting_path,
     )
 
 

@@ -10,10 +10,12 @@ from __future__ import annotations
 import uuid
 from dataclasses import dataclass
 from datetime import datetime, timedelta
+from functools import cache
 from typing import Any
 
 from flask import current_app
-from sqlalchemy import Row, bindparam, exists, func, select, update
+from sqlalchemy import Row, Select, bindparam, exists, func, select, update
+from sqlalchemy.engine import Connection
 from sqlalchemy.exc import IntegrityError
 from sqlalchemy.orm import aliased
 
@@ -135,23 +137,26 @@ _CLIENT_ROW_IN_SUBTREE = select(*(Client.__table__.c[name] for name in _SUB_CLIE
     _NO_DISABLED_ANCESTOR,
 )
 # Columns, not entities: loading two ORM objects (the clients table has 40 columns) cost more than the query.
-_ACTIVE_TOKEN = (
-    select(
-        ApiToken.id.label("token_id"),
-        ApiToken.expires_at,
-        ApiToken.last_used_at,
-        Client.id.label("client_id"),
-        Client.parent_id,
-        Client.root_id,
-        Client.path,
+# One statement per number of hash keys (one bind each): an expanding IN is re-rendered on every execution.
+@cache
+def _active_token_statement(hash_count: int) -> Select:
+    return (
+        select(
+            ApiToken.id.label("token_id"),
+            ApiToken.expires_at,
+            ApiToken.last_used_at,
+            Client.id.label("client_id"),
+            Client.parent_id,
+            Client.root_id,
+            Client.path,
+        )
+        .join(Client, Client.id == ApiToken.client_id)
+        .where(
+            ApiToken.token_hash.in_([bindparam(f"hash_{index}") for index in range(hash_count)]),
+            ApiToken.revoked_at.is_(None),
+            _NO_DISABLED_ANCESTOR,
+        )
     )
-    .join(Client, Client.id == ApiToken.client_id)
-    .where(
-        ApiToken.token_hash.in_(bindparam("hashes", expanding=True)),
-        ApiToken.revoked_at.is_(None),
-        _NO_DISABLED_ANCESTOR,
-    )
-)
 
 
 def _prefix_pattern(prefix: str) -> str:
@@ -249,11 +254,18 @@ def read_sub_client(caller: Caller, client_id: int) -> Row:
 
     Cheaper than loading the ORM object; the row is read only and holds no secret. Raises `NotFound` (404).
     """
-    params = {"client_id": client_id, "subtree_pattern": _prefix_pattern(caller.acting_path)}
-    row = db.session.connection().execute(_CLIENT_ROW_IN_SUBTREE, params).first()
+    row = find_sub_client_row(caller, client_id)
     if row is None:
         raise NotFound("No such sub-client.")
     return row
+
+
+def find_sub_client_row(caller: Caller, client_id: int, connection: Connection | None = None) -> Row | None:
+    """The row of `read_sub_client`, or None; read through `connection` when given, else the session's."""
+    params = {"client_id": client_id, "subtree_pattern": _prefix_pattern(caller.acting_path)}
+    if connection is None:
+        connection = db.session.connection()
+    return connection.execute(_CLIENT_ROW_IN_SUBTREE, params).first()
 
 
 def list_sub_clients(caller: Caller, page: int, per_page: int) -> Page:
@@ -497,13 +509,18 @@ class ActiveToken:
     path: str
 
 
-def find_active_token(plaintext: str) -> ActiveToken | None:
+def find_active_token(plaintext: str, connection: Connection | None = None) -> ActiveToken | None:
     """The token if it is valid now (not revoked, expired or disabled), with its client's place in the tree.
 
-    A token is refused too when an ancestor of its client is disabled.
+    A token is refused too when an ancestor of its client is disabled. Read through `connection`
+    when given (a read answered before Flask dispatches), else the session's.
     """
     # One round trip: the token, its client and the disabled-ancestor check together.
-    row = db.session.connection().execute(_ACTIVE_TOKEN, {"hashes": secret_hash_candidates(plaintext)}).first()
+    hashes = secret_hash_candidates(plaintext)
+    params = {f"hash_{index}": value for index, value in enumerate(hashes)}
+    if connection is None:
+        connection = db.session.connection()
+    row = connection.execute(_active_token_statement(len(hashes)), params).first()
     if row is None or (row.expires_at is not None and as_utc(row.expires_at) <= utcnow()):
         return None
     return ActiveToken(row.token_id, as_utc(row.last_used_at), row.client_id, row.parent_id, row.root_id, row.path)

@@ -1,0 +1,92 @@
+"""`GET /v1/sub_client/<id>` with an x-api-token, answered before Flask dispatches.
+
+The hottest authenticated read: Flask's dispatch, the request hooks and flask-smorest cost more
+than its two prebuilt statements. Only the plain success is answered here: a GET with a valid
+token whose last use needs no stamp, without x-api-subclient-id or a cookie (the view may refresh
+a session), for a sub-client in the token's subtree (neither it nor an ancestor disabled), while
+no rate limit applies beyond a route's own. Everything else (no, unknown, revoked or expired
+token, a stamp due, an unknown or disabled sub-client, a malformed id, HEAD, a fault) goes to the
+Flask view, which remains the one definition of those answers. The token and sub-client
+statements, the schema and the JSON encoder are the view's, and they run on every request (a
+revoked token or a disabled client is refused at once); the headers of the request hooks and the
+request metrics are given too (app/ops/edge.py).
+"""
+
+from __future__ import annotations
+
+import logging
+import re
+import time
+from collections.abc import Callable, Iterable
+
+from flask import Flask, Response
+from sqlalchemy.exc import SQLAlchemyError
+
+from app.db import utcnow
+from app.extensions import limiter
+from app.http import MAX_ID
+from app.ops.edge import RouteMetrics, add_response_headers, read_engine, request_id_of
+from app.tenancy import service
+from app.tenancy.auth import caller_of, token_use_to_stamp
+from app.tenancy.schemas import SubClientEnvelope
+
+log = logging.getLogger(__name__)
+
+RULE = "/v1/sub_client/<subclient_id>"
+_PATH = re.compile(r"^/v1/sub_client/([0-9]{1,10})$")
+
+
+def install_sub_client_reads(app: Flask) -> None:
+    """Answer plain sub-client reads in front of the Flask dispatch of `app`."""
+    app.wsgi_app = SubClientReads(app, app.wsgi_app)  # type: ignore[method-assign]
+
+
+class SubClientReads:
+    """WSGI middleware: successful `GET /v1/sub_client/<id>` reads, the rest to `inner`."""
+
+    def __init__(self, app: Flask, inner: Callable) -> None:
+        self.app = app
+        self.inner = inner
+        self._schema = SubClientEnvelope()
+        self._metrics = RouteMetrics()
+
+    def __call__(self, environ: dict, start_response: Callable) -> Iterable[bytes]:
+        match = _PATH.fullmatch(environ.get("PATH_INFO", "")) if environ.get("REQUEST_METHOD") == "GET" else None
+        token = environ.get("HTTP_X_API_TOKEN", "")
+        if (
+            match is None
+            or not token
+            or "HTTP_X_API_SUBCLIENT_ID" in environ
+            or "HTTP_COOKIE" in environ
+            or (limiter.enabled and limiter.limits_beyond_routes())
+        ):
+            return self.inner(environ, start_response)
+        client_id = int(match.group(1))
+        if not 0 < client_id <= MAX_ID:
+            return self.inner(environ, start_response)
+        started = time.perf_counter()
+        try:
+            response = self._answer(token, client_id)
+        except SQLAlchemyError:
+            response = None  # the view answers (and reports) a database fault
+        except Exception:
+            log.exception("the sub-client fast read failed; the view answers")
+            response = None
+        if response is None:
+            return self.inner(environ, start_response)
+        headers: dict[str, str] = {}
+        add_response_headers(self.app, environ, headers, request_id_of(environ))
+        response.headers.update(headers)
+        self._metrics.observe("GET", RULE, 200, started)
+        return response(environ, start_response)
+
+    def _answer(self, raw_token: str, client_id: int) -> Response | None:
+        with self.app.app_context():
+            with read_engine(self.app).connect() as connection:
+                token = service.find_active_token(raw_token, connection)
+                if token is None or token_use_to_stamp(token, utcnow()):
+                    return None
+                row = service.find_sub_client_row(caller_of(token), client_id, connection)
+            if row is None:
+                return None
+            return self.app.json.response(self._schema.dump({"data": row}))
