@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import os
+import time
 import uuid
 
 import pytest
@@ -80,3 +82,33 @@ def test_acknowledgements_ride_with_the_next_delivery_and_all_land_by_close(app,
     # sends one more per acknowledgement (63).
     assert len(pipelines_sent) <= 40
     assert unacked(app) == before
+
+
+def unacked_deliveries_of(job_ids: list[str]) -> int:
+    """Deliveries of `job_ids` that the broker still holds as unacknowledged (to be delivered again)."""
+    client = redis.Redis.from_url(os.environ["DIRECT_REDIS_URL"])
+    try:
+        return sum(any(job_id.encode() in raw for job_id in job_ids) for raw in client.hvals("unacked"))
+    finally:
+        client.close()
+
+
+def test_a_worker_acknowledges_its_last_deliveries_without_waiting_for_another(
+    client, master, real_worker, wait_for_job
+):
+    # No sweep requests either: nothing is delivered to this worker after the jobs.
+    real_worker.stop()
+    real_worker.start(extra_env={"OUTBOX_SWEEP_INTERVAL": "0"})
+    try:
+        job_ids = [
+            client.post("/v1/jobs/canary", json={}, headers=master.headers).get_json()["data"]["id"] for _ in range(5)
+        ]
+        for job_id in job_ids:
+            assert wait_for_job(job_id)["state"] == "succeeded"
+        deadline = time.monotonic() + 10
+        while unacked_deliveries_of(job_ids) and time.monotonic() < deadline:
+            time.sleep(0.1)
+        assert unacked_deliveries_of(job_ids) == 0
+    finally:
+        real_worker.stop()
+        real_worker.start()
