@@ -286,6 +286,7 @@ class Config:
             "broker_connection_timeout": 2,
             "task_publish_retry": False,
             "broker_transport_options": _broker_transport_options(core),
+            **_broker_transport(core),
             "worker_hijack_root_logger": False,
             "timezone": "UTC",
             "task_default_queue": queue,
@@ -394,6 +395,18 @@ def _engine_options(core: CoreSettings) -> dict:
         "pool_timeout": core.db_pool_timeout,
         "connect_args": connect_args,
     }
+
+
+def _broker_transport(core: CoreSettings) -> dict:
+    """kombu's Redis transport with one client per channel (`app.ops.broker`) for `redis://`.
+
+    A `rediss://` broker keeps kombu's own transport: kombu derives its TLS default from that scheme.
+    """
+    if not core.broker_url.startswith("redis://"):
+        return {}
+    from app.ops.broker import REDIS_TRANSPORT_NAME
+
+    return {"broker_transport": REDIS_TRANSPORT_NAME}
 
 
 def _broker_transport_options(core: CoreSettings) -> dict:

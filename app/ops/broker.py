@@ -1,17 +1,125 @@
-"""The embedded broker: kombu's SQLAlchemy transport on SQLite, polled often enough for snappy jobs.
+"""Broker transports: kombu's Redis and SQLAlchemy transports with what Tessera needs changed.
 
-kombu hands every transport option of this transport to `create_engine`, so the polling interval
-cannot be passed as an option; it is a class attribute of this subclass instead (set by
+The embedded broker is kombu's SQLAlchemy transport on SQLite, polled often enough for snappy
+jobs. kombu hands every transport option of this transport to `create_engine`, so the polling
+interval cannot be passed as an option; it is a class attribute of this subclass instead (set by
 `create_app` from `BROKER_POLLING_INTERVAL`, see `OpsSettings`), registered as the `tessera-sqla`
 transport.
+
+On Redis (`redis://`), `RedisTransport` (the `tessera-redis` transport) is kombu's transport
+whose channel reuses one client for its synchronous commands. kombu builds a new `redis.Redis` for
+every one of them (a publish, the record of a delivered message, its acknowledgement), and redis-py
+rebuilds its table of ~170 response callbacks in each constructor (redis/redis-py#3624): that was
+a quarter of a worker's consumer CPU per job. The client holds no connection of its own (each
+command and pipeline takes one from the channel's pool), so one per channel is what kombu's
+per-call clients were already.
+
+Its acknowledgements are batched (`RedisQoS`): an acknowledged message leaves kombu's unacked
+index in the pipeline that records the next delivery, or within `ACK_FLUSH_SECONDS` when no
+delivery comes, instead of in a round trip of its own. A job is final in the database before its
+message is acknowledged, so an acknowledgement lost with a killed worker only means the broker
+delivers that message again after its visibility timeout, and the job's claim turns it into a
+no-op; a job is never run twice for it.
 """
 
 from __future__ import annotations
 
-from kombu.transport import TRANSPORT_ALIASES
+import contextlib
+from time import time
+
+from kombu.transport import TRANSPORT_ALIASES, virtual
+from kombu.transport import redis as kombu_redis
 from kombu.transport import sqlalchemy as kombu_sqlalchemy
+from kombu.utils.json import dumps
 
 TRANSPORT_NAME = "tessera-sqla"
+REDIS_TRANSPORT_NAME = "tessera-redis"
+# Acknowledgements waiting for the next delivery's pipeline are written at the latest after this
+# long, or once this many have gathered.
+ACK_FLUSH_SECONDS = 0.5
+ACK_BATCH = 64
+
+
+class RedisQoS(kombu_redis.QoS):
+    """kombu's ack emulation with acknowledgements written alongside the next delivery's record."""
+
+    def __init__(self, *args, **kwargs) -> None:
+        super().__init__(*args, **kwargs)
+        self._acked: list[str] = []
+
+    def append(self, message, delivery_tag: str) -> None:
+        delivery = message.delivery_info
+        with self.pipe_or_acquire() as pipe:
+            self._forget_acked(pipe)
+            pipe.zadd(self.unacked_index_key, {delivery_tag: time()})
+            pipe.hset(
+                self.unacked_key,
+                delivery_tag,
+                dumps([message._raw, delivery["exchange"], delivery["routing_key"]]),
+            )
+            pipe.execute()
+            virtual.QoS.append(self, message, delivery_tag)
+
+    def ack(self, delivery_tag: str) -> None:
+        self._acked.append(delivery_tag)
+        virtual.QoS.ack(self, delivery_tag)
+        if len(self._acked) >= ACK_BATCH:
+            self.flush_acks()
+
+    def flush_acks(self) -> None:
+        """Write the acknowledgements still waiting, in one round trip."""
+        if self._acked:
+            with self.pipe_or_acquire() as pipe:
+                self._forget_acked(pipe)
+                pipe.execute()
+
+    def _forget_acked(self, pipe) -> None:
+        tags, self._acked = self._acked, []
+        if tags:
+            pipe.zrem(self.unacked_index_key, *tags)
+            pipe.hdel(self.unacked_key, *tags)
+
+
+class RedisChannel(kombu_redis.Channel):
+    QoS = RedisQoS
+    _sync_client = None
+
+    def _create_client(self, asynchronous: bool = False):
+        if asynchronous:  # the event loop's client (BRPOP): kombu keeps one already, `Channel.client`
+            return super()._create_client(asynchronous=True)
+        if self._sync_client is None:
+            self._sync_client = super()._create_client()
+        return self._sync_client
+
+    def flush_acks(self) -> None:
+        """Write the acknowledgements still waiting.
+
+        With the broker unreachable they are dropped: it delivers those messages again after the
+        visibility timeout, and their jobs, already final, are not run again.
+        """
+        if self._qos is not None:
+            with contextlib.suppress(*self.connection_errors):
+                self._qos.flush_acks()
+
+    def close(self) -> None:
+        if not self.closed:
+            self.flush_acks()
+        super().close()
+
+
+class RedisTransport(kombu_redis.Transport):
+    Channel = RedisChannel
+
+    def register_with_event_loop(self, connection, loop) -> None:
+        super().register_with_event_loop(connection, loop)
+        previous = getattr(self.cycle, "_ack_flush_tref", None)
+        if previous is not None:  # a reconnect registers again
+            previous.cancel()
+        self.cycle._ack_flush_tref = loop.call_repeatedly(ACK_FLUSH_SECONDS, self._flush_acks)
+
+    def _flush_acks(self) -> None:
+        for channel in list(self.channels):
+            channel.flush_acks()
 
 
 class Transport(kombu_sqlalchemy.Transport):
@@ -24,3 +132,4 @@ def set_polling_interval(seconds: float) -> None:
 
 
 TRANSPORT_ALIASES[TRANSPORT_NAME] = f"{__name__}:Transport"
+TRANSPORT_ALIASES[REDIS_TRANSPORT_NAME] = f"{__name__}:RedisTransport"

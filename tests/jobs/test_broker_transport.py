@@ -1,0 +1,114 @@
+"""The Redis broker transport: one Redis client per channel, acknowledgements written with the next delivery."""
+
+from __future__ import annotations
+
+import os
+import time
+import uuid
+
+import pytest
+import redis
+
+pytestmark = pytest.mark.realworker
+
+
+@pytest.fixture
+def redis_clients_built(monkeypatch) -> list[int]:
+    """Counts `redis.Redis` objects built in this process while the test runs."""
+    built: list[int] = []
+    original = redis.Redis.__init__
+
+    def counting_init(self, *args, **kwargs) -> None:
+        built.append(1)
+        original(self, *args, **kwargs)
+
+    monkeypatch.setattr(redis.Redis, "__init__", counting_init)
+    return built
+
+
+@pytest.fixture
+def pipelines_sent(monkeypatch) -> list[int]:
+    """Counts Redis pipelines (one round trip each) sent from this process while the test runs."""
+    sent: list[int] = []
+    original = redis.client.Pipeline.execute
+
+    def counting_execute(self, *args, **kwargs):
+        sent.append(1)
+        return original(self, *args, **kwargs)
+
+    monkeypatch.setattr(redis.client.Pipeline, "execute", counting_execute)
+    return sent
+
+
+def unacked(app) -> int:
+    client = redis.Redis.from_url(app.config["CELERY"]["broker_url"])
+    try:
+        return client.zcard("unacked_index")
+    finally:
+        client.close()
+
+
+def pass_messages(app, count: int) -> list[int]:
+    """Put `count` messages on a fresh queue, then take and acknowledge each; their payloads in order."""
+    celery = app.extensions["celery"]
+    received = []
+    with celery.connection_for_write() as connection:
+        queue = connection.SimpleQueue(f"tessera-test-transport-{uuid.uuid4().hex[:8]}")
+        try:
+            for number in range(count):
+                queue.put({"n": number})
+            for _ in range(count):
+                message = queue.get(timeout=5)
+                received.append(message.payload["n"])
+                message.ack()
+            with pytest.raises(queue.Empty):
+                queue.get(block=False)
+        finally:
+            queue.queue.delete()
+            queue.close()
+    return received
+
+
+def test_publishing_delivering_and_acknowledging_reuse_one_client(app, redis_clients_built):
+    assert pass_messages(app, 30) == list(range(30))
+    # kombu's own transport builds a client for every put, delivery record and acknowledgement (124 here).
+    assert len(redis_clients_built) <= 3
+
+
+def test_acknowledgements_ride_with_the_next_delivery_and_all_land_by_close(app, pipelines_sent):
+    before = unacked(app)
+    assert pass_messages(app, 30) == list(range(30))
+    # One pipeline per delivery record and a few for the queue itself (34 here); kombu's own QoS
+    # sends one more per acknowledgement (63).
+    assert len(pipelines_sent) <= 40
+    assert unacked(app) == before
+
+
+def unacked_deliveries_of(job_ids: list[str]) -> int:
+    """Deliveries of `job_ids` that the broker still holds as unacknowledged (to be delivered again)."""
+    client = redis.Redis.from_url(os.environ["DIRECT_REDIS_URL"])
+    try:
+        return sum(any(job_id.encode() in raw for job_id in job_ids) for raw in client.hvals("unacked"))
+    finally:
+        client.close()
+
+
+def test_a_worker_acknowledges_its_last_deliveries_without_waiting_for_another(
+    client, master, real_worker, wait_for_job
+):
+    # No sweep requests either: nothing is delivered to this worker after the jobs.
+    real_worker.stop()
+    real_worker.start(extra_env={"OUTBOX_SWEEP_INTERVAL": "0"})
+    try:
+        job_ids = [
+            client.post("/v1/jobs/canary", json={}, headers=master.headers).get_json()["data"]["id"] for _ in range(5)
+        ]
+        for job_id in job_ids:
+            assert wait_for_job(job_id)["state"] == "succeeded"
+        deadline = time.monotonic() + 10
+        while unacked_deliveries_of(job_ids) and time.monotonic() < deadline:
+            time.sleep(0.1)
+        assert unacked_deliveries_of(job_ids) == 0
+    finally:
+        real_worker.stop()
+        real_worker.start()
