@@ -70,13 +70,12 @@ def create_app(config: dict | None = None) -> Flask:
 def _install_fast_paths(app: Flask) -> None:
     """Hot public reads, code exchanges and sub-client reads answered before Flask dispatches (inside
     ProxyFix, which must see them first)."""
-    from app.agents.public_reads import install_public_reads
-    from app.oidc.exchange_path import install_exchange_path
-    from app.tenancy.fast_reads import install_sub_client_reads
+    from app.agents.public_reads import PublicReads
+    from app.oidc.exchange_path import CodeExchangeBeforeDispatch
+    from app.tenancy.fast_reads import SubClientReads
 
-    install_public_reads(app)
-    install_exchange_path(app)
-    install_sub_client_reads(app)
+    for middleware in (PublicReads, CodeExchangeBeforeDispatch, SubClientReads):
+        middleware.install(app)
 
 
 def _import_models() -> None:

@@ -28,7 +28,7 @@ from app.agents.models import AgentAccount, PublicCard, RegistryRecord
 from app.agents.settings import AgentSettings
 from app.dids.resolution import resolve_did
 from app.dids.settings import DidSettings
-from app.ops.edge import RouteMetrics, add_response_headers, read_engine, request_id_of
+from app.ops.edge import BeforeDispatch, read_engine
 from app.settings import current
 
 DID_JSON = "application/did+json"
@@ -73,19 +73,12 @@ def did_headers(etag: str, cache_seconds: int) -> dict[str, str]:
     return {"Cache-Control": f"public, max-age={cache_seconds}", "ETag": f'"{etag}"', "Vary": "Accept"}
 
 
-def install_public_reads(app: Flask) -> None:
-    """Answer public card and DID document reads in front of the Flask dispatch of `app`."""
-    app.wsgi_app = PublicReads(app, app.wsgi_app)  # type: ignore[method-assign]
-
-
-class PublicReads:
-    """WSGI middleware: plain public reads from prebuilt statements, the rest to `inner`."""
+class PublicReads(BeforeDispatch):
+    """Plain public reads from prebuilt statements before dispatch, the rest to the application."""
 
     def __init__(self, app: Flask, inner: Callable) -> None:
-        self.app = app
-        self.inner = inner
+        super().__init__(app, inner)
         self._documents: dict[str, tuple[tuple, bytes, str]] = {}
-        self._metrics = RouteMetrics()
 
     def __call__(self, environ: dict, start_response: Callable) -> Iterable[bytes]:
         match = _PATH.fullmatch(environ.get("PATH_INFO", "")) if environ.get("REQUEST_METHOD") == "GET" else None
@@ -102,10 +95,8 @@ class PublicReads:
         if answer is None:
             return self.inner(environ, start_response)
         rule, status, headers, body = answer
-        add_response_headers(self.app, environ, headers, request_id_of(environ))
-        self._metrics.observe("GET", rule, status, started)
-        start_response("200 OK" if status == 200 else "304 Not Modified", list(headers.items()))
-        return [body]
+        return self.respond(environ, start_response, rule=rule, status=status, headers=headers, body=body,
+                            started=started)
 
     def _did_method(self) -> str:
         return current(DidSettings, self.app).method

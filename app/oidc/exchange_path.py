@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable, Iterable
+from dataclasses import dataclass
 from io import BytesIO
 from urllib.parse import parse_qsl, unquote_plus
 
@@ -26,7 +27,7 @@ from app.oidc import client_auth, service
 from app.oidc.errors import OAuthError
 from app.oidc.settings import OidcSettings
 from app.oidc.text import has_unstorable
-from app.ops.edge import RouteMetrics, add_response_headers, request_id_of
+from app.ops.edge import BeforeDispatch, request_id_of
 from app.settings import current
 
 TOKEN_RULE = "/v1/openidc/token"
@@ -35,7 +36,6 @@ TOKEN_ENDPOINT = "oidc.token"
 COUNTED = "tessera.token_limit_counted"
 FORM = "application/x-www-form-urlencoded"
 _MAX_BODY = 16 * 1024  # far above any exchange; larger bodies take the view's path and its limits
-_SECRET_METHODS = frozenset({"client_secret_basic", "client_secret_post"})
 
 
 def token_rate_bucket(issuer: str, address: str | None, client: str) -> str:
@@ -49,18 +49,11 @@ def token_rate_bucket(issuer: str, address: str | None, client: str) -> str:
     return f"oidc-client:{issuer}:{address or 'unknown'}:{client[:32]}"
 
 
-def install_exchange_path(app: Flask) -> None:
-    """Answer plain code exchanges in front of the Flask dispatch of `app`."""
-    app.wsgi_app = CodeExchangeBeforeDispatch(app, app.wsgi_app)  # type: ignore[method-assign]
-
-
-class CodeExchangeBeforeDispatch:
-    """WSGI middleware: successful code exchanges by client secret; everything else to `inner`."""
+class CodeExchangeBeforeDispatch(BeforeDispatch):
+    """Successful code exchanges by client secret before dispatch; everything else to the application."""
 
     def __init__(self, app: Flask, inner: Callable) -> None:
-        self.app = app
-        self.inner = inner
-        self._metrics = RouteMetrics()
+        super().__init__(app, inner)
         self._limits: dict[str, object] = {}
 
     def __call__(self, environ: dict, start_response: Callable) -> Iterable[bytes]:
@@ -74,30 +67,23 @@ class CodeExchangeBeforeDispatch:
         exchange = _plain_exchange(environ, body)
         if exchange is None or not self._count(environ, exchange):
             return self.inner(environ, start_response)
-        request_id = request_id_of(environ)
-        values = exchange.values
+        request_id = request_id_of(environ)  # before the service runs, so its logs carry it
+        redeem = {"code": exchange.values["code"], "redirect_uri": exchange.values["redirect_uri"],
+                  "code_verifier": exchange.values.get("code_verifier")}  # fmt: skip
         try:
             with self.app.app_context():
-                answer = service.exchange_code_at_once(
-                    exchange.credentials, code=values["code"], redirect_uri=values["redirect_uri"],
-                    code_verifier=values.get("code_verifier"),
-                )
+                answer = service.exchange_code_at_once(exchange.credentials, **redeem)
                 if answer is None:
                     with transaction():
-                        answer = service.exchange_code(
-                            client_auth.ClientAuthenticator(exchange.credentials, frozenset()),
-                            code=values["code"], redirect_uri=values["redirect_uri"],
-                            code_verifier=values.get("code_verifier"),
-                        )
+                        authenticate = client_auth.ClientAuthenticator(exchange.credentials, frozenset())
+                        answer = service.exchange_code(authenticate, **redeem)
         except Exception:  # refused or failed, and rolled back: the view answers (and reports) it
             return self.inner(environ, start_response)
         payload = (self.app.json.dumps(answer.as_dict()) + "\n").encode()
         headers = {"Content-Type": "application/json", "Content-Length": str(len(payload)),
                    "Cache-Control": "no-store", "Pragma": "no-cache"}  # fmt: skip
-        add_response_headers(self.app, environ, headers, request_id)
-        self._metrics.observe("POST", TOKEN_RULE, 200, started)
-        start_response("200 OK", list(headers.items()))
-        return [payload]
+        return self.respond(environ, start_response, rule=TOKEN_RULE, status=200, headers=headers, body=payload,
+                            started=started, request_id=request_id)
 
     def _count(self, environ: dict, exchange: _Exchange) -> bool:
         """Count the request in the view's bucket; False (not counted) when the limit is reached or
@@ -123,12 +109,10 @@ class CodeExchangeBeforeDispatch:
         return allowed
 
 
+@dataclass(frozen=True, slots=True)
 class _Exchange:
-    __slots__ = ("values", "credentials")
-
-    def __init__(self, values: dict[str, str], credentials: client_auth.PresentedCredentials) -> None:
-        self.values = values
-        self.credentials = credentials
+    values: dict[str, str]
+    credentials: client_auth.PresentedCredentials
 
 
 def _small_form_body(environ: dict) -> bytes | None:
@@ -171,6 +155,6 @@ def _plain_exchange(environ: dict, body: bytes) -> _Exchange | None:
         credentials = client_auth.presented_credentials(values, basic)
     except OAuthError:  # mixed methods: the view says so
         return None
-    if credentials.method not in _SECRET_METHODS:
+    if credentials.method not in client_auth.SECRET_METHODS:
         return None
     return _Exchange(values, credentials)

@@ -8,6 +8,8 @@ from __future__ import annotations
 
 import re
 import time
+from collections.abc import Callable, Iterable
+from http import HTTPStatus
 from typing import Any
 
 from flask import Flask
@@ -60,6 +62,29 @@ def add_response_headers(app: Flask, environ: dict, headers: dict[str, str], req
     secure = environ.get("wsgi.url_scheme") == "https"
     if max_age > 0 and (secure or app.config["BASE_URL"].startswith("https://")):
         headers["Strict-Transport-Security"] = f"max-age={max_age}"
+
+
+class BeforeDispatch:
+    """WSGI middleware in front of a Flask application's dispatch: a subclass answers what it can in
+    `__call__` (through `respond`) and hands every other request to `inner`, the application."""
+
+    def __init__(self, app: Flask, inner: Callable) -> None:
+        self.app = app
+        self.inner = inner
+        self.metrics = RouteMetrics()
+
+    @classmethod
+    def install(cls, app: Flask) -> None:
+        """Put this middleware in front of the Flask dispatch of `app`."""
+        app.wsgi_app = cls(app, app.wsgi_app)  # type: ignore[method-assign]
+
+    def respond(self, environ: dict, start_response: Callable, *, rule: str, status: int, headers: dict[str, str],
+                body: bytes, started: float, request_id: str | None = None) -> Iterable[bytes]:
+        """Send an answer with the headers the request hooks add, counted in the request metrics."""
+        add_response_headers(self.app, environ, headers, request_id or request_id_of(environ))
+        self.metrics.observe(environ["REQUEST_METHOD"], rule, status, started)
+        start_response(f"{status} {HTTPStatus(status).phrase}", list(headers.items()))
+        return [body]
 
 
 class RouteMetrics:

@@ -25,7 +25,7 @@ from sqlalchemy.exc import SQLAlchemyError
 from app.db import utcnow
 from app.extensions import limiter
 from app.http import MAX_ID
-from app.ops.edge import RouteMetrics, add_response_headers, read_engine, request_id_of
+from app.ops.edge import BeforeDispatch, read_engine
 from app.tenancy import service
 from app.tenancy.auth import caller_of, token_use_to_stamp
 from app.tenancy.schemas import SubClientEnvelope
@@ -36,19 +36,12 @@ RULE = "/v1/sub_client/<subclient_id>"
 _PATH = re.compile(r"^/v1/sub_client/([0-9]{1,10})$")
 
 
-def install_sub_client_reads(app: Flask) -> None:
-    """Answer plain sub-client reads in front of the Flask dispatch of `app`."""
-    app.wsgi_app = SubClientReads(app, app.wsgi_app)  # type: ignore[method-assign]
-
-
-class SubClientReads:
-    """WSGI middleware: successful `GET /v1/sub_client/<id>` reads, the rest to `inner`."""
+class SubClientReads(BeforeDispatch):
+    """Successful `GET /v1/sub_client/<id>` reads before dispatch, the rest to the application."""
 
     def __init__(self, app: Flask, inner: Callable) -> None:
-        self.app = app
-        self.inner = inner
+        super().__init__(app, inner)
         self._schema = SubClientEnvelope()
-        self._metrics = RouteMetrics()
 
     def __call__(self, environ: dict, start_response: Callable) -> Iterable[bytes]:
         match = _PATH.fullmatch(environ.get("PATH_INFO", "")) if environ.get("REQUEST_METHOD") == "GET" else None
@@ -74,11 +67,8 @@ class SubClientReads:
             response = None
         if response is None:
             return self.inner(environ, start_response)
-        headers: dict[str, str] = {}
-        add_response_headers(self.app, environ, headers, request_id_of(environ))
-        response.headers.update(headers)
-        self._metrics.observe("GET", RULE, 200, started)
-        return response(environ, start_response)
+        return self.respond(environ, start_response, rule=RULE, status=200, headers=dict(response.headers),
+                            body=response.get_data(), started=started)
 
     def _answer(self, raw_token: str, client_id: int) -> Response | None:
         with self.app.app_context():
