@@ -29,7 +29,13 @@ from app.oidc.claims import (
     mapping_fingerprint,
     standard_claims,
 )
-from app.oidc.client_auth import ClientAuthenticator, PresentedCredentials, get_client_by_id, parse_client_id
+from app.oidc.client_auth import (
+    SECRET_METHODS,
+    ClientAuthenticator,
+    PresentedCredentials,
+    get_client_by_id,
+    parse_client_id,
+)
 from app.oidc.errors import (
     InvalidBearerToken,
     InvalidGrant,
@@ -145,41 +151,62 @@ def exchange_code(
     issued from it (access token and refresh family); that error has `keep_changes` set so the
     edge commits it.
     """
-    code = require_token_parameter(code, "code")
-    redirect_uri = require_token_parameter(redirect_uri, "redirect_uri")
-    code_hash = hash_secret(code)
-    now = utcnow()
-    issued_at = int(time.time())
-    expires_in = current(OidcSettings).access_token_ttl
-    expires_at = datetime.fromtimestamp(issued_at + expires_in, UTC)
-    jti = uuid.uuid4().hex
-    challenge = _pkce_challenge(code_verifier) if code_verifier else ""
-
-    def consume(client_id: int) -> _ConsumedCode | None:
-        return _consume_code(code_hash, client_id=client_id, redirect_uri=redirect_uri, now=now, challenge=challenge,
-                             jti=jti, access_token_expires_at=expires_at)
-
+    redemption = _Redemption.of(require_token_parameter(code, "code"),
+                                 require_token_parameter(redirect_uri, "redirect_uri"), code_verifier)
     claimed = authenticate.claimed_id
-    consumed = consume(claimed) if claimed is not None else None
+    consumed = _consume_code(redemption, claimed) if claimed is not None else None
     client = authenticate(consumed.client if consumed else None)
     if consumed is None and claimed != client.id:
-        consumed = consume(client.id)  # an assertion that named its client only inside
+        consumed = _consume_code(redemption, client.id)  # an assertion that named its client only inside
     if consumed is None:
-        _refuse_code(code_hash, client, redirect_uri=redirect_uri, code_verifier=code_verifier, now=now)
+        _refuse_code(redemption.code_hash, client, redirect_uri=redemption.redirect_uri, code_verifier=code_verifier,
+                     now=redemption.now)
     user = consumed.user
     auth_time = as_utc(consumed.auth_time)
     refresh_token = None
     if refresh.wanted(client, consumed.scope):
         refresh_token, family = refresh.add_member(
             client, user_id=user.id, scope=consumed.scope, auth_time=auth_time, sid=consumed.sid, family=None,
-            family_expires_at=None, access_token_jti=jti, access_token_expires_at=expires_at,
+            family_expires_at=None, access_token_jti=redemption.jti,
+            access_token_expires_at=redemption.access_token_expires_at,
         )
         db.session.execute(
-            update(AuthorizationCode).where(AuthorizationCode.code_hash == code_hash)
+            update(AuthorizationCode).where(AuthorizationCode.code_hash == redemption.code_hash)
             .values(refresh_family=family).execution_options(synchronize_session=False)
         )
     return _user_tokens(client, user, scope=consumed.scope, auth_time=auth_time, nonce=consumed.nonce,
-                        sid=consumed.sid, jti=jti, issued_at=issued_at, refresh_token=refresh_token)
+                        sid=consumed.sid, jti=redemption.jti, issued_at=redemption.issued_at,
+                        refresh_token=refresh_token)
+
+
+@dataclass(frozen=True)
+class _Redemption:
+    """One attempt at redeeming a code: what its statement matches and writes, and the tokens' times and id."""
+
+    code_hash: str
+    redirect_uri: str
+    challenge: str  # "" without PKCE
+    now: datetime
+    issued_at: int
+    jti: str
+    access_token_expires_at: datetime
+
+    @classmethod
+    def of(cls, code: str, redirect_uri: str, code_verifier: str | None) -> _Redemption:
+        issued_at = int(time.time())
+        return cls(
+            code_hash=hash_secret(code), redirect_uri=redirect_uri,
+            challenge=_pkce_challenge(code_verifier) if code_verifier else "", now=utcnow(), issued_at=issued_at,
+            jti=uuid.uuid4().hex,
+            access_token_expires_at=datetime.fromtimestamp(issued_at + current(OidcSettings).access_token_ttl, UTC),
+        )  # fmt: skip
+
+    def parameters(self, client_id: int) -> dict[str, Any]:
+        """The consume statement's parameters (named apart from the columns: an UPDATE would take a
+        column's name as a value to SET)."""
+        return {"given_code_hash": self.code_hash, "given_client_id": client_id,
+                "given_redirect_uri": self.redirect_uri, "given_now": self.now, "given_challenge": self.challenge,
+                "given_jti": self.jti, "given_access_token_expires_at": self.access_token_expires_at}  # fmt: skip
 
 
 @dataclass(frozen=True)
@@ -218,22 +245,15 @@ def exchange_code_at_once(credentials: PresentedCredentials, *, code: str, redir
     token): the use of the code is then committed by that statement alone, and what follows only
     reads and signs (with keys this process already knows, so none is created here).
     """
-    if (credentials.method not in ("client_secret_basic", "client_secret_post") or not credentials.secret
+    if (credentials.method not in SECRET_METHODS or not credentials.secret
             or db.engine.dialect.name != "postgresql" or not keys.signing_keys_loaded()):
         return None
     client_id = parse_client_id(credentials.client_id)
     if client_id is None:
         return None
-    now = utcnow()
-    issued_at = int(time.time())
-    expires_at = datetime.fromtimestamp(issued_at + current(OidcSettings).access_token_ttl, UTC)
-    jti = uuid.uuid4().hex
-    parameters = {
-        "given_code_hash": hash_secret(code), "given_client_id": client_id, "given_redirect_uri": redirect_uri,
-        "given_now": now, "given_challenge": _pkce_challenge(code_verifier) if code_verifier else "",
-        "given_jti": jti, "given_access_token_expires_at": expires_at,
-        "given_secret_hashes": secret_hash_candidates(credentials.secret), "given_method": credentials.method,
-    }  # fmt: skip
+    redemption = _Redemption.of(code, redirect_uri, code_verifier)
+    parameters = {**redemption.parameters(client_id), "given_method": credentials.method,
+                  "given_secret_hashes": secret_hash_candidates(credentials.secret)}
     db.session.connection(execution_options={"isolation_level": "AUTOCOMMIT"})
     row = db.session.execute(_consume_at_once_statement(), parameters).first()
     if row is None:
@@ -241,7 +261,8 @@ def exchange_code_at_once(credentials: PresentedCredentials, *, code: str, redir
         return None
     consumed = _ConsumedCode(*row)
     return _user_tokens(consumed.client, consumed.user, scope=consumed.scope, auth_time=as_utc(consumed.auth_time),
-                        nonce=consumed.nonce, sid=consumed.sid, jti=jti, issued_at=issued_at, refresh_token=None)
+                        nonce=consumed.nonce, sid=consumed.sid, jti=redemption.jti, issued_at=redemption.issued_at,
+                        refresh_token=None)
 
 
 def _consume_update(*conditions: Any) -> Update:
@@ -303,20 +324,15 @@ def _consume_at_once_statement() -> Executable:
     ))
 
 
-def _consume_code(code_hash: str, *, client_id: int, redirect_uri: str, now: datetime, challenge: str, jti: str,
-                  access_token_expires_at: datetime) -> _ConsumedCode | None:
+def _consume_code(redemption: _Redemption, client_id: int) -> _ConsumedCode | None:
     """Mark the code used if it is unused, unexpired, of this enabled client and redirect URI, its
-    PKCE challenge is `challenge` ("" without PKCE) and its user belongs to the client's tree.
+    PKCE challenge is the redemption's and its user belongs to the client's tree.
 
     None when any of that fails (nothing is changed then). On PostgreSQL one statement does it
     all, the user and client read in the same round trip; elsewhere they are read after it.
     """
     dialect = db.session.get_bind().dialect.name
-    # Parameter names differ from the columns': an UPDATE would take a column's name as a value to SET.
-    parameters = {"given_code_hash": code_hash, "given_client_id": client_id, "given_redirect_uri": redirect_uri,
-                  "given_now": now, "given_challenge": challenge, "given_jti": jti,
-                  "given_access_token_expires_at": access_token_expires_at}
-    row = db.session.execute(_consume_statement(dialect), parameters).first()
+    row = db.session.execute(_consume_statement(dialect), redemption.parameters(client_id)).first()
     if row is None:
         return None
     if dialect == "postgresql":
