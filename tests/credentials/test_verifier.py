@@ -18,6 +18,7 @@ from app.credentials.jsonld.loader import make_document_loader
 from app.credentials.verifier import VerificationResult, verify_credential
 from app.dids.resolver import DidResolver
 from app.multiformats import base58btc_decode, decode_multikey_secret, multibase_encode
+from tests.support.issuer import WHOLE_CREDENTIAL_SUITES
 from tests.support.vectors import VECTORS
 
 CONTEXTS = VECTORS / "contexts"
@@ -26,14 +27,7 @@ EXAMPLES = "https://www.w3.org/ns/credentials/examples/v2"
 NOW = datetime(2025, 6, 1, tzinfo=UTC)
 
 KEY_FILES = {"Ed25519": "eddsa/keyPair.json", "P-256": "ecdsa/p256KeyPair.json", "P-384": "ecdsa/p384KeyPair.json"}
-SUITE_KEYS = [
-    ("eddsa-rdfc-2022", "Ed25519"),
-    ("eddsa-jcs-2022", "Ed25519"),
-    ("ecdsa-rdfc-2019", "P-256"),
-    ("ecdsa-rdfc-2019", "P-384"),
-    ("ecdsa-jcs-2019", "P-256"),
-    ("ecdsa-jcs-2019", "P-384"),
-]
+SUITE_KEYS = WHOLE_CREDENTIAL_SUITES
 
 
 @pytest.fixture(scope="module")

@@ -9,12 +9,14 @@ from tests.support.environment import REPO_ROOT
 
 # Not part of the repository's own files (a virtual environment, caches, generated state).
 _SKIPPED_DIRS = {".git", ".venv", "instance", "__pycache__", ".pytest_cache", ".ruff_cache", "artifacts"}
+# The directory's name is kept apart so this guard holds no path to it itself.
+_NAME = "shared"
 _SHARED_REFERENCES = re.compile(
-    r"""\.\./shared\b"""  # a path relative to the parent directory
-    r"""|/work/shared\b"""  # the absolute path of the workspace beside the checkout
-    r"""|/\s*["']shared["']"""  # Path(...) / "shared"
-    r"""|["']shared/"""  # "shared/vectors/..." as a relative path
-    r"""|join\([^)\n]*["']shared["']"""  # os.path.join(..., "shared")
+    rf"""\.\./{_NAME}\b"""  # a path relative to the parent directory
+    rf"""|/work/{_NAME}\b"""  # the absolute path of the workspace beside the checkout
+    rf"""|/\s*["']{_NAME}["']"""  # Path(...) / "<name>"
+    rf"""|["']{_NAME}/"""  # "<name>/vectors/..." as a relative path
+    rf"""|join\([^)\n]*["']{_NAME}["']"""  # os.path.join(..., "<name>")
 )
 
 

@@ -5,17 +5,17 @@ from __future__ import annotations
 import uuid
 from typing import Any
 
-# Every cryptosuite the issuer signs with, and each key type it takes.
-SUITES = [
+# The cryptosuites whose proof is one signature over the whole credential, and each key type they take.
+WHOLE_CREDENTIAL_SUITES = [
     ("eddsa-rdfc-2022", "Ed25519"),
     ("eddsa-jcs-2022", "Ed25519"),
     ("ecdsa-rdfc-2019", "P-256"),
     ("ecdsa-rdfc-2019", "P-384"),
     ("ecdsa-jcs-2019", "P-256"),
     ("ecdsa-jcs-2019", "P-384"),
-    ("ecdsa-sd-2023", "P-256"),
-    ("bbs-2023", "Bls12381G2"),
 ]
+# Every cryptosuite the issuer signs with: those and the selective-disclosure ones.
+SUITES = [*WHOLE_CREDENTIAL_SUITES, ("ecdsa-sd-2023", "P-256"), ("bbs-2023", "Bls12381G2")]
 CONTEXTS = ["https://www.w3.org/ns/credentials/v2", "https://www.w3.org/ns/credentials/examples/v2"]
 
 
