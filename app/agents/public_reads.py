@@ -28,7 +28,7 @@ from app.agents.models import AgentAccount, PublicCard, RegistryRecord
 from app.agents.settings import AgentSettings
 from app.dids.resolution import resolve_did
 from app.dids.settings import DidSettings
-from app.ops.edge import BeforeDispatch, read_engine
+from app.ops.edge import BeforeDispatch, edge_engine
 from app.settings import current
 
 DID_JSON = "application/did+json"
@@ -102,7 +102,7 @@ class PublicReads(BeforeDispatch):
         return current(DidSettings, self.app).method
 
     def _fetch(self, statement: Any, did: str) -> Any:
-        with read_engine(self.app).connect() as connection:
+        with edge_engine(self.app).connect() as connection:
             return connection.execute(statement, {"did": did}).first()
 
     def _card(self, environ: dict, did: str) -> tuple | None:

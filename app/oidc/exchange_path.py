@@ -2,7 +2,8 @@
 
 `POST /v1/openidc/token` with a form body, `grant_type=authorization_code` and a client secret
 (Basic or in the body) is counted against the token endpoint's rate limit (the same bucket as the
-view's), redeemed by `service.exchange_code_at_once` (one autocommitted statement on PostgreSQL)
+view's), redeemed by `service.exchange_code_at_once` (one autocommitted statement on PostgreSQL,
+on the engine of statements run before dispatch)
 or else by `service.exchange_code` in one unit of work, and answered here. Only plain
 successful exchanges are answered here: any other request, any refusal (the unit of work is rolled
 back first, so nothing it did remains), a limit reached or a fault goes on to the Flask view,
@@ -27,7 +28,7 @@ from app.oidc import client_auth, service
 from app.oidc.errors import OAuthError
 from app.oidc.settings import OidcSettings
 from app.oidc.text import has_unstorable
-from app.ops.edge import BeforeDispatch, request_id_of
+from app.ops.edge import BeforeDispatch, edge_engine, request_id_of
 from app.settings import current
 
 TOKEN_RULE = "/v1/openidc/token"
@@ -72,7 +73,8 @@ class CodeExchangeBeforeDispatch(BeforeDispatch):
                   "code_verifier": exchange.values.get("code_verifier")}  # fmt: skip
         try:
             with self.app.app_context():
-                answer = service.exchange_code_at_once(exchange.credentials, **redeem)
+                with edge_engine(self.app).connect() as connection:
+                    answer = service.exchange_code_at_once(exchange.credentials, connection, **redeem)
                 if answer is None:
                     with transaction():
                         authenticate = client_auth.ClientAuthenticator(exchange.credentials, frozenset())

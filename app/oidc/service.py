@@ -15,8 +15,9 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any, NoReturn
 
-from sqlalchemy import Executable, Update, and_, bindparam, func, not_, or_, select, update
+from sqlalchemy import Executable, Update, and_, any_, bindparam, func, not_, or_, select, update
 from sqlalchemy.dialects import postgresql, sqlite
+from sqlalchemy.engine import Connection
 from sqlalchemy.orm import load_only
 
 from app.db import as_utc, utcnow
@@ -46,6 +47,7 @@ from app.oidc.errors import (
 from app.oidc.models import AuthorizationCode, Consent, RefreshToken, RevokedToken
 from app.oidc.settings import OidcSettings
 from app.oidc.tokens import AccessTokenClaims, TokenInvalid
+from app.ops.edge import DriverStatement
 from app.security import hash_secret, secret_hash_candidates
 from app.settings import current
 from app.tenancy.models import Client
@@ -56,7 +58,7 @@ from app.users.service import get_enabled_user_in_tree
 TOKEN_TYPE = "Bearer"
 
 
-def client_alg(client: Client) -> str:
+def client_alg(client: Client | _TokenClient) -> str:
     """The JWS algorithm this client's tokens are signed with (RS256 unless it chose ES256)."""
     alg = client.signing_alg or current(OidcSettings).default_alg
     return alg if alg in keys.ALGORITHMS else "RS256"
@@ -233,11 +235,11 @@ _EXCHANGE_CLIENT_COLUMNS = (
 )
 
 
-def exchange_code_at_once(credentials: PresentedCredentials, *, code: str, redirect_uri: str,
-                          code_verifier: str | None) -> TokenResponse | None:
-    """A code exchange by client secret in one autocommitted statement, on PostgreSQL; None when it
-    did not apply or consumed nothing, and then nothing was changed: the caller runs `exchange_code`
-    in a unit of work, which holds every rule and says what was wrong.
+def exchange_code_at_once(credentials: PresentedCredentials, connection: Connection, *, code: str,
+                          redirect_uri: str, code_verifier: str | None) -> TokenResponse | None:
+    """A code exchange by client secret in one statement on `connection` (autocommit), on PostgreSQL;
+    None when it did not apply or consumed nothing, and then nothing was changed: the caller runs
+    `exchange_code` in a unit of work, which holds every rule and says what was wrong.
 
     The statement consumes the code only when everything `exchange_code` checks holds and, besides,
     the secret is the client's (current, or previous within its grace; compared as keyed hashes),
@@ -246,7 +248,7 @@ def exchange_code_at_once(credentials: PresentedCredentials, *, code: str, redir
     reads and signs (with keys this process already knows, so none is created here).
     """
     if (credentials.method not in SECRET_METHODS or not credentials.secret
-            or db.engine.dialect.name != "postgresql" or not keys.signing_keys_loaded()):
+            or connection.dialect.name != "postgresql" or not keys.signing_keys_loaded()):
         return None
     client_id = parse_client_id(credentials.client_id)
     if client_id is None:
@@ -254,15 +256,32 @@ def exchange_code_at_once(credentials: PresentedCredentials, *, code: str, redir
     redemption = _Redemption.of(code, redirect_uri, code_verifier)
     parameters = {**redemption.parameters(client_id), "given_method": credentials.method,
                   "given_secret_hashes": secret_hash_candidates(credentials.secret)}
-    db.session.connection(execution_options={"isolation_level": "AUTOCOMMIT"})
-    row = db.session.execute(_consume_at_once_statement(), parameters).first()
+    row = _consume_at_once_statement().first(connection, parameters)
     if row is None:
-        db.session.close()  # nothing changed; the caller's unit of work must not inherit autocommit
         return None
-    consumed = _ConsumedCode(*row)
-    return _user_tokens(consumed.client, consumed.user, scope=consumed.scope, auth_time=as_utc(consumed.auth_time),
-                        nonce=consumed.nonce, sid=consumed.sid, jti=redemption.jti, issued_at=redemption.issued_at,
-                        refresh_token=None)
+    scope, nonce, auth_time, sid, *user_and_client = row
+    user, client = _TokenUser(*user_and_client[:4]), _TokenClient(*user_and_client[4:])
+    return _user_tokens(client, user, scope=scope, auth_time=as_utc(auth_time), nonce=nonce, sid=sid,
+                        jti=redemption.jti, issued_at=redemption.issued_at, refresh_token=None)
+
+
+@dataclass(frozen=True, slots=True)
+class _TokenUser:
+    """What the tokens of a code exchange say of its user (`User`'s fields of the same names)."""
+
+    id: int
+    did: str | None
+    profile: dict | None
+    email_address: str
+
+
+@dataclass(frozen=True, slots=True)
+class _TokenClient:
+    """What the tokens of a code exchange need of its client (`Client`'s fields of the same names)."""
+
+    id: int
+    signing_alg: str | None
+    id_token_claims: dict | None
 
 
 def _consume_update(*conditions: Any) -> Update:
@@ -310,18 +329,25 @@ def _consume_statement(dialect: str) -> Executable:
 
 
 @functools.cache
-def _consume_at_once_statement() -> Executable:
-    """The statement of `exchange_code_at_once`: `_consume_statement`'s, with the client's secret and
-    method checked and only grants that issue no refresh token (`refresh.wanted`)."""
-    secret_hashes = bindparam("given_secret_hashes", expanding=True)
+def _consume_at_once_statement() -> DriverStatement:
+    """The statement of `exchange_code_at_once` (PostgreSQL): `_consume_update`'s, with the client's
+    secret and method checked and only grants that issue no refresh token (`refresh.wanted`),
+    returning the code's fields and then `_TokenUser`'s and `_TokenClient`'s."""
+    secret_hashes = any_(bindparam("given_secret_hashes"))  # a list: psycopg sends it as an array
     grace_until = bindparam("given_now", type_=Client.previous_secret_expires_at.type)
-    return _with_user_and_client(_consume_update(
-        or_(Client.secret_hash.in_(secret_hashes),
-            and_(Client.previous_secret_hash.in_(secret_hashes), Client.previous_secret_expires_at > grace_until)),
+    code = _consume_update(
+        or_(Client.secret_hash == secret_hashes,
+            and_(Client.previous_secret_hash == secret_hashes, Client.previous_secret_expires_at > grace_until)),
         func.coalesce(Client.token_endpoint_auth_method, bindparam("given_method")) == bindparam("given_method"),
         Client.issue_refresh_tokens.isnot(True),
         not_((" " + AuthorizationCode.scope + " ").contains(f" {refresh.OFFLINE_ACCESS} ", autoescape=True)),
-    ))
+    ).cte("consumed")
+    return DriverStatement(
+        select(code.c.scope, code.c.nonce, code.c.auth_time, code.c.sid,
+               User.id, User.did, User.profile, User.email_address,
+               Client.id, Client.signing_alg, Client.id_token_claims)
+        .join(User, User.id == code.c.user_id).join(Client, Client.id == bindparam("given_client_id"))
+    )
 
 
 def _consume_code(redemption: _Redemption, client_id: int) -> _ConsumedCode | None:
@@ -366,8 +392,9 @@ def _refuse_code(code_hash: str, client: Client, *, redirect_uri: str, code_veri
     raise InvalidGrant("The user of this authorization code no longer exists or was disabled.")
 
 
-def _user_tokens(client: Client, user: User, *, scope: str, auth_time: datetime, nonce: str | None,
-                 sid: str | None, jti: str, issued_at: int, refresh_token: str | None) -> TokenResponse:
+def _user_tokens(client: Client | _TokenClient, user: User | _TokenUser, *, scope: str, auth_time: datetime,
+                 nonce: str | None, sid: str | None, jti: str, issued_at: int,
+                 refresh_token: str | None) -> TokenResponse:
     alg = client_alg(client)
     access_token, _ = tokens.issue_access_token(
         client_id=client.id, user_id=user.id, scope=scope, alg=alg, now=issued_at, jti=jti
@@ -504,7 +531,7 @@ def userinfo(claims: AccessTokenClaims) -> dict:
     return document
 
 
-def released_application_claims(client: Client, user: User, scopes: Iterable[str]) -> dict:
+def released_application_claims(client: Client | _TokenClient, user: User | _TokenUser, scopes: Iterable[str]) -> dict:
     """The client's own claims (its `id_token_claims` mapping) this user let it see, else `{}`.
 
     Only under the `app_claims` scope, and only while the mapping is the one the user consented

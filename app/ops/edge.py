@@ -1,7 +1,7 @@
 """What every response gets from the application's hooks, for the few answers given before Flask
 dispatches (app/agents/public_reads.py, app/oidc/exchange_path.py, app/tenancy/fast_reads.py):
 the request id, HSTS and the request metrics, so those answers are indistinguishable from the
-views'; and the engine their reads share.
+views'; the engine their statements share, and their statements run by the driver itself.
 """
 
 from __future__ import annotations
@@ -13,24 +13,28 @@ from http import HTTPStatus
 from typing import Any
 
 from flask import Flask
-from sqlalchemy import create_engine
-from sqlalchemy.engine import Engine
+from psycopg.rows import namedtuple_row
+from sqlalchemy import Executable, Float, create_engine
+from sqlalchemy.engine import Connection, Dialect, Engine
+from sqlalchemy.exc import DBAPIError
+from sqlalchemy.types import TypeEngine
 
 from app.ops.logging import new_request_id, request_id_var
 
 _REQUEST_ID = re.compile(r"^[A-Za-z0-9._-]{1,64}$")
-_READ_ENGINE = "tessera.read_engine"
+_EDGE_ENGINE = "tessera.edge_engine"
 
 
-def read_engine(app: Flask) -> Engine:
-    """The engine of reads answered before dispatch, made at the first one.
+def edge_engine(app: Flask) -> Engine:
+    """The engine of statements run before dispatch, made at the first one; each statement is a
+    unit of work of its own (a read, or the one write of the code exchange).
 
-    One round trip per read on PostgreSQL (no BEGIN, no ROLLBACK), from a pool of its own whose
+    One round trip per statement on PostgreSQL (no BEGIN, no COMMIT), from a pool of its own whose
     connections stay in autocommit: no isolation level set and reset, nor a reset on return, per
-    read. It opens at most one connection per thread serving these reads. SQLite keeps the
+    statement. It opens at most one connection per thread serving these requests. SQLite keeps the
     isolation its connections are set up with (app/__init__.py), which autocommit would undo.
     """
-    engine = app.extensions.get(_READ_ENGINE)
+    engine = app.extensions.get(_EDGE_ENGINE)
     if engine is None:
         from app.extensions import db
 
@@ -43,8 +47,51 @@ def read_engine(app: Flask) -> Engine:
                 isolation_level="AUTOCOMMIT",
                 pool_reset_on_return=None,
             )
-        engine = app.extensions.setdefault(_READ_ENGINE, engine)
+        engine = app.extensions.setdefault(_EDGE_ENGINE, engine)
     return engine
+
+
+class DriverStatement:
+    """A Core statement that psycopg runs itself on PostgreSQL, compiled once, as a prepared statement.
+
+    On the hottest statements SQLAlchemy's execution context and result objects cost more CPU than
+    the statement's round trip; psycopg alone needs none of them, given SQL and parameters that
+    need no conversion. Construction refuses statements whose parameters or columns SQLAlchemy
+    would convert for PostgreSQL (e.g. JSON parameters), so a row is the same either way, and
+    expanding IN lists (use `= any_(array)`). Other dialects run the statement through
+    SQLAlchemy as usual. Driver errors surface as SQLAlchemy's `DBAPIError`, and a connection
+    the error broke is discarded from the pool.
+    """
+
+    def __init__(self, statement: Executable) -> None:
+        from sqlalchemy.dialects.postgresql.psycopg import dialect as psycopg_dialect
+
+        self.statement = statement
+        compiled = statement.compile(dialect=psycopg_dialect())
+        if compiled.literal_execute_params or compiled.post_compile_params:
+            raise TypeError("a DriverStatement takes no expanding or literal-execute parameters")
+        dialect = compiled.dialect
+        converted = [name for name, bind in compiled.binds.items()
+                     if bind.type.dialect_impl(dialect).bind_processor(dialect)]  # fmt: skip
+        converted += [column.key for column in statement.exported_columns if _converts_results(column.type, dialect)]
+        if converted:
+            raise TypeError(f"SQLAlchemy would convert {converted}: not a DriverStatement")
+        self._sql = str(compiled)
+        # Parameters the statement fixes itself (literals SQLAlchemy binds), beside the caller's.
+        self._constants = {name: value for name, value in compiled.params.items() if value is not None}
+
+    def first(self, connection: Connection, parameters: dict[str, Any]) -> Any:
+        """The statement's first row, or None: a tuple whose members are named as in SQLAlchemy's row."""
+        if connection.dialect.name != "postgresql" or connection.dialect.driver != "psycopg":
+            return connection.execute(self.statement, parameters).first()
+        driver_connection = connection.connection.driver_connection
+        try:
+            cursor = driver_connection.cursor(row_factory=namedtuple_row)
+            return cursor.execute(self._sql, {**self._constants, **parameters}, prepare=True).fetchone()
+        except connection.dialect.loaded_dbapi.Error as error:
+            if driver_connection.closed or driver_connection.broken:
+                connection.invalidate(error)
+            raise DBAPIError.instance(self._sql, parameters, error, connection.dialect.loaded_dbapi.Error) from error
 
 
 def request_id_of(environ: dict) -> str:
@@ -106,3 +153,12 @@ class RouteMetrics:
             )
         children[0].observe(time.perf_counter() - started)
         children[1].inc()
+
+
+def _converts_results(column_type: TypeEngine, dialect: Dialect) -> bool:
+    if isinstance(column_type, Float) and not column_type.asdecimal:
+        return False  # double precision: psycopg reads a float, as SQLAlchemy would (which needs the column's OID)
+    try:
+        return column_type.dialect_impl(dialect).result_processor(dialect, None) is not None
+    except TypeError:  # a processor chosen by the column's OID (numeric types): not known here
+        return True

@@ -25,7 +25,7 @@ from sqlalchemy.exc import SQLAlchemyError
 from app.db import utcnow
 from app.extensions import limiter
 from app.http import MAX_ID
-from app.ops.edge import BeforeDispatch, read_engine
+from app.ops.edge import BeforeDispatch, edge_engine
 from app.tenancy import service
 from app.tenancy.auth import caller_of, token_use_to_stamp
 from app.tenancy.schemas import SubClientEnvelope
@@ -72,7 +72,7 @@ class SubClientReads(BeforeDispatch):
 
     def _answer(self, raw_token: str, client_id: int) -> Response | None:
         with self.app.app_context():
-            with read_engine(self.app).connect() as connection:
+            with edge_engine(self.app).connect() as connection:
                 token = service.find_active_token(raw_token, connection)
                 if token is None or token_use_to_stamp(token, utcnow()):
                     return None

@@ -14,7 +14,7 @@ from functools import cache
 from typing import Any
 
 from flask import current_app
-from sqlalchemy import Row, Select, bindparam, exists, func, select, update
+from sqlalchemy import bindparam, exists, func, select, update
 from sqlalchemy.engine import Connection
 from sqlalchemy.exc import IntegrityError
 from sqlalchemy.orm import aliased
@@ -22,6 +22,7 @@ from sqlalchemy.orm import aliased
 from app.db import as_utc, utcnow
 from app.errors import NotFound
 from app.extensions import db
+from app.ops.edge import DriverStatement
 from app.pagination import Page, paginate
 from app.security import encrypt, hash_secret, random_token, secret_hash_candidates, texts_equal, verify_secret
 from app.settings import current
@@ -131,16 +132,16 @@ _SUB_CLIENT_READ = (
     "created_at", "privacy_link",
 )  # fmt: skip
 # The same as `_CLIENT_IN_SUBTREE`, as a row of those columns: fewer columns cost less to read on PostgreSQL.
-_CLIENT_ROW_IN_SUBTREE = select(*(Client.__table__.c[name] for name in _SUB_CLIENT_READ)).where(
+_CLIENT_ROW_IN_SUBTREE = DriverStatement(select(*(Client.__table__.c[name] for name in _SUB_CLIENT_READ)).where(
     Client.id == bindparam("client_id"),
     Client.path.like(bindparam("subtree_pattern"), escape="/"),
     _NO_DISABLED_ANCESTOR,
-)
+))
 # Columns, not entities: loading two ORM objects (the clients table has 40 columns) cost more than the query.
 # One statement per number of hash keys (one bind each): an expanding IN is re-rendered on every execution.
 @cache
-def _active_token_statement(hash_count: int) -> Select:
-    return (
+def _active_token_statement(hash_count: int) -> DriverStatement:
+    return DriverStatement(
         select(
             ApiToken.id.label("token_id"),
             ApiToken.expires_at,
@@ -249,7 +250,7 @@ def require_sub_client(caller: Caller, client_id: int) -> Client:
     return client
 
 
-def read_sub_client(caller: Caller, client_id: int) -> Row:
+def read_sub_client(caller: Caller, client_id: int) -> Any:
     """Like `require_sub_client`, as a row of the members a `SubClientOut` shows (by attribute name).
 
     Cheaper than loading the ORM object; the row is read only and holds no secret. Raises `NotFound` (404).
@@ -260,12 +261,12 @@ def read_sub_client(caller: Caller, client_id: int) -> Row:
     return row
 
 
-def find_sub_client_row(caller: Caller, client_id: int, connection: Connection | None = None) -> Row | None:
+def find_sub_client_row(caller: Caller, client_id: int, connection: Connection | None = None) -> Any:
     """The row of `read_sub_client`, or None; read through `connection` when given, else the session's."""
     params = {"client_id": client_id, "subtree_pattern": _prefix_pattern(caller.acting_path)}
     if connection is None:
         connection = db.session.connection()
-    return connection.execute(_CLIENT_ROW_IN_SUBTREE, params).first()
+    return _CLIENT_ROW_IN_SUBTREE.first(connection, params)
 
 
 def list_sub_clients(caller: Caller, page: int, per_page: int) -> Page:
@@ -520,7 +521,7 @@ def find_active_token(plaintext: str, connection: Connection | None = None) -> A
     params = {f"hash_{index}": value for index, value in enumerate(hashes)}
     if connection is None:
         connection = db.session.connection()
-    row = connection.execute(_active_token_statement(len(hashes)), params).first()
+    row = _active_token_statement(len(hashes)).first(connection, params)
     if row is None or (row.expires_at is not None and as_utc(row.expires_at) <= utcnow()):
         return None
     return ActiveToken(row.token_id, as_utc(row.last_used_at), row.client_id, row.parent_id, row.root_id, row.path)

@@ -109,16 +109,24 @@ def test_both_paths_spend_one_budget_and_count_each_request_once(app, client):
         set_settings(app, OIDC_TOKEN_RATE_LIMIT=previous)
 
 
-def test_a_plain_exchange_is_one_consuming_statement_and_commits_only_where_it_needs_to(app, client, tenant):
-    """PostgreSQL: the statement commits on its own (no BEGIN/COMMIT). SQLite: one unit of work, one commit."""
+def test_a_plain_exchange_is_one_consuming_statement_and_commits_only_where_it_needs_to(app, client, tenant,
+                                                                                     monkeypatch):
+    """PostgreSQL: one statement run by the driver on an autocommit connection (no BEGIN/COMMIT, nothing
+    through the session). SQLite: one unit of work, one commit."""
     from sqlalchemy import event
 
     from app.extensions import db
+    from app.ops.edge import DriverStatement
 
     with app.app_context():
         engine = db.engine
     code = sign_in(client, tenant)["code"]
-    statements, commits = [], []
+    statements, commits, driver_statements = [], [], []
+    run_by_driver = DriverStatement.first
+
+    def spy_driver(statement, connection, parameters):
+        driver_statements.append((statement._sql, connection.connection.driver_connection.autocommit))
+        return run_by_driver(statement, connection, parameters)
 
     def on_statement(_conn, _cursor, statement, *_args) -> None:
         statements.append(statement)
@@ -126,6 +134,7 @@ def test_a_plain_exchange_is_one_consuming_statement_and_commits_only_where_it_n
     def on_commit(_conn) -> None:
         commits.append(True)
 
+    monkeypatch.setattr(DriverStatement, "first", spy_driver)
     event.listen(engine, "before_cursor_execute", on_statement)
     event.listen(engine, "commit", on_commit)
     try:
@@ -134,8 +143,13 @@ def test_a_plain_exchange_is_one_consuming_statement_and_commits_only_where_it_n
         event.remove(engine, "before_cursor_execute", on_statement)
         event.remove(engine, "commit", on_commit)
     consuming = [statement for statement in statements if "UPDATE oidc_authorization_codes" in statement]
-    assert len(consuming) == 1, statements
-    assert len(commits) == (0 if engine.dialect.name == "postgresql" else 1), statements
+    if engine.dialect.name == "postgresql":
+        assert [(sql.count("UPDATE oidc_authorization_codes"), level) for sql, level in driver_statements] == [
+            (1, True)]
+        assert consuming == [] and commits == [], statements
+    else:
+        assert driver_statements == []
+        assert len(consuming) == 1 and len(commits) == 1, statements
     replay = exchange(client, tenant, code)  # the use of the code is durable: a replay is refused
     assert replay.status_code == 400 and replay.get_json()["error"] == "invalid_grant"
 
