@@ -29,6 +29,7 @@ from app.oidc.errors import OAuthError
 from app.oidc.settings import OidcSettings
 from app.oidc.text import has_unstorable
 from app.ops.edge import BeforeDispatch, edge_engine, request_id_of
+from app.ops.rate_leases import RateLeases
 from app.settings import current
 
 TOKEN_RULE = "/v1/openidc/token"
@@ -56,6 +57,7 @@ class CodeExchangeBeforeDispatch(BeforeDispatch):
     def __init__(self, app: Flask, inner: Callable) -> None:
         super().__init__(app, inner)
         self._limits: dict[str, object] = {}
+        self._leases = RateLeases()
 
     def __call__(self, environ: dict, start_response: Callable) -> Iterable[bytes]:
         if environ.get("PATH_INFO") != TOKEN_RULE or environ.get("REQUEST_METHOD") != "POST":
@@ -88,8 +90,9 @@ class CodeExchangeBeforeDispatch(BeforeDispatch):
                             started=started, request_id=request_id)
 
     def _count(self, environ: dict, exchange: _Exchange) -> bool:
-        """Count the request in the view's bucket; False (not counted) when the limit is reached or
-        the limiter fails, so the view answers with its 429 or its fallback."""
+        """Count the request in the view's bucket (a few hits at a time, `RateLeases`); False (not
+        counted) when the limit is reached or the limiter fails, so the view answers with its 429 or
+        its fallback."""
         from app.extensions import limiter
 
         if not limiter.enabled:
@@ -103,7 +106,7 @@ class CodeExchangeBeforeDispatch(BeforeDispatch):
         # The prefix the view's limiter keys with: Flask-Limiter keeps the first configured one.
         prefix = limiter._key_prefix
         try:
-            allowed = limiter.limiter.hit(limit, *([prefix] if prefix else []), bucket, TOKEN_ENDPOINT)
+            allowed = self._leases.hit(limiter.limiter, limit, *([prefix] if prefix else []), bucket, TOKEN_ENDPOINT)
         except Exception:  # storage down: the view's limiter has the fallback
             return False
         if allowed:
