@@ -28,7 +28,7 @@ from app.agents.models import AgentAccount, PublicCard, RegistryRecord
 from app.agents.settings import AgentSettings
 from app.dids.resolution import resolve_did
 from app.dids.settings import DidSettings
-from app.ops.edge import BeforeDispatch, edge_engine
+from app.ops.edge import BeforeDispatch, DriverStatement, edge_engine
 from app.settings import current
 
 DID_JSON = "application/did+json"
@@ -36,9 +36,9 @@ CARD_RULE = "/api/agent-card/<string:did>"
 DID_RULE = "/api/did/<string:did>"
 _PATH = re.compile(r"^/api/(agent-card|did)/(did:[a-z0-9]+:[0-9a-f]{40})$")
 _CACHE_LIMIT = 10_000
-_CARD = select(PublicCard.body, PublicCard.etag).where(PublicCard.did == bindparam("did"))
+_CARD = DriverStatement(select(PublicCard.body, PublicCard.etag).where(PublicCard.did == bindparam("did")))
 # Every input of an agent's DID document (the settings it reads are added to the key per request).
-_DOCUMENT_INPUTS = (
+_DOCUMENT_INPUTS = DriverStatement(
     select(
         AgentAccount.address,
         AgentAccount.deactivated_at,
@@ -101,9 +101,9 @@ class PublicReads(BeforeDispatch):
     def _did_method(self) -> str:
         return current(DidSettings, self.app).method
 
-    def _fetch(self, statement: Any, did: str) -> Any:
+    def _fetch(self, statement: DriverStatement, did: str) -> Any:
         with edge_engine(self.app).connect() as connection:
-            return connection.execute(statement, {"did": did}).first()
+            return statement.first(connection, {"did": did})
 
     def _card(self, environ: dict, did: str) -> tuple | None:
         row = self._fetch(_CARD, did)
