@@ -13,12 +13,15 @@ import logging
 import socket
 import time
 import uuid
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from datetime import timedelta
 from typing import Any
 
+import psycopg
 from flask import current_app
+from psycopg.types.json import Jsonb
 from sqlalchemy import bindparam, false, func, or_, select, text, update
+from sqlalchemy.exc import DBAPIError
 from sqlalchemy.orm import make_transient_to_detached
 from sqlalchemy.orm.attributes import set_committed_value
 from sqlalchemy.orm.util import identity_key
@@ -159,14 +162,17 @@ def _lock_job(job_id: str) -> Job | None:
     which cost more than the round trip itself on the worker's hot path.
     """
     row = db.session.execute(_LOCK_JOB, {"job_id": job_id}).first()
-    if row is None:
-        return None
-    loaded = db.session.identity_map.get(identity_key(Job, job_id))
+    return None if row is None else _as_session_job(row._mapping)
+
+
+def _as_session_job(values: Mapping[str, Any]) -> Job:
+    """The job of a locked row, as a persistent object of the session (refreshed if already there)."""
+    loaded = db.session.identity_map.get(identity_key(Job, values["id"]))
     if loaded is not None:  # already in this session: refresh it from the locked row
-        for key, value in row._mapping.items():
+        for key, value in values.items():
             set_committed_value(loaded, key, value)
         return loaded
-    job = Job(**row._mapping)
+    job = Job(**values)
     make_transient_to_detached(job)
     db.session.add(job)
     return job
@@ -182,46 +188,85 @@ def claim_job(job_id: str) -> bool:
         return _claim(job_id)
 
 
-# The claim is a transaction of its own, one statement and one round trip on PostgreSQL. Its commit
-# may be acknowledged before it reaches disk (`set_config(..., true)` is SET LOCAL): losing it in a
-# crash leaves the job queued or its lease expiring, and the sweep re-publishes it.
-_PG_CLAIM = text(
+# The claim is a transaction of its own. Its commit may be acknowledged before it reaches disk
+# (`set_config(..., true)` is SET LOCAL): losing it in a crash leaves the job queued or its lease
+# expiring, and the sweep re-publishes it.
+_PG_CLAIM = (
     "WITH relaxed AS (SELECT set_config('synchronous_commit', 'off', true)) "
     "UPDATE jobs SET state = 'running', attempts = attempts + 1, "
-    "started_at = coalesce(started_at, :now), lease_expires_at = :lease "
-    "FROM relaxed WHERE jobs.id = :job_id AND jobs.state IN ('queued', 'running') RETURNING jobs.id"
+    "started_at = coalesce(started_at, %(now)s), lease_expires_at = %(lease)s "
+    "FROM relaxed WHERE jobs.id = %(job_id)s AND jobs.state IN ('queued', 'running')"
 )
+_JOB_KEYS = tuple(column.name for column in Job.__table__.columns)
+_PG_LOCK = f"SELECT {', '.join(_JOB_KEYS)} FROM jobs WHERE id = %(job_id)s FOR UPDATE"
+
+
+def _claim_values(job_id: str) -> dict[str, Any]:
+    now = utcnow()
+    return {"job_id": job_id, "now": now, "lease": now + timedelta(seconds=current_app.config["JOB_LEASE_SECONDS"])}
 
 
 def _claim(job_id: str) -> bool:
     """Commit the claim of `job_id`; True if this worker claimed it.
 
-    Must be the first thing a session transaction does. On PostgreSQL the claim commits on the
-    session's connection, which then stays checked out for the effect transaction that follows.
+    Must be the first thing a session transaction does. On PostgreSQL one round trip.
     """
-    now = utcnow()
-    values = {"job_id": job_id, "now": now, "lease": now + timedelta(seconds=current_app.config["JOB_LEASE_SECONDS"])}
-    connection = db.session.connection()
-    if connection.dialect.name == "postgresql":
-        driver_connection = connection.connection.driver_connection
-        driver_connection.autocommit = True  # nothing has been sent yet: the driver is idle
-        try:
-            return connection.execute(_PG_CLAIM, values).first() is not None
-        finally:
-            if not driver_connection.closed:
-                driver_connection.autocommit = False
-    claimed = connection.execute(
+    values = _claim_values(job_id)
+    if db.engine.dialect.name == "postgresql":
+        _, claim, _ = _pipeline(("BEGIN", None), (_PG_CLAIM, values), ("COMMIT", None), autocommit=True)
+        return claim.rowcount == 1
+    claimed = db.session.execute(
         update(Job.__table__)
         .where(Job.id == job_id, Job.state.in_((QUEUED, RUNNING)))
         .values(
             state=RUNNING,
             attempts=Job.attempts + 1,
-            started_at=func.coalesce(Job.started_at, now),
+            started_at=func.coalesce(Job.started_at, values["now"]),
             lease_expires_at=values["lease"],
         )
     )
     commit_before_the_edge("a job claim shows the job running while its effect is worked on")
     return claimed.rowcount == 1
+
+
+def _claim_and_lock(job_id: str) -> Job | None:
+    """Commit the claim of `job_id`, then lock its row in the session's (new) transaction.
+
+    The job as locked, or None when this worker did not claim it (unknown, or already final).
+    Must be the first thing a session transaction does. On PostgreSQL the claim (`_PG_CLAIM`, a
+    transaction of its own) and the lock that begins the effect's transaction travel in one
+    pipeline, one round trip instead of three (claim, BEGIN, lock): the session's connection is
+    taken in autocommit and the statements say where each transaction begins and ends. The
+    session's commit or rollback ends the effect's transaction as usual, and the pool hands the
+    connection back out of autocommit.
+    """
+    if db.engine.dialect.name != "postgresql":
+        return _lock_job(job_id) if _claim(job_id) else None
+    values = _claim_values(job_id)
+    _, claim, _, _, lock = _pipeline(
+        ("BEGIN", None), (_PG_CLAIM, values), ("COMMIT", None), ("BEGIN", None), (_PG_LOCK, values), autocommit=True
+    )
+    row = lock.fetchone()
+    if claim.rowcount != 1 or row is None:
+        return None
+    return _as_session_job(dict(zip(_JOB_KEYS, row, strict=True)))
+
+
+def _pipeline(*statements: tuple[str, dict | None], autocommit: bool = False) -> list[psycopg.Cursor]:
+    """Send `statements` on the session's PostgreSQL connection in one round trip; their cursors.
+
+    Each is prepared by psycopg once it has been seen a few times, as the session's statements
+    are. Driver errors are raised as SQLAlchemy's `DBAPIError`s, as the session's own are.
+    """
+    options = {"isolation_level": "AUTOCOMMIT"} if autocommit else {}
+    connection = db.session.connection(execution_options=options)
+    driver = connection.connection.driver_connection
+    try:
+        with driver.pipeline():
+            return [driver.execute(sql, params) for sql, params in statements]
+    except psycopg.Error as error:
+        sql = "; ".join(sql for sql, _params in statements)
+        raise DBAPIError.instance(sql, None, error, psycopg.Error, dialect=connection.dialect) from error
 
 
 def run_job(job_id: str, handler: JobHandler, *, max_attempts: int | None = None) -> None:
@@ -234,9 +279,7 @@ def run_job(job_id: str, handler: JobHandler, *, max_attempts: int | None = None
     """
     try:
         with transaction():
-            if not _claim(job_id):
-                return
-            job = _lock_job(job_id)
+            job = _claim_and_lock(job_id)
             if job is None or job.is_final:
                 return
             if max_attempts is not None and job.attempts > max_attempts:
@@ -244,7 +287,7 @@ def run_job(job_id: str, handler: JobHandler, *, max_attempts: int | None = None
                 _finish(job, FAILED, error={"code": "attempts_exhausted", "detail": detail})
                 return
             result = handler(job)
-            _finish(job, SUCCEEDED, result=result or {})
+            _succeed_and_commit(job, result or {})
     except DomainError as error:
         fail_job(job_id, {"code": error.code, "detail": error.detail, **error.extra})
 
@@ -274,6 +317,32 @@ def _finish(job: Job, state: str, *, result: dict | None = None, error: dict | N
     if state == FAILED and job.kind in _failure_handlers:
         _failure_handlers[job.kind](job)
     JOB_DURATION.labels(job.kind, state).observe((now - as_utc(job.created_at)).total_seconds())
+
+
+_PG_SUCCEED = (
+    "UPDATE jobs SET state = 'succeeded', result = %(result)s, error = NULL, finished_at = %(finished_at)s, "
+    "lease_expires_at = NULL WHERE id = %(job_id)s"
+)
+
+
+def _succeed_and_commit(job: Job, result: dict) -> None:
+    """Record the locked job as succeeded with `result` and, on PostgreSQL, commit its transaction.
+
+    The handler's writes are flushed first; the UPDATE then travels with the COMMIT, and the edge's
+    commit that follows (`transaction()`) finds the transaction ended and sends nothing. On SQLite
+    the edge commits as for any other unit of work.
+    """
+    if db.engine.dialect.name != "postgresql":
+        _finish(job, SUCCEEDED, result=result)
+        return
+    db.session.flush()
+    now = utcnow()
+    params = {"job_id": job.id, "result": Jsonb(result), "finished_at": now}
+    _pipeline((_PG_SUCCEED, params), ("COMMIT", None))
+    for key, value in (("state", SUCCEEDED), ("result", result), ("error", None), ("finished_at", now),
+                       ("lease_expires_at", None)):
+        set_committed_value(job, key, value)
+    JOB_DURATION.labels(job.kind, SUCCEEDED).observe((now - as_utc(job.created_at)).total_seconds())
 
 
 # Any constant shared by every process of a deployment: the key of the sweep's advisory lock.
