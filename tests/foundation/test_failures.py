@@ -79,6 +79,41 @@ def test_broker_down_at_commit_loses_nothing(app, client, master, wait_for_job):
     assert count_runs(app, job_id) == 1
 
 
+def test_jobs_published_together_while_the_broker_is_down_stay_in_the_outbox_and_run_once(
+    app, master, real_worker, wait_for_job
+):
+    from sqlalchemy import select
+
+    from app.db import transaction
+    from app.extensions import db
+    from app.jobs.models import Job
+    from app.jobs.service import enqueue_job
+
+    environment.REDIS_PROXY.cut()
+    try:
+        with app.app_context(), transaction():  # one transaction, so its jobs go out in one publish batch
+            job_ids = [enqueue_job("jobs.canary", {}, client_id=master.client_id).id for _ in range(3)]
+        with app.app_context():
+            rows = db.session.execute(select(Job.state, Job.published_at).where(Job.id.in_(job_ids))).all()
+            db.session.rollback()
+        assert rows == [("queued", None)] * 3
+    finally:
+        environment.REDIS_PROXY.restore()
+    grace, app.config["OUTBOX_GRACE_SECONDS"] = app.config["OUTBOX_GRACE_SECONDS"], 0
+    try:
+        deadline = time.monotonic() + 20
+        while time.monotonic() < deadline and any(
+            environment.fetch_job(app, job_id)["state"] == "queued" for job_id in job_ids
+        ):
+            sweep(app)
+            time.sleep(0.5)
+    finally:
+        app.config["OUTBOX_GRACE_SECONDS"] = grace
+    for job_id in job_ids:
+        assert wait_for_job(job_id)["state"] == "succeeded"
+        assert count_runs(app, job_id) == 1
+
+
 def test_database_down_answers_503_and_recovers(app, client, master):
     environment.DB_PROXY.cut()
     try:
