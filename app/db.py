@@ -12,7 +12,10 @@ Services and routes flush, never commit. Work that must be committed before its 
 through `commit_before_the_edge(reason)`, the one named exception (`grep commit_before_the_edge`):
 an OAuth error with `keep_changes` (a revoked token family), a refused login code (its attempt
 counts), the first social fetch a request waits for, rotated OAuth tokens of a deferred fetch, and
-the job claim.
+the job claim. On PostgreSQL the job runner (`app/jobs/service.py`) spells out its transactions in
+statements sent in one round trip instead: the claim's BEGIN and COMMIT travel with the lock that
+begins the effect's transaction, and a succeeded job's final state travels with that transaction's
+COMMIT, so the edge's commit that follows finds nothing left to send.
 
 Messages for the broker are queued on the session with `after_commit_publish` and sent only
 once that commit has succeeded; a failed commit discards them.

@@ -296,16 +296,18 @@ def _claim_and_lock(job_id: str) -> Job | None:
 def _pipeline(*statements: tuple[str, dict | None], autocommit: bool = False) -> list[psycopg.Cursor]:
     """Send `statements` on the session's PostgreSQL connection in one round trip; their cursors.
 
-    Each is prepared by psycopg once it has been seen a few times, as the session's statements
-    are. Driver errors are raised as SQLAlchemy's `DBAPIError`s, as the session's own are.
+    Each runs as a prepared statement. Driver errors are raised as SQLAlchemy's `DBAPIError`s, as
+    the session's own are, and a connection the error broke is discarded from the pool.
     """
     options = {"isolation_level": "AUTOCOMMIT"} if autocommit else {}
     connection = db.session.connection(execution_options=options)
     driver = connection.connection.driver_connection
     try:
         with driver.pipeline():
-            return [driver.execute(sql, params) for sql, params in statements]
+            return [driver.execute(sql, params, prepare=True) for sql, params in statements]
     except psycopg.Error as error:
+        if driver.closed or driver.broken:
+            connection.invalidate(error)
         sql = "; ".join(sql for sql, _params in statements)
         raise DBAPIError.instance(sql, None, error, psycopg.Error, dialect=connection.dialect) from error
 
@@ -378,10 +380,9 @@ def _succeed_and_commit(job: Job, result: dict) -> None:
         return
     db.session.flush()
     now = utcnow()
-    params = {"job_id": job.id, "result": Jsonb(result), "finished_at": now}
-    _pipeline((_PG_SUCCEED, params), ("COMMIT", None))
-    for key, value in (("state", SUCCEEDED), ("result", result), ("error", None), ("finished_at", now),
-                       ("lease_expires_at", None)):
+    _pipeline((_PG_SUCCEED, {"job_id": job.id, "result": Jsonb(result), "finished_at": now}), ("COMMIT", None))
+    final = {"state": SUCCEEDED, "result": result, "error": None, "finished_at": now, "lease_expires_at": None}
+    for key, value in final.items():
         set_committed_value(job, key, value)
     JOB_DURATION.labels(job.kind, SUCCEEDED).observe((now - as_utc(job.created_at)).total_seconds())
 
