@@ -171,7 +171,8 @@ def _publish_jobs(pending: list[tuple[str, str, str | None]]) -> list[str]:
         _broker_down_until = time.monotonic() + _BROKER_BACKOFF_SECONDS
         log.warning("broker unavailable, %d jobs stay in the outbox: %s", len(pending), exc.__class__.__name__)
         return []
-    return published
+    # A publish refused inside the batch may have been the failed send of messages buffered before it.
+    return published if len(published) == len(pending) else []
 
 
 def get_job(job_id: str) -> Job | None:
