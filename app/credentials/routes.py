@@ -23,6 +23,7 @@ from app.credentials.schemas import (
     StoredCredentialEnvelope,
 )
 from app.credentials.settings import CredentialSettings
+from app.db import read_only
 from app.http import BARE_LOCATION_HEADER, problem_doc
 from app.idempotency.service import idempotent
 from app.oidc.auth import require_bearer_token
@@ -121,6 +122,7 @@ def _verify(args: dict):
 
 
 @blp.route("/v1/vc/verify", methods=["POST"])
+@read_only
 @api_token_required
 @_verify_contract
 def verify_credential(args: dict):
@@ -135,6 +137,7 @@ def verify_credential(args: dict):
 
 
 @blp.route("/credentials/verify", methods=["POST"])
+@read_only
 @_token_unless_open
 @_verify_contract
 def verify_credential_vc_api(args: dict):
