@@ -11,6 +11,9 @@ from __future__ import annotations
 def __getattr__(name: str):
     if name in {"celery", "app"}:
         from app import create_app
+        from app.serving import freeze_start_up_objects
 
-        return create_app().extensions["celery"]
+        celery = create_app().extensions["celery"]
+        freeze_start_up_objects()  # before the pool forks: full collections stay short in every process
+        return celery
     raise AttributeError(name)

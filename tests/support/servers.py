@@ -31,7 +31,7 @@ def web_server(port: int, env: dict[str, str], options: list[str], *, log_name: 
     with open(environment.TMP_DIR / log_name, "ab") as log:
         process = subprocess.Popen(
             [sys.executable, "-m", "granian", "--interface", "wsgi", "--host", "127.0.0.1", "--port", str(port),
-             "--no-ws", *options, "--factory", "app:create_app"],
+             "--no-ws", *options, "--factory", "app.serving:web_app"],
             cwd=environment.REPO_ROOT, env=env, stdout=log, stderr=subprocess.STDOUT, start_new_session=True,
         )  # fmt: skip
     try:
