@@ -68,13 +68,14 @@ def create_app(config: dict | None = None) -> Flask:
 
 
 def _install_fast_paths(app: Flask) -> None:
-    """Hot public reads, code exchanges and sub-client reads answered before Flask dispatches (inside
-    ProxyFix, which must see them first)."""
+    """Hot public reads, code exchanges, sub-client reads and verifications answered before Flask
+    dispatches (inside ProxyFix, which must see them first)."""
     from app.agents.public_reads import PublicReads
+    from app.credentials.fast_verify import VerifyBeforeDispatch
     from app.oidc.exchange_path import CodeExchangeBeforeDispatch
     from app.tenancy.fast_reads import SubClientReads
 
-    for middleware in (PublicReads, CodeExchangeBeforeDispatch, SubClientReads):
+    for middleware in (PublicReads, CodeExchangeBeforeDispatch, SubClientReads, VerifyBeforeDispatch):
         middleware.install(app)
 
 

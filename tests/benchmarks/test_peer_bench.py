@@ -36,9 +36,10 @@ from tests.support.bench import (
     free_port,
     issue_codes,
     nginx_config,
-    procfile_web_command,
     seed_card,
     server_cpu_seconds,
+    server_env,
+    start_procfile_web,
     static_public_reads_server,
     wait_finished,
     wait_for_url,
@@ -120,24 +121,6 @@ def _print_pair(label: str, ours: dict, theirs: dict, peer: str) -> None:
           f"CPU per request {ours['cpu_ms'] / theirs['cpu_ms']:.2f}x")
 
 
-def _server_env() -> dict:
-    env = {**os.environ}
-    # The suite reaches PostgreSQL and Redis through fault-injection proxies; a server connects directly.
-    for name in ("DATABASE_URL", "REDIS_URL"):
-        if os.environ.get(f"DIRECT_{name}"):
-            env[name] = os.environ[f"DIRECT_{name}"]
-    return env
-
-
-def _start_tessera(port: int, extra: dict) -> subprocess.Popen:
-    url = f"http://127.0.0.1:{port}"
-    env = {**_server_env(), "PORT": str(port), "BASE_URL": url, "OIDC_ISSUER": url, **extra}
-    process = subprocess.Popen(["sh", "-c", "exec " + procfile_web_command()], cwd=REPO_ROOT, env=env,
-                               stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True)
-    wait_for_url(f"http://127.0.0.1:{port}/healthz", process, timeout=60)
-    return process
-
-
 @pytest.fixture
 def peer_workdir():
     workdir = Path(tempfile.mkdtemp(prefix="tessera-peer-bench-"))
@@ -188,7 +171,7 @@ def test_code_exchange_vs_node_oidc_provider(app, client, peer_workdir):
     _needs_postgres()
     wrk = ensure_binary("wrk", "wrk")
     _install_peer(peer_workdir)
-    redis_url = _server_env()["REDIS_URL"].rsplit("/", 1)[0] + "/15"
+    redis_url = server_env()["REDIS_URL"].rsplit("/", 1)[0] + "/15"
     script = peer_workdir / "post.lua"
     script.write_text(WRK_POST)
     connections = 32
@@ -197,7 +180,7 @@ def test_code_exchange_vs_node_oidc_provider(app, client, peer_workdir):
     tessera_port, node_port = free_port(), free_port()
     # The limiter stays on the path (same Redis round trip per request) with a limit no round reaches:
     # a 429 answered in a fraction of an exchange's time would inflate the figures.
-    tessera = _start_tessera(tessera_port, {"OIDC_TOKEN_RATE_LIMIT": "10000000 per minute"})
+    tessera = start_procfile_web(tessera_port, {"OIDC_TOKEN_RATE_LIMIT": "10000000 per minute"})
     node = subprocess.Popen(["node", "provider.mjs", "serve", str(node_port), redis_url, "key.json"],
                             cwd=peer_workdir, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
                             start_new_session=True)
@@ -242,7 +225,7 @@ def test_public_card_read_vs_nginx(app, real_worker, peer_workdir):
     wrk = ensure_binary("wrk", "wrk")
     nginx = ensure_binary("nginx", "nginx")
     tessera_port, static_port, cache_port = free_port(), free_port(), free_port()
-    tessera = _start_tessera(tessera_port, {"RATELIMIT_ENABLED": "1"})
+    tessera = start_procfile_web(tessera_port, {"RATELIMIT_ENABLED": "1"})
     proxy = None
     try:
         did, card, document = seed_card(f"http://127.0.0.1:{tessera_port}")
@@ -344,7 +327,7 @@ def _tessera_jobs_round(app, client_id: int, workers: list[subprocess.Popen], fi
 def test_jobs_vs_bare_celery(app, real_worker, peer_workdir):
     """Canary jobs (row claimed, effect and final state committed) vs a no-op task, 2 worker processes each."""
     _needs_postgres()
-    broker = _server_env()["REDIS_URL"]
+    broker = server_env()["REDIS_URL"]
     queue_name = f"noop-{os.getpid()}"
     (peer_workdir / "noop_app.py").write_text(NOOP_APP)
     noop_env = {**os.environ, "NOOP_BROKER": broker, "NOOP_QUEUE": queue_name}
@@ -397,7 +380,7 @@ def test_authenticated_read_cpu(app):
         caller = Caller(root.id, 0, True, root.id, root.path, root.id, root.path)
         child = service.create_sub_client(caller, {"name": "child"}).id
     port = free_port()
-    tessera = _start_tessera(port, {})
+    tessera = start_procfile_web(port, {})
     try:
         headers = {"x-api-token": master.api_token}
         assert httpx.get(f"http://127.0.0.1:{port}/v1/sub_client/{child}", headers=headers).status_code == 200

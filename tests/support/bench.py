@@ -79,6 +79,26 @@ def _process_tree(pid: int) -> list[int]:
     return pids
 
 
+def server_env() -> dict:
+    """This environment for a server the benchmark starts: PostgreSQL and Redis reached directly (the
+    suite reaches them through fault-injection proxies)."""
+    env = {**os.environ}
+    for name in ("DATABASE_URL", "REDIS_URL"):
+        if os.environ.get(f"DIRECT_{name}"):
+            env[name] = os.environ[f"DIRECT_{name}"]
+    return env
+
+
+def start_procfile_web(port: int, extra: dict) -> subprocess.Popen:
+    """The Procfile's web process on `port` with `extra` settings, once it answers `/healthz`."""
+    url = f"http://127.0.0.1:{port}"
+    env = {**server_env(), "PORT": str(port), "BASE_URL": url, "OIDC_ISSUER": url, **extra}
+    process = subprocess.Popen(["sh", "-c", "exec " + procfile_web_command()], cwd=REPO_ROOT, env=env,
+                               stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True)
+    wait_for_url(f"http://127.0.0.1:{port}/healthz", process, timeout=60)
+    return process
+
+
 def server_cpu_seconds(pid: int) -> float:
     """User + system CPU of `pid` and its descendants (threads included), from /proc."""
     total = 0

@@ -1,0 +1,107 @@
+"""`POST /v1/vc/verify` and `POST /credentials/verify` answered before Flask dispatches.
+
+Verification is what callers wait on; Flask's dispatch, flask-smorest's argument and response
+handling and the request hooks cost more than a JCS proof check and as much as an RDFC one. Only
+the plain answer is given here: a JSON object body of known length with `verifiableCredential`
+(and `options`, an object, if sent), a valid API token whose last use needs no stamp (or the
+endpoint open, for `/credentials/verify` with `VC_VERIFY_OPEN`), no cookie, and no rate limit
+beyond a route's own. The result is the view's: `service.verify_submitted` and the view's
+response schema, 200 when verified and 400 when not. Everything else (no or bad token, malformed
+body, a credential over the verification budget, a fault) goes to the view, which remains the one
+definition of those answers.
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from collections.abc import Callable, Iterable
+from io import BytesIO
+
+from flask import Flask
+
+from app.credentials import service
+from app.credentials.schemas import CredentialVerifyOut
+from app.credentials.settings import CredentialSettings
+from app.db import utcnow
+from app.extensions import limiter
+from app.ops.edge import BeforeDispatch, edge_engine
+from app.settings import current
+from app.tenancy import service as tenancy
+from app.tenancy.auth import token_use_to_stamp
+
+log = logging.getLogger(__name__)
+
+API_RULE = "/v1/vc/verify"
+VC_API_RULE = "/credentials/verify"
+_JSON = "application/json"
+
+
+class VerifyBeforeDispatch(BeforeDispatch):
+    """Plain verifications before dispatch; every other request to the application."""
+
+    def __init__(self, app: Flask, inner: Callable) -> None:
+        super().__init__(app, inner)
+        self._schema = CredentialVerifyOut()
+
+    def __call__(self, environ: dict, start_response: Callable) -> Iterable[bytes]:
+        rule = environ.get("PATH_INFO")
+        if (
+            rule not in (API_RULE, VC_API_RULE)
+            or environ.get("REQUEST_METHOD") != "POST"
+            or "HTTP_COOKIE" in environ
+            or (limiter.enabled and limiter.limits_beyond_routes())
+        ):
+            return self.inner(environ, start_response)
+        started = time.perf_counter()
+        body = self._json_body(environ)
+        if body is None:
+            return self.inner(environ, start_response)
+        try:
+            answer = self._answer(environ, rule, body)
+        except Exception:  # anything unusual: the view answers (and reports) it
+            log.debug("verification before dispatch declined; the view answers", exc_info=True)
+            answer = None
+        if answer is None:
+            return self.inner(environ, start_response)
+        status, payload = answer
+        headers = {"Content-Type": _JSON, "Content-Length": str(len(payload))}
+        return self.respond(environ, start_response, rule=rule, status=status, headers=headers, body=payload,
+                            started=started)
+
+    def _json_body(self, environ: dict) -> bytes | None:
+        """The whole body of a JSON POST of known length within the request size limit, else None
+        (left unread); what is read is put back for the view."""
+        media_type = environ.get("CONTENT_TYPE", "").split(";", 1)[0].strip().lower()
+        if media_type != _JSON or environ.get("HTTP_TRANSFER_ENCODING"):
+            return None
+        try:
+            length = int(environ.get("CONTENT_LENGTH") or "")
+        except ValueError:
+            return None
+        if not 0 < length <= self.app.config["MAX_CONTENT_LENGTH"]:
+            return None
+        body = environ["wsgi.input"].read(length)
+        environ["wsgi.input"] = BytesIO(body)
+        return body if len(body) == length else None
+
+    def _answer(self, environ: dict, rule: str, body: bytes) -> tuple[int, bytes] | None:
+        with self.app.app_context():
+            if not (rule == VC_API_RULE and current(CredentialSettings).verify_open):
+                raw_token = environ.get("HTTP_X_API_TOKEN", "")
+                if not raw_token:
+                    return None
+                with edge_engine(self.app).connect() as connection:
+                    token = tenancy.find_active_token(raw_token, connection)
+                if token is None or token_use_to_stamp(token, utcnow()):
+                    return None
+            document = self.app.json.loads(body)
+            if not isinstance(document, dict) or document.get("verifiableCredential") is None:
+                return None
+            options = document.get("options", {})
+            if not isinstance(options, dict):
+                return None
+            result = service.verify_submitted(document["verifiableCredential"], options)
+            payload = self.app.json.dumps(self._schema.dump(result.as_dict())) + "\n"
+        return (200 if result.verified else 400), payload.encode()
+
