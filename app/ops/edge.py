@@ -1,5 +1,6 @@
 """What every response gets from the application's hooks, for the few answers given before Flask
-dispatches (app/agents/public_reads.py, app/oidc/exchange_path.py, app/tenancy/fast_reads.py):
+dispatches (app/agents/public_reads.py, app/oidc/exchange_path.py, app/tenancy/fast_reads.py,
+app/credentials/fast_verify.py):
 the request id, HSTS and the request metrics, so those answers are indistinguishable from the
 views'; the engine their statements share, and their statements run by the driver itself.
 """
