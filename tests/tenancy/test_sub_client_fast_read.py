@@ -33,11 +33,13 @@ class _CountingInner:
 
 @pytest.fixture
 def fast_reads(app, monkeypatch):
+    from app.ops.edge import BeforeDispatch
     from app.tenancy.fast_reads import SubClientReads
 
     layer = app.wsgi_app
     while not isinstance(layer, SubClientReads):
-        layer = layer.app  # ProxyFix, when TRUSTED_PROXIES is set
+        # Other paths in front of dispatch hand on to `inner`; ProxyFix (TRUSTED_PROXIES) to `app`.
+        layer = layer.inner if isinstance(layer, BeforeDispatch) else layer.app
     monkeypatch.setattr(layer, "inner", _CountingInner(layer.inner))
     return layer
 
