@@ -1,4 +1,4 @@
-"""The repository stands alone: no file reaches for a `shared/` directory beside or outside it."""
+"""The repository stands alone: no file reaches for a directory beside or outside it."""
 
 from __future__ import annotations
 
@@ -7,17 +7,11 @@ from pathlib import Path
 
 from tests.support.environment import REPO_ROOT
 
-# Not part of the repository's own files (a virtual environment, caches, generated state).
-_SKIPPED_DIRS = {".git", ".venv", "instance", "__pycache__", ".pytest_cache", ".ruff_cache", "artifacts"}
-# The directory's name is kept apart so this guard holds no path to it itself.
-_NAME = "shared"
-_SHARED_REFERENCES = re.compile(
-    rf"""\.\./{_NAME}\b"""  # a path relative to the parent directory
-    rf"""|/work/{_NAME}\b"""  # the absolute path of the workspace beside the checkout
-    rf"""|/\s*["']{_NAME}["']"""  # Path(...) / "<name>"
-    rf"""|["']{_NAME}/"""  # "<name>/vectors/..." as a relative path
-    rf"""|join\([^)\n]*["']{_NAME}["']"""  # os.path.join(..., "<name>")
-)
+# Not part of the repository's own files (a virtual environment, caches, installed or generated state).
+_SKIPPED_DIRS = {".git", ".venv", "instance", "__pycache__", ".pytest_cache", ".ruff_cache", "artifacts",
+                 "node_modules"}  # fmt: skip
+# A relative path that climbs: `../name`, `../../name/...`.
+_CLIMBING_PATH = re.compile(r"(?:\.\./)+[\w.-]+")
 
 
 def _repository_files() -> list[Path]:
@@ -29,19 +23,46 @@ def _repository_files() -> list[Path]:
     return files
 
 
-def test_no_file_refers_to_a_shared_directory_outside_the_repository() -> None:
+def _outside_references(path: Path, line: str, root: Path = REPO_ROOT) -> list[str]:
+    """The paths outside `root` that `line` of `path` names and that exist: climbing relative paths
+    (from the file's directory or from `root`, where commands run) and absolute paths to a sibling of
+    the checkout. The parent directory is read at run time, so this guard names no directory itself;
+    in a copy with nothing beside it nothing outside can be read, and nothing is reported."""
+    found = []
+    for match in _CLIMBING_PATH.finditer(line):
+        for base in (path.parent, root):
+            target = (base / match.group()).resolve()
+            if not target.is_relative_to(root) and target.exists():
+                found.append(match.group())
+                break
+    sibling = re.compile(re.escape(str(root.parent)) + r"/(?!" + re.escape(root.name) + r"\b)[\w.-]+")
+    found += [match.group() for match in sibling.finditer(line) if Path(match.group()).exists()]
+    return found
+
+
+def test_no_file_refers_to_a_directory_outside_the_repository() -> None:
     files = _repository_files()
     assert REPO_ROOT / "tests" / "conftest.py" in files and REPO_ROOT / "app" / "__init__.py" in files
-    this_file = Path(__file__).resolve()
     offenders = []
     for path in files:
-        if path.resolve() == this_file:
-            continue
         try:
             text = path.read_text(encoding="utf-8")
         except UnicodeDecodeError:
             continue
         for number, line in enumerate(text.splitlines(), 1):
-            if _SHARED_REFERENCES.search(line):
-                offenders.append(f"{path.relative_to(REPO_ROOT)}:{number}: {line.strip()[:120]}")
+            for reference in _outside_references(path, line):
+                offenders.append(f"{path.relative_to(REPO_ROOT)}:{number}: {reference}")
     assert not offenders, "files that read outside the repository:\n" + "\n".join(offenders)
+
+
+def test_the_guard_sees_references_that_leave_the_repository(tmp_path) -> None:
+    root, beside = tmp_path / "checkout", tmp_path / "vectors"
+    (root / "tests").mkdir(parents=True)
+    beside.mkdir()
+    inside = root / "tests" / "example.py"
+    assert _outside_references(inside, 'open("../../vectors/key.json")', root) == ["../../vectors"]
+    assert _outside_references(inside, 'Path("../vectors")', root) == ["../vectors"]  # from where commands run
+    assert _outside_references(inside, f'open("{beside}/key.json")', root) == [str(beside)]
+    assert _outside_references(inside, 'open("../tests/example.py")', root) == []
+    assert _outside_references(inside, 'open("../../elsewhere/x")', root) == []  # nothing there to read
+    assert _outside_references(inside, f'open("{root}/app/x.py")', root) == []
