@@ -16,19 +16,16 @@ from __future__ import annotations
 import logging
 import time
 from collections.abc import Callable, Iterable
-from io import BytesIO
 
 from flask import Flask
 
 from app.credentials import service
 from app.credentials.schemas import CredentialVerifyOut
 from app.credentials.settings import CredentialSettings
-from app.db import utcnow
 from app.extensions import limiter
-from app.ops.edge import BeforeDispatch, edge_engine
+from app.ops.edge import BeforeDispatch, edge_engine, request_body
 from app.settings import current
-from app.tenancy import service as tenancy
-from app.tenancy.auth import token_use_to_stamp
+from app.tenancy.auth import unstamped_caller
 
 log = logging.getLogger(__name__)
 
@@ -54,7 +51,7 @@ class VerifyBeforeDispatch(BeforeDispatch):
         ):
             return self.inner(environ, start_response)
         started = time.perf_counter()
-        body = self._json_body(environ)
+        body = request_body(environ, _JSON, self.app.config["MAX_CONTENT_LENGTH"])
         if body is None:
             return self.inner(environ, start_response)
         try:
@@ -69,32 +66,12 @@ class VerifyBeforeDispatch(BeforeDispatch):
         return self.respond(environ, start_response, rule=rule, status=status, headers=headers, body=payload,
                             started=started)
 
-    def _json_body(self, environ: dict) -> bytes | None:
-        """The whole body of a JSON POST of known length within the request size limit, else None
-        (left unread); what is read is put back for the view."""
-        media_type = environ.get("CONTENT_TYPE", "").split(";", 1)[0].strip().lower()
-        if media_type != _JSON or environ.get("HTTP_TRANSFER_ENCODING"):
-            return None
-        try:
-            length = int(environ.get("CONTENT_LENGTH") or "")
-        except ValueError:
-            return None
-        if not 0 < length <= self.app.config["MAX_CONTENT_LENGTH"]:
-            return None
-        body = environ["wsgi.input"].read(length)
-        environ["wsgi.input"] = BytesIO(body)
-        return body if len(body) == length else None
-
     def _answer(self, environ: dict, rule: str, body: bytes) -> tuple[int, bytes] | None:
         with self.app.app_context():
             if not (rule == VC_API_RULE and current(CredentialSettings).verify_open):
-                raw_token = environ.get("HTTP_X_API_TOKEN", "")
-                if not raw_token:
-                    return None
                 with edge_engine(self.app).connect() as connection:
-                    token = tenancy.find_active_token(raw_token, connection)
-                if token is None or token_use_to_stamp(token, utcnow()):
-                    return None
+                    if unstamped_caller(environ.get("HTTP_X_API_TOKEN", ""), connection) is None:
+                        return None
             document = self.app.json.loads(body)
             if not isinstance(document, dict) or document.get("verifiableCredential") is None:
                 return None

@@ -22,7 +22,6 @@ import psycopg
 from flask import current_app
 from psycopg.types.json import Jsonb
 from sqlalchemy import bindparam, false, func, insert, or_, select, text, update
-from sqlalchemy.exc import DBAPIError
 from sqlalchemy.orm import make_transient_to_detached
 from sqlalchemy.orm.attributes import set_committed_value
 from sqlalchemy.orm.util import identity_key
@@ -31,6 +30,7 @@ from app.db import after_commit_batch, as_utc, commit_before_the_edge, transacti
 from app.errors import DomainError, NotFound
 from app.extensions import celery, db
 from app.jobs.models import FAILED, QUEUED, RUNNING, SUCCEEDED, CanaryRun, Job
+from app.ops.edge import driver_errors
 from app.ops.logging import current_request_id
 from app.ops.metrics import JOB_DURATION
 
@@ -302,15 +302,8 @@ def _pipeline(*statements: tuple[str, dict | None], autocommit: bool = False) ->
     """
     options = {"isolation_level": "AUTOCOMMIT"} if autocommit else {}
     connection = db.session.connection(execution_options=options)
-    driver = connection.connection.driver_connection
-    try:
-        with driver.pipeline():
-            return [driver.execute(sql, params, prepare=True) for sql, params in statements]
-    except psycopg.Error as error:
-        if driver.closed or driver.broken:
-            connection.invalidate(error)
-        sql = "; ".join(sql for sql, _params in statements)
-        raise DBAPIError.instance(sql, None, error, psycopg.Error, dialect=connection.dialect) from error
+    with driver_errors(connection, "; ".join(sql for sql, _params in statements)) as driver, driver.pipeline():
+        return [driver.execute(sql, params, prepare=True) for sql, params in statements]
 
 
 def run_job(job_id: str, handler: JobHandler, *, max_attempts: int | None = None) -> None:

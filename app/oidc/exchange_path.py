@@ -16,7 +16,6 @@ from __future__ import annotations
 import time
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
-from io import BytesIO
 from urllib.parse import parse_qsl, unquote_plus
 
 from flask import Flask
@@ -28,7 +27,7 @@ from app.oidc import client_auth, service
 from app.oidc.errors import OAuthError
 from app.oidc.settings import OidcSettings
 from app.oidc.text import has_unstorable
-from app.ops.edge import BeforeDispatch, edge_engine, request_id_of
+from app.ops.edge import BeforeDispatch, edge_engine, request_body, request_id_of
 from app.ops.rate_leases import RateLeases
 from app.settings import current
 
@@ -63,10 +62,9 @@ class CodeExchangeBeforeDispatch(BeforeDispatch):
         if environ.get("PATH_INFO") != TOKEN_RULE or environ.get("REQUEST_METHOD") != "POST":
             return self.inner(environ, start_response)
         started = time.perf_counter()
-        body = _small_form_body(environ)
+        body = request_body(environ, FORM, _MAX_BODY)
         if body is None:
             return self.inner(environ, start_response)
-        environ["wsgi.input"] = BytesIO(body)  # the view reads the same bytes if it answers
         exchange = _plain_exchange(environ, body)
         if exchange is None or not self._count(environ, exchange):
             return self.inner(environ, start_response)
@@ -118,21 +116,6 @@ class CodeExchangeBeforeDispatch(BeforeDispatch):
 class _Exchange:
     values: dict[str, str]
     credentials: client_auth.PresentedCredentials
-
-
-def _small_form_body(environ: dict) -> bytes | None:
-    """The whole body of a form POST of known, small length; None for anything else (left unread)."""
-    media_type = environ.get("CONTENT_TYPE", "").split(";", 1)[0].strip().lower()
-    if media_type != FORM or environ.get("HTTP_TRANSFER_ENCODING"):
-        return None
-    try:
-        length = int(environ.get("CONTENT_LENGTH") or "")
-    except ValueError:
-        return None
-    if not 0 < length <= _MAX_BODY:
-        return None
-    body = environ["wsgi.input"].read(length)
-    return body if len(body) == length else None
 
 
 def _plain_exchange(environ: dict, body: bytes) -> _Exchange | None:

@@ -9,8 +9,10 @@ from __future__ import annotations
 
 import re
 import time
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Iterator
+from contextlib import contextmanager
 from http import HTTPStatus
+from io import BytesIO
 from typing import Any
 
 from flask import Flask
@@ -85,14 +87,44 @@ class DriverStatement:
         """The statement's first row, or None: a tuple whose members are named as in SQLAlchemy's row."""
         if connection.dialect.name != "postgresql" or connection.dialect.driver != "psycopg":
             return connection.execute(self.statement, parameters).first()
-        driver_connection = connection.connection.driver_connection
-        try:
+        with driver_errors(connection, self._sql, parameters) as driver_connection:
             cursor = driver_connection.cursor(row_factory=namedtuple_row)
             return cursor.execute(self._sql, {**self._constants, **parameters}, prepare=True).fetchone()
-        except connection.dialect.loaded_dbapi.Error as error:
-            if driver_connection.closed or driver_connection.broken:
-                connection.invalidate(error)
-            raise DBAPIError.instance(self._sql, parameters, error, connection.dialect.loaded_dbapi.Error) from error
+
+
+@contextmanager
+def driver_errors(connection: Connection, statement: str, parameters: Any = None) -> Iterator[Any]:
+    """The driver's (psycopg's) connection under `connection`; its errors raised as SQLAlchemy's
+    `DBAPIError`, as statements run through SQLAlchemy raise them, and a connection an error broke
+    discarded from the pool."""
+    driver_connection = connection.connection.driver_connection
+    dbapi_error = connection.dialect.loaded_dbapi.Error
+    try:
+        yield driver_connection
+    except dbapi_error as error:
+        if driver_connection.closed or driver_connection.broken:
+            connection.invalidate(error)
+        raise DBAPIError.instance(statement, parameters, error, dbapi_error, dialect=connection.dialect) from error
+
+
+def request_body(environ: dict, media_type: str, max_length: int) -> bytes | None:
+    """The whole body of a request of `media_type` and known length up to `max_length`, else None.
+
+    A body read is put back as the request's input, so the application reads the same bytes if
+    the request goes on to it; anything else is left unread.
+    """
+    sent_type = environ.get("CONTENT_TYPE", "").split(";", 1)[0].strip().lower()
+    if sent_type != media_type or environ.get("HTTP_TRANSFER_ENCODING"):
+        return None
+    try:
+        length = int(environ.get("CONTENT_LENGTH") or "")
+    except ValueError:
+        return None
+    if not 0 < length <= max_length:
+        return None
+    body = environ["wsgi.input"].read(length)
+    environ["wsgi.input"] = BytesIO(body)
+    return body if len(body) == length else None
 
 
 def request_id_of(environ: dict) -> str:
