@@ -11,6 +11,7 @@ from typing import Any
 
 from flask import g, request
 from flask_smorest import Blueprint
+from sqlalchemy.engine import Connection
 
 from app.db import utcnow
 from app.errors import NotFound, Unauthorized, ValidationFailed
@@ -99,6 +100,15 @@ def authenticate_request(*, honour_subclient: bool) -> Caller:
     if honour_subclient and node_id:  # an empty header means the caller's own client
         acting = _acting_node(token.path, node_id)
         return caller_of(token, acting.id, acting.path)
+    return caller_of(token)
+
+
+def unstamped_caller(raw_token: str, connection: Connection) -> Caller | None:
+    """The caller of a valid token whose last use needs no stamp, read through `connection` (a
+    request answered before dispatch); None otherwise, and the view then authenticates (and stamps)."""
+    token = service.find_active_token(raw_token, connection) if raw_token else None
+    if token is None or token_use_to_stamp(token, utcnow()):
+        return None
     return caller_of(token)
 
 

@@ -22,12 +22,11 @@ from collections.abc import Callable, Iterable
 from flask import Flask, Response
 from sqlalchemy.exc import SQLAlchemyError
 
-from app.db import utcnow
 from app.extensions import limiter
 from app.http import MAX_ID
 from app.ops.edge import BeforeDispatch, edge_engine
 from app.tenancy import service
-from app.tenancy.auth import caller_of, token_use_to_stamp
+from app.tenancy.auth import unstamped_caller
 from app.tenancy.schemas import SubClientEnvelope
 
 log = logging.getLogger(__name__)
@@ -73,10 +72,10 @@ class SubClientReads(BeforeDispatch):
     def _answer(self, raw_token: str, client_id: int) -> Response | None:
         with self.app.app_context():
             with edge_engine(self.app).connect() as connection:
-                token = service.find_active_token(raw_token, connection)
-                if token is None or token_use_to_stamp(token, utcnow()):
+                caller = unstamped_caller(raw_token, connection)
+                if caller is None:
                     return None
-                row = service.find_sub_client_row(caller_of(token), client_id, connection)
+                row = service.find_sub_client_row(caller, client_id, connection)
             if row is None:
                 return None
             return self.app.json.response(self._schema.dump({"data": row}))
