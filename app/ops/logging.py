@@ -6,9 +6,12 @@ import json
 import logging
 import re
 import sys
+import time
 import uuid
+from collections.abc import Callable, Iterable
 from contextvars import ContextVar
 from datetime import UTC, datetime
+from typing import Any
 
 request_id_var: ContextVar[str | None] = ContextVar("request_id", default=None)
 
@@ -17,6 +20,7 @@ _RESERVED = set(vars(logging.LogRecord("", 0, "", 0, "", (), None))) | {"message
 
 _QUERY_IN_TEXT = re.compile(r"\?([^\s\"'#]+)")
 REDACTED = "REDACTED"
+access_log = logging.getLogger("tessera.access")
 
 
 def redact_query(query: str) -> str:
@@ -43,21 +47,41 @@ class QueryRedactingFilter(logging.Filter):
         return True
 
 
-class AccessLogFilter(logging.Filter):
-    """granian's access records get `target`: the path, then the query with its values redacted.
+class AccessLog:
+    """WSGI middleware writing one access line per request, from the thread that served it.
 
-    Query strings carry authorization codes, states, nonces and id_token hints; the Procfile's
-    access-log format prints `target` and never the raw query nor any header.
+    `addr - "METHOD target PROTOCOL" status 1.2ms` on the `tessera.access` logger, where `target`
+    is the path, then the query with its values redacted: query strings carry authorization
+    codes, states, nonces and id_token hints, so no raw query and no header is ever logged. The
+    time is until the application returned its response. (granian's own access log costs about
+    0.2 ms per request: its runtime thread takes the interpreter lock again to write each line.)
     """
 
-    def filter(self, record: logging.LogRecord) -> bool:
-        if isinstance(record.args, dict):
-            query = record.args.get("query_string") or ""
-            redacted = redact_query(query) if query else ""
-            path = record.args.get("path", "")
-            record.args = {**record.args, "query_string": redacted,
-                           "target": f"{path}?{redacted}" if redacted else path}  # fmt: skip
-        return True
+    def __init__(self, inner: Callable) -> None:
+        self.inner = inner
+
+    def __call__(self, environ: dict, start_response: Callable) -> Iterable[bytes]:
+        started = time.perf_counter()
+        statuses: list[str] = []
+
+        def start(status: str, headers: list, exc_info: Any = None) -> Callable:
+            statuses.append(status)
+            return start_response(status, headers, exc_info)
+
+        try:
+            return self.inner(environ, start)
+        finally:
+            path = environ.get("PATH_INFO", "")
+            query = environ.get("QUERY_STRING")
+            access_log.info(
+                '%s - "%s %s %s" %s %.1fms',
+                environ.get("REMOTE_ADDR", "-"),
+                environ.get("REQUEST_METHOD", "-"),
+                f"{path}?{redact_query(query)}" if query else path,
+                environ.get("SERVER_PROTOCOL", "-"),
+                statuses[-1].split(" ", 1)[0] if statuses else "500",
+                (time.perf_counter() - started) * 1000,
+            )
 
 
 def new_request_id() -> str:
@@ -107,6 +131,4 @@ def configure_logging(level: str = "INFO") -> None:
     logging.getLogger("alembic.runtime.plugins").setLevel(logging.WARNING)
     # The development server logs every request line, query string included.
     logging.getLogger("werkzeug").addFilter(QueryRedactingFilter())
-    access = logging.getLogger("granian.access")
-    if not any(isinstance(existing, AccessLogFilter) for existing in access.filters):
-        access.addFilter(AccessLogFilter())
+

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import os
 import re
 import shlex
@@ -79,8 +80,8 @@ def test_the_procfile_web_process_logs_no_query_values(app):
     log_path = environment.TMP_DIR / f"web-{port}.log"
     with open(log_path, "wb") as log:
         server = subprocess.Popen(
-            command, cwd=environment.REPO_ROOT, env=dict(os.environ), stdout=log, stderr=subprocess.STDOUT,
-            start_new_session=True,
+            command, cwd=environment.REPO_ROOT, env={**os.environ, "LOG_LEVEL": "INFO"}, stdout=log,
+            stderr=subprocess.STDOUT, start_new_session=True,
         )
     try:
         base = f"http://127.0.0.1:{port}"
@@ -102,8 +103,27 @@ def test_the_procfile_web_process_logs_no_query_values(app):
     finally:
         environment.stop_process(server)
     logged = log_path.read_text()
-    assert "/healthz?code=REDACTED&state=REDACTED&id_token_hint=REDACTED&nonce=REDACTED" in logged
+    access = [json.loads(line) for line in logged.splitlines() if '"tessera.access"' in line]
+    assert [entry["message"] for entry in access if "?" in entry["message"]] == [
+        '127.0.0.1 - "GET /healthz?code=REDACTED&state=REDACTED&id_token_hint=REDACTED&nonce=REDACTED HTTP/1.1" 200 '
+        + access[-1]["message"].rsplit(" ", 1)[1]
+    ]
+    assert re.fullmatch(r"\d+\.\dms", access[-1]["message"].rsplit(" ", 1)[1])
     assert not [secret for secret in SECRETS if secret in logged]
+
+
+def test_the_access_log_records_a_request_the_application_failed(caplog):
+    from app.ops.logging import AccessLog
+
+    def failing(environ, start_response):
+        raise RuntimeError("boom")
+
+    environ = {"REQUEST_METHOD": "POST", "PATH_INFO": "/v1/openidc/token", "QUERY_STRING": "code=c0de-SECRET",
+               "SERVER_PROTOCOL": "HTTP/1.1", "REMOTE_ADDR": "192.0.2.7"}
+    with caplog.at_level("INFO", logger="tessera.access"), pytest.raises(RuntimeError):
+        AccessLog(failing)(environ, lambda *args: None)
+    [record] = [record for record in caplog.records if record.name == "tessera.access"]
+    assert record.getMessage().startswith('192.0.2.7 - "POST /v1/openidc/token?code=REDACTED HTTP/1.1" 500 ')
 
 
 def test_the_development_server_request_log_is_redacted(app):

@@ -81,8 +81,9 @@ def _process_tree(pid: int) -> list[int]:
 
 def server_env() -> dict:
     """This environment for a server the benchmark starts: PostgreSQL and Redis reached directly (the
-    suite reaches them through fault-injection proxies)."""
-    env = {**os.environ}
+    suite reaches them through fault-injection proxies), and the default log level, so each request
+    writes its access line as in production (the suite runs at WARNING)."""
+    env = {**os.environ, "LOG_LEVEL": "INFO"}
     for name in ("DATABASE_URL", "REDIS_URL"):
         if os.environ.get(f"DIRECT_{name}"):
             env[name] = os.environ[f"DIRECT_{name}"]
