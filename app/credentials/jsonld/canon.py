@@ -35,6 +35,8 @@ T = TypeVar("T")
 
 HASH_NAMES = frozenset({"sha256", "sha384"})
 _ABSOLUTE_IRI = re.compile(r"^[A-Za-z][A-Za-z0-9+.\-]*:")
+_IRIS_PER_CONTEXT = 512
+_MEMO_IRI_LENGTH = 200
 
 
 @dataclass(frozen=True)
@@ -121,6 +123,7 @@ class _GuardedProcessor(JsonLdProcessor):
         super().__init__(on_property_dropped=_drop_is_undefined_term)
         self._budget = budget
         self._memo = loader.processed_context_memo
+        self._iri_memos = loader.expanded_iri_memo
 
     def _expand(self, *args: Any, **kwargs: Any) -> Any:
         self._budget.step()
@@ -151,13 +154,47 @@ class _GuardedProcessor(JsonLdProcessor):
             key = (id(active_ctx), local_key, override_protected, propagate, validate_scoped)
             entry = self._memo.get(key)
             if entry is not None and entry[0] is active_ctx and (by_value or entry[1] is local_ctx):
+                self._keep_iri_memo(entry[2])
                 return entry[2]
         processed = super()._process_context(
             active_ctx, local_ctx, options, override_protected, propagate, validate_scoped, cycles
         )
         if memoise:
             self._memo[key] = (active_ctx, local_ctx, processed)
+            self._keep_iri_memo(processed)
         return processed
+
+    def _keep_iri_memo(self, processed: dict) -> None:
+        """Give a processed context an IRI memo, or mark its memo recently used."""
+        known = self._iri_memos.get(id(processed))
+        if known is None or known[0] is not processed:
+            self._iri_memos[id(processed)] = (processed, {})
+
+    def _expand_iri(
+        self,
+        active_ctx: dict,
+        value: Any,
+        base: str | None = None,
+        vocab: bool = False,
+        local_ctx: Any = None,
+        defined: Any = None,
+    ) -> Any:
+        # Outside context processing (no `local_ctx`), expanding a string against a processed
+        # context, which is never mutated again, always gives the same IRI: a verification
+        # expands the same hundred keys and types against the same few contexts every time.
+        if local_ctx is None and isinstance(value, str) and len(value) <= _MEMO_IRI_LENGTH:
+            known = dict.get(self._iri_memos, id(active_ctx))  # no LRU bookkeeping on the hot path
+            if known is not None and known[0] is active_ctx:
+                memo = known[1]
+                key = (value, base, vocab)
+                try:
+                    return memo[key]
+                except KeyError:
+                    expanded = super()._expand_iri(active_ctx, value, base, vocab)
+                    if len(memo) < _IRIS_PER_CONTEXT:
+                        memo[key] = expanded
+                    return expanded
+        return super()._expand_iri(active_ctx, value, base, vocab, local_ctx, defined)
 
     def _create_term_definition(self, *args: Any, **kwargs: Any) -> Any:
         self._budget.step()

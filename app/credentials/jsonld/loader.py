@@ -23,6 +23,7 @@ URLMAP_FILE = "urlmap.json"
 BUILTIN_CONTEXTS_DIR = Path(__file__).resolve().parent / "contexts"
 MANIFEST_FILE = "manifest.json"
 _PROCESSED_CONTEXT_CACHE_SIZE = 512
+_IRI_MEMO_CONTEXTS = 64  # a verification expands against a handful of contexts
 
 
 class ContextNotAllowed(ProofCheckFailed):
@@ -60,7 +61,8 @@ class DocumentLoader:
 
     Use `make_document_loader` to build one from a directory. `urls` lists what is allowed.
     `resolved_context_cache` is the cache pyld's ContextResolver keeps for this loader, and
-    `processed_context_memo` the canonicalizer's memo of processed contexts.
+    `processed_context_memo` and `expanded_iri_memo` the canonicalizer's memos of processed
+    contexts and of IRIs expanded against them.
 
     The caches are neither thread-safe nor safe to share (processed contexts are matched by
     identity), so each thread has its own: threads never wait for one another, and a small
@@ -81,10 +83,15 @@ class DocumentLoader:
         """This thread's memo of processed contexts (see `canon._GuardedProcessor`)."""
         return self._thread_cache("processed")
 
-    def _thread_cache(self, name: str) -> BoundedCache:
+    @property
+    def expanded_iri_memo(self) -> BoundedCache:
+        """This thread's memo of IRI expansions per processed context (see `canon._GuardedProcessor`)."""
+        return self._thread_cache("iris", _IRI_MEMO_CONTEXTS)
+
+    def _thread_cache(self, name: str, size: int = _PROCESSED_CONTEXT_CACHE_SIZE) -> BoundedCache:
         cache = getattr(self._local, name, None)
         if cache is None:
-            cache = BoundedCache(_PROCESSED_CONTEXT_CACHE_SIZE)
+            cache = BoundedCache(size)
             setattr(self._local, name, cache)
         return cache
 
