@@ -50,7 +50,8 @@ class QueryRedactingFilter(logging.Filter):
 class AccessLog:
     """WSGI middleware writing one access line per request, from the thread that served it.
 
-    `addr - "METHOD target PROTOCOL" status 1.2ms` on the `tessera.access` logger, where `target`
+    `addr - "METHOD target PROTOCOL" status 1.2ms` on the `tessera.access` logger (with the
+    request's id once the application gave it one), where `target`
     is the path, then the query with its values redacted: query strings carry authorization
     codes, states, nonces and id_token hints, so no raw query and no header is ever logged. The
     time is until the application returned its response. (granian's own access log costs about
@@ -62,6 +63,7 @@ class AccessLog:
 
     def __call__(self, environ: dict, start_response: Callable) -> Iterable[bytes]:
         started = time.perf_counter()
+        request_id_var.set(None)  # the thread's previous request's id must not label this one's lines
         statuses: list[str] = []
 
         def start(status: str, headers: list, exc_info: Any = None) -> Callable:
