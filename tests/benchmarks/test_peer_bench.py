@@ -1,5 +1,7 @@
 """Side by side with peers, interleaved rounds, medians of 3: the code exchange against
-node-oidc-provider, public reads against nginx, jobs against a bare Celery no-op task.
+node-oidc-provider, public reads against nginx, jobs against a bare Celery no-op task, and
+eddsa-rdfc-2022 verification over HTTP against Digital Bazaar's verifier (`@digitalbazaar/vc`,
+pinned in peers/vc/package-lock.json), one request at a time.
 
 Load comes from `wrk` (compiled; a Lua script posts one fresh code per request), never from Python.
 Servers run as deployed: Tessera under the Procfile's web line on PostgreSQL + Redis,
@@ -50,6 +52,7 @@ from tests.support.tenancy import make_master
 pytestmark = [pytest.mark.benchmark, pytest.mark.realworker]
 
 PEER_DIR = Path(__file__).resolve().parent / "peers" / "oidc"
+VC_PEER_DIR = PEER_DIR.parent / "vc"
 ROUNDS = 3
 EXCHANGE_SECONDS = int(os.environ.get("PEER_BENCH_SECONDS", 5))
 READ_SECONDS = 5
@@ -79,7 +82,8 @@ NODE_CLIENT = {"redirect_uri": "https://rp.example/callback", "client_id": "benc
 
 def _wrk(wrk: str, url: str, connections: int, seconds: int, script: Path | None = None,
          script_args: list[str] | None = None, headers: dict | None = None, server_pid: int | None = None) -> dict:
-    command = [wrk, f"-t{WRK_THREADS}", f"-c{connections}", f"-d{seconds}s", "--latency", "--timeout", "10s"]
+    threads = min(WRK_THREADS, connections)
+    command = [wrk, f"-t{threads}", f"-c{connections}", f"-d{seconds}s", "--latency", "--timeout", "10s"]
     for name, value in (headers or {}).items():
         command += ["-H", f"{name}: {value}"]
     if script is not None:
@@ -153,11 +157,15 @@ def _node_codes(workdir: Path, redis_url: str, count: int) -> list[str]:
     return [urlencode({"grant_type": "authorization_code", "code": code, **NODE_CLIENT}) for code in codes]
 
 
-def _install_peer(workdir: Path) -> None:
-    for name in ("package.json", "package-lock.json", "provider.mjs"):
-        shutil.copy(PEER_DIR / name, workdir / name)
+def _npm_ci(peer: Path, workdir: Path) -> None:
+    for source in peer.iterdir():
+        shutil.copy(source, workdir / source.name)
     subprocess.run(["npm", "ci", "--ignore-scripts", "--no-audit", "--no-fund"], cwd=workdir, check=True,
                    stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+
+
+def _install_peer(workdir: Path) -> None:
+    _npm_ci(PEER_DIR, workdir)
     key = subprocess.run(
         ["node", "-e", "const c=require('crypto');const k=c.generateKeyPairSync('rsa',{modulusLength:2048})"
          ".privateKey.export({format:'jwk'});console.log(JSON.stringify({...k,kid:'bench',use:'sig',alg:'RS256'}))"],
@@ -393,4 +401,69 @@ def test_authenticated_read_cpu(app):
               f"medians; load average {os.getloadavg()[0]:.1f} on {os.cpu_count()} CPUs (target <= 1 ms CPU)")
         _print_pair("GET /v1/sub_client/{id}", _median(reads), _median(bare), "/healthz")
     finally:
+        stop_process(tessera)
+
+
+# -- credential verification ---------------------------------------------------------------
+
+WRK_POST_ONE = """
+wrk.method = "POST"
+wrk.headers["Content-Type"] = "application/json"
+local file = io.open(os.getenv("TESSERA_BENCH_BODY"), "rb")
+wrk.body = file:read("*a")
+file:close()
+"""
+
+
+def test_verification_vs_digital_bazaar(app, peer_workdir):
+    """`POST /v1/vc/verify` of an eddsa-rdfc-2022 credential beside Digital Bazaar's verifier of the same
+    credential with the same contexts, one request at a time (c=1: the latency a caller waits)."""
+    import json
+
+    from app.credentials.jsonld.loader import make_document_loader
+    from tests.benchmarks.test_verify_bench import _signed_credential
+    from tests.support.vectors import VECTORS
+
+    _needs_postgres()
+    wrk = ensure_binary("wrk", "wrk")
+    _npm_ci(VC_PEER_DIR, peer_workdir)
+    builtin = make_document_loader(None, builtin=True)
+    (peer_workdir / "contexts.json").write_text(json.dumps({url: builtin(url)["document"] for url in builtin.urls}))
+    credential = _signed_credential("eddsa-rdfc-2022", "Ed25519", make_document_loader(VECTORS / "contexts"))
+    body = peer_workdir / "body.json"
+    body.write_text(json.dumps({"verifiableCredential": credential}))
+    script = peer_workdir / "post-one.lua"
+    script.write_text(WRK_POST_ONE)
+    master = make_master(app, "Peer benchmark verification")
+    tessera_port, node_port = free_port(), free_port()
+    tessera = start_procfile_web(tessera_port, {})
+    node = subprocess.Popen(["node", "verifier.mjs", str(node_port), "contexts.json"], cwd=peer_workdir,
+                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True)
+    os.environ["TESSERA_BENCH_BODY"] = str(body)
+    try:
+        headers = {"x-api-token": master.api_token}
+        ours_url, theirs_url = f"http://127.0.0.1:{tessera_port}/v1/vc/verify", f"http://127.0.0.1:{node_port}/verify"
+        deadline = time.monotonic() + 30
+        while True:  # the node verifier has no health route: its first answer is the check
+            try:
+                assert httpx.post(theirs_url, content=body.read_bytes(), timeout=10).json() == {"verified": True}
+                break
+            except httpx.TransportError:
+                assert node.poll() is None and time.monotonic() < deadline, "the node verifier did not start"
+                time.sleep(0.2)
+        assert httpx.post(ours_url, content=body.read_bytes(), headers={**headers, "Content-Type": "application/json"},
+                          timeout=10).json()["verified"] is True
+        ours, theirs = [], []
+        for _ in range(ROUNDS):
+            ours.append(_wrk(wrk, ours_url, 1, READ_SECONDS, script, headers=headers, server_pid=tessera.pid))
+            theirs.append(_wrk(wrk, theirs_url, 1, READ_SECONDS, script, server_pid=node.pid))
+        print(f"\n[peer bench] eddsa-rdfc-2022 verification over HTTP, 1 connection, {READ_SECONDS} s rounds x {ROUNDS} "
+              f"interleaved, medians; load average {os.getloadavg()[0]:.1f} on {os.cpu_count()} CPUs")
+        mine, peer = _median(ours), _median(theirs)
+        _print_pair("POST verify (c=1)", mine, peer, "digitalbazaar")
+        print(f"{'':<28}p50 tessera {mine['p50']:.2f} ms, digitalbazaar {peer['p50']:.2f} ms: "
+              f"digitalbazaar/tessera {peer['p50'] / mine['p50']:.2f}")
+    finally:
+        os.environ.pop("TESSERA_BENCH_BODY", None)
+        stop_process(node)
         stop_process(tessera)
