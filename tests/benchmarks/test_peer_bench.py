@@ -457,8 +457,8 @@ def test_verification_vs_digital_bazaar(app, peer_workdir):
         for _ in range(ROUNDS):
             ours.append(_wrk(wrk, ours_url, 1, READ_SECONDS, script, headers=headers, server_pid=tessera.pid))
             theirs.append(_wrk(wrk, theirs_url, 1, READ_SECONDS, script, server_pid=node.pid))
-        print(f"\n[peer bench] eddsa-rdfc-2022 verification over HTTP, 1 connection, {READ_SECONDS} s rounds x {ROUNDS} "
-              f"interleaved, medians; load average {os.getloadavg()[0]:.1f} on {os.cpu_count()} CPUs")
+        print(f"\n[peer bench] eddsa-rdfc-2022 verification over HTTP, 1 connection, {READ_SECONDS} s rounds "
+              f"x {ROUNDS} interleaved, medians; load average {os.getloadavg()[0]:.1f} on {os.cpu_count()} CPUs")
         mine, peer = _median(ours), _median(theirs)
         _print_pair("POST verify (c=1)", mine, peer, "digitalbazaar")
         print(f"{'':<28}p50 tessera {mine['p50']:.2f} ms, digitalbazaar {peer['p50']:.2f} ms: "
