@@ -151,9 +151,13 @@ def _tessera_codes(app, tenant, count: int) -> list[str]:
             for code in issue_codes(app, tenant, count)]
 
 
-def _node_codes(workdir: Path, redis_url: str, count: int) -> list[str]:
+def _node_env(jwt_access_tokens: bool) -> dict:
+    return {**os.environ, "PEER_JWT_ACCESS_TOKENS": "1" if jwt_access_tokens else "0"}
+
+
+def _node_codes(workdir: Path, redis_url: str, count: int, jwt_access_tokens: bool = False) -> list[str]:
     codes = subprocess.run(["node", "provider.mjs", "mint", str(count), redis_url], cwd=workdir,
-                           capture_output=True, text=True, check=True).stdout.split()
+                           env=_node_env(jwt_access_tokens), capture_output=True, text=True, check=True).stdout.split()
     return [urlencode({"grant_type": "authorization_code", "code": code, **NODE_CLIENT}) for code in codes]
 
 
@@ -185,30 +189,39 @@ def test_code_exchange_vs_node_oidc_provider(app, client, peer_workdir):
     connections = 32
     budget = EXCHANGE_SECONDS * 3000  # more codes than either server can spend in a round
 
-    tessera_port, node_port = free_port(), free_port()
+    tessera_port, node_port, node_jwt_port = free_port(), free_port(), free_port()
     # The limiter stays on the path (same Redis round trip per request) with a limit no round reaches:
     # a 429 answered in a fraction of an exchange's time would inflate the figures.
     tessera = start_procfile_web(tessera_port, {"OIDC_TOKEN_RATE_LIMIT": "10000000 per minute"})
-    node = subprocess.Popen(["node", "provider.mjs", "serve", str(node_port), redis_url, "key.json"],
-                            cwd=peer_workdir, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
-                            start_new_session=True)
+    # As configured by default (opaque access tokens kept in Redis: one signature per exchange), and
+    # with RS256 JWT access tokens (RFC 9068), the work Tessera does (two signatures).
+    nodes = {
+        jwt: subprocess.Popen(["node", "provider.mjs", "serve", str(port), redis_url, "key.json"],
+                              cwd=peer_workdir, env=_node_env(jwt), stdout=subprocess.DEVNULL,
+                              stderr=subprocess.DEVNULL, start_new_session=True)
+        for jwt, port in ((False, node_port), (True, node_jwt_port))
+    }
     try:
-        wait_for_url(f"http://127.0.0.1:{node_port}/.well-known/openid-configuration", node, timeout=60)
+        for jwt, port in ((False, node_port), (True, node_jwt_port)):
+            wait_for_url(f"http://127.0.0.1:{port}/.well-known/openid-configuration", nodes[jwt], timeout=60)
         tenant = make_tenant(app, client)
-        ours, theirs = [], []
+        ours, theirs, theirs_jwt = [], [], []
         for _ in range(ROUNDS):
             _write_bodies(peer_workdir / "tessera", _tessera_codes(app, tenant, budget))
             ours.append(_wrk(wrk, f"http://127.0.0.1:{tessera_port}/v1/openidc/token", connections,
                              EXCHANGE_SECONDS, script, [str(peer_workdir / "tessera")], server_pid=tessera.pid))
-            _write_bodies(peer_workdir / "node", _node_codes(peer_workdir, redis_url, budget))
-            theirs.append(_wrk(wrk, f"http://127.0.0.1:{node_port}/token", connections, EXCHANGE_SECONDS,
-                               script, [str(peer_workdir / "node")], server_pid=node.pid))
+            for jwt, port, rows in ((False, node_port, theirs), (True, node_jwt_port, theirs_jwt)):
+                _write_bodies(peer_workdir / "node", _node_codes(peer_workdir, redis_url, budget, jwt))
+                rows.append(_wrk(wrk, f"http://127.0.0.1:{port}/token", connections, EXCHANGE_SECONDS,
+                                 script, [str(peer_workdir / "node")], server_pid=nodes[jwt].pid))
         print(f"\n[peer bench] code exchange (RS256 id_token), {connections} connections, {EXCHANGE_SECONDS} s "
               f"rounds x {ROUNDS} interleaved, medians; load average {os.getloadavg()[0]:.1f} on "
               f"{os.cpu_count()} CPUs")
         _print_pair("POST token (code grant)", _median(ours), _median(theirs), "node-oidc-provider")
+        _print_pair("  node: JWT access tokens", _median(ours), _median(theirs_jwt), "node-oidc-provider JWT")
     finally:
-        stop_process(node)
+        for node in nodes.values():
+            stop_process(node)
         stop_process(tessera)
 
 

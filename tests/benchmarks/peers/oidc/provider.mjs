@@ -58,6 +58,19 @@ const CLIENT = {
   response_types: ['code'], token_endpoint_auth_method: 'client_secret_post',
 };
 
+// PEER_JWT_ACCESS_TOKENS=1: access tokens are RS256 JWTs (RFC 9068) for one resource, as Tessera's,
+// so both servers sign twice per exchange.
+const JWT_ACCESS_TOKENS = process.env.PEER_JWT_ACCESS_TOKENS === '1';
+const RESOURCE = 'urn:tessera-bench:api';
+const resourceIndicators = JWT_ACCESS_TOKENS ? {
+  enabled: true,
+  defaultResource: () => RESOURCE,
+  useGrantedResource: () => true,
+  getResourceServerInfo: () => ({
+    scope: 'openid profile email', audience: CLIENT.client_id, accessTokenFormat: 'jwt', jwt: { sign: { alg: 'RS256' } },
+  }),
+} : undefined;
+
 function provider(issuer, jwk) {
   return new Provider(issuer, {
     adapter: RedisAdapter,
@@ -67,7 +80,7 @@ function provider(issuer, jwk) {
     claims: { openid: ['sub'], email: ['email'], profile: ['name'] },
     pkce: { required: () => false },
     ttl: { AccessToken: 3600, AuthorizationCode: 600, Grant: 3600, IdToken: 3600, Session: 3600 },
-    features: { devInteractions: { enabled: false } },
+    features: { devInteractions: { enabled: false }, ...(resourceIndicators ? { resourceIndicators } : {}) },
   });
 }
 
@@ -84,10 +97,12 @@ if (mode === 'serve') {
   for (let i = 0; i < Number(arg); i += 1) {
     const grant = new oidc.Grant({ accountId: `user-${i}`, clientId: CLIENT.client_id });
     grant.addOIDCScope('openid profile email');
+    if (JWT_ACCESS_TOKENS) grant.addResourceScope(RESOURCE, 'openid profile email');
     const grantId = await grant.save();
     const code = new oidc.AuthorizationCode({
       accountId: `user-${i}`, client, grantId, scope: 'openid profile email', nonce: 'bench-nonce',
       redirectUri: CLIENT.redirect_uris[0], authTime: Math.floor(Date.now() / 1000),
+      ...(JWT_ACCESS_TOKENS ? { resource: RESOURCE } : {}),
     });
     lines.push(await code.save());
   }
