@@ -223,6 +223,22 @@ def test_code_exchange_vs_node_oidc_provider(app, client, peer_workdir):
         for node in nodes.values():
             stop_process(node)
         stop_process(tessera)
+        _forget_node_codes(redis_url)
+
+
+def _forget_node_codes(redis_url: str) -> None:
+    """Delete what the node peers stored (their keys carry provider.mjs's `oidc-peer:` prefix)."""
+    import redis
+
+    with redis.Redis.from_url(redis_url) as store:
+        batch = []
+        for key in store.scan_iter(match="oidc-peer:*", count=5000):
+            batch.append(key)
+            if len(batch) == 5000:
+                store.unlink(*batch)
+                batch.clear()
+        if batch:
+            store.unlink(*batch)
 
 
 # -- public reads --------------------------------------------------------------------------
