@@ -100,16 +100,25 @@ def start_procfile_web(port: int, extra: dict) -> subprocess.Popen:
     return process
 
 
+def _stat_fields(stat: str) -> list[str]:
+    """The fields of a /proc/<pid>/stat line after the command name (state first)."""
+    return stat.rsplit(")", 1)[1].split()
+
+
+def _cpu_ticks(fields: list[str]) -> int:
+    """User + system CPU in clock ticks, from `_stat_fields`."""
+    return int(fields[11]) + int(fields[12])
+
+
 def server_cpu_seconds(pid: int) -> float:
     """User + system CPU of `pid` and its descendants (threads included), from /proc."""
     total = 0
     for member in _process_tree(pid):
         try:
-            fields = Path(f"/proc/{member}/stat").read_text().rsplit(")", 1)[1].split()
+            total += _cpu_ticks(_stat_fields(Path(f"/proc/{member}/stat").read_text()))
         except FileNotFoundError:
             continue
-        total += int(fields[11]) + int(fields[12])
-    return total / os.sysconf("SC_CLK_TCK")
+    return total / CLOCK_TICKS
 
 
 def cpu_seconds(matches: Callable[[int, str], bool]) -> float:
@@ -123,9 +132,9 @@ def cpu_seconds(matches: Callable[[int, str], bool]) -> float:
             command = (entry / "cmdline").read_bytes().replace(b"\0", b" ").decode(errors="replace")
         except OSError:
             continue
-        fields = stat.rsplit(")", 1)[1].split()
+        fields = _stat_fields(stat)
         if matches(int(fields[2]), command):
-            total += int(fields[11]) + int(fields[12])
+            total += _cpu_ticks(fields)
     return total / CLOCK_TICKS
 
 
