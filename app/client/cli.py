@@ -119,7 +119,7 @@ def _field_errors(exc: Exception) -> dict[str, list[str]]:
 
 def _error_document(exc: Exception) -> dict[str, Any]:
     document: dict[str, Any] = {"error": {"message": str(exc), "kind": type(exc).__name__}}
-    for attribute in ("status", "code", "required", "available", "owner", "version", "pointers", "job", "queue"):
+    for attribute in ("status", "code", "did", "required", "available", "owner", "version", "pointers", "job", "queue"):
         if hasattr(exc, attribute):
             document["error"][attribute] = getattr(exc, attribute)
     fields = _field_errors(exc)

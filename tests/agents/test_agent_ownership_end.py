@@ -3,6 +3,7 @@ an agent can revoke its owner by a request signed with its key. All through HTTP
 
 from __future__ import annotations
 
+import json
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from urllib.parse import urlparse
@@ -82,6 +83,11 @@ def test_a_deregistered_organisation_loses_its_sessions_and_cannot_sign_in_again
     with TesseraClient(live_server.url, api_key=owned.org_key) as again, pytest.raises(AuthenticationFailed) as refused:
         again.authenticate()
     assert "deregistered" in str(refused.value)
+    env = {"TESSERA_NETWORK_URL": live_server.url, "TESSERA_API_KEY": owned.org_key, "TESSERA_ENV": "testnet"}
+    answer = CliRunner().invoke(main, ["--json", "credits"], env=env)
+    assert answer.exit_code != 0
+    error = json.loads(answer.stdout)["error"]
+    assert error["kind"] == "AccountDeactivated" and error["did"] == owned.org.did
 
 
 def test_deregistering_an_organisation_releases_its_agents(live_server, owned):
