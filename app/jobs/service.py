@@ -346,14 +346,19 @@ _FINISH_JOB = (
 
 def _finish(job: Job, state: str, *, result: dict | None = None, error: dict | None = None) -> None:
     """Record the locked job's final state: one Core UPDATE, the object kept in step without a flush."""
-    now = utcnow()
-    final = {"state": state, "result": result, "error": error, "finished_at": now, "lease_expires_at": None}
+    final = {"state": state, "result": result, "error": error, "finished_at": utcnow(), "lease_expires_at": None}
     db.session.execute(_FINISH_JOB, {"job_id": job.id, **final})
+    _finished(job, final)
+
+
+def _finished(job: Job, final: dict[str, Any]) -> None:
+    """After the final row is written: the object in step with it, a failure's handler, the duration."""
     for key, value in final.items():
         set_committed_value(job, key, value)
-    if state == FAILED and job.kind in _failure_handlers:
+    if final["state"] == FAILED and job.kind in _failure_handlers:
         _failure_handlers[job.kind](job)
-    JOB_DURATION.labels(job.kind, state).observe((now - as_utc(job.created_at)).total_seconds())
+    duration = final["finished_at"] - as_utc(job.created_at)
+    JOB_DURATION.labels(job.kind, final["state"]).observe(duration.total_seconds())
 
 
 _PG_SUCCEED = (
@@ -373,12 +378,10 @@ def _succeed_and_commit(job: Job, result: dict) -> None:
         _finish(job, SUCCEEDED, result=result)
         return
     db.session.flush()
-    now = utcnow()
-    _pipeline((_PG_SUCCEED, {"job_id": job.id, "result": Jsonb(result), "finished_at": now}), ("COMMIT", None))
-    final = {"state": SUCCEEDED, "result": result, "error": None, "finished_at": now, "lease_expires_at": None}
-    for key, value in final.items():
-        set_committed_value(job, key, value)
-    JOB_DURATION.labels(job.kind, SUCCEEDED).observe((now - as_utc(job.created_at)).total_seconds())
+    final = {"state": SUCCEEDED, "result": result, "error": None, "finished_at": utcnow(), "lease_expires_at": None}
+    parameters = {"job_id": job.id, "result": Jsonb(result), "finished_at": final["finished_at"]}
+    _pipeline((_PG_SUCCEED, parameters), ("COMMIT", None))
+    _finished(job, final)
 
 
 # Any constant shared by every process of a deployment: the key of the sweep's advisory lock.
