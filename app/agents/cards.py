@@ -20,7 +20,7 @@ from app.agents.accounts import authorize_for_did, ensure_record, job_accounts
 from app.agents.credits import charge, start_paid_job
 from app.agents.errors import CardNotFound, CardTooLarge, InvalidCard
 from app.agents.models import AgentAccount, PrivateCard, PublicCard
-from app.agents.registration_file import registration_file_errors
+from app.agents.registration_file import did_service_errors, registration_file_errors
 from app.agents.settings import AgentSettings
 from app.db import utcnow
 from app.dids.method import is_network_did
@@ -95,9 +95,9 @@ def _reject_constant(name: str) -> None:
     raise ValueError(f"{name} is not JSON")
 
 
-def validate_card(body: bytes) -> None:
-    """Refuse a card over 16384 bytes (``CardTooLarge``), or that is not one JSON object in the
-    ERC-8004 registration-file shape (``InvalidCard``, its ``errors`` naming every bad field)."""
+def validate_card(body: bytes) -> dict:
+    """The card, parsed; refuse one over 16384 bytes (``CardTooLarge``), or that is not one JSON object
+    in the ERC-8004 registration-file shape (``InvalidCard``, its ``errors`` naming every bad field)."""
     if len(body) > MAX_CARD_BYTES:
         raise CardTooLarge(f"The card is {len(body)} bytes; at most {MAX_CARD_BYTES} are accepted.")
     try:
@@ -116,12 +116,15 @@ def validate_card(body: bytes) -> None:
             "The card is not an ERC-8004 registration file; see the fields named: " + ", ".join(sorted(errors)) + ".",
             errors=errors,
         )
+    return card
 
 
 def request_host_card(caller: AgentAccount, did: str, body: bytes) -> Job:
     """Check a host-card request and start its job (card private + public copy + charge)."""
-    validate_card(body)
+    card = validate_card(body)
     target = authorize_for_did(caller, did)
+    if errors := did_service_errors(card, target.did):
+        raise InvalidCard("The card's DID service names another DID than the agent's own.", errors=errors)
     return start_paid_job(
         "agents.host_card", "host-card", caller, target, body=base64.b64encode(body).decode("ascii"), etag=etag_of(body)
     )

@@ -61,6 +61,19 @@ def _registration_errors(registrations: Any) -> dict[str, list[str]]:
     return errors
 
 
+def did_service_errors(card: dict[str, Any], did: str) -> dict[str, list[str]]:
+    """The `DID` service entries of ``card`` whose endpoint is not the agent's own ``did`` (spec 2.6:
+    the DID service endpoint equals the agent DID)."""
+    errors: dict[str, list[str]] = {}
+    for name in SERVICE_LISTS:
+        services = card.get(name)
+        for index, service in enumerate(services if isinstance(services, list) else []):
+            if isinstance(service, dict) and str(service.get("name", "")).strip().lower() == "did" \
+                    and service.get("endpoint") != did:
+                errors[f"{name}.{index}.endpoint"] = [f"The DID service endpoint must be the agent's own DID, {did}."]
+    return errors
+
+
 def registration_file_errors(card: dict[str, Any]) -> dict[str, list[str]]:
     """The fields of ``card`` that break the ERC-8004 registration-file shape (empty when none).
 

@@ -200,3 +200,21 @@ def test_idempotency_key_replays_the_first_job(live_server, agent_client):
     assert different.status_code == 422
     agent_client.wait_for_job(first.json()["data"]["id"])
     assert agent_client.whoami()["balance"] == 990
+
+
+def test_a_card_whose_did_service_names_another_did_is_refused(live_server, agent_client):
+    """Spec 2.6: the card's DID service endpoint equals the agent's own DID."""
+    other = "did:tessera:" + "ab" * 20
+    foreign = registration_card("Impostor", services=[{"name": "DID", "endpoint": other, "version": "v1"}])
+    refused = _put(live_server, agent_client, agent_client.did, foreign)
+    assert refused.status_code == 422, refused.text
+    problem = refused.json()
+    assert problem["code"] == "invalid_card" and "services.0.endpoint" in problem["errors"]
+    assert _state(live_server, agent_client) == (1000, 404, 404)
+
+    own = registration_card("Honest", services=[{"name": "DID", "endpoint": agent_client.did, "version": "v1"}])
+    accepted = _put(live_server, agent_client, agent_client.did, own)
+    assert accepted.status_code == 202, accepted.text
+    agent_client.wait_for_job(accepted.json()["data"]["id"])
+    with live_server.http() as http:
+        assert http.get(f"/api/agent-card/{agent_client.did}").content == own
