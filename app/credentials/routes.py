@@ -26,7 +26,7 @@ from app.credentials.settings import CredentialSettings
 from app.db import read_only
 from app.http import BARE_LOCATION_HEADER, problem_doc
 from app.idempotency.service import idempotent
-from app.oidc.auth import require_bearer_token
+from app.oidc.auth import require_grant
 from app.oidc.claims import CREDENTIALS_SCOPE
 from app.settings import current
 from app.tenancy.auth import api_token_required, current_caller
@@ -102,9 +102,10 @@ def get_credential(cid: str):
 def list_user_credentials():
     """The calling user's verified credentials, newest first, each byte for byte as stored.
 
-    The access token needs the `credentials` scope (else 403 `insufficient_scope`).
+    The access token of any code exchange with `scope=openid` reads them once the user consented
+    and while the client's registration `reads_credentials` (else 403 `insufficient_scope`).
     """
-    claims = require_bearer_token(CREDENTIALS_SCOPE)
+    claims, _grant = require_grant(CREDENTIALS_SCOPE)
     return _json_text(service.user_credentials_json(claims.user_id), 200, {"Cache-Control": "no-store"})
 
 

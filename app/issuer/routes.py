@@ -20,7 +20,7 @@ from app.issuer.schemas import (
     IssuerKeyListEnvelope,
     VerifiableCredentialOut,
 )
-from app.oidc.auth import require_bearer_token
+from app.oidc.auth import require_bearer_token, require_grant
 from app.tenancy.auth import api_token_required, authenticate_request, current_caller
 
 blp = Blueprint("issuer", __name__, description="Issuing credentials: issuer keys, did:web, VC API issue and derive")
@@ -178,10 +178,11 @@ PLATFORM = [{"in": "path", "name": "platform", "required": True, "schema": {"typ
 def vouch_for_email(user_id: str):
     """A credential, signed by the service, that the calling user controls their e-mail address.
 
-    Only the user asks for it, with their access token: the login behind the token proved the
-    address with a mailed code. `verifiedAt` is when that token was issued. Another user's id is a 404.
+    Only the user asks for it, with an access token that may read the address (the `email` scope,
+    consented): the login behind the token proved the address with a mailed code. `verifiedAt` is
+    when that token was issued. Another user's id is a 404; a token without the address is a 403.
     """
-    claims = require_bearer_token()
+    claims, _grant = require_grant("email")
     user = vouching.user_for_bearer(path_id(user_id, "user_id"), claims.user_id)
     return _json('{"verifiableCredential":' + vouching.email_credential(user.id, claims.iat) + "}", 201)
 

@@ -1,14 +1,16 @@
 """Request authentication by OpenID access token: the HTTP edge of `service.verify_access_token`.
 
-Routes of any feature that serve a user through a relying party call `require_bearer_token`.
+Routes of any feature that serve a user through a relying party call `require_grant` with what
+they release (the gate of `app.oidc.grants`), or `require_bearer_token` when they release nothing.
 """
 
 from __future__ import annotations
 
 from flask import g, request
 
-from app.oidc.errors import InsufficientScope, InvalidBearerToken, MissingBearerToken
-from app.oidc.service import verify_access_token
+from app.oidc.errors import InvalidBearerToken, MissingBearerToken
+from app.oidc.grants import Grant
+from app.oidc.service import token_grant, verify_access_token
 from app.oidc.tokens import AccessTokenClaims
 
 FORM = "application/x-www-form-urlencoded"
@@ -30,18 +32,25 @@ def bearer_from_request() -> str:
     raise MissingBearerToken("Send the access token as `Authorization: Bearer <token>`.")
 
 
-def require_bearer_token(scope: str | None = None) -> AccessTokenClaims:
-    """Authenticate this request by its Bearer access token; for every user-facing endpoint.
+def require_bearer_token() -> AccessTokenClaims:
+    """Authenticate this request by its Bearer access token of a user.
 
-    Checks signature (published keys only, algorithm allow-list), `typ`, `iss`, `aud`,
-    `exp`, the `jti` deny-list, that the client still exists and that the token is a user's. Raises MissingBearerToken /
-    InvalidBearerToken (401 with `WWW-Authenticate: Bearer`) or InsufficientScope (403).
-    The claims are also left in `flask.g.access_token`.
+    Checks signature (published keys only, algorithm allow-list), `typ`, `iss`, `aud`, `exp`, the
+    `jti` deny-list, that the client still exists and that the token is a user's. Raises
+    MissingBearerToken / InvalidBearerToken (401 with `WWW-Authenticate: Bearer`). The claims are
+    also left in `flask.g.access_token`.
     """
     claims = verify_access_token(bearer_from_request())
     if claims.user_id is None:
         raise InvalidBearerToken("This endpoint serves a user: a client_credentials token has none.")
-    if scope and not claims.has_scope(scope):
-        raise InsufficientScope(scope)
     g.access_token = claims
     return claims
+
+
+def require_grant(item: str) -> tuple[AccessTokenClaims, Grant]:
+    """`require_bearer_token`, then the gate: what the token may read must include `item` (a
+    standard scope, `app_claims` or `credentials`), else InsufficientScope (403)."""
+    claims = require_bearer_token()
+    grant = token_grant(claims)
+    grant.require(item)
+    return claims, grant

@@ -21,9 +21,9 @@ from sqlalchemy.orm.attributes import set_committed_value
 
 from app.db import as_utc, utcnow
 from app.extensions import db
-from app.oidc import recaptcha, tokens
+from app.oidc import grants, recaptcha, tokens
 from app.oidc.backchannel import queue_logouts, remember_session_client
-from app.oidc.claims import APP_CLAIMS_SCOPE, mapping_fingerprint, parse_scope
+from app.oidc.claims import parse_scope
 from app.oidc.errors import AuthorizationPageError, AuthorizationRedirectError
 from app.oidc.limits import count_hit
 from app.oidc.mail import send_mail
@@ -31,7 +31,6 @@ from app.oidc.models import (
     AuthorizationCode,
     AuthorizationRequest,
     ClientAssertion,
-    Consent,
     LoginCodeCounter,
     LoginSession,
     PushedRequest,
@@ -39,7 +38,7 @@ from app.oidc.models import (
     RevokedToken,
     SessionClient,
 )
-from app.oidc.service import get_relying_party, revoke_user_refresh_tokens
+from app.oidc.service import get_relying_party, revoke_session_refresh_tokens, revoke_user_refresh_tokens
 from app.oidc.settings import OidcSettings
 from app.oidc.text import has_unstorable
 from app.security import hash_secret, random_token, texts_equal
@@ -192,6 +191,8 @@ def _validated_parameters(raw: Mapping[str, str], repeated: frozenset[str], clie
             raise AuthorizationRedirectError("invalid_request", "code_challenge is malformed.")
     elif method is not None:
         raise AuthorizationRedirectError("invalid_request", "code_challenge_method without code_challenge.")
+    elif client.require_pkce:
+        raise AuthorizationRedirectError("invalid_request", "This client must use PKCE: code_challenge is required.")
     state, nonce = raw.get("state") or None, raw.get("nonce") or None
     if (state and len(state) > _MAX_STATE) or (nonce and len(nonce) > _MAX_STATE):
         raise AuthorizationRedirectError("invalid_request", "state or nonce is too long.")
@@ -241,21 +242,6 @@ def find_session(session_token: str | None, root_client_id: int) -> LoginSession
 
 def _root_id(client: Client) -> int:
     return client.root_id or client.id
-
-
-def claims_fingerprint(client: Client) -> str:
-    """The digest of the client's current claim mapping, which consent to `app_claims` is bound to."""
-    return mapping_fingerprint(client.id_token_claims or {})
-
-
-def _consent_covers(user_id: int, client: Client, scopes: tuple[str, ...] | list[str]) -> bool:
-    """Whether the remembered consent covers every scope, and for `app_claims` the current mapping."""
-    consent = db.session.execute(
-        select(Consent).where(Consent.user_id == user_id, Consent.client_id == client.id)
-    ).scalar_one_or_none()
-    if consent is None or not set(scopes) <= set(consent.scope.split()):
-        return False
-    return APP_CLAIMS_SCOPE not in scopes or consent.claims_fingerprint == claims_fingerprint(client)
 
 
 def _new_request(params: AuthorizationParams, browser_token: str, **fields) -> tuple[AuthorizationRequest, str]:
@@ -322,7 +308,7 @@ def start_authorization(params: AuthorizationParams, *, browser_token: str, sess
         _, handle = _new_request(params, browser_token)
         return Outcome(page="login", handle=handle)
     assert session is not None and user is not None
-    if "consent" in params.prompt or not _consent_covers(user.id, client, params.scopes):
+    if "consent" in params.prompt or not grants.consent_covers(user.id, client, params.scopes):
         if "none" in params.prompt:
             return Outcome(redirect_to=error_redirect(params, "consent_required", "The user has not consented."))
         _, handle = _new_request(params, browser_token, user_id=user.id, auth_time=session.auth_time,
@@ -477,7 +463,7 @@ def _disabled_user(user_id: int) -> bool:
 def continue_after_login(request: AuthorizationRequest, client: Client) -> Outcome:
     """After sign-in: the consent page if needed, else the code back to the client."""
     scopes = request.scope.split()
-    if "consent" in request.prompt.split() or not _consent_covers(request.user_id, client, scopes):
+    if "consent" in request.prompt.split() or not grants.consent_covers(request.user_id, client, scopes):
         return Outcome(page="consent")
     return Outcome(redirect_to=_finish(request, client))
 
@@ -509,12 +495,22 @@ def require_signed_in(request: AuthorizationRequest) -> None:
         )
 
 
-def decide_consent(request: AuthorizationRequest, client: Client, decision: str,
-                   shown_fingerprint: str | None = None) -> str:
+def consent_items(request: AuthorizationRequest, client: Client) -> tuple[str, ...]:
+    """What the consent page asks the user to release to `client` for this request (see `grants`)."""
+    return grants.requested_items(client, request.scope.split())
+
+
+def shown_digest(request: AuthorizationRequest, client: Client) -> str:
+    """The digest of what the consent page shows for this request, which the decision is bound to."""
+    return grants.shown_digest(client, consent_items(request, client))
+
+
+def decide_consent(request: AuthorizationRequest, client: Client, decision: str, shown: str | None = None) -> str:
     """Record the user's answer and return where the browser goes: the client, with a code or an error.
 
-    `shown_fingerprint` is the claim-mapping digest the consent page showed: when the request asks
-    for `app_claims` and the mapping changed since, AuthorizationPageError (409) asks to review again.
+    `shown` is the digest of what the consent page showed (`shown_digest`): when the client's
+    registration changed since (its claim mapping, whether it reads credentials),
+    AuthorizationPageError (409) asks to review again.
     """
     require_signed_in(request)
     if decision == "deny":
@@ -524,26 +520,13 @@ def decide_consent(request: AuthorizationRequest, client: Client, decision: str,
         return location
     if decision != "allow":
         raise AuthorizationPageError("Choose allow or deny.", detail="decision must be allow or deny.")
-    fingerprint = None
-    if APP_CLAIMS_SCOPE in request.scope.split():
-        fingerprint = claims_fingerprint(client)
-        if not texts_equal(shown_fingerprint or "", fingerprint):
-            raise AuthorizationPageError(
-                f"The information {client.name} asks for changed while you were deciding. "
-                "Go back, reload the page and review it again.", status=409,
-                code="consent_changed", detail="The client's claim mapping changed after the consent page was shown.",
-            )
-    consent = db.session.execute(
-        select(Consent).where(Consent.user_id == request.user_id, Consent.client_id == client.id)
-    ).scalar_one_or_none()
-    if consent is None:
-        consent = Consent(user_id=request.user_id, client_id=client.id, scope=request.scope, granted_at=utcnow())
-        db.session.add(consent)
-    else:
-        consent.scope = " ".join(sorted(set(consent.scope.split()) | set(request.scope.split())))
-        consent.granted_at = utcnow()
-    if fingerprint is not None:
-        consent.claims_fingerprint = fingerprint
+    if not texts_equal(shown or "", shown_digest(request, client)):
+        raise AuthorizationPageError(
+            f"The information {client.name} asks for changed while you were deciding. "
+            "Go back, reload the page and review it again.", status=409,
+            code="consent_changed", detail="The client's registration changed after the consent page was shown.",
+        )
+    grants.record_consent(request.user_id, client, request.scope.split())
     return _finish(request, client)
 
 
@@ -558,6 +541,7 @@ def end_session(session_token: str | None) -> bool:
         return False
     session.ended_at = utcnow()
     queue_logouts(session.sid)
+    revoke_session_refresh_tokens(session.sid)
     db.session.flush()
     return True
 
@@ -589,6 +573,7 @@ def end_user_sessions(user_id: int) -> int:
     ).scalars().all()
     for sid in sids:
         queue_logouts(sid)
+        revoke_session_refresh_tokens(sid)
     db.session.flush()
     return len(sids)
 

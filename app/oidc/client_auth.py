@@ -142,24 +142,24 @@ def _authenticate_assertion(credentials: PresentedCredentials, audiences: Set[st
         raise InvalidClient("client_assertion must have iss and sub equal to the client_id.")
     if credentials.client_id and credentials.client_id != issuer:
         raise InvalidClient("client_id differs from the assertion's issuer.")
-    client = get_client_by_id(issuer, loaded)
-    if client is None:
-        raise InvalidClient()
     alg = header.get("alg")
+    if alg != "HS256" and alg not in KEY_ALGORITHMS:
+        raise InvalidClient("The assertion's algorithm is not accepted.")
     method = "client_secret_jwt" if alg == "HS256" else "private_key_jwt"
-    if client.token_endpoint_auth_method != method:
-        raise InvalidClient(f"This client does not authenticate with {method}.")
+    # Until the signature is checked the answer is the same whether or not the client exists, and
+    # whatever method it authenticates with.
+    client = get_client_by_id(issuer, loaded)
+    if client is None or client.token_endpoint_auth_method != method:
+        raise InvalidClient()
     if method == "client_secret_jwt":
         key: OctKey | KeySet = _secret_key(client)
         algorithms = ["HS256"]
     else:
-        if alg not in KEY_ALGORITHMS:
-            raise InvalidClient("The assertion's algorithm is not accepted.")
         key, algorithms = _client_keys(client, header.get("kid")), [alg]
     try:
         verified = jwt.decode(credentials.assertion or "", key, algorithms=algorithms).claims
     except (JoseError, ValueError):
-        raise InvalidClient("The client_assertion signature is invalid.") from None
+        raise InvalidClient() from None
     _check_assertion_claims(verified, audiences)
     _remember_jti(client, str(verified["jti"]), int(verified["exp"]))
     return client
@@ -167,7 +167,7 @@ def _authenticate_assertion(credentials: PresentedCredentials, audiences: Set[st
 
 def _secret_key(client: Client) -> OctKey:
     if not client.secret_encrypted:
-        raise InvalidClient("This client has no secret usable for client_secret_jwt; rotate it first.")
+        raise InvalidClient()  # a secret from before secrets were sealed: rotating it makes one
     return OctKey.import_key(decrypt(client.secret_encrypted, CLIENT_SECRET_PURPOSE))
 
 
@@ -253,7 +253,7 @@ def _client_keys(client: Client, kid: object) -> KeySet:
     elif client.jwks_uri:
         document = _jwks_document(client.jwks_uri, kid)
     else:
-        raise InvalidClient("This client has no keys registered for private_key_jwt.")
+        raise InvalidClient()
     public = [key for key in document.get("keys", []) if isinstance(key, dict) and "d" not in key]
     if kid is not None:
         public = [key for key in public if key.get("kid") == kid]

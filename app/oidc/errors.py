@@ -50,11 +50,20 @@ class BodyTooLarge(InvalidRequest):
 
 
 class InvalidClient(OAuthError):
+    """Client authentication failed: 401, with a `Basic` challenge only when the request used Basic
+    (RFC 6749 §5.2; the token-side edge adds it). The description never says whether the client
+    exists or how it authenticates."""
+
     status, error = 401, "invalid_client"
 
     def __init__(self, description: str = "Client authentication failed.", **kwargs: Any) -> None:
-        headers = {"WWW-Authenticate": 'Basic realm="tessera"'}
-        super().__init__(description, headers=headers, **kwargs)
+        super().__init__(description, **kwargs)
+
+
+class UnauthorizedClient(OAuthError):
+    """The client is authenticated but its registration does not allow this grant (RFC 6749 §5.2)."""
+
+    error = "unauthorized_client"
 
 
 class InvalidGrant(OAuthError):

@@ -73,10 +73,11 @@ def _document_browser_endpoints() -> None:
         query("response_type", "`code`.", True),
         query("client_id", "The client's numeric id as a string.", True),
         query("redirect_uri", "Exactly one of the client's registered redirect URIs.", True),
-        query("scope", "Space-separated; must include `openid` (also `profile`, `email`, `phone`, `address`). "
-                       "`app_claims` releases the client's own claims (its `id_token_claims` mapping), each listed "
-                       "on the consent page; consent is asked again whenever that mapping changes. `credentials` "
-                       "lets the client read `GET /v1/openidc/credentials`.", True),
+        query("scope", "Space-separated; must include `openid`, which alone releases, after the user's consent, "
+                       "`user_id`, the client's own claims (its `id_token_claims` mapping, each listed on the consent "
+                       "page; asked again whenever the mapping changes) and, while the client `reads_credentials`, "
+                       "`GET /v1/openidc/credentials`. `profile`, `email`, `phone` and `address` add their standard "
+                       "claims. Naming `app_claims` or `credentials` narrows the release to the ones named.", True),
         query("state", "Returned unchanged to the client."),
         query("nonce", "Copied into the id_token."),
         query("prompt", "`none`, `login`, `consent` or `select_account`."),
@@ -426,17 +427,16 @@ def consent():
     request_row, client = authorize.require_request(handle, browser_token)
     authorize.require_signed_in(request_row)
     user = authorize.signed_in_user(request_row)
-    scopes = request_row.scope.split()
-    app_claims = APP_CLAIMS_SCOPE in scopes
+    items = authorize.consent_items(request_row, client)
     return _page(
         "consent.html", browser_token=browser_token, client=client, redirect_uri=request_row.redirect_uri,
         handle=handle, email=user.email_address if user else "",
-        scopes=[(scope, SCOPE_DESCRIPTIONS.get(scope, scope)) for scope in scopes if scope in SCOPE_DESCRIPTIONS
-                or scope in SCOPE_CLAIMS],
-        # (claim name, profile field in words) of each claim `app_claims` would release.
+        scopes=[(item, SCOPE_DESCRIPTIONS.get(item, item)) for item in items if item in SCOPE_DESCRIPTIONS
+                or item in SCOPE_CLAIMS],
+        # (claim name, profile field in words) of each mapped claim the client would receive.
         claims=sorted((claim, field.replace("_", " ")) for claim, field in (client.id_token_claims or {}).items())
-        if app_claims else [],
-        claims_fingerprint=authorize.claims_fingerprint(client) if app_claims else "",
+        if APP_CLAIMS_SCOPE in items else [],
+        shown_digest=authorize.shown_digest(request_row, client),
     )
 
 
@@ -446,7 +446,7 @@ def decide():
     """Record allow or deny and return to the client."""
     browser_token, handle, request_row, client = _posted_request()
     location = authorize.decide_consent(request_row, client, request.form.get("decision", ""),
-                                        request.form.get("claims_fingerprint"))
+                                        request.form.get("shown"))
     return _redirect(location, code=303)
 
 

@@ -117,6 +117,16 @@ def is_active(row: RefreshToken) -> bool:
             and as_utc(row.family_expires_at) > now)
 
 
+def families_of_session(sid: str) -> list[str]:
+    """The live families issued under the sign-in session `sid` without `offline_access`: they end
+    with the session (offline access outlives it by design)."""
+    rows = db.session.execute(
+        select(RefreshToken.family, RefreshToken.scope)
+        .where(RefreshToken.sid == sid, RefreshToken.revoked_at.is_(None)).distinct()
+    ).all()
+    return sorted({family for family, scope in rows if OFFLINE_ACCESS not in scope.split()})
+
+
 def revoke_family(family: str) -> list[tuple[str, datetime]]:
     """Revoke every member of the family; returns (jti, expiry) of its access tokens still alive."""
     now = utcnow()

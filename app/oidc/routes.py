@@ -18,9 +18,9 @@ from app.errors import BadRequest, NotFound, handle_domain_error, handle_http_ex
 from app.extensions import limiter
 from app.http import UnsupportedMediaType, accepts, no_store, problem_doc
 from app.oidc import client_auth, keys, mail, par, service
-from app.oidc.auth import require_bearer_token
+from app.oidc.auth import require_grant
 from app.oidc.claims import SCOPE_CLAIMS, SUPPORTED_SCOPES
-from app.oidc.errors import BodyTooLarge, InvalidRequest, OAuthError, UnsupportedBodyType
+from app.oidc.errors import BodyTooLarge, InvalidClient, InvalidRequest, OAuthError, UnsupportedBodyType
 from app.oidc.exchange_path import COUNTED, token_rate_bucket
 from app.oidc.schemas import (
     IntrospectionOut,
@@ -68,6 +68,9 @@ def _oauth_response(error: OAuthError) -> Response:
     response = jsonify(error.body())
     response.status_code = error.status
     response.headers.update(error.headers)
+    auth = request.authorization
+    if isinstance(error, InvalidClient) and auth is not None and auth.type == "basic":
+        response.headers["WWW-Authenticate"] = 'Basic realm="tessera"'
     response.headers["Cache-Control"] = "no-store"
     response.headers["Pragma"] = "no-cache"
     return response
@@ -214,7 +217,8 @@ def userinfo():
     mapping, e.g. `edu_username`), as long as the user consented to the mapping as it is now.
     """
     # A Response passes through the schema untouched: application claims are not known to it.
-    return jsonify(service.userinfo(require_bearer_token("openid")))
+    _claims, grant = require_grant("openid")
+    return jsonify(service.userinfo(grant))
 
 
 def _authenticated_client_for(values: dict[str, str]) -> Client:

@@ -91,6 +91,11 @@ class IntrospectionOut(ma.Schema):
     iss = ma.fields.String()
     jti = ma.fields.String()
     user_id = ma.fields.Integer(metadata={"description": "Absent from a client_credentials token."})
+    subject_type = ma.fields.String(
+        validate=ma.validate.OneOf(["user", "client"]),
+        metadata={"description": "Whose token it is: a user's (`sub` is the user id) or the client's own "
+                  "(client_credentials; `sub` is `client:<client_id>`, never a user's id)."},
+    )
 
 
 class UserInfoOut(ma.Schema):

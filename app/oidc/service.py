@@ -10,7 +10,6 @@ import hashlib
 import hmac
 import time
 import uuid
-from collections.abc import Iterable
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any, NoReturn
@@ -22,14 +21,7 @@ from sqlalchemy.orm import load_only
 
 from app.db import as_utc, utcnow
 from app.extensions import db
-from app.oidc import keys, refresh, tokens
-from app.oidc.claims import (
-    APP_CLAIMS_SCOPE,
-    application_claims,
-    claims_for_scopes,
-    mapping_fingerprint,
-    standard_claims,
-)
+from app.oidc import grants, keys, refresh, tokens
 from app.oidc.client_auth import (
     SECRET_METHODS,
     ClientAuthenticator,
@@ -42,15 +34,16 @@ from app.oidc.errors import (
     InvalidGrant,
     InvalidRequest,
     InvalidScope,
+    UnauthorizedClient,
     UnsupportedGrantType,
 )
-from app.oidc.models import AuthorizationCode, Consent, RefreshToken, RevokedToken
+from app.oidc.models import AuthorizationCode, LoginSession, RefreshToken, RevokedToken
 from app.oidc.settings import OidcSettings
 from app.oidc.tokens import AccessTokenClaims, TokenInvalid
 from app.ops.edge import DriverStatement
 from app.security import hash_secret, secret_hash_candidates
 from app.settings import current
-from app.tenancy.models import Client
+from app.tenancy.models import GRANT_TYPES, Client
 from app.tenancy.service import enabled_client_clause
 from app.users.models import User
 from app.users.service import get_enabled_user_in_tree
@@ -112,14 +105,20 @@ class TokenResponse:
         return body
 
 
-GRANT_TYPES = ("authorization_code", "refresh_token", "client_credentials")
 Authenticator = ClientAuthenticator
+
+
+def require_grant_type(client: Client, grant_type: str) -> None:
+    """UnauthorizedClient (RFC 6749 §5.2) unless the client's registration enables `grant_type`."""
+    if grant_type not in client.allowed_grant_types:
+        raise UnauthorizedClient(f"This client may not use the {grant_type} grant.")
 
 
 def grant_token(values: dict[str, str], authenticate: Authenticator) -> TokenResponse:
     """The token endpoint: dispatch on `grant_type`; `authenticate` proves the client when called.
 
-    Raises InvalidRequest / UnsupportedGrantType before anything is read; see each grant.
+    Raises InvalidRequest / UnsupportedGrantType before anything is read; a proven client whose
+    registration does not enable the grant gets UnauthorizedClient; see each grant.
     """
     grant_type = values.get("grant_type")
     if grant_type == "authorization_code":
@@ -130,7 +129,9 @@ def grant_token(values: dict[str, str], authenticate: Authenticator) -> TokenRes
     if grant_type == "refresh_token":
         return refresh_grant(authenticate, refresh_token=values.get("refresh_token"), scope=values.get("scope"))
     if grant_type == "client_credentials":
-        return client_credentials_grant(authenticate(), scope=values.get("scope"))
+        client = authenticate()
+        require_grant_type(client, grant_type)
+        return client_credentials_grant(client, scope=values.get("scope"))
     if not grant_type:
         raise InvalidRequest("grant_type is required.")
     raise UnsupportedGrantType(f"grant_type must be one of {', '.join(GRANT_TYPES)}.")
@@ -232,6 +233,7 @@ _EXCHANGE_CLIENT_COLUMNS = (
     Client.id, Client.root_id, Client.disabled_at, Client.secret_hash, Client.previous_secret_hash,
     Client.previous_secret_expires_at, Client.token_endpoint_auth_method, Client.signing_alg,
     Client.issue_refresh_tokens, Client.refresh_token_ttl, Client.refresh_token_idle_ttl, Client.id_token_claims,
+    Client.reads_credentials,
 )
 
 
@@ -282,6 +284,7 @@ class _TokenClient:
     id: int
     signing_alg: str | None
     id_token_claims: dict | None
+    reads_credentials: bool | None
 
 
 def _consume_update(*conditions: Any) -> Update:
@@ -345,7 +348,7 @@ def _consume_at_once_statement() -> DriverStatement:
     return DriverStatement(
         select(code.c.scope, code.c.nonce, code.c.auth_time, code.c.sid,
                User.id, User.did, User.profile, User.email_address,
-               Client.id, Client.signing_alg, Client.id_token_claims)
+               Client.id, Client.signing_alg, Client.id_token_claims, Client.reads_credentials)
         .join(User, User.id == code.c.user_id).join(Client, Client.id == bindparam("given_client_id"))
     )
 
@@ -408,7 +411,7 @@ def _user_tokens(client: Client | _TokenClient, user: User | _TokenUser, *, scop
             auth_time=int(auth_time.timestamp()),
             nonce=nonce,
             access_token=access_token,
-            extra_claims=released_application_claims(client, user, scope.split()),
+            extra_claims=grants.grant_for(client, user, scope.split()).application_claims(),
             alg=alg,
             now=issued_at,
             sid=sid,
@@ -450,7 +453,7 @@ def refresh_grant(authenticate: Authenticator, *, refresh_token: str | None, sco
         access_token_expires_at=expires_at,
     )
     return _user_tokens(client, user, scope=" ".join(requested), auth_time=consumed.auth_time, nonce=None,
-                        sid=consumed.sid, jti=jti, issued_at=issued_at, refresh_token=rotated)
+                        sid=_live_sid(consumed.sid), jti=jti, issued_at=issued_at, refresh_token=rotated)
 
 
 def _refuse_refresh_reuse(raw: str, client: Client) -> NoReturn:
@@ -518,34 +521,20 @@ def _user_accepts(user_id: int, issued_at: int) -> bool:
     return row.tokens_valid_after is None or issued_at > as_utc(row.tokens_valid_after).timestamp()
 
 
-def userinfo(claims: AccessTokenClaims) -> dict:
-    """The OpenID userinfo document the token's scopes release, plus the client's app claims."""
-    user = db.session.get(User, claims.user_id)
+def token_grant(claims: AccessTokenClaims) -> grants.Grant:
+    """What a verified user access token may read today (see `app.oidc.grants`)."""
+    user = db.session.get(User, claims.user_id) if claims.user_id is not None else None
     client = get_relying_party(claims.client_id)
     if user is None or client is None:
         raise InvalidBearerToken("The token's user no longer exists.")
-    profile = user.profile or {}
-    document = released_application_claims(client, user, claims.scopes)
-    document.update(claims_for_scopes(claims.scopes, standard_claims(profile, user.email_address)))
-    document.update({"sub": str(user.id), "user_id": user.id, "did": user.did})
+    return grants.grant_for(client, user, claims.scopes)
+
+
+def userinfo(grant: grants.Grant) -> dict:
+    """The OpenID userinfo document of what a token may read (see `app.oidc.grants`)."""
+    document = grant.userinfo()
+    document.update({"sub": str(grant.user.id), "user_id": grant.user.id, "did": grant.user.did})
     return document
-
-
-def released_application_claims(client: Client | _TokenClient, user: User | _TokenUser, scopes: Iterable[str]) -> dict:
-    """The client's own claims (its `id_token_claims` mapping) this user let it see, else `{}`.
-
-    Only under the `app_claims` scope, and only while the mapping is the one the user consented
-    to: a changed mapping releases nothing until the user consents to it again.
-    """
-    if APP_CLAIMS_SCOPE not in scopes:
-        return {}
-    consented = db.session.execute(
-        select(Consent.claims_fingerprint).where(Consent.user_id == user.id, Consent.client_id == client.id)
-    ).scalar_one_or_none()
-    mapping = client.id_token_claims or {}
-    if consented is None or not hmac.compare_digest(consented, mapping_fingerprint(mapping)):
-        return {}
-    return application_claims(mapping, user.profile or {}, user.email_address)
 
 
 def _token_of_client(raw: str, client: Client) -> AccessTokenClaims | None:
@@ -586,6 +575,28 @@ def revoke_user_refresh_tokens(user_id: int) -> int:
     return len(families)
 
 
+def revoke_session_refresh_tokens(sid: str) -> int:
+    """Revoke the refresh-token families of an ended sign-in session that lack `offline_access`, and
+    the access tokens issued from them; returns how many. Flushes, never commits."""
+    families = refresh.families_of_session(sid)
+    for family in families:
+        for jti, expires_at in refresh.revoke_family(family):
+            deny_token(jti, expires_at, "session_ended")
+    return len(families)
+
+
+def _live_sid(sid: str | None) -> str | None:
+    """`sid` while its sign-in session lives, else None: an id_token never names an ended session."""
+    if sid is None:
+        return None
+    row = db.session.execute(
+        select(LoginSession.ended_at, LoginSession.expires_at).where(LoginSession.sid == sid)
+    ).first()
+    if row is None or row.ended_at is not None or as_utc(row.expires_at) <= utcnow():
+        return None
+    return sid
+
+
 def introspect_token(client: Client, token: str | None) -> dict:
     """RFC 7662: whether the access or refresh token is active, with its claims, for its own client.
 
@@ -611,6 +622,8 @@ def introspect_token(client: Client, token: str | None) -> dict:
     }
     if claims.user_id is not None:
         document["user_id"] = claims.user_id
+    # Says whose token it is, so a resource server never takes a client's token for a user's.
+    document["subject_type"] = "user" if claims.user_id is not None else "client"
     return document
 
 
@@ -629,6 +642,7 @@ def _introspect_refresh_token(client: Client, raw: str) -> dict:
         "sub": str(row.user_id),
         "iss": tokens.issuer(),
         "user_id": row.user_id,
+        "subject_type": "user",
     }
 
 

@@ -17,6 +17,7 @@ from app.oidc.settings import OidcSettings
 from app.settings import current
 
 ACCESS_TOKEN_TYPE = "at+jwt"
+CLIENT_SUBJECT_PREFIX = "client:"
 # Verification never trusts the token's own `alg`: only these, and only with a key of that alg.
 ALLOWED_ALGORITHMS = frozenset(keys.ALGORITHMS)
 
@@ -31,7 +32,7 @@ class AccessTokenClaims:
 
     jti: str
     sub: str
-    user_id: int | None  # None in a client_credentials token, whose subject is the client
+    user_id: int | None  # None in a client_credentials token, whose subject is the client (`client_subject`)
     client_id: str
     scopes: tuple[str, ...]
     iat: int
@@ -69,9 +70,14 @@ def issue_access_token(
     return sign(claims, alg, ACCESS_TOKEN_TYPE), claims
 
 
+def client_subject(client_id: int | str) -> str:
+    """The `sub` of a client's own tokens: `client:<id>`, never equal to a user's decimal id (RFC 9068 §2.2)."""
+    return f"{CLIENT_SUBJECT_PREFIX}{client_id}"
+
+
 def issue_client_access_token(*, client_id: int, scope: str, alg: str, jti: str, now: int) -> str:
-    """Sign an RFC 9068 access token of the client itself (client_credentials): `sub` is the client."""
-    return sign(_access_token_claims(str(client_id), client_id, scope, jti, now), alg, ACCESS_TOKEN_TYPE)
+    """Sign an RFC 9068 access token of the client itself (client_credentials): `sub` names the client."""
+    return sign(_access_token_claims(client_subject(client_id), client_id, scope, jti, now), alg, ACCESS_TOKEN_TYPE)
 
 
 def _access_token_claims(sub: str, client_id: int, scope: str, jti: str, now: int) -> dict:
@@ -199,7 +205,7 @@ def _check_claims(claims: dict, *, now: int) -> None:
     audiences = audience if isinstance(audience, list) else [audience]
     if claims["client_id"] not in audiences:
         raise TokenInvalid("The token's audience is not its client.")
-    subject = str(claims["user_id"]) if "user_id" in claims else claims["client_id"]
+    subject = str(claims["user_id"]) if "user_id" in claims else client_subject(claims["client_id"])
     if claims["sub"] != subject:
         raise TokenInvalid("The token's subject is inconsistent.")
     if claims["exp"] <= now - leeway:

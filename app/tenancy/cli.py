@@ -13,6 +13,7 @@ from app.db import isoformat, transaction, utcnow
 from app.errors import DomainError
 from app.profile.schemas import PROFILE_FIELDS
 from app.tenancy import service, validation
+from app.tenancy.models import GRANT_TYPES
 
 clients_cli = AppGroup("clients", help="Clients (organisations) and their API tokens.")
 
@@ -52,6 +53,8 @@ def _check_redirect_uris(uris: tuple[str, ...]) -> None:
 )
 @click.option("--logo-url", help="https URL of the logo shown on the client's sign-in pages.")
 @click.option("--accent-color", help="Accent colour #rrggbb of the client's sign-in pages.")
+@click.option("--reads-credentials/--no-reads-credentials", default=True, show_default=True,
+              help="Whether the client reads its users' credentials once they consent.")
 @click.option("--json", "as_json", is_flag=True, help="Print one JSON object.")
 def create_master(
     name: str,
@@ -60,6 +63,7 @@ def create_master(
     signing_alg: str,
     logo_url: str | None,
     accent_color: str | None,
+    reads_credentials: bool,
     as_json: bool,
 ) -> None:
     """Create a master client; prints its client_id, client_secret and an API token once."""
@@ -78,6 +82,7 @@ def create_master(
             signing_alg=signing_alg,
             logo_url=logo_url,
             accent_color=accent_color.lower() if accent_color else None,
+            reads_credentials=reads_credentials,
         )
         issued = service.issue_api_token(client.id, name="created by operator")
         output = {"client_id": client.id, "client_secret": secret, "api_token": issued.plaintext}
@@ -138,6 +143,45 @@ def disable_client(client_id: int) -> None:
     with transaction():
         changed = service.disable_client(client_id)
     click.echo(f"Disabled {changed} client(s).")
+
+
+@clients_cli.command("set-release")
+@click.argument("client_id", type=click.IntRange(min=1))
+@click.option("--id-token-claim", "claims", multiple=True,
+              help="CLAIM=FIELD mapping for id_tokens and userinfo (repeatable; replaces the mapping).")
+@click.option("--no-claims", is_flag=True, help="Remove the claim mapping.")
+@click.option("--reads-credentials/--no-reads-credentials", default=None,
+              help="Whether the client reads its users' credentials once they consent.")
+@click.option("--grant-type", "grant_types", multiple=True, type=click.Choice(GRANT_TYPES),
+              help="A grant the client may use (repeatable; replaces the list). "
+                   "authorization_code and refresh_token are always enabled: name one alone to disable the rest.")
+@click.option("--require-pkce/--no-require-pkce", default=None, help="Refuse authorization requests without PKCE.")
+@_fail_on_domain_error
+def set_release(client_id: int, claims: tuple[str, ...], no_claims: bool, reads_credentials: bool | None,
+                grant_types: tuple[str, ...], require_pkce: bool | None) -> None:
+    """Set what a client may receive and use: its claim mapping, credential reading, grants, PKCE.
+
+    A changed mapping or credential reading asks each user for consent again at the next sign-in.
+    """
+    if claims and no_claims:
+        raise click.UsageError("Give --id-token-claim or --no-claims, not both.")
+    changes: dict = {}
+    if claims or no_claims:
+        changes["id_token_claims"] = _parse_claims(claims)
+    if reads_credentials is not None:
+        changes["reads_credentials"] = reads_credentials
+    if grant_types:
+        changes["grant_types"] = list(grant_types)
+    if require_pkce is not None:
+        changes["require_pkce"] = require_pkce
+    if not changes:
+        raise click.UsageError("Nothing to change: give at least one option.")
+    with transaction():
+        client = service.configure_client(client_id, changes)
+        summary = {"client_id": client.id, "id_token_claims": client.id_token_claims,
+                   "reads_credentials": client.reads_credentials, "grant_types": client.allowed_grant_types,
+                   "require_pkce": client.require_pkce}
+    click.echo(json.dumps(summary))
 
 
 @clients_cli.command("set-recaptcha")

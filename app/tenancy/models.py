@@ -2,12 +2,17 @@
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from datetime import datetime
 
 from sqlalchemy import Boolean, DateTime, Float, ForeignKey, Index, Integer, String, UniqueConstraint
 from sqlalchemy.orm import Mapped, mapped_column
 
 from app.db import Base, JSONType, utcnow
+
+# Grants of the token endpoint; every client has the first two, any other only when its registration enables it.
+GRANT_TYPES = ("authorization_code", "refresh_token", "client_credentials")
+BASE_GRANT_TYPES = ("authorization_code", "refresh_token")
 
 
 class Client(Base):
@@ -57,6 +62,11 @@ class Client(Base):
     jwks: Mapped[dict | None] = mapped_column(JSONType, nullable=True)
     jwks_uri: Mapped[str | None] = mapped_column(String(2048), nullable=True)
     client_credentials_scopes: Mapped[list] = mapped_column(JSONType, default=list)
+    # Grants beyond authorization_code and refresh_token (which every client has), e.g. client_credentials.
+    grant_types: Mapped[list] = mapped_column(JSONType, default=list)
+    require_pkce: Mapped[bool] = mapped_column(Boolean, default=False)
+    # Whether the client may read its users' credentials (`GET /v1/openidc/credentials`) once they consent.
+    reads_credentials: Mapped[bool] = mapped_column(Boolean, default=True)
     issue_refresh_tokens: Mapped[bool] = mapped_column(Boolean, default=False)
     refresh_token_ttl: Mapped[int | None] = mapped_column(Integer, nullable=True)
     refresh_token_idle_ttl: Mapped[int | None] = mapped_column(Integer, nullable=True)
@@ -67,6 +77,17 @@ class Client(Base):
     @property
     def is_master(self) -> bool:
         return self.parent_id is None
+
+    @property
+    def allowed_grant_types(self) -> list[str]:
+        """The grants this client may use at the token endpoint (see `allowed_grant_types`)."""
+        return allowed_grant_types(self.grant_types)
+
+
+def allowed_grant_types(enabled: Iterable[str] | None) -> list[str]:
+    """The grants a client whose registration enables `enabled` may use, in the order of GRANT_TYPES."""
+    allowed = set(enabled or ()) | set(BASE_GRANT_TYPES)
+    return [grant for grant in GRANT_TYPES if grant in allowed]
 
 
 class ApiToken(Base):

@@ -12,6 +12,7 @@ from app.pagination import PageMeta
 from app.profile.schemas import PROFILE_FIELDS
 from app.tenancy import service, validation
 from app.tenancy.fields import AccentColor, DnsLabel, HostName, LogoUrl, PlainText, RedirectUri, UtcTimestamp
+from app.tenancy.models import GRANT_TYPES, allowed_grant_types
 from app.tenancy.service import SIGNING_ALGORITHMS
 
 MAX_REDIRECT_URIS = 20
@@ -71,6 +72,19 @@ class OpenIdClientFields(ma.Schema):
         validate=ma.validate.Length(max=MAX_CLIENT_CREDENTIALS_SCOPES), allow_none=True,
         metadata={"description": "Scopes the client may be granted with client_credentials (its own tokens)."},
     )
+    grant_types = ma.fields.List(
+        ma.fields.String(validate=ma.validate.OneOf(GRANT_TYPES)), allow_none=True,
+        metadata={"description": "Grants the client may use at the token endpoint. authorization_code and "
+                  "refresh_token are always enabled; any other (client_credentials) only when listed here."},
+    )
+    require_pkce = ma.fields.Boolean(
+        allow_none=True, metadata={"description": "Refuse authorization requests without a PKCE code_challenge."},
+    )
+    reads_credentials = ma.fields.Boolean(
+        allow_none=True,
+        metadata={"description": "Whether the client reads its users' credentials (GET /v1/openidc/credentials) "
+                  "once they consent; true by default. Its claim mapping and this are what the consent page lists."},
+    )
     issue_refresh_tokens = ma.fields.Boolean(
         allow_none=True,
         metadata={"description": "Issue a refresh token with every code exchange, not only with offline_access."},
@@ -102,6 +116,13 @@ class OpenIdClientOut(ma.Schema):
     jwks = ma.fields.Dict(metadata={"description": _OMITTED_UNSET})
     jwks_uri = ma.fields.String(metadata={"description": _OMITTED_UNSET})
     client_credentials_scopes = ma.fields.List(ma.fields.String(), required=True)
+    grant_types = ma.fields.Function(
+        lambda client: allowed_grant_types(client.grant_types), required=True,
+        metadata={"type": "array", "items": {"type": "string"},
+                  "description": "Grants the client may use: authorization_code, refresh_token and those enabled."},
+    )
+    require_pkce = ma.fields.Boolean(required=True)
+    reads_credentials = ma.fields.Boolean(required=True)
     issue_refresh_tokens = ma.fields.Boolean(required=True)
     refresh_token_ttl = ma.fields.Integer(metadata={"description": _OMITTED_UNSET})
     refresh_token_idle_ttl = ma.fields.Integer(metadata={"description": _OMITTED_UNSET})

@@ -28,7 +28,7 @@ from app.security import encrypt, hash_secret, random_token, secret_hash_candida
 from app.settings import current
 from app.tenancy.caller import Caller
 from app.tenancy.errors import ClientTreeTooDeep, MasterClientRequired, SubdomainTaken, TooManyApiTokens
-from app.tenancy.models import ApiToken, Client
+from app.tenancy.models import BASE_GRANT_TYPES, GRANT_TYPES, ApiToken, Client
 from app.tenancy.settings import TenancySettings
 
 TOKEN_PREFIX = "tsk_"
@@ -37,9 +37,9 @@ MAX_ACTIVE_TOKENS_PER_CLIENT = 100
 _SUB_CLIENT_MEMBERS = (
     "name", "address_1", "address_2", "country", "province", "city", "timezone", "domain", "subdomain",
     "redirect_uris", "id_token_claims", "signing_alg", "logo_url", "accent_color",
-    "token_endpoint_auth_method", "jwks", "jwks_uri", "client_credentials_scopes", "issue_refresh_tokens",
-    "refresh_token_ttl", "refresh_token_idle_ttl", "require_pushed_authorization_requests",
-    "backchannel_logout_uri",
+    "token_endpoint_auth_method", "jwks", "jwks_uri", "client_credentials_scopes", "grant_types", "require_pkce",
+    "reads_credentials", "issue_refresh_tokens", "refresh_token_ttl", "refresh_token_idle_ttl",
+    "require_pushed_authorization_requests", "backchannel_logout_uri",
 )  # fmt: skip
 # Client secrets are also kept sealed under this purpose: client_secret_jwt checks an HMAC with them.
 CLIENT_SECRET_PURPOSE = "client-secret"
@@ -75,6 +75,7 @@ def create_master_client(
     signing_alg: str = DEFAULT_SIGNING_ALG,
     logo_url: str | None = None,
     accent_color: str | None = None,
+    reads_credentials: bool = True,
 ) -> tuple[Client, str]:
     """Create a master client (a tree root) and its client secret. Flushes; returns (client, secret).
 
@@ -89,6 +90,7 @@ def create_master_client(
         esp_token=new_esp_token(),
         redirect_uris=list(redirect_uris or []),
         id_token_claims=dict(id_token_claims or {}),
+        reads_credentials=reads_credentials,
         signing_alg=signing_alg,
         secret_hash=hash_secret(secret),
         secret_encrypted=encrypt(secret.encode(), CLIENT_SECRET_PURPOSE),
@@ -288,10 +290,14 @@ def _apply_members(client: Client, members: dict[str, Any]) -> None:
             value = "UTC"
         if name == "signing_alg" and value is None:
             value = DEFAULT_SIGNING_ALG
-        if name in ("client_credentials_scopes",) and value is None:
+        if name in ("client_credentials_scopes", "grant_types") and value is None:
             value = []
-        if name in ("issue_refresh_tokens", "require_pushed_authorization_requests") and value is None:
+        if name == "grant_types":
+            value = [grant for grant in GRANT_TYPES if grant in set(value) - set(BASE_GRANT_TYPES)]
+        if name in ("issue_refresh_tokens", "require_pushed_authorization_requests", "require_pkce") and value is None:
             value = False
+        if name == "reads_credentials" and value is None:
+            value = True
         setattr(client, name, value)
 
 
@@ -372,6 +378,20 @@ def disable_client(client_id: int) -> int:
         .execution_options(synchronize_session="fetch")
     )
     return result.rowcount or 0
+
+
+def configure_client(client_id: int, changes: dict[str, Any]) -> Client:
+    """The operator's update of any client's members (`SubClientFields` names, already valid).
+
+    Raises `NotFound` (an unknown id) and `SubdomainTaken` (409). Flushes, never commits.
+    """
+    client = db.session.get(Client, client_id)
+    if client is None:
+        raise NotFound(f"No client {client_id}.")
+    _apply_members(client, changes)
+    _ensure_sender_unique(client)
+    _flush_guarding_sender(client)
+    return client
 
 
 def configure_recaptcha(

@@ -176,6 +176,7 @@ def test_client_credentials_grant_throughput(app, client, web_server_url, signin
     tenant = make_tenant(app, client, signing_alg=signing_alg)
     with app.app_context(), transaction():
         db.session.get(Client, tenant.client_id).client_credentials_scopes = ["reports:read"]
+        db.session.get(Client, tenant.client_id).grant_types = ["client_credentials"]
     body = {"grant_type": "client_credentials", "scope": "reports:read", "client_id": str(tenant.client_id),
             "client_secret": tenant.client_secret}
     _run(url, [body] * WARMUP, CONCURRENCY)

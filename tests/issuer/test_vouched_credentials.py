@@ -34,7 +34,7 @@ def _service_did(client) -> str:
 
 def test_the_user_gets_a_credential_for_their_verified_email(app, client):
     tenant = make_tenant(app, client)
-    token = access_token(client, tenant)
+    token = access_token(client, tenant, scope="openid email")
     response = client.post(f"/v1/user/{tenant.user_id}/credentials/email",
                            headers={"Authorization": f"Bearer {token}"})
     assert response.status_code == 201, response.get_data(as_text=True)

@@ -219,15 +219,17 @@ def test_userinfo_releases_claims_by_scope(app, client):
     tenant = make_tenant(app, client)
     body = exchange(client, tenant, sign_in(client, tenant, scope="openid")["code"]).get_json()
     info = _userinfo(client, body["access_token"]).get_json()
-    assert info == {"sub": str(tenant.user_id), "user_id": tenant.user_id, "did": tenant.did}
-    body = exchange(client, tenant, sign_in(client, tenant, scope="openid app_claims")["code"]).get_json()
-    info = _userinfo(client, body["access_token"]).get_json()
+    # scope=openid: the subject and the client's mapped claim (design 6), consented on the way.
     assert info == {
         "sub": str(tenant.user_id),
         "user_id": tenant.user_id,
         "did": tenant.did,
         "edu_username": tenant.profile["user_name"],
     }
+    body = exchange(client, tenant, sign_in(client, tenant, scope="openid profile")["code"]).get_json()
+    info = _userinfo(client, body["access_token"]).get_json()
+    assert info["given_name"] == "Ada" and info["edu_username"] == tenant.profile["user_name"]
+    assert "email" not in info
 
 
 def test_access_token_and_id_token_claims(app, client, tenant):

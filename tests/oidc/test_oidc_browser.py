@@ -96,8 +96,9 @@ def test_login_with_a_wrong_code_then_the_right_one(app, client, live_server, ca
 
     _enter_code(browser, code)
     _wait_for(browser, "consent-form")
-    scopes = {item.get_attribute("data-scope") for item in browser.find_elements(By.CSS_SELECTOR, "#scopes li")}
-    assert scopes == {"openid", "profile", "email"}
+    scopes = {item.get_attribute("data-scope") for item in browser.find_elements(By.CSS_SELECTOR, "#scopes > li")}
+    # The scopes asked for, then what the client's registration adds: its mapped claims and the credential list.
+    assert scopes == {"openid", "profile", "email", "app_claims", "credentials"}
     browser.find_element(By.ID, "allow").click()
     landed = _wait_for_url(browser, redirect_uri)
     assert browser.find_element(By.ID, "rp").text == "callback received"

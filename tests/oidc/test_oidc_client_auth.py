@@ -64,18 +64,21 @@ def _client_credentials(http, tenant, **extra):
 
 
 def test_client_credentials_token_has_the_client_as_subject(client, tenant, configure):
-    settings = configure(client_credentials_scopes=["reports:read", "reports:write"])
+    settings = configure(grant_types=["client_credentials"],
+                         client_credentials_scopes=["reports:read", "reports:write"])
     assert settings["client_credentials_scopes"] == ["reports:read", "reports:write"]
     response = _client_credentials(client, tenant, scope="reports:read")
     assert response.status_code == 200, response.get_json()
     body = response.get_json()
     assert body["scope"] == "reports:read" and "id_token" not in body and "refresh_token" not in body
     claims = _claims(body["access_token"])
-    assert claims["sub"] == claims["client_id"] == str(tenant.client_id) and "user_id" not in claims
+    # RFC 9068 §2.2: a client's own token has a subject no user's id can equal.
+    assert claims["sub"] == f"client:{tenant.client_id}" and claims["client_id"] == str(tenant.client_id)
+    assert "user_id" not in claims
     introspected = client.post("/v1/openidc/introspect", data={"token": body["access_token"]},
                                auth=(str(tenant.client_id), tenant.client_secret)).get_json()
-    assert introspected["active"] is True and introspected["sub"] == str(tenant.client_id)
-    assert "user_id" not in introspected
+    assert introspected["active"] is True and introspected["sub"] == f"client:{tenant.client_id}"
+    assert introspected["subject_type"] == "client" and "user_id" not in introspected
     # A machine token serves no user.
     userinfo = client.get("/v1/openidc/user", headers={"Authorization": f"Bearer {body['access_token']}"})
     assert userinfo.status_code == 401
@@ -92,7 +95,8 @@ def test_client_credentials_needs_client_authentication(client, tenant):
 
 
 def test_client_secret_jwt_once_per_jti_and_only_that_method(client, tenant, configure, issuer):
-    configure(token_endpoint_auth_method="client_secret_jwt", client_credentials_scopes=["reports:read"])
+    configure(token_endpoint_auth_method="client_secret_jwt", grant_types=["client_credentials"],
+              client_credentials_scopes=["reports:read"])
     key = OctKey.import_key(tenant.client_secret.encode())
     assertion = _assertion(issuer, tenant.client_id, key, "HS256")
     first = _with_assertion(client, assertion)
@@ -118,7 +122,7 @@ def test_private_key_jwt_with_registered_jwks(client, tenant, configure, issuer)
                                 json={"jwks": {"keys": [{**key.as_dict(private=True), "kid": kid}]}})
     assert private_member.status_code == 422
     configure(token_endpoint_auth_method="private_key_jwt", jwks={"keys": [public]},
-              client_credentials_scopes=["reports:read"])
+              grant_types=["client_credentials"], client_credentials_scopes=["reports:read"])
     assertion = _assertion(issuer, tenant.client_id, key, "ES256", kid=kid)
     response = _with_assertion(client, assertion)
     assert response.status_code == 200, response.get_json()
@@ -154,7 +158,8 @@ def test_private_key_jwt_with_jwks_uri_through_the_outbound_guard(app, client, j
     served["keys"] = [{**key.as_dict(private=False), "kid": kid, "alg": "ES256"}]
     uri = f"http://127.0.0.1:{port}/jwks.json"
     response = client.put(f"/v1/sub_client/{tenant.client_id}", headers=tenant.headers, json={
-        "token_endpoint_auth_method": "private_key_jwt", "jwks_uri": uri, "client_credentials_scopes": ["a"],
+        "token_endpoint_auth_method": "private_key_jwt", "jwks_uri": uri, "grant_types": ["client_credentials"],
+        "client_credentials_scopes": ["a"],
     })
     assert response.status_code == 200, response.get_json()
 
@@ -208,7 +213,7 @@ def test_private_key_jwt_with_an_rsa_key(client, tenant, configure, issuer, alg)
     key = RSAKey.generate_key(2048, private=True)
     public = {**key.as_dict(private=False), "kid": "rsa-1"}
     configure(token_endpoint_auth_method="private_key_jwt", jwks={"keys": [public]},
-              client_credentials_scopes=["reports:read"])
+              grant_types=["client_credentials"], client_credentials_scopes=["reports:read"])
     response = _with_assertion(client, _assertion(issuer, tenant.client_id, key, alg, kid="rsa-1"))
     assert response.status_code == 200, response.get_json()
 
@@ -218,7 +223,8 @@ def test_concurrent_uses_of_one_assertion_exactly_one_wins(app, client, live_ser
 
     tenant = make_tenant(app, client, name="Racing assertions")
     response = client.put(f"/v1/sub_client/{tenant.client_id}", headers=tenant.headers, json={
-        "token_endpoint_auth_method": "client_secret_jwt", "client_credentials_scopes": ["a"]})
+        "token_endpoint_auth_method": "client_secret_jwt", "grant_types": ["client_credentials"],
+        "client_credentials_scopes": ["a"]})
     assert response.status_code == 200
     assertion = _assertion(live_server.url, tenant.client_id, OctKey.import_key(tenant.client_secret.encode()),
                            "HS256")

@@ -72,7 +72,8 @@ def test_openid_client_private_key_jwt_with_a_jwks_uri(app, client, live_server,
 def _configured_tenant(app, client, redirect_uri: str, method: str, **settings) -> tuple[object, dict]:
     tenant = make_tenant(app, client, redirect_uris=[redirect_uri])
     auth: dict = {"method": method, "secret": tenant.client_secret}
-    members: dict = {"client_credentials_scopes": ["reports:read", "reports:write"], **settings}
+    members: dict = {"grant_types": ["client_credentials"],
+                     "client_credentials_scopes": ["reports:read", "reports:write"], **settings}
     if method != "client_secret_basic":
         members["token_endpoint_auth_method"] = method
     if method == "private_key_jwt":
@@ -127,7 +128,9 @@ def test_openid_client_client_credentials(app, client, live_server, callback_ser
     assert result["ok"], result
     assert result["scope"] == "reports:read" and result["tokenType"].lower() == "bearer"
     assert result["introspected"]["active"] is True
-    assert result["introspected"]["sub"] == result["introspected"]["client_id"] == str(tenant.client_id)
+    assert result["introspected"]["client_id"] == str(tenant.client_id)
+    assert result["introspected"]["sub"] == f"client:{tenant.client_id}"
+    assert result["introspected"]["subject_type"] == "client"
     assert result["afterRevocation"]["active"] is False
 
 

@@ -105,7 +105,8 @@ def test_wrong_secret_and_unknown_client(client, tenant):
     wrong = exchange(client, tenant, code, client_secret="not-the-secret")
     assert wrong.status_code == 401
     assert wrong.get_json()["error"] == "invalid_client"
-    assert wrong.headers["WWW-Authenticate"].startswith("Basic")
+    # The secret came in the body: a plain invalid_client, no Basic challenge (RFC 6749 §5.2).
+    assert "WWW-Authenticate" not in wrong.headers
     unknown = exchange(client, tenant, code, client_id="999999999")
     assert unknown.status_code == 401 and unknown.get_json()["error"] == "invalid_client"
     # The failed attempts did not consume the code.

@@ -20,9 +20,10 @@ def wait_for_verification(client, headers, cid: str, timeout: float = 20.0) -> d
         time.sleep(0.05)
 
 
-def access_token(client, tenant) -> str:
-    """An OpenID access token with the `credentials` scope for a user of `tenant`."""
-    code = sign_in(client, tenant, scope="openid credentials")["code"]
+def access_token(client, tenant, scope: str = "openid") -> str:
+    """An OpenID access token for a user of `tenant`, as a client of the interface asks for it
+    (`scope=openid`: after consent it reads the user's credentials)."""
+    code = sign_in(client, tenant, scope=scope)["code"]
     response = exchange(client, tenant, code)
     assert response.status_code == 200, response.get_data(as_text=True)
     return response.json["access_token"]

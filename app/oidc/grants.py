@@ -1,0 +1,165 @@
+"""What a token may read: the one gate between a relying party and a user's data.
+
+A client receives what its registration offers and the user consented to, never what a scope
+alone asks for. The interface's clients send only `scope=openid`; with it a client receives
+`user_id`, its own mapped claims (`id_token_claims`, released as `app_claims`) and the credential
+list (`credentials`, while its registration `reads_credentials`), once the user has allowed them
+on the consent page. Standard scopes (`profile`, `email`, ...) add their claims when asked for.
+A request that names `app_claims` or `credentials` narrows the release to the ones it names.
+
+Consent is bound to what the page showed: the mapped claims by the digest of the mapping, so a
+changed mapping releases nothing until the user allows it again. Userinfo, the id_token, the
+credential list and the credentials issued to a user's token all ask this module.
+"""
+
+from __future__ import annotations
+
+import hmac
+from collections.abc import Iterable
+from dataclasses import dataclass
+from typing import Protocol
+
+from sqlalchemy import select
+
+from app.db import utcnow
+from app.extensions import db
+from app.oidc.claims import (
+    APP_CLAIMS_SCOPE,
+    CREDENTIALS_SCOPE,
+    SCOPE_CLAIMS,
+    application_claims,
+    claims_for_scopes,
+    mapping_fingerprint,
+    standard_claims,
+)
+from app.oidc.errors import InsufficientScope
+from app.oidc.models import Consent
+
+RELEASE_ITEMS = (APP_CLAIMS_SCOPE, CREDENTIALS_SCOPE)
+
+
+class Registration(Protocol):
+    """What the gate reads of a client: its id, claim mapping and whether it reads credentials."""
+
+    id: int
+    id_token_claims: dict | None
+    reads_credentials: bool | None
+
+
+class Holder(Protocol):
+    """What the gate reads of a user."""
+
+    id: int
+    profile: dict | None
+    email_address: str | None
+
+
+def requested_items(client: Registration, scopes: Iterable[str]) -> tuple[str, ...]:
+    """What a request with `scopes` asks the user to release to `client`, in order.
+
+    The scopes themselves, then `app_claims` when the client maps claims and `credentials` when
+    its registration reads credentials; a request naming either of these narrows to those named.
+    """
+    scopes = list(dict.fromkeys(scopes))
+    named = [scope for scope in scopes if scope in RELEASE_ITEMS]
+    items = [scope for scope in scopes if scope not in RELEASE_ITEMS]
+    offered = {APP_CLAIMS_SCOPE: bool(client.id_token_claims), CREDENTIALS_SCOPE: client.reads_credentials is not False}
+    items.extend(item for item in RELEASE_ITEMS if offered[item] and (not named or item in named))
+    return tuple(items)
+
+
+def mapping_digest(client: Registration) -> str:
+    """The digest of the client's current claim mapping, which consent to `app_claims` is bound to."""
+    return mapping_fingerprint(client.id_token_claims or {})
+
+
+def shown_digest(client: Registration, items: Iterable[str]) -> str:
+    """The digest of what the consent page shows: the items and, with `app_claims`, the mapping."""
+    items = sorted(items)
+    mapping = client.id_token_claims if APP_CLAIMS_SCOPE in items else {}
+    return mapping_fingerprint({"items": " ".join(items), "mapping": mapping or {}})
+
+
+def _consent(user_id: int, client_id: int) -> Consent | None:
+    return db.session.execute(
+        select(Consent).where(Consent.user_id == user_id, Consent.client_id == client_id)
+    ).scalar_one_or_none()
+
+
+def _still_consented(consent: Consent | None, client: Registration, items: Iterable[str]) -> set[str]:
+    """The items among `items` that the remembered consent covers today."""
+    if consent is None:
+        return set()
+    allowed = set(consent.scope.split()) & set(items)
+    if APP_CLAIMS_SCOPE in allowed and not (
+        consent.claims_fingerprint and hmac.compare_digest(consent.claims_fingerprint, mapping_digest(client))
+    ):
+        allowed.discard(APP_CLAIMS_SCOPE)
+    return allowed
+
+
+def consent_covers(user_id: int, client: Registration, scopes: Iterable[str]) -> bool:
+    """Whether the remembered consent covers everything a request with `scopes` would release."""
+    items = requested_items(client, scopes)
+    return set(items) <= _still_consented(_consent(user_id, client.id), client, items)
+
+
+def record_consent(user_id: int, client: Registration, scopes: Iterable[str]) -> None:
+    """Remember that the user allowed what a request with `scopes` releases (flushes, never commits)."""
+    items = requested_items(client, scopes)
+    consent = _consent(user_id, client.id)
+    if consent is None:
+        consent = Consent(user_id=user_id, client_id=client.id, scope="", granted_at=utcnow())
+        db.session.add(consent)
+    kept = set(consent.scope.split()) - ({APP_CLAIMS_SCOPE} if APP_CLAIMS_SCOPE in items else set())
+    consent.scope = " ".join(sorted(kept | set(items)))
+    consent.granted_at = utcnow()
+    if APP_CLAIMS_SCOPE in items:
+        consent.claims_fingerprint = mapping_digest(client)
+    db.session.flush()
+
+
+@dataclass(frozen=True)
+class Grant:
+    """What one token of `client` may read of `user`: the scopes it carries and the consented items."""
+
+    client: Registration
+    user: Holder
+    scopes: tuple[str, ...]
+    items: frozenset[str]
+
+    def allows(self, item: str) -> bool:
+        """Whether the token may read `item`: a standard scope, `app_claims` or `credentials`."""
+        return item in self.items
+
+    def require(self, item: str) -> None:
+        """InsufficientScope (403) unless the token may read `item`."""
+        if not self.allows(item):
+            raise InsufficientScope(item)
+
+    def application_claims(self) -> dict:
+        """The client's mapped claims the user allowed, else `{}`."""
+        if not self.allows(APP_CLAIMS_SCOPE):
+            return {}
+        return application_claims(self.client.id_token_claims or {}, self.user.profile or {}, self.user.email_address)
+
+    def userinfo(self) -> dict:
+        """The OpenID userinfo document: mapped claims, the standard claims of the scopes, the subject."""
+        document = self.application_claims()
+        standard = standard_claims(self.user.profile or {}, self.user.email_address)
+        document.update(claims_for_scopes(self.scopes, standard))
+        return document
+
+
+def grant_for(client: Registration, user: Holder, scopes: Iterable[str]) -> Grant:
+    """What a token of `client` for `user` with `scopes` may read today.
+
+    Standard scopes were consented to before the token's code was issued; the client's mapped
+    claims and the credential list are checked against the remembered consent at every read, so a
+    changed mapping or a registration that stopped reading credentials releases nothing more.
+    """
+    scopes = tuple(scopes)
+    items = requested_items(client, scopes)
+    standard = {scope for scope in items if scope in SCOPE_CLAIMS or scope == "openid"}
+    consented = _still_consented(_consent(user.id, client.id), client, [i for i in items if i in RELEASE_ITEMS])
+    return Grant(client=client, user=user, scopes=scopes, items=frozenset(standard | consented))
