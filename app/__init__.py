@@ -231,7 +231,9 @@ def _register_blueprints(app: Flask) -> None:
     from app.tenancy.routes import blp as tenancy_blp
     from app.tenancy.routes import tokens_blp
     from app.users.routes import blp as users_blp
+    from app.web.home import blp as home_blp
 
+    app.register_blueprint(home_blp)
     app.register_blueprint(ops_blp)
     app.register_blueprint(docs_assets_blp)
     app.register_blueprint(oidc_pages_blp)
