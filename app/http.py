@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import re
+import sys
 from collections.abc import Callable
 from functools import wraps
 from http import HTTPStatus
@@ -116,14 +117,27 @@ def no_store(view: Callable) -> Callable:
 
 
 def _parse_json_bounded(load: Callable[[], Any]) -> Any:
+    """`load()`, with the limits of Python's parser reported as invalid JSON (a 400), never as a crash.
+
+    Those limits are nesting deeper than the interpreter's recursion limit and an integer of more
+    digits than `sys.get_int_max_str_digits()` (4300 by default), which `json` raises as a bare
+    `ValueError` that webargs does not take for malformed JSON.
+    """
     try:
         return load()
+    except json.JSONDecodeError:
+        raise
     except RecursionError as exc:
         raise json.JSONDecodeError("JSON nested too deeply", "(request body)", 0) from exc
+    except ValueError as exc:
+        raise json.JSONDecodeError(
+            f"a number has more than {sys.get_int_max_str_digits()} digits", "(request body)", 0
+        ) from exc
 
 
 class BoundedJSONProvider(DefaultJSONProvider):
-    """Flask's JSON, with nesting too deep for the parser reported as invalid JSON (400), not a crash."""
+    """Flask's JSON, with the parser's limits (nesting, digits of an integer) reported as invalid JSON (400),
+    not a crash."""
 
     def loads(self, s: str | bytes, **kwargs: Any) -> Any:
         return _parse_json_bounded(lambda: super(BoundedJSONProvider, self).loads(s, **kwargs))
