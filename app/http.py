@@ -165,6 +165,12 @@ class BoundedArgumentsParser(FlaskParser):
         return _parse_json_bounded(lambda: super(BoundedArgumentsParser, self)._raw_load_json(req))
 
 
+# `Blueprint.arguments` binds the parser when a view is decorated, at its module's import; every module
+# that declares arguments imports this one first, so the views get this parser whatever imported them
+# (a test, a worker, the CLI) and before `create_app` runs.
+Blueprint.ARGUMENTS_PARSER = BoundedArgumentsParser()
+
+
 def id_parameter(name: str, description: str) -> dict:
     """OpenAPI description of a positive integer path id (parsed by `path_id`)."""
     return {
