@@ -17,6 +17,7 @@ from flask import Flask, Request, request, url_for
 from flask.json.provider import DefaultJSONProvider
 from flask.sessions import SecureCookieSession, SecureCookieSessionInterface
 from flask_smorest import Blueprint
+from webargs import core as webargs_core
 from webargs.flaskparser import FlaskParser
 
 from app.errors import DomainError, NotFound, ValidationFailed
@@ -159,7 +160,7 @@ class CookieSessionInterface(SecureCookieSessionInterface):
 
 
 class BoundedArgumentsParser(FlaskParser):
-    """webargs' parser with the same treatment of deeply nested JSON bodies."""
+    """webargs' parser with the same treatment of the parser's limits (nesting, digits of an integer)."""
 
     def _raw_load_json(self, req: Any) -> Any:
         return _parse_json_bounded(lambda: super(BoundedArgumentsParser, self)._raw_load_json(req))
@@ -169,6 +170,15 @@ class BoundedArgumentsParser(FlaskParser):
 # that declares arguments imports this one first, so the views get this parser whatever imported them
 # (a test, a worker, the CLI) and before `create_app` runs.
 Blueprint.ARGUMENTS_PARSER = BoundedArgumentsParser()
+
+
+def parse_json_body(data: bytes) -> Any:
+    """A JSON request body read as the views read it (`BoundedArgumentsParser`), for paths before dispatch.
+
+    UTF-8 only: a byte order mark or a UTF-16/32 body is malformed, as are the parser's limits; all
+    raise `json.JSONDecodeError`.
+    """
+    return _parse_json_bounded(lambda: webargs_core.parse_json(data))
 
 
 def id_parameter(name: str, description: str) -> dict:
