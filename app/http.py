@@ -3,6 +3,7 @@ path parameters, the `Location` header, the 202 answer of a write that started a
 
 from __future__ import annotations
 
+import ipaddress
 import json
 import re
 import sys
@@ -179,6 +180,16 @@ def parse_json_body(data: bytes) -> Any:
     raise `json.JSONDecodeError`.
     """
     return _parse_json_bounded(lambda: webargs_core.parse_json(data))
+
+
+def is_loopback_client(remote_addr: str | None) -> bool:
+    """Whether a request comes from this machine's loopback interface (127.0.0.0/8, ::1, or IPv4-mapped)."""
+    try:
+        address = ipaddress.ip_address((remote_addr or "").split("%", 1)[0])
+    except ValueError:
+        return False
+    mapped = getattr(address, "ipv4_mapped", None)
+    return (mapped or address).is_loopback
 
 
 def id_parameter(name: str, description: str) -> dict:
