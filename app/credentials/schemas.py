@@ -242,7 +242,10 @@ class VerifyOptionsIn(ma.Schema):
     )
     checks = ma.fields.List(
         ma.fields.String(validate=ma.validate.OneOf(VERIFY_CHECKS)),
-        metadata={"description": "Checks the caller requires; every one of them is always performed."},
+        metadata={
+            "description": "Checks the caller requires, named as in the answer's `checks`; the verifier makes every "
+            "check that applies whatever is listed, so a listed one is never skipped."
+        },
     )
 
     class Meta:
