@@ -16,7 +16,7 @@ from sqlalchemy.exc import DataError, IntegrityError, OperationalError
 
 from app.config import INSTANCE_DIR, Config, UnsafeConfiguration, check_startup_safety
 from app.db import in_unit_of_work
-from app.http import BoundedArgumentsParser, BoundedJSONProvider, CookieSessionInterface, TesseraFlask
+from app.http import BoundedJSONProvider, CookieSessionInterface, TesseraFlask
 from app.ops.logging import configure_logging, new_request_id, request_id_var
 from app.settings import current, install_settings
 
@@ -88,15 +88,12 @@ def _import_models() -> None:
 
 
 def _init_extensions(app: Flask) -> None:
-    from flask_smorest import Blueprint
-
     from app.errors import register_error_handlers
     from app.extensions import api, celery, db, limiter, migrate
     from app.ops.broker import set_polling_interval
     from app.ops.metrics import init_metrics
     from app.ops.settings import OpsSettings
 
-    Blueprint.ARGUMENTS_PARSER = BoundedArgumentsParser()
     db.init_app(app)
     migrate.init_app(app, db, directory=str(MIGRATIONS_DIR), render_as_batch=True, compare_type=True)
     api.init_app(app)

@@ -423,9 +423,10 @@ def _broker_transport_options(core: CoreSettings) -> dict:
 class UnsafeConfiguration(SystemExit):
     """Start-up refused because the settings would be unsafe; the process exits with status 3.
 
-    The Procfile's web server (granian, without worker respawn) then shuts down instead of restarting
-    workers forever, and a supervisor sees a non-zero exit; 3 also matches gunicorn's "worker failed to boot"
-    for deployments that run the app under gunicorn.
+    The Procfile's web server (granian, which respawns a dead worker once but takes a second death within
+    5.5 s for a crash loop) then shuts down instead of restarting workers forever, and a supervisor sees a
+    non-zero exit; 3 also matches gunicorn's "worker failed to boot" for deployments that run the app under
+    gunicorn.
     """
 
     EXIT_STATUS = 3

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import logging
 from http import HTTPStatus
+from json import JSONDecodeError
 from typing import Any
 
 from flask import Flask, Response, current_app, json, render_template, request
@@ -142,7 +143,9 @@ def handle_http_exception(error: HTTPException) -> Response:
         body["detail"] = "The request has invalid fields."
         body["errors"] = _flatten_webargs_messages(data["messages"])
     elif status == 400 and "messages" in data:
-        body["detail"] = "The request body is not valid JSON."
+        cause = getattr(error, "exc", None)
+        reason = f": {cause.msg}" if isinstance(cause, JSONDecodeError) else ""
+        body["detail"] = f"The request body is not valid JSON{reason}."
         body["code"] = "malformed_json"
         body["type"] = PROBLEM_BASE + "malformed_json"
     if status == 413:

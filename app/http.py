@@ -3,8 +3,10 @@ path parameters, the `Location` header, the 202 answer of a write that started a
 
 from __future__ import annotations
 
+import ipaddress
 import json
 import re
+import sys
 from collections.abc import Callable
 from functools import wraps
 from http import HTTPStatus
@@ -16,6 +18,7 @@ from flask import Flask, Request, request, url_for
 from flask.json.provider import DefaultJSONProvider
 from flask.sessions import SecureCookieSession, SecureCookieSessionInterface
 from flask_smorest import Blueprint
+from webargs import core as webargs_core
 from webargs.flaskparser import FlaskParser
 
 from app.errors import DomainError, NotFound, ValidationFailed
@@ -116,14 +119,27 @@ def no_store(view: Callable) -> Callable:
 
 
 def _parse_json_bounded(load: Callable[[], Any]) -> Any:
+    """`load()`, with the limits of Python's parser reported as invalid JSON (a 400), never as a crash.
+
+    Those limits are nesting deeper than the interpreter's recursion limit and an integer of more
+    digits than `sys.get_int_max_str_digits()` (4300 by default), which `json` raises as a bare
+    `ValueError` that webargs does not take for malformed JSON.
+    """
     try:
         return load()
+    except json.JSONDecodeError:
+        raise
     except RecursionError as exc:
         raise json.JSONDecodeError("JSON nested too deeply", "(request body)", 0) from exc
+    except ValueError as exc:
+        raise json.JSONDecodeError(
+            f"a number has more than {sys.get_int_max_str_digits()} digits", "(request body)", 0
+        ) from exc
 
 
 class BoundedJSONProvider(DefaultJSONProvider):
-    """Flask's JSON, with nesting too deep for the parser reported as invalid JSON (400), not a crash."""
+    """Flask's JSON, with the parser's limits (nesting, digits of an integer) reported as invalid JSON (400),
+    not a crash."""
 
     def loads(self, s: str | bytes, **kwargs: Any) -> Any:
         return _parse_json_bounded(lambda: super(BoundedJSONProvider, self).loads(s, **kwargs))
@@ -145,10 +161,35 @@ class CookieSessionInterface(SecureCookieSessionInterface):
 
 
 class BoundedArgumentsParser(FlaskParser):
-    """webargs' parser with the same treatment of deeply nested JSON bodies."""
+    """webargs' parser with the same treatment of the parser's limits (nesting, digits of an integer)."""
 
     def _raw_load_json(self, req: Any) -> Any:
         return _parse_json_bounded(lambda: super(BoundedArgumentsParser, self)._raw_load_json(req))
+
+
+# `Blueprint.arguments` binds the parser when a view is decorated, at its module's import; every module
+# that declares arguments imports this one first, so the views get this parser whatever imported them
+# (a test, a worker, the CLI) and before `create_app` runs.
+Blueprint.ARGUMENTS_PARSER = BoundedArgumentsParser()
+
+
+def parse_json_body(data: bytes) -> Any:
+    """A JSON request body read as the views read it (`BoundedArgumentsParser`), for paths before dispatch.
+
+    UTF-8 only: a byte order mark or a UTF-16/32 body is malformed, as are the parser's limits; all
+    raise `json.JSONDecodeError`.
+    """
+    return _parse_json_bounded(lambda: webargs_core.parse_json(data))
+
+
+def is_loopback_client(remote_addr: str | None) -> bool:
+    """Whether a request comes from this machine's loopback interface (127.0.0.0/8, ::1, or IPv4-mapped)."""
+    try:
+        address = ipaddress.ip_address((remote_addr or "").split("%", 1)[0])
+    except ValueError:
+        return False
+    mapped = getattr(address, "ipv4_mapped", None)
+    return (mapped or address).is_loopback
 
 
 def id_parameter(name: str, description: str) -> dict:

@@ -233,6 +233,8 @@ class CredentialEngine:
         proof_purpose: str = "assertionMethod",
         bind_issuer: bool = True,
         time_limit: float | None = None,
+        challenge: str | None = None,
+        domains: tuple[str, ...] = (),
     ) -> VerificationResult:
         """Verify `vc` completely; never raises for bad input (see `verify_credential`).
 
@@ -242,6 +244,7 @@ class CredentialEngine:
         `issuerMustControlKeys: false`) waives the binding for raw Data Integrity checks: each key
         is then checked against its own DID only, and the result carries `issuer_not_bound`.
         `time_limit` lowers the budget's time for all proofs (a job keeps it within its lease).
+        `challenge` and `domains` are what every proof must carry (`ProofExpectations`).
         """
         budget = self.budget
         if time_limit is not None and time_limit < budget.time_limit:
@@ -262,6 +265,8 @@ class CredentialEngine:
             proof_purpose=proof_purpose,
             issuer_must_control_keys=bind_issuer,
             budget=budget,
+            challenge=challenge,
+            domains=domains,
         )
         if not bind_issuer and "proof" in result.checks:
             result.warnings.append(

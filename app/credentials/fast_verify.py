@@ -2,12 +2,13 @@
 
 Verification is what callers wait on; Flask's dispatch, flask-smorest's argument and response
 handling and the request hooks cost more than a JCS proof check and as much as an RDFC one. Only
-the plain answer is given here: a JSON object body of known length with `verifiableCredential`
-(and `options`, an object, if sent), a valid API token whose last use needs no stamp (or the
-endpoint open, for `/credentials/verify` with `VC_VERIFY_OPEN`), no cookie, and no rate limit
-beyond a route's own. The result is the view's: `service.verify_submitted` and the view's
-response schema, 200 when verified and 400 when not. Everything else (no or bad token, malformed
-body, a credential over the verification budget, a fault) goes to the view, which remains the one
+the plain answer is given here: a JSON object body of known length, in UTF-8 as the view reads it,
+that `CredentialVerifyIn` loads (so with `verifiableCredential`, and only options the verifier
+honours), a valid API token whose last use needs no stamp (or the endpoint open, for
+`/credentials/verify` with `VC_VERIFY_OPEN`), no cookie, and no rate limit beyond a route's own.
+The result is the view's: `service.verify_submitted` and the view's response schema, 200 when
+verified and 400 when not. Everything else (no or bad token, malformed body, refused options, a
+credential over the verification budget, a fault) goes to the view, which remains the one
 definition of those answers.
 """
 
@@ -18,11 +19,13 @@ import time
 from collections.abc import Callable, Iterable
 
 from flask import Flask
+from marshmallow import ValidationError
 
 from app.credentials import service
-from app.credentials.schemas import CredentialVerifyOut
+from app.credentials.schemas import CredentialVerifyIn, CredentialVerifyOut
 from app.credentials.settings import CredentialSettings
 from app.extensions import limiter
+from app.http import parse_json_body
 from app.ops.edge import BeforeDispatch, edge_engine, request_body
 from app.settings import current
 from app.tenancy.auth import unstamped_caller
@@ -39,6 +42,7 @@ class VerifyBeforeDispatch(BeforeDispatch):
 
     def __init__(self, app: Flask, inner: Callable) -> None:
         super().__init__(app, inner)
+        self._arguments = CredentialVerifyIn()
         self._schema = CredentialVerifyOut()
 
     def __call__(self, environ: dict, start_response: Callable) -> Iterable[bytes]:
@@ -72,13 +76,14 @@ class VerifyBeforeDispatch(BeforeDispatch):
                 with edge_engine(self.app).connect() as connection:
                     if unstamped_caller(environ.get("HTTP_X_API_TOKEN", ""), connection) is None:
                         return None
-            document = self.app.json.loads(body)
-            if not isinstance(document, dict) or document.get("verifiableCredential") is None:
+            document = parse_json_body(body)
+            if not isinstance(document, dict):
                 return None
-            options = document.get("options", {})
-            if not isinstance(options, dict):
+            try:
+                args = self._arguments.load(document)
+            except ValidationError:
                 return None
-            result = service.verify_submitted(document["verifiableCredential"], options)
+            result = service.verify_submitted(args["verifiableCredential"], args["options"])
             payload = self.app.json.dumps(self._schema.dump(result.as_dict())) + "\n"
         return (200 if result.verified else 400), payload.encode()
 

@@ -130,7 +130,9 @@ def verify_credential(args: dict):
     """Verify a credential at once (W3C VC API); stores nothing.
 
     Answers 200 when verified and 400 with the same body when not. `options.expectedProofPurpose`
-    selects the proof purpose (default assertionMethod). A credential over the verification
+    selects the proof purpose (default assertionMethod); every proof must carry `options.challenge`
+    and `options.domain` when they are sent (`invalid_challenge`, `invalid_domain`). An option the
+    verifier does not honour is refused (422), never ignored. A credential over the verification
     budget is refused before any proof is checked: 422 `too_many_proofs` or
     `verification_size_limit`.
     """

@@ -209,11 +209,54 @@ class CredentialListEnvelope(ma.Schema):
     data = ma.fields.List(ma.fields.Dict(), metadata={"description": "Verified credentials, newest first."})
 
 
+VERIFY_CHECKS = ("shape", "proof", "validity_window", "status")
+
+
+class Domains(ma.fields.Field):
+    """One domain or a non-empty list of them, loaded as a tuple of strings."""
+
+    def _deserialize(self, value: Any, attr: str | None, data: Any, **kwargs: Any) -> tuple[str, ...]:
+        domains = [value] if isinstance(value, str) else value
+        if not isinstance(domains, list) or not domains or not all(isinstance(item, str) for item in domains):
+            raise ValidationError("Must be a string or a non-empty array of strings.")
+        return tuple(domains)
+
+
+class VerifyOptionsIn(ma.Schema):
+    """The options of a verify request the verifier honours; any other is refused (422), never ignored."""
+
+    expectedProofPurpose = ma.fields.String(
+        metadata={"description": "The proofPurpose every proof must have (default assertionMethod)."}
+    )
+    issuerMustControlKeys = ma.fields.Boolean(
+        metadata={"description": "false: check each proof key against its own DID only (warning issuer_not_bound)."}
+    )
+    challenge = ma.fields.String(
+        metadata={"description": "Every proof must carry exactly this challenge (else invalid_challenge)."}
+    )
+    domain = Domains(
+        metadata={
+            "description": "A domain or array of domains every proof must be made for (else invalid_domain).",
+            "oneOf": [{"type": "string"}, {"type": "array", "items": {"type": "string"}, "minItems": 1}],
+        }
+    )
+    checks = ma.fields.List(
+        ma.fields.String(validate=ma.validate.OneOf(VERIFY_CHECKS)),
+        metadata={
+            "description": "Checks the caller requires, named as in the answer's `checks`; the verifier makes every "
+            "check that applies whatever is listed, so a listed one is never skipped."
+        },
+    )
+
+    class Meta:
+        unknown = ma.RAISE
+
+
 class CredentialVerifyIn(ma.Schema):
     """The W3C VC API verify request."""
 
     verifiableCredential = ma.fields.Raw(required=True)
-    options = ma.fields.Dict(load_default=dict)
+    options = ma.fields.Nested(VerifyOptionsIn, load_default=dict)
 
     class Meta:
         unknown = ma.EXCLUDE

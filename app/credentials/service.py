@@ -288,24 +288,26 @@ def recheck_credentials(credential_ids: list[int]) -> None:
 def verify_submitted(vc: Any, options: dict | None = None) -> VerificationResult:
     """Verify a credential on demand (VC API); stores nothing.
 
-    Raises only `TooManyProofs`/`VerificationTooLarge` (422), before any work; every other
-    problem is reported in the result.
+    `options` is as `CredentialVerifyIn` loads it (unknown options are refused there). Raises only
+    `TooManyProofs`/`VerificationTooLarge` (422), before any work; every other problem is reported
+    in the result.
 
     `options.expectedProofPurpose` selects the proof purpose (default assertionMethod);
-    By default the issuer must be a DID authorising the key of at least one proof; only
-    `options.issuerMustControlKeys: false` (a Tessera extension) checks each proof key against
-    its own DID only, with the warning `issuer_not_bound`, for raw Data Integrity checks.
+    `options.challenge` and `options.domain` must be carried by every proof (Data Integrity: a
+    mismatch or an absence fails). By default the issuer must be a DID authorising the key of at
+    least one proof; only `options.issuerMustControlKeys: false` (a Tessera extension) checks each
+    proof key against its own DID only, with the warning `issuer_not_bound`, for raw Data Integrity
+    checks.
     """
     options = options or {}
     require_affordable(vc)
-    purpose = options.get("expectedProofPurpose") or "assertionMethod"
-    if not isinstance(purpose, str):
-        purpose = "assertionMethod"
     return current_engine().verify(
         vc,
         local_bit=status_lists.local_status_bit,
-        proof_purpose=purpose,
-        bind_issuer=options.get("issuerMustControlKeys") is not False,
+        proof_purpose=options.get("expectedProofPurpose", "assertionMethod"),
+        bind_issuer=options.get("issuerMustControlKeys", True),
+        challenge=options.get("challenge"),
+        domains=options.get("domain", ()),
     )
 
 

@@ -6,8 +6,10 @@ Built once by `create_app` (see `app.settings`).
 from __future__ import annotations
 
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
+from app.credentials.jsonld.loader import make_document_loader
 from app.settings import env, feature_settings
 
 MIN_STATUS_LIST_BITS = 131_072
@@ -20,6 +22,21 @@ def host_list(value: Any) -> frozenset[str]:
     return frozenset(item.strip().lower() for item in str(value or "").split(",") if item.strip())
 
 
+def contexts_dir(value: str) -> str:
+    """`value` once the contexts directory it names is read whole: its `urlmap.json` and every file it maps.
+
+    Raises `ValueError` naming what is wrong, so start-up refuses a directory that would fail every
+    verification.
+    """
+    if not value.strip():
+        return ""
+    try:
+        make_document_loader(Path(value))
+    except (OSError, ValueError) as error:
+        raise ValueError(f"{value} is not a readable JSON-LD contexts directory ({error})") from None
+    return value
+
+
 @feature_settings
 @dataclass(frozen=True)
 class CredentialSettings:
@@ -27,7 +44,9 @@ class CredentialSettings:
         "JSONLD_CONTEXTS_DIR",
         "",
         "directory of extra allow-listed JSON-LD contexts (`urlmap.json` maps URL → file), added to the built-in "
-        "ones (the standard contexts shipped in `app/credentials/jsonld/contexts/`, each pinned by SHA-256)",
+        "ones (the standard contexts shipped in `app/credentials/jsonld/contexts/`, each pinned by SHA-256); "
+        "start-up refuses one it cannot read whole",
+        parse=contexts_dir,
     )
     canonicalization_time_limit: float = env(
         "CANONICALIZATION_TIME_LIMIT", 2.0, "seconds one RDF canonicalisation may take"

@@ -29,6 +29,19 @@ STATUS_PROBLEMS = frozenset({"revoked", "suspended"})
 StatusChecker = Callable[[dict], "str | None"]
 
 
+@dataclass(frozen=True)
+class ProofExpectations:
+    """What every proof must carry, from the verify options (Data Integrity 1.0, "verify proof").
+
+    `challenge`, when given, must equal the proof's `challenge`; `domains`, when given, must each be
+    among the proof's `domain` (a string or a set of strings). A proof without them fails.
+    """
+
+    purpose: str = "assertionMethod"
+    challenge: str | None = None
+    domains: tuple[str, ...] = ()
+
+
 class VerificationMethodResolver(Protocol):
     """What `verify_credential` needs from a resolver (`app.dids.resolver.DidResolver` fits)."""
 
@@ -138,6 +151,8 @@ def verify_credential(
     suite_options: Mapping[str, Any] | None = None,
     issuer_must_control_keys: bool = True,
     budget: VerificationBudget | None = None,
+    challenge: str | None = None,
+    domains: tuple[str, ...] = (),
 ) -> VerificationResult:
     """Verify `vc` and report every failure; never raises for bad input.
 
@@ -145,7 +160,8 @@ def verify_credential(
     (a `DidResolver`). `status_checker(vc)` returns "revoked", "suspended" or None, and may raise
     `ProofCheckFailed` (reported as is); it runs only when every proof verified.
     Error codes: `malformed_credential`, any `ProofCheckFailed` code of the suites, loader and
-    resolver, `proof_expired`, `not_yet_valid`, `expired`, `revoked`, `suspended`,
+    resolver, `invalid_challenge`, `invalid_domain` (`challenge` and `domains`: see
+    `ProofExpectations`), `proof_expired`, `not_yet_valid`, `expired`, `revoked`, `suspended`,
     `status_check_failed`, `verification_error` (an unexpected failure, never a pass).
     With `issuer_must_control_keys` (the default) at least one proof must be made with a key the
     issuer's DID authorises; the other proofs of a set or chain (a second signer) only need keys
@@ -179,6 +195,7 @@ def verify_credential(
     ctx = SuiteContext(loader=loader, limits=limits, options=dict(suite_options or {}))
     proofs = vc["proof"] if isinstance(vc["proof"], list) else [vc["proof"]]
     report.checks.append("proof")
+    expected = ProofExpectations(proof_purpose, challenge, domains)
     # A proof made with one of the issuer's keys must be authorised by the issuer; the others
     # (a notary's, a second signer's in a chain) only by their own DID.
     by_issuer = [issuer_must_control_keys and _proof_did(proof) == issuer for proof in proofs]
@@ -188,7 +205,7 @@ def verify_credential(
             break
         try:
             controller = issuer if by_issuer[index] else None
-            _verify_one_proof(vc, proofs, proof, controller, resolver, ctx, proof_purpose, now)
+            _verify_one_proof(vc, proofs, proof, controller, resolver, ctx, expected, now)
         except ProofCheckFailed as failure:
             report.fail(failure.code, _prefixed(index, len(proofs), failure.detail))
         except Exception as error:  # a bug or an unforeseen input must never read as verified
@@ -259,7 +276,7 @@ def _verify_one_proof(
     controller: str | None,
     resolver: VerificationMethodResolver,
     ctx: SuiteContext,
-    expected_purpose: str,
+    expected: ProofExpectations,
     now: datetime,
 ) -> None:
     if not isinstance(proof, dict):
@@ -268,8 +285,9 @@ def _verify_one_proof(
         raise ProofCheckFailed("unsupported_proof_type", f"proof type {str(proof.get('type'))[:80]!r} is not supported")
     suite = require_suite(proof.get("cryptosuite"))
     purpose = proof.get("proofPurpose")
-    if purpose != expected_purpose:
-        raise ProofCheckFailed("invalid_proof_purpose", f"proofPurpose must be {expected_purpose}")
+    if purpose != expected.purpose:
+        raise ProofCheckFailed("invalid_proof_purpose", f"proofPurpose must be {expected.purpose}")
+    _check_challenge_and_domain(proof, expected)
     vm_url = proof.get("verificationMethod")
     if not isinstance(vm_url, str):
         raise ProofCheckFailed("malformed_proof", "verificationMethod must be a string")
@@ -287,6 +305,21 @@ def _verify_one_proof(
     if "previousProof" in proof:
         document["proof"] = _previous_proofs(proof["previousProof"], all_proofs)
     suite.verify_proof(document, proof, key, ctx)
+
+
+def _check_challenge_and_domain(proof: dict, expected: ProofExpectations) -> None:
+    if expected.challenge is not None:
+        if "challenge" not in proof:
+            raise ProofCheckFailed("invalid_challenge", "a challenge was expected, and the proof has none")
+        if proof["challenge"] != expected.challenge:
+            raise ProofCheckFailed("invalid_challenge", "the proof's challenge is not the one expected")
+    if expected.domains:
+        if "domain" not in proof:
+            raise ProofCheckFailed("invalid_domain", "a domain was expected, and the proof has none")
+        found = proof["domain"] if isinstance(proof["domain"], list) else [proof["domain"]]
+        missing = [domain for domain in expected.domains if domain not in found]
+        if missing:
+            raise ProofCheckFailed("invalid_domain", f"the proof is not made for the domain {missing[0][:200]!r}")
 
 
 def _previous_proofs(previous: Any, all_proofs: list) -> list[dict]:

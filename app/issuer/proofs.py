@@ -83,8 +83,11 @@ def add_proof(
     """`credential` (without a proof) secured with one new `DataIntegrityProof` of `cryptosuite`.
 
     For bbs-2023 and ecdsa-sd-2023 the proof is a base proof for a holder, with
-    `mandatory_pointers` always disclosed. Raises `ValueError` for a key that does not fit the
-    suite, `ProofCheckFailed` for a credential the suite cannot process.
+    `mandatory_pointers` always disclosed. `created` is the proof's creation time (default now),
+    except for bbs-2023, whose proofs carry one only when `created` is given: every proof a holder
+    derives repeats it, and a time to the second would link presentations that bbs-2023 keeps
+    unlinkable. Raises `ValueError` for a key that does not fit the suite, `ProofCheckFailed` for a
+    credential the suite cannot process.
     """
     if key_type not in SUITE_KEY_TYPES.get(cryptosuite, ()):
         raise ValueError(f"{cryptosuite} cannot sign with a {key_type} key")
@@ -98,13 +101,11 @@ def add_proof(
             created=created,
             ctx=ctx,
         )
-    options = {
-        "type": PROOF_TYPE,
-        "cryptosuite": cryptosuite,
-        "created": format_datetime(created) if created else format_datetime(_now()),
-        "verificationMethod": verification_method,
-        "proofPurpose": proof_purpose,
-    }
+    options = {"type": PROOF_TYPE, "cryptosuite": cryptosuite}
+    if created is not None or cryptosuite != "bbs-2023":
+        options["created"] = format_datetime(created or _now())
+    options["verificationMethod"] = verification_method
+    options["proofPurpose"] = proof_purpose
     if cryptosuite == "bbs-2023":
         proof = bbs_2023.create_base_proof(credential, options, list(mandatory_pointers), private_key, ctx)
     else:

@@ -16,7 +16,7 @@ from werkzeug.exceptions import RequestEntityTooLarge
 from app.db import commit_before_the_edge
 from app.errors import BadRequest, NotFound, handle_domain_error, handle_http_exception, rate_limit_retry_after
 from app.extensions import limiter
-from app.http import UnsupportedMediaType, accepts, no_store, problem_doc
+from app.http import UnsupportedMediaType, accepts, is_loopback_client, no_store, problem_doc
 from app.oidc import client_auth, keys, mail, par, service
 from app.oidc.auth import require_grant
 from app.oidc.claims import SCOPE_CLAIMS, SUPPORTED_SCOPES
@@ -314,9 +314,12 @@ def discovery():
 @blp.response(200, OutboxOut)
 @problem_doc(400, 404)
 def dev_outbox(args: dict):
-    """Mail kept by the outbox backend, newest first (only when `DEV_OUTBOX=1`; never in production)."""
+    """Mail kept by the outbox backend, newest first (only when `DEV_OUTBOX=1`, never in production, and to
+    loopback clients only: the Procfile's web server listens on every interface)."""
     if not current_app.config["DEV_OUTBOX"]:
         raise NotFound("The development outbox is disabled.")
+    if not is_loopback_client(request.remote_addr):
+        raise NotFound("The development outbox is served to loopback clients only.")
     if not args.get("to"):
         raise BadRequest("Name the recipient: /dev/outbox?to=<address>.")
     return {"data": mail.outbox_messages(args.get("to"))}

@@ -9,7 +9,6 @@ host) the figures of every process are aggregated at scrape time. Scrapes presen
 from __future__ import annotations
 
 import hmac
-import ipaddress
 import os
 import time
 from typing import Any
@@ -26,6 +25,7 @@ from prometheus_client import (
 from prometheus_client.core import GaugeMetricFamily
 
 from app.extensions import db
+from app.http import is_loopback_client
 from app.ops.queue import queue_reader
 
 REQUEST_LATENCY = Histogram(
@@ -129,9 +129,5 @@ def _authorize_scrape() -> None:
         if scheme.lower() != "bearer" or not hmac.compare_digest(supplied.strip().encode(), token.encode()):
             raise Unauthorized("Metrics need the bearer token set as METRICS_TOKEN.", scheme="Bearer")
         return
-    try:
-        loopback = ipaddress.ip_address(request.remote_addr or "").is_loopback
-    except ValueError:
-        loopback = False
-    if not loopback:
+    if not is_loopback_client(request.remote_addr):
         raise Forbidden("Metrics are served to the loopback interface only unless METRICS_TOKEN is set.")

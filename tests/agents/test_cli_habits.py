@@ -6,6 +6,7 @@ import json
 import os
 import signal
 import subprocess
+import sys
 import time
 
 import pytest
@@ -153,11 +154,21 @@ def test_json_api_errors_of_the_service_are_json_documents(runner, live_server, 
     assert (error["status"], error["code"]) == (422, "invalid_card") and "card" in error["errors"]
 
 
+# Runs a command as a terminal's foreground job runs it: with SIGINT's default disposition. A test run started
+# in the background by a non-interactive shell (`pytest &` in a script) ignores SIGINT, every child inherits
+# that, and Python then installs no KeyboardInterrupt handler: the command would wait on, deaf to Ctrl-C.
+FOREGROUND = [
+    sys.executable,
+    "-c",
+    "import os, signal, sys; signal.signal(signal.SIGINT, signal.SIG_DFL); os.execv(sys.argv[1], sys.argv[1:])",
+]
+
+
 def test_interrupted_wait_with_json_is_a_json_document(tmp_path):
     """Ctrl-C while a command waits for its job: the JSON error document still comes on stdout."""
     with serve(FakeNetwork(agent_did=DID, job_states=["queued"])) as network:
         env = {**os.environ, "TESSERA_NETWORK_URL": network.url, "TESSERA_API_KEY": generate_private_key()}
-        process = subprocess.Popen([str(TESSERA), "job", "show", JOB_ID, "--wait", "--json"], env=env,
+        process = subprocess.Popen([*FOREGROUND, str(TESSERA), "job", "show", JOB_ID, "--wait", "--json"], env=env,
                                    stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)  # fmt: skip
         try:
             for _ in range(400):

@@ -10,18 +10,10 @@ import pytest
 
 from app.credentials import routes
 from tests.support.config import config_changed
+from tests.support.credentials import to_the_view
 from tests.support.vectors import VECTORS, VERIFIED_VECTORS
 
 UNBOUND = {"issuerMustControlKeys": False}
-
-
-def to_the_view(client, path: str, **kwargs):
-    """The view's answer: a request with a cookie (the path before dispatch leaves those alone)."""
-    client.set_cookie("unrelated", "1")
-    try:
-        return client.post(path, **kwargs)
-    finally:
-        client.delete_cookie("unrelated")
 
 
 @pytest.fixture

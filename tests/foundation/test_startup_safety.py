@@ -120,3 +120,24 @@ def test_a_malformed_setting_refuses_start_up_naming_it(tmp_path, name, value):
         assert result.returncode == 3
         assert f"Tessera refuses to start: malformed setting {name}: " in result.stderr
         assert value in result.stderr and "Traceback" not in result.stderr
+
+
+def test_a_contexts_directory_that_cannot_be_read_refuses_start_up(tmp_path):
+    missing = tmp_path / "no-such-contexts"
+    broken = tmp_path / "broken-contexts"
+    broken.mkdir()
+    (broken / "urlmap.json").write_text(json.dumps({"https://contexts.example/v1": "absent.jsonld"}))
+    for directory in (missing, broken):
+        for args in (None, [sys.executable, "-m", "flask", "--app", "app", "clients", "list"]):
+            result = _start(tmp_path, args, JSONLD_CONTEXTS_DIR=str(directory))
+            assert result.returncode == 3, result.stderr
+            assert (
+                f"Tessera refuses to start: malformed setting JSONLD_CONTEXTS_DIR: {directory} is not a readable "
+                "JSON-LD contexts directory" in result.stderr
+            )
+            assert "Traceback" not in result.stderr
+    readable = tmp_path / "contexts"
+    readable.mkdir()
+    (readable / "extra.jsonld").write_text(json.dumps({"@context": {"extra": "https://contexts.example/#extra"}}))
+    (readable / "urlmap.json").write_text(json.dumps({"https://contexts.example/v1": "extra.jsonld"}))
+    assert _answer(_start(tmp_path, JSONLD_CONTEXTS_DIR=str(readable)))["DEV_OUTBOX"] in (True, False)

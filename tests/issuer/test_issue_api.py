@@ -192,3 +192,29 @@ def test_a_repeated_idempotency_key_replays_the_issued_credential(client, master
     again = client.post("/credentials/issue", json=body, headers=headers)
     assert first.status_code == again.status_code == 201
     assert again.get_data() == first.get_data()
+
+
+def test_bbs_base_and_derived_proofs_carry_no_creation_time(client, master):
+    create_key(client, master.headers, "Bls12381G2")
+    credential = unsigned("did:example:holder", degree="BSc")
+    vc = issue(client, master.headers, credential, cryptosuite="bbs-2023", mandatoryPointers=["/issuer"]).json[
+        "verifiableCredential"
+    ]
+    assert "created" not in vc["proof"]  # repeated in every derived proof, it would link them
+    presentations = []
+    for _ in range(2):
+        derived = client.post(
+            "/credentials/derive",
+            json={"verifiableCredential": vc, "options": {"selectivePointers": ["/credentialSubject/degree"]}},
+            headers=master.headers,
+        )
+        assert derived.status_code == 201, derived.get_data(as_text=True)
+        presentations.append(derived.json["verifiableCredential"])
+    for shown in presentations:
+        assert "created" not in shown["proof"]
+        result = verify(client, master.headers, shown)
+        assert result["verified"] is True, result
+    assert presentations[0]["proof"]["proofValue"] != presentations[1]["proof"]["proofValue"]
+    ecdsa_sd = create_key(client, master.headers, "P-256")
+    other = issue(client, master.headers, credential, cryptosuite="ecdsa-sd-2023", keyId=ecdsa_sd["id"])
+    assert "created" in other.json["verifiableCredential"]["proof"]  # only bbs-2023 promises unlinkability

@@ -20,6 +20,15 @@ def wait_for_verification(client, headers, cid: str, timeout: float = 20.0) -> d
         time.sleep(0.05)
 
 
+def to_the_view(client, path: str, **kwargs):
+    """The view's answer to a POST: sent with a cookie, which the paths answered before dispatch leave alone."""
+    client.set_cookie("unrelated", "1")
+    try:
+        return client.post(path, **kwargs)
+    finally:
+        client.delete_cookie("unrelated")
+
+
 def access_token(client, tenant, scope: str = "openid") -> str:
     """An OpenID access token for a user of `tenant`, as a client of the interface asks for it
     (`scope=openid`: after consent it reads the user's credentials)."""
