@@ -184,6 +184,33 @@ def transaction() -> Iterator[None]:
         _unit_of_work.reset(token)
 
 
+def transaction_open() -> bool:
+    """True when the current application context's session has a database transaction open.
+
+    The outbound client asks it before every call to another host (`app.outbound`).
+    """
+    from flask import has_app_context
+
+    from app.extensions import db
+
+    return has_app_context() and db.session().in_transaction()
+
+
+def end_reads(reason: str) -> None:
+    """End the session's transaction before a call to another host; it must hold nothing to commit.
+
+    Only reads may precede it: what they loaded is expired and read again when next used, in a new
+    transaction. Raises `RuntimeError` when the transaction holds changes (they would be lost).
+    """
+    from app.extensions import db
+
+    session = db.session()
+    if session.new or session.dirty or session.deleted or _FLUSHED in session.info or "after_commit" in session.info:
+        raise RuntimeError(f"cannot end a transaction that holds changes ({reason})")
+    log.debug("end reads before the edge: %s", reason)
+    session.rollback()
+
+
 def in_unit_of_work() -> bool:
     """True inside `transaction()` (a task's or a CLI command's unit of work)."""
     return _unit_of_work.get()
