@@ -36,12 +36,9 @@ def send_mail(job):
         raise TransientError(f"SMTP delivery failed: {exc.__class__.__name__}") from exc
 
 
-@job_task(backchannel.LOGOUT_TASK)
+@job_task(backchannel.LOGOUT_TASK, transient=(backchannel.BackchannelLogoutUnavailable,))
 def backchannel_logout(job):
-    try:
-        return backchannel.deliver_logout(job.payload)
-    except backchannel.BackchannelLogoutUnavailable as exc:
-        raise TransientError(str(exc)) from exc
+    return backchannel.deliver_logout(job.payload)
 
 
 def beat_schedule(app) -> dict:
