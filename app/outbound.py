@@ -44,6 +44,10 @@ def _no_database() -> bool:
 _transaction_open: TransactionProbe = _no_database
 
 
+def no_preparation() -> None:
+    """The default `before_fetch` of a fetching component: nothing to end before it calls out."""
+
+
 def set_transaction_probe(probe: TransactionProbe) -> None:
     """Have `fetch` ask `probe()` whether a database transaction is open, and refuse to run if so."""
     global _transaction_open
