@@ -47,15 +47,16 @@ def _target(url: str) -> tuple[str, str, int, str]:
     return parts.scheme, host, port, path
 
 
-def request(method: str, url: str, *, data: dict | None = None) -> httpx.Response:
+def request(method: str, url: str, *, data: dict | None = None, configured: bool = False) -> httpx.Response:
     """Send one request through the guard; the response body is read (at most MAX_BYTES).
 
-    Must be called with no database transaction open.
+    `configured`: the URL is a setting of the deployment, not a client's, so its own host may be
+    private (a local verifier). Must be called with no database transaction open.
     """
     scheme, host, port, path = _target(url)
     core = current(CoreSettings)
     policy = OutboundPolicy(
-        allowed_private_hosts=allowed_hosts(),
+        allowed_private_hosts=allowed_hosts() | ({f"{host}:{port}"} if configured else set()),
         verify=core.outbound_ca_bundle or True,
         connect_timeout=min(3.0, core.outbound_deadline),
         read_timeout=core.outbound_deadline,
