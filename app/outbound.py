@@ -58,6 +58,16 @@ class CalledInsideTransaction(RuntimeError):
     """A programming error: a call to another host was made while a database transaction is open."""
 
 
+def refuse_inside_transaction(what: str) -> None:
+    """Raise `CalledInsideTransaction` if a database transaction is open; every call to another host asks first.
+
+    `fetch` asks itself; clients of fixed platforms that keep their own connections (social
+    connectors) ask before each request.
+    """
+    if _transaction_open():
+        raise CalledInsideTransaction(f"{what[:200]} while a database transaction is open")
+
+
 def system_addresses(host: str, port: int) -> list[str]:
     """The IP addresses of `host` from the system resolver (IPv4 first)."""
     infos = socket.getaddrinfo(host, port, type=socket.SOCK_STREAM)
@@ -198,8 +208,7 @@ def fetch(
     is read. Raises an `OutboundFailure` subclass, and `CalledInsideTransaction` (before anything
     is sent) when a database transaction is open.
     """
-    if _transaction_open():
-        raise CalledInsideTransaction(f"{method} to {host[:100]} while a database transaction is open")
+    refuse_inside_transaction(f"{method} to {host[:100]}")
     deadline = time.monotonic() + policy.total_timeout
     addresses = policy.checked_addresses(host, port)
     default_port = 443 if scheme == "https" else 80

@@ -16,6 +16,7 @@ from urllib.parse import urlencode
 
 import httpx
 
+from app.outbound import refuse_inside_transaction
 from app.social.connectors.errors import PlatformUnavailable
 from app.social.connectors.http import tls_context
 
@@ -128,6 +129,7 @@ def _provider_confirms(
 ) -> bool:
     # Always ask the configured endpoint, never the one named inside the (untrusted) message.
     form = {**openid, "openid.mode": "check_authentication"}
+    refuse_inside_transaction("openid check_authentication")
     try:
         with httpx.Client(
             timeout=timeout, transport=transport, follow_redirects=False, verify=tls_context()

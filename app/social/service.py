@@ -178,6 +178,8 @@ def complete_link(platform: str, params: Mapping[str, str]) -> str:
     require_platform(platform)
     config = settings()
     attempt = _consume_attempt(platform, params.get("state", ""))
+    # The platform is called with no transaction open; the attempt stays spent whatever it answers.
+    commit_before_the_edge("a link attempt is spent before its platform is called")
     refusal = params.get("error")
     if refusal:  # the user declined consent, or the platform refused the request
         code = refusal if re.fullmatch(r"[a-z_]{1,40}", refusal) else "authorization_failed"

@@ -10,6 +10,7 @@ from typing import Any, Protocol, Self
 
 import httpx
 
+from app.outbound import refuse_inside_transaction
 from app.social.connectors.errors import (
     BudgetExhausted,
     ConnectorError,
@@ -81,7 +82,11 @@ class PlatformHttp:
     def get_json(
         self, url: str, *, params: Mapping[str, Any] | None = None, headers: Mapping[str, str] | None = None
     ) -> Any:
-        """GET `url` and return its decoded JSON body; raises a `ConnectorError` subclass otherwise."""
+        """GET `url` and return its decoded JSON body; raises a `ConnectorError` subclass otherwise.
+
+        Never with a database transaction open (`CalledInsideTransaction`).
+        """
+        refuse_inside_transaction(f"{self.platform} API call")
         self._take_budget()
         try:
             with self._client.stream("GET", url, params=params, headers=headers) as response:

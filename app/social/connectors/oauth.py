@@ -26,6 +26,7 @@ with warnings.catch_warnings():
     )
     from authlib.integrations.httpx_client import OAuth2Client, OAuthError
 
+from app.outbound import refuse_inside_transaction
 from app.social.connectors.answers import member
 from app.social.connectors.errors import (
     LinkBroken,
@@ -166,6 +167,7 @@ class OAuthApp:
         return response
 
     def _call(self, fetch: Callable[[], Mapping[str, Any]]) -> Mapping[str, Any]:
+        refuse_inside_transaction(f"{self.platform} token endpoint call")
         try:
             token = fetch()
         except OAuthError as exc:
