@@ -36,7 +36,6 @@ AddressResolver = Callable[[str, int], list[str]]
 TransactionProbe = Callable[[], bool]
 
 
-
 def _no_database() -> bool:
     return False
 
