@@ -51,7 +51,9 @@ class CallOutside:
     `run_job` commits the claim (and what the handler wrote), runs `call()` with no transaction
     open, then, with the job locked again in a new transaction, `record(job, outcome)` returns the
     job's result (or raises a `DomainError` to fail it). An exception of `call()` propagates as the
-    handler's would: the job stays running for the task's retry.
+    handler's would: the job stays running for the task's retry. No row is locked meanwhile, so the
+    call must end well within `JOB_LEASE_SECONDS` (a total deadline): past the lease the sweep hands
+    the job to another worker.
     """
 
     call: Callable[[], Any]
