@@ -216,7 +216,7 @@ def fetch(
     timeout = httpx.Timeout(policy.read_timeout, connect=policy.connect_timeout)
     extensions = {"sni_hostname": host} if scheme == "https" else {}
     last_error: Exception | None = None
-    transport = _DeadlineTransport(deadline, verify=verify)
+    transport = DeadlineTransport(lambda: deadline, verify=verify, max_connections=1)
     with httpx.Client(timeout=timeout, transport=transport, follow_redirects=False, trust_env=False) as client:
         for address in addresses:
             literal = f"[{address}]" if ":" in address else address
@@ -258,18 +258,34 @@ def _exchange(
     return httpx.Response(response.status_code, headers=response.headers, content=bytes(body), request=request)
 
 
-class _DeadlineTransport(httpx.HTTPTransport):
-    """httpx's transport whose every socket operation ends by `deadline` (`time.monotonic()`)."""
+class DeadlineTransport(httpx.HTTPTransport):
+    """httpx's transport whose every socket operation ends by a deadline on the wall clock.
 
-    def __init__(self, deadline: float, *, verify: ssl.SSLContext | str | bool) -> None:
+    `deadline_of()` gives the deadline (`time.monotonic()` seconds) of each request as it starts:
+    a fixed one for a whole exchange (`fetch`), or `now + seconds` for a total per request
+    (`DeadlineTransport.per_request`). The body a caller streams after the headers is bounded too.
+    """
+
+    def __init__(
+        self, deadline_of: Callable[[], float], *, verify: ssl.SSLContext | str | bool, max_connections: int = 10
+    ) -> None:
         context = httpx.create_ssl_context(verify=verify, trust_env=False)
         super().__init__(verify=context, trust_env=False)
+        self._deadline_of = deadline_of
+        self._backend = _DeadlineBackend()
         # httpx takes no network backend, so its pool is replaced by one that has it.
         self._pool = httpcore.ConnectionPool(
-            ssl_context=context,
-            max_connections=1,
-            network_backend=_DeadlineBackend(deadline),
+            ssl_context=context, max_connections=max_connections, network_backend=self._backend
         )
+
+    @classmethod
+    def per_request(cls, seconds: float, *, verify: ssl.SSLContext | str | bool) -> DeadlineTransport:
+        """A transport giving each request `seconds` in all (for one thread's client at a time)."""
+        return cls(lambda: time.monotonic() + seconds, verify=verify)
+
+    def handle_request(self, request: httpx.Request) -> httpx.Response:
+        self._backend.deadline = self._deadline_of()
+        return super().handle_request(request)
 
 
 def _until(deadline: float, timeout: float | None) -> float:
@@ -279,8 +295,10 @@ def _until(deadline: float, timeout: float | None) -> float:
 
 
 class _DeadlineBackend(httpcore.NetworkBackend):
-    def __init__(self, deadline: float) -> None:
-        self.deadline = deadline
+    """Sockets whose operations end by `deadline`, the current request's (set by `DeadlineTransport`)."""
+
+    def __init__(self) -> None:
+        self.deadline = time.monotonic()
         self.sockets = httpcore.SyncBackend()
 
     def connect_tcp(
@@ -290,7 +308,7 @@ class _DeadlineBackend(httpcore.NetworkBackend):
         stream = self.sockets.connect_tcp(
             host, port, _until(self.deadline, timeout), local_address=local_address, socket_options=socket_options
         )
-        return _DeadlineStream(stream, self.deadline)
+        return _DeadlineStream(stream, self)
 
     def connect_unix_socket(
         self, path: str, timeout: float | None = None, socket_options: Iterable | None = None
@@ -299,14 +317,14 @@ class _DeadlineBackend(httpcore.NetworkBackend):
 
 
 class _DeadlineStream(httpcore.NetworkStream):
-    def __init__(self, stream: httpcore.NetworkStream, deadline: float) -> None:
-        self.stream, self.deadline = stream, deadline
+    def __init__(self, stream: httpcore.NetworkStream, backend: _DeadlineBackend) -> None:
+        self.stream, self.backend = stream, backend
 
     def read(self, max_bytes: int, timeout: float | None = None) -> bytes:
-        return self.stream.read(max_bytes, _until(self.deadline, timeout))
+        return self.stream.read(max_bytes, _until(self.backend.deadline, timeout))
 
     def write(self, buffer: bytes, timeout: float | None = None) -> None:
-        self.stream.write(buffer, _until(self.deadline, timeout))
+        self.stream.write(buffer, _until(self.backend.deadline, timeout))
 
     def close(self) -> None:
         self.stream.close()
@@ -314,8 +332,8 @@ class _DeadlineStream(httpcore.NetworkStream):
     def start_tls(
         self, ssl_context: ssl.SSLContext, server_hostname: str | None = None, timeout: float | None = None
     ) -> httpcore.NetworkStream:
-        stream = self.stream.start_tls(ssl_context, server_hostname, _until(self.deadline, timeout))
-        return _DeadlineStream(stream, self.deadline)
+        stream = self.stream.start_tls(ssl_context, server_hostname, _until(self.backend.deadline, timeout))
+        return _DeadlineStream(stream, self.backend)
 
     def get_extra_info(self, info: str) -> object:
         return self.stream.get_extra_info(info)

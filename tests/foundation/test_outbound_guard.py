@@ -56,3 +56,20 @@ def test_a_peer_dripping_its_headers_is_cut_at_the_total_deadline():
         assert server.wait_until_idle(2.0)
     finally:
         server.stop()
+
+
+def test_a_platform_dripping_its_answer_is_cut_at_the_social_http_timeout():
+    """Social connectors keep their own clients: each request still ends at its total deadline."""
+    from app.social.connectors import PlatformUnavailable
+    from app.social.connectors.http import PlatformHttp
+
+    server = DripServer(interval=0.2, duration=10.0)
+    http = PlatformHttp("platform_b", read_retry_after=lambda _response, _body: None, timeout=1.0)
+    started = time.monotonic()
+    try:
+        with pytest.raises(PlatformUnavailable):
+            http.get_json(server.url("/api/users/@me"))
+        assert time.monotonic() - started < 2.0
+    finally:
+        http.close()
+        server.stop()

@@ -10,7 +10,7 @@ from typing import Any, Protocol, Self
 
 import httpx
 
-from app.outbound import refuse_inside_transaction
+from app.outbound import DeadlineTransport, refuse_inside_transaction
 from app.social.connectors.errors import (
     BudgetExhausted,
     ConnectorError,
@@ -28,6 +28,11 @@ DEFAULT_MAX_BYTES = 4 * 1024 * 1024
 def tls_context() -> ssl.SSLContext:
     """The one verifying TLS context every outbound client shares (building one costs ~100 ms)."""
     return httpx.create_ssl_context()
+
+
+def platform_transport(timeout: float, transport: httpx.BaseTransport | None = None) -> httpx.BaseTransport:
+    """`transport` when one is given (tests), else one that gives each request `timeout` seconds in all."""
+    return transport or DeadlineTransport.per_request(timeout, verify=tls_context())
 
 
 class CallBudgetLike(Protocol):
@@ -70,9 +75,8 @@ class PlatformHttp:
         self._client = httpx.Client(
             timeout=httpx.Timeout(timeout),
             headers={"Accept": "application/json", **(headers or {})},
-            transport=transport,
+            transport=platform_transport(timeout, transport),
             follow_redirects=False,
-            verify=tls_context(),
         )
 
     def close(self) -> None:
