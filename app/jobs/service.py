@@ -43,7 +43,6 @@ _BROKER_BACKOFF_SECONDS = 5.0
 _broker_down_until = 0.0
 
 
-
 @dataclass(frozen=True)
 class CallOutside:
     """A handler's answer when its job must call another host: no call to another host runs in a transaction.
@@ -330,6 +329,7 @@ def run_job(job_id: str, handler: JobHandler, *, max_attempts: int | None = None
 
     A handler that calls another host returns a `CallOutside`: the call runs between two
     transactions, with the job claimed (running, leased) but no row locked.
+
     A `DomainError` from the handler discards its writes and records the job as failed.
     Other exceptions propagate (the task decides whether to retry) and leave the job running.
     With `max_attempts`, a job started more often than that (its runs kept outliving the lease,
