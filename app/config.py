@@ -149,7 +149,7 @@ class CoreSettings:
     outbound_deadline: float = env(
         "OUTBOUND_DEADLINE",
         5.0,
-        "seconds a call to a client's `jwks_uri` or logout endpoint may take in all (connect, headers, body)",
+        "seconds a call to a client's `jwks_uri` or logout endpoint, or to the reCAPTCHA verifier, may take in all",
     )
     celery_broker_url: str = env(
         "CELERY_BROKER_URL", _shown("`REDIS_URL`"), "broker URL of Celery (overrides `REDIS_URL` for Celery)"
