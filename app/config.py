@@ -146,6 +146,11 @@ class CoreSettings:
         "CA bundle of outbound HTTPS calls (did:web, status lists, clients' `jwks_uri` and logout endpoints); "
         "unset, the system's",
     )
+    outbound_deadline: float = env(
+        "OUTBOUND_DEADLINE",
+        5.0,
+        "seconds a call to a client's `jwks_uri` or logout endpoint, or to the reCAPTCHA verifier, may take in all",
+    )
     celery_broker_url: str = env(
         "CELERY_BROKER_URL", _shown("`REDIS_URL`"), "broker URL of Celery (overrides `REDIS_URL` for Celery)"
     )

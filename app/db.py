@@ -11,11 +11,19 @@ transaction and commits exactly once; the only callers of `commit` are the edges
 Services and routes flush, never commit. Work that must be committed before its edge ends goes
 through `commit_before_the_edge(reason)`, the one named exception (`grep commit_before_the_edge`):
 an OAuth error with `keep_changes` (a revoked token family), a refused login code (its attempt
-counts), the first social fetch a request waits for, rotated OAuth tokens of a deferred fetch, and
-the job claim. On PostgreSQL the job runner (`app/jobs/service.py`) spells out its transactions in
-statements sent in one round trip instead: the claim's BEGIN and COMMIT travel with the lock that
-begins the effect's transaction, and a succeeded job's final state travels with that transaction's
-COMMIT, so the edge's commit that follows finds nothing left to send.
+counts), the first social fetch a request waits for, rotated OAuth tokens of a deferred fetch, the
+job claim, and work done before a call to another host (a spent social link attempt, an API
+token's use stamp before a verification). On PostgreSQL the job runner (`app/jobs/service.py`)
+spells out its transactions in statements sent in one round trip instead: the claim's BEGIN and
+COMMIT travel with the lock that begins the effect's transaction, and a succeeded job's final
+state travels with that transaction's COMMIT, so the edge's commit that follows finds nothing
+left to send.
+
+No call to another host runs inside a transaction (`app.outbound` asks `transaction_open` first).
+A unit of work that must call out either does it before its first write, ending the reads before
+it with `end_reads(reason)` (a client's `jwks_uri`, the reCAPTCHA verifier, a verification's
+fetches), or, in a job, returns a `CallOutside` so the job runner calls out between two
+transactions.
 
 Messages for the broker are queued on the session with `after_commit_publish` and sent only
 once that commit has succeeded; a failed commit discards them.
@@ -182,6 +190,33 @@ def transaction() -> Iterator[None]:
         commit()
     finally:
         _unit_of_work.reset(token)
+
+
+def transaction_open() -> bool:
+    """True when the current application context's session has a database transaction open.
+
+    The outbound client asks it before every call to another host (`app.outbound`).
+    """
+    from flask import has_app_context
+
+    from app.extensions import db
+
+    return has_app_context() and db.session().in_transaction()
+
+
+def end_reads(reason: str) -> None:
+    """End the session's transaction before a call to another host; it must hold nothing to commit.
+
+    Only reads may precede it: what they loaded is expired and read again when next used, in a new
+    transaction. Raises `RuntimeError` when the transaction holds changes (they would be lost).
+    """
+    from app.extensions import db
+
+    session = db.session()
+    if session.new or session.dirty or session.deleted or _FLUSHED in session.info or "after_commit" in session.info:
+        raise RuntimeError(f"cannot end a transaction that holds changes ({reason})")
+    log.debug("end reads before the edge: %s", reason)
+    session.rollback()
 
 
 def in_unit_of_work() -> bool:

@@ -9,6 +9,13 @@ a second DNS answer cannot redirect it); redirects are never followed (a 3xx is 
 other, so a redirect can never reach an unchecked address); proxies from the environment are
 ignored; connect, read and total time and the body size are bounded.
 
+The total time is a deadline on the wall clock: every socket operation (connect, TLS handshake,
+each write and read, headers included) waits at most until it, so a peer that drips one byte at
+a time cannot hold the caller longer than `total_timeout`. And no call runs inside an open
+database transaction (it would hold locks and a connection for as long as the peer likes):
+`fetch` raises `CalledInsideTransaction` when the probe the application registers
+(`set_transaction_probe`) says one is open.
+
 Failures raise a subclass of `OutboundFailure`; callers turn them into their own errors and words.
 This module has no Flask import.
 """
@@ -19,12 +26,45 @@ import ipaddress
 import socket
 import ssl
 import time
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 
+import httpcore
 import httpx
 
 AddressResolver = Callable[[str, int], list[str]]
+TransactionProbe = Callable[[], bool]
+
+
+def _no_database() -> bool:
+    return False
+
+
+_transaction_open: TransactionProbe = _no_database
+
+
+def no_preparation() -> None:
+    """The default `before_fetch` of a fetching component: nothing to end before it calls out."""
+
+
+def set_transaction_probe(probe: TransactionProbe) -> None:
+    """Have `fetch` ask `probe()` whether a database transaction is open, and refuse to run if so."""
+    global _transaction_open
+    _transaction_open = probe
+
+
+class CalledInsideTransaction(RuntimeError):
+    """A programming error: a call to another host was made while a database transaction is open."""
+
+
+def refuse_inside_transaction(what: str) -> None:
+    """Raise `CalledInsideTransaction` if a database transaction is open; every call to another host asks first.
+
+    `fetch` asks itself; clients of fixed platforms that keep their own connections (social
+    connectors) ask before each request.
+    """
+    if _transaction_open():
+        raise CalledInsideTransaction(f"{what[:200]} while a database transaction is open")
 
 
 def system_addresses(host: str, port: int) -> list[str]:
@@ -96,7 +136,7 @@ class TooLarge(OutboundFailure):
 
 
 class TooSlow(OutboundFailure):
-    """The body took longer than the policy's `total_timeout`."""
+    """The exchange (connect, headers and body) took longer than the policy's `total_timeout`."""
 
 
 class ConnectFailed(OutboundFailure):
@@ -121,14 +161,14 @@ class OutboundPolicy:
 
     `allowed_private_hosts`: `"host:port"` entries that may resolve to non-public addresses (and be
     fetched over plain http). `verify`: TLS verification (True, a CA bundle path or an SSL context).
-    `total_timeout`: seconds for the whole exchange, None for only the connect and read timeouts.
+    `total_timeout`: seconds for the whole exchange, a deadline on the wall clock.
     """
 
     allowed_private_hosts: frozenset[str] = field(default_factory=frozenset)
     verify: ssl.SSLContext | str | bool = True
     connect_timeout: float = 3.0
     read_timeout: float = 5.0
-    total_timeout: float | None = 10.0
+    total_timeout: float = 10.0
     max_bytes: int = 256 * 1024
     resolve_addresses: AddressResolver = system_addresses
 
@@ -164,25 +204,34 @@ def fetch(
 
     `scheme`, `host` (lower case), `port` and `path` (with its query) come from the caller's own
     URL checks. With `require_status`, any other status raises `UnexpectedStatus` before the body
-    is read. Raises an `OutboundFailure` subclass.
+    is read. Raises an `OutboundFailure` subclass, and `CalledInsideTransaction` (before anything
+    is sent) when a database transaction is open.
     """
+    refuse_inside_transaction(f"{method} to {host[:100]}")
+    deadline = time.monotonic() + policy.total_timeout
     addresses = policy.checked_addresses(host, port)
     default_port = 443 if scheme == "https" else 80
     sent_headers = {"Host": host if port == default_port else f"{host}:{port}", **headers}
     verify = ssl.create_default_context(cafile=policy.verify) if isinstance(policy.verify, str) else policy.verify
     timeout = httpx.Timeout(policy.read_timeout, connect=policy.connect_timeout)
-    deadline = None if policy.total_timeout is None else time.monotonic() + policy.total_timeout
     extensions = {"sni_hostname": host} if scheme == "https" else {}
     last_error: Exception | None = None
-    with httpx.Client(timeout=timeout, verify=verify, follow_redirects=False, trust_env=False) as client:
+    transport = DeadlineTransport(lambda: deadline, verify=verify, max_connections=1)
+    with httpx.Client(timeout=timeout, transport=transport, follow_redirects=False, trust_env=False) as client:
         for address in addresses:
             literal = f"[{address}]" if ":" in address else address
             request = client.build_request(
                 method, f"{scheme}://{literal}:{port}{path}", data=data, headers=sent_headers, extensions=extensions
             )
             try:
-                return _exchange(client, request, policy, deadline, require_status)
-            except (httpx.ConnectError, httpx.ConnectTimeout) as error:
+                return _exchange(client, request, policy, require_status)
+            except httpx.TimeoutException as error:
+                if time.monotonic() >= deadline:
+                    raise TooSlow() from None
+                if not isinstance(error, httpx.ConnectTimeout):
+                    raise TransferFailed(error) from None
+                last_error = error
+            except httpx.ConnectError as error:
                 last_error = error
             except httpx.HTTPError as error:
                 raise TransferFailed(error) from None
@@ -190,8 +239,7 @@ def fetch(
 
 
 def _exchange(
-    client: httpx.Client, request: httpx.Request, policy: OutboundPolicy, deadline: float | None,
-    require_status: int | None,
+    client: httpx.Client, request: httpx.Request, policy: OutboundPolicy, require_status: int | None
 ) -> httpx.Response:
     response = client.send(request, stream=True)
     try:
@@ -203,10 +251,89 @@ def _exchange(
         body = bytearray()
         for chunk in response.iter_bytes():
             body.extend(chunk)
-            if deadline is not None and time.monotonic() > deadline:
-                raise TooSlow()
             if len(body) > policy.max_bytes:
                 raise TooLarge()
     finally:
         response.close()
     return httpx.Response(response.status_code, headers=response.headers, content=bytes(body), request=request)
+
+
+class DeadlineTransport(httpx.HTTPTransport):
+    """httpx's transport whose every socket operation ends by a deadline on the wall clock.
+
+    `deadline_of()` gives the deadline (`time.monotonic()` seconds) of each request as it starts:
+    a fixed one for a whole exchange (`fetch`), or `now + seconds` for a total per request
+    (`DeadlineTransport.per_request`). The body a caller streams after the headers is bounded too.
+    """
+
+    def __init__(
+        self, deadline_of: Callable[[], float], *, verify: ssl.SSLContext | str | bool, max_connections: int = 10
+    ) -> None:
+        context = httpx.create_ssl_context(verify=verify, trust_env=False)
+        super().__init__(verify=context, trust_env=False)
+        self._deadline_of = deadline_of
+        self._backend = _DeadlineBackend()
+        # httpx takes no network backend, so its pool is replaced by one that has it.
+        self._pool = httpcore.ConnectionPool(
+            ssl_context=context, max_connections=max_connections, network_backend=self._backend
+        )
+
+    @classmethod
+    def per_request(cls, seconds: float, *, verify: ssl.SSLContext | str | bool) -> DeadlineTransport:
+        """A transport giving each request `seconds` in all (for one thread's client at a time)."""
+        return cls(lambda: time.monotonic() + seconds, verify=verify)
+
+    def handle_request(self, request: httpx.Request) -> httpx.Response:
+        self._backend.deadline = self._deadline_of()
+        return super().handle_request(request)
+
+
+def _until(deadline: float, timeout: float | None) -> float:
+    """`timeout` shortened to what is left before `deadline`; at least a moment, so a read can fail."""
+    left = max(deadline - time.monotonic(), 0.001)
+    return left if timeout is None else min(timeout, left)
+
+
+class _DeadlineBackend(httpcore.NetworkBackend):
+    """Sockets whose operations end by `deadline`, the current request's (set by `DeadlineTransport`)."""
+
+    def __init__(self) -> None:
+        self.deadline = time.monotonic()
+        self.sockets = httpcore.SyncBackend()
+
+    def connect_tcp(
+        self, host: str, port: int, timeout: float | None = None, local_address: str | None = None,
+        socket_options: Iterable | None = None,
+    ) -> httpcore.NetworkStream:
+        stream = self.sockets.connect_tcp(
+            host, port, _until(self.deadline, timeout), local_address=local_address, socket_options=socket_options
+        )
+        return _DeadlineStream(stream, self)
+
+    def connect_unix_socket(
+        self, path: str, timeout: float | None = None, socket_options: Iterable | None = None
+    ) -> httpcore.NetworkStream:
+        raise httpcore.ConnectError("unix sockets are not outbound calls")
+
+
+class _DeadlineStream(httpcore.NetworkStream):
+    def __init__(self, stream: httpcore.NetworkStream, backend: _DeadlineBackend) -> None:
+        self.stream, self.backend = stream, backend
+
+    def read(self, max_bytes: int, timeout: float | None = None) -> bytes:
+        return self.stream.read(max_bytes, _until(self.backend.deadline, timeout))
+
+    def write(self, buffer: bytes, timeout: float | None = None) -> None:
+        self.stream.write(buffer, _until(self.backend.deadline, timeout))
+
+    def close(self) -> None:
+        self.stream.close()
+
+    def start_tls(
+        self, ssl_context: ssl.SSLContext, server_hostname: str | None = None, timeout: float | None = None
+    ) -> httpcore.NetworkStream:
+        stream = self.stream.start_tls(ssl_context, server_hostname, _until(self.backend.deadline, timeout))
+        return _DeadlineStream(stream, self.backend)
+
+    def get_extra_info(self, info: str) -> object:
+        return self.stream.get_extra_info(info)

@@ -43,12 +43,19 @@ def backoff_seconds(retries: int) -> float:
     return random.uniform(0, min(cap, 2 ** min(retries, 32)))
 
 
-def job_task(name: str, *, max_retries: int = MAX_RETRIES, max_attempts: int | None = None) -> Callable:
+def job_task(
+    name: str, *, max_retries: int = MAX_RETRIES, max_attempts: int | None = None,
+    transient: tuple[type[Exception], ...] = (), deferred: tuple[type[Exception], ...] = (),
+) -> Callable:
     """Turn `handler(job) -> result` into the Celery task `name` that takes a job id.
 
     `max_attempts` (see `run_job`) fails a job started more often than that, for handlers that
-    must never be run over and over (e.g. work that may outlive the job's lease).
+    must never be run over and over (e.g. work that may outlive the job's lease). `transient`:
+    exceptions retried like `TransientError`; `deferred`: exceptions with `seconds`, re-scheduled
+    like `RetryLater`. Both may come from a `CallOutside`, which runs outside the handler.
     """
+    retried = (TransientError, DBAPIError, *transient)
+    later = (RetryLater, *deferred)
 
     def decorator(handler: Callable[[Job], dict | None]):
         @celery.task(name=name, bind=True, acks_late=True, max_retries=None, ignore_result=True)
@@ -60,10 +67,10 @@ def job_task(name: str, *, max_retries: int = MAX_RETRIES, max_attempts: int | N
                     return
                 run_job(job_id, handler, max_attempts=max_attempts)
                 log.debug("job %s (%s) done", job_id, name, extra={"job_id": job_id, "job_kind": name})
-            except RetryLater as delay:
+            except later as delay:
                 log.debug("job %s rescheduled in %.1fs: %s", job_id, delay.seconds, delay)
                 raise self.retry(countdown=delay.seconds) from None
-            except (TransientError, DBAPIError) as exc:
+            except retried as exc:
                 if self.request.retries >= max_retries:
                     log.error("job %s gave up after %d retries: %s", job_id, self.request.retries, exc)
                     error = {"code": "retries_exhausted", "detail": str(exc)[:500]}

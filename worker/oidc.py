@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
+from functools import partial
 from smtplib import SMTPException
 
 from app.db import transaction
 from app.extensions import celery
+from app.jobs.service import CallOutside
 from app.oidc import authorize, backchannel, keys, mail
 from app.oidc.settings import OidcSettings
 from app.settings import current
@@ -30,18 +32,20 @@ def purge_expired() -> int:
 
 @job_task(mail.SEND_MAIL_TASK)
 def send_mail(job):
+    # The SMTP server is another host: it is called with no transaction open.
+    return CallOutside(call=partial(_deliver, job.payload), record=lambda _job, result: result)
+
+
+def _deliver(payload: dict) -> dict:
     try:
-        return mail.deliver_sealed(job.payload)
+        return mail.deliver_sealed(payload)
     except (OSError, SMTPException) as exc:
         raise TransientError(f"SMTP delivery failed: {exc.__class__.__name__}") from exc
 
 
-@job_task(backchannel.LOGOUT_TASK)
+@job_task(backchannel.LOGOUT_TASK, transient=(backchannel.BackchannelLogoutUnavailable,))
 def backchannel_logout(job):
-    try:
-        return backchannel.deliver_logout(job.payload)
-    except backchannel.BackchannelLogoutUnavailable as exc:
-        raise TransientError(str(exc)) from exc
+    return backchannel.deliver_logout(job.payload)
 
 
 def beat_schedule(app) -> dict:

@@ -8,15 +8,12 @@ from app.settings import current
 from app.social import service
 from app.social.errors import FetchDeferred
 from app.social.settings import SocialSettings
-from worker.base import RetryLater, job_task
+from worker.base import job_task
 
 
-@job_task(service.FETCH_JOB)
+@job_task(service.FETCH_JOB, deferred=(FetchDeferred,))
 def fetch(job):
-    try:
-        return service.fetch_link_from_job(job)
-    except FetchDeferred as deferred:
-        raise RetryLater(deferred.seconds, str(deferred)) from deferred
+    return service.fetch_link_from_job(job)
 
 
 @celery.task(name="social.refresh_stale", ignore_result=True)

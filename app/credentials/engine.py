@@ -36,11 +36,12 @@ from app.credentials.jsonld.canon import CanonicalizationLimits
 from app.credentials.jsonld.loader import DocumentLoader, make_document_loader
 from app.credentials.settings import MIN_STATUS_LIST_BITS, CredentialSettings
 from app.credentials.verifier import VerificationBudget, VerificationResult, verify_credential
+from app.db import end_reads
 from app.dids.did_web import DidWebResolver
 from app.dids.local import local_documents
 from app.dids.method import did_method as network_did_method
 from app.dids.resolver import DidResolver
-from app.outbound import OutboundPolicy, system_addresses, unusable_host_detail
+from app.outbound import OutboundPolicy, no_preparation, system_addresses, unusable_host_detail
 from app.settings import current
 
 STATUS_ENTRY_TYPE = "BitstringStatusListEntry"
@@ -112,6 +113,8 @@ class RemoteStatusLists:
     max_cache_seconds: float = 3600.0
     cache_size: int = 256
     resolve_addresses: Callable[[str, int], list[str]] = system_addresses
+    # Called before each fetch: the application ends the read transaction a verification may hold.
+    before_fetch: Callable[[], None] = no_preparation
     _cache: dict[str, tuple[float, dict]] = field(default_factory=dict, init=False, repr=False)
     _lock: threading.Lock = field(default_factory=threading.Lock, init=False, repr=False)
 
@@ -176,6 +179,7 @@ class RemoteStatusLists:
 
     def _download(self, policy: OutboundPolicy, scheme: str, host: str, port: int, path: str, url: str) -> bytes:
         headers = {"Accept": "application/vc+ld+json, application/vc, application/json"}
+        self.before_fetch()
         try:
             response = outbound.fetch(policy, "GET", scheme, host, port, path, headers=headers, require_status=200)
         except outbound.UnusableHost:
@@ -320,6 +324,11 @@ class CredentialEngine:
         return bit_is_set(decode_encoded_list(subject.get("encodedList")), index)
 
 
+def _end_reads() -> None:
+    """End the read transaction of a verification (hosted status lists, the network's DIDs) before a fetch."""
+    end_reads("a credential's verification calls another host with no transaction open")
+
+
 _engines: dict[tuple, CredentialEngine] = {}
 _engines_lock = threading.Lock()
 
@@ -348,10 +357,13 @@ def current_engine() -> CredentialEngine:
                 loader=make_document_loader(Path(contexts_dir) if contexts_dir else None, builtin=True),
                 resolver=DidResolver(
                     local_documents=local_documents(did_method),
-                    web=DidWebResolver(OutboundPolicy(allowed_private_hosts=did_web_hosts, verify=verify_tls)),
+                    web=DidWebResolver(
+                        OutboundPolicy(allowed_private_hosts=did_web_hosts, verify=verify_tls), before_fetch=_end_reads
+                    ),
                 ),
                 remote_lists=RemoteStatusLists(
-                    allowed_private_hosts=status_hosts, verify_tls=verify_tls, max_cache_seconds=cache_seconds
+                    allowed_private_hosts=status_hosts, verify_tls=verify_tls, max_cache_seconds=cache_seconds,
+                    before_fetch=_end_reads,
                 ),
                 limits=CanonicalizationLimits(time_limit=time_limit),
                 budget=budget,

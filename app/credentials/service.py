@@ -9,6 +9,7 @@ from __future__ import annotations
 import json
 import re
 from datetime import timedelta
+from functools import partial
 from typing import Any
 
 import rfc8785
@@ -24,11 +25,11 @@ from app.credentials.models import FAILED, PENDING, VERIFIED, CredentialStatusLi
 from app.credentials.schemas import utc_datetime, vc_shape_errors
 from app.credentials.settings import CredentialSettings
 from app.credentials.verifier import VerificationResult, check_verification_budget
-from app.db import isoformat, utcnow
+from app.db import commit_before_the_edge, isoformat, utcnow
 from app.errors import ValidationFailed
 from app.extensions import db
 from app.jobs.models import Job
-from app.jobs.service import enqueue_job, register_failure_handler
+from app.jobs.service import CallOutside, enqueue_job, register_failure_handler
 from app.multiformats import cid_for
 from app.settings import current
 from app.tenancy.caller import Caller
@@ -217,23 +218,30 @@ def stored_credential_json(record: StoredCredential, *, with_record: bool = Fals
     return text + "}}"
 
 
-def verify_stored_credential_from_job(job: Job) -> dict[str, Any]:
-    """Verify a stored credential and record the outcome (task body; the job owns the transaction).
+def verify_stored_credential_from_job(job: Job) -> CallOutside:
+    """Verify a stored credential and record the outcome (task body; the job owns the transactions).
 
-    The record is locked first, so concurrent checks of one credential (a store and a later
-    revocation) record their outcomes in order.
+    The verification calls other hosts (did:web, status lists), so it runs with no transaction
+    open (`CallOutside`); its outcome is recorded with the record locked, so concurrent checks of
+    one credential (a store and a later revocation) record their outcomes in order.
     """
-    statement = (
-        select(StoredCredential).where(StoredCredential.id == job.payload.get("credential_id")).with_for_update()
-    )
-    record = db.session.execute(statement).scalar_one_or_none()
-    if record is None:
+    credential_id = job.payload.get("credential_id")
+    vc_json = db.session.scalar(select(StoredCredential.vc_json).where(StoredCredential.id == credential_id))
+    if vc_json is None:
         raise CredentialNotFound("The stored credential no longer exists.")
     # Well inside the lease, so the job ends (verified or failed) before anyone may run it again.
     time_limit = float(current_app.config["JOB_LEASE_SECONDS"]) / 2
-    result = current_engine().verify(
-        json.loads(record.vc_json), local_bit=status_lists.local_status_bit, time_limit=time_limit
+    verify = partial(
+        current_engine().verify, json.loads(vc_json), local_bit=status_lists.local_status_bit, time_limit=time_limit
     )
+    return CallOutside(call=verify, record=partial(_record_verification, credential_id))
+
+
+def _record_verification(credential_id: int, _job: Job, result: VerificationResult) -> dict[str, Any]:
+    statement = select(StoredCredential).where(StoredCredential.id == credential_id).with_for_update()
+    record = db.session.execute(statement).scalar_one_or_none()
+    if record is None:
+        raise CredentialNotFound("The stored credential no longer exists.")
     record.verification_state = VERIFIED if result.verified else FAILED
     record.verification_reason = result.reason
     record.verification_errors = _storable(result.errors)
@@ -301,6 +309,8 @@ def verify_submitted(vc: Any, options: dict | None = None) -> VerificationResult
     """
     options = options or {}
     require_affordable(vc)
+    # The verification may call other hosts, never inside a transaction; the caller's token stamp is kept.
+    commit_before_the_edge("a verification calls other hosts with no transaction open")
     return current_engine().verify(
         vc,
         local_bit=status_lists.local_status_bit,

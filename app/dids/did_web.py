@@ -7,12 +7,13 @@ Private hosts may be fetched only when `host:port` is on the policy's explicit
 from __future__ import annotations
 
 import json
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from urllib.parse import unquote
 
 from app import outbound
 from app.dids.errors import DidResolutionFailed
-from app.outbound import OutboundPolicy
+from app.outbound import OutboundPolicy, no_preparation
 
 _HOST_CHARS = frozenset("abcdefghijklmnopqrstuvwxyz0123456789-.")
 
@@ -63,6 +64,8 @@ class DidWebResolver:
     """
 
     policy: OutboundPolicy = field(default_factory=OutboundPolicy)
+    # Called before each fetch: the application ends the read transaction its caller may hold.
+    before_fetch: Callable[[], None] = no_preparation
 
     def __call__(self, did: str) -> dict:
         """The DID document of `did` (a did:web); raises `DidResolutionFailed`."""
@@ -78,6 +81,7 @@ class DidWebResolver:
 
     def _fetch(self, location: DidWebLocation) -> bytes:
         headers = {"Accept": "application/did+json, application/json"}
+        self.before_fetch()
         try:
             response = outbound.fetch(
                 self.policy,

@@ -15,6 +15,7 @@ import time
 import uuid
 from collections.abc import Callable, Mapping
 from contextvars import ContextVar
+from dataclasses import dataclass
 from datetime import timedelta
 from typing import Any
 
@@ -41,7 +42,24 @@ log = logging.getLogger(__name__)
 _BROKER_BACKOFF_SECONDS = 5.0
 _broker_down_until = 0.0
 
-JobHandler = Callable[[Job], dict | None]
+
+@dataclass(frozen=True)
+class CallOutside:
+    """A handler's answer when its job must call another host: no call to another host runs in a transaction.
+
+    `run_job` commits the claim (and what the handler wrote), runs `call()` with no transaction
+    open, then, with the job locked again in a new transaction, `record(job, outcome)` returns the
+    job's result (or raises a `DomainError` to fail it). An exception of `call()` propagates as the
+    handler's would: the job stays running for the task's retry. No row is locked meanwhile, so the
+    call must end well within `JOB_LEASE_SECONDS` (a total deadline): past the lease the sweep hands
+    the job to another worker.
+    """
+
+    call: Callable[[], Any]
+    record: Callable[[Job, Any], dict | None]
+
+
+JobHandler = Callable[[Job], dict | CallOutside | None]
 FailureHandler = Callable[[Job], None]
 _failure_handlers: dict[str, FailureHandler] = {}
 
@@ -309,6 +327,9 @@ def _pipeline(*statements: tuple[str, dict | None], autocommit: bool = False) ->
 def run_job(job_id: str, handler: JobHandler, *, max_attempts: int | None = None) -> None:
     """Run `handler` for a job exactly once; its writes commit with the job's final state.
 
+    A handler that calls another host returns a `CallOutside`: the call runs between two
+    transactions, with the job claimed (running, leased) but no row locked.
+
     A `DomainError` from the handler discards its writes and records the job as failed.
     Other exceptions propagate (the task decides whether to retry) and leave the job running.
     With `max_attempts`, a job started more often than that (its runs kept outliving the lease,
@@ -324,7 +345,14 @@ def run_job(job_id: str, handler: JobHandler, *, max_attempts: int | None = None
                 _finish(job, FAILED, error={"code": "attempts_exhausted", "detail": detail})
                 return
             result = handler(job)
-            _succeed_and_commit(job, result or {})
+            if not isinstance(result, CallOutside):
+                _succeed_and_commit(job, result or {})
+                return
+        outcome = result.call()
+        with transaction():
+            job = _lock_job(job_id)
+            if job is not None and not job.is_final:
+                _succeed_and_commit(job, result.record(job, outcome) or {})
     except DomainError as error:
         fail_job(job_id, {"code": error.code, "detail": error.detail, **error.extra})
 

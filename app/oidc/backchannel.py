@@ -3,20 +3,23 @@
 Every client that received an id_token in a single sign-on session is remembered with the
 session's `sid`. When the session ends, one job per such client with a `backchannel_logout_uri`
 is queued with the ending transaction; the worker signs a logout token and POSTs it through the
-outbound guard, retrying transient failures (network errors, 5xx) with backoff.
+outbound guard outside any transaction (`CallOutside`), retrying transient failures (network
+errors, 5xx, an endpoint slower than `OUTBOUND_DEADLINE`) with backoff.
 """
 
 from __future__ import annotations
 
 import time
 import uuid
+from functools import partial
 
 from sqlalchemy import select
 from sqlalchemy.dialects import postgresql, sqlite
 
 from app.errors import DomainError
 from app.extensions import db
-from app.jobs.service import enqueue_job
+from app.jobs.models import Job
+from app.jobs.service import CallOutside, enqueue_job
 from app.oidc import outbound, tokens
 from app.oidc.client_auth import get_client_by_id
 from app.oidc.models import SessionClient
@@ -68,23 +71,33 @@ def logout_token(client: Client, *, user_id: int, sid: str) -> str:
     return tokens.sign(claims, client_alg(client), "logout+jwt")
 
 
-def deliver_logout(payload: dict) -> dict:
-    """POST one logout token (runs in the worker).
+def deliver_logout(payload: dict) -> dict | CallOutside:
+    """Sign one logout token and have the job runner POST it with no transaction open (runs in the worker).
 
-    Raises BackchannelLogoutUnavailable to retry, BackchannelLogoutRefused when retrying cannot help.
+    The POST raises BackchannelLogoutUnavailable to retry, BackchannelLogoutRefused when retrying
+    cannot help; it takes at most `OUTBOUND_DEADLINE` seconds.
     """
     client = get_client_by_id(str(payload["client_id"]))
     if client is None or not client.backchannel_logout_uri:
         return {"skipped": "client gone or no backchannel_logout_uri"}
     token = logout_token(client, user_id=int(payload["user_id"]), sid=str(payload["sid"]))
+    return CallOutside(call=partial(post_logout_token, client.backchannel_logout_uri, token), record=_delivered)
+
+
+def post_logout_token(uri: str, token: str) -> int:
+    """POST `token` to `uri`; the status of a successful answer. Must run with no transaction open."""
     try:
-        response = outbound.request("POST", client.backchannel_logout_uri, data={"logout_token": token})
+        response = outbound.request("POST", uri, data={"logout_token": token})
     except outbound.OutboundRefused as error:
         if error.transient:
             raise BackchannelLogoutUnavailable(str(error)) from None
         raise BackchannelLogoutRefused(str(error)) from None
     if response.status_code >= 500 or response.status_code == 429:
-        raise BackchannelLogoutUnavailable(f"{client.backchannel_logout_uri} answered HTTP {response.status_code}")
+        raise BackchannelLogoutUnavailable(f"{uri} answered HTTP {response.status_code}")
     if response.status_code >= 400:
-        raise BackchannelLogoutRefused(f"{client.backchannel_logout_uri} answered HTTP {response.status_code}")
-    return {"status": response.status_code}
+        raise BackchannelLogoutRefused(f"{uri} answered HTTP {response.status_code}")
+    return response.status_code
+
+
+def _delivered(_job: Job, status: int) -> dict:
+    return {"status": status}

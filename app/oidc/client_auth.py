@@ -2,13 +2,17 @@
 
 Methods: `client_secret_basic`, `client_secret_post`, and the RFC 7523 assertions
 `client_secret_jwt` (HS256 with the client secret) and `private_key_jwt` (a key of the client's
-`jwks` or `jwks_uri`, fetched through the outbound guard). A client with a
+`jwks` or `jwks_uri`). The keys of a `jwks_uri` are fetched through the outbound guard by
+`fetch_assertion_keys`, before the endpoint's unit of work begins (never inside a transaction),
+and cached; authentication reads them from that cache only. A fetch that fails answers the caller a
+generic `invalid_client` (the log says why): what the remote answered is not echoed. A client with a
 `token_endpoint_auth_method` must use exactly that method; one without it may use either secret
 method (as before the setting existed). An assertion's `jti` is accepted once.
 """
 
 from __future__ import annotations
 
+import logging
 import threading
 import time
 from collections.abc import Set
@@ -21,6 +25,7 @@ from joserfc.errors import JoseError
 from joserfc.jwk import KeySet, OctKey
 from sqlalchemy.dialects import postgresql, sqlite
 
+from app.db import end_reads
 from app.extensions import db
 from app.oidc import outbound
 from app.oidc.errors import InvalidClient, InvalidRequest
@@ -32,6 +37,8 @@ from app.settings import current
 from app.tenancy.models import Client
 from app.tenancy.service import CLIENT_SECRET_PURPOSE, get_active_client, verify_client_secret
 
+log = logging.getLogger(__name__)
+
 ASSERTION_TYPE = "urn:ietf:params:oauth:client-assertion-type:jwt-bearer"
 SECRET_METHODS = ("client_secret_basic", "client_secret_post")
 METHODS = (*SECRET_METHODS, "client_secret_jwt", "private_key_jwt")
@@ -39,7 +46,9 @@ KEY_ALGORITHMS = ("RS256", "PS256", "ES256")
 # An assertion must be short-lived: its jti is remembered only until it expires.
 MAX_ASSERTION_LIFETIME = 600
 _JWKS_CACHE_SECONDS = 300.0
+# Also how long a failed fetch is remembered, so requests naming a broken jwks_uri answer at once.
 _JWKS_MISS_REFETCH_SECONDS = 10.0
+KEYS_UNAVAILABLE = "The client's keys could not be obtained from its jwks_uri."
 
 
 @dataclass(frozen=True)
@@ -205,9 +214,28 @@ def _remember_jti(client: Client, jti: str, exp: int) -> None:
 
 
 class _JwksCache:
+    """Documents (or a failure, `None`) per `jwks_uri` with when they were fetched; one fetch per URL at a time."""
+
     def __init__(self) -> None:
         self.lock = threading.Lock()
-        self.entries: dict[str, tuple[float, dict]] = {}
+        self.entries: dict[str, tuple[float, dict | None]] = {}
+        self.fetching: dict[str, threading.Lock] = {}
+
+    def get(self, url: str) -> tuple[float, dict | None] | None:
+        with self.lock:
+            return self.entries.get(url)
+
+    def put(self, url: str, fetched_at: float, document: dict | None) -> None:
+        with self.lock:
+            self.entries[url] = (fetched_at, document)
+
+    def drop(self, url: str) -> None:
+        with self.lock:
+            self.entries.pop(url, None)
+
+    def fetch_lock(self, url: str) -> threading.Lock:
+        with self.lock:
+            return self.fetching.setdefault(url, threading.Lock())
 
 
 def _jwks_cache() -> _JwksCache:
@@ -215,43 +243,87 @@ def _jwks_cache() -> _JwksCache:
 
 
 def _fetch_jwks(url: str) -> dict:
-    try:
-        response = outbound.request("GET", url)
-    except outbound.OutboundRefused as error:
-        raise InvalidClient(f"The client's jwks_uri cannot be fetched: {error}") from None
+    """The JWK set at `url`; raises `OutboundRefused` with the reason, for the log only.
+
+    A remote that answered something else may answer well later: that failure is `transient`.
+    """
+    response = outbound.request("GET", url)
     if response.status_code != 200:
-        raise InvalidClient(f"The client's jwks_uri answered HTTP {response.status_code}.")
+        raise outbound.OutboundRefused(f"{url} answered HTTP {response.status_code}", transient=True)
     try:
         document = response.json()
     except ValueError:
-        raise InvalidClient("The client's jwks_uri is not JSON.") from None
+        raise outbound.OutboundRefused(f"{url} is not JSON", transient=True) from None
     if not isinstance(document, dict) or not isinstance(document.get("keys"), list):
-        raise InvalidClient("The client's jwks_uri is not a JWK set.")
+        raise outbound.OutboundRefused(f"{url} is not a JWK set", transient=True)
     return document
 
 
-def _jwks_document(url: str, kid: object) -> dict:
-    cache = _jwks_cache()
-    now = time.monotonic()
-    with cache.lock:
-        cached = cache.entries.get(url)
-    if cached is not None:
-        fetched_at, document = cached
-        known = any(key.get("kid") == kid for key in document["keys"] if isinstance(key, dict))
-        fresh = now - fetched_at < _JWKS_CACHE_SECONDS
-        if fresh and (known or kid is None or now - fetched_at < _JWKS_MISS_REFETCH_SECONDS):
-            return document
-    document = _fetch_jwks(url)
-    with cache.lock:
-        cache.entries[url] = (now, document)
-    return document
+def _needs_fetch(cached: tuple[float, dict | None] | None, kid: object, now: float) -> bool:
+    """Whether the cached entry cannot serve an assertion with `kid` (a new key is fetched at most every 10 s)."""
+    if cached is None:
+        return True
+    fetched_at, document = cached
+    age = now - fetched_at
+    if age < _JWKS_MISS_REFETCH_SECONDS:
+        return False
+    if document is None or age >= _JWKS_CACHE_SECONDS:
+        return True
+    return kid is not None and not any(key.get("kid") == kid for key in document["keys"] if isinstance(key, dict))
+
+
+def fetch_assertion_keys(credentials: PresentedCredentials) -> None:
+    """Fetch the `jwks_uri` keys a `private_key_jwt` assertion names, unless cached; before the unit of work.
+
+    Reads the client, then (when a fetch is due) ends that read transaction and fetches through the
+    outbound guard, one request per URL at a time, within `OUTBOUND_DEADLINE`. Never raises for
+    the request's sake: a failure is remembered and `authenticate` answers it as `invalid_client`.
+    Must be called before the endpoint's first write.
+    """
+    if credentials.method != "assertion" or not credentials.assertion:
+        return
+    try:
+        header, claims = _unverified_claims(credentials.assertion)
+    except InvalidClient:
+        return
+    if header.get("alg") not in KEY_ALGORITHMS or not isinstance(claims.get("iss"), str):
+        return
+    client = get_client_by_id(claims["iss"])
+    url = client.jwks_uri if client is not None and client.token_endpoint_auth_method == "private_key_jwt" else None
+    if not url or client.jwks:
+        return
+    cache, kid = _jwks_cache(), header.get("kid")
+    if not _needs_fetch(cache.get(url), kid, time.monotonic()):
+        return
+    end_reads("the client's jwks_uri is fetched with no transaction open")
+    with cache.fetch_lock(url):
+        now = time.monotonic()
+        if not _needs_fetch(cache.get(url), kid, now):  # fetched meanwhile by a concurrent request
+            return
+        try:
+            cache.put(url, now, _fetch_jwks(url))
+        except outbound.OutboundRefused as error:
+            log.warning("jwks_uri of client %s cannot be used: %s", client.id, error)
+            # A failure of the remote is remembered for a while; a refusal of the URL itself is decided afresh.
+            if error.transient:
+                cache.put(url, now, None)
+            else:
+                cache.drop(url)
+
+
+def _jwks_document(url: str) -> dict:
+    """The cached JWK set of `url` (`fetch_assertion_keys` fetched it); `InvalidClient` without one."""
+    cached = _jwks_cache().get(url)
+    if cached is None or cached[1] is None:
+        raise InvalidClient(KEYS_UNAVAILABLE)
+    return cached[1]
 
 
 def _client_keys(client: Client, kid: object) -> KeySet:
     if client.jwks:
         document = client.jwks
     elif client.jwks_uri:
-        document = _jwks_document(client.jwks_uri, kid)
+        document = _jwks_document(client.jwks_uri)
     else:
         raise InvalidClient()
     public = [key for key in document.get("keys", []) if isinstance(key, dict) and "d" not in key]

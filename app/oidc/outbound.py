@@ -1,8 +1,10 @@
 """Outbound HTTP of the OpenID provider (client `jwks_uri`, back-channel logout).
 
 Through the one outbound fetch policy (`app.outbound`) with `OIDC_OUTBOUND_ALLOW_HOSTS` as the hosts
-that may be private; plain `http` is allowed only for those (loopback test servers). Every failure
-raises `OutboundRefused`.
+that may be private; plain `http` is allowed only for those (loopback test servers). A call may take
+`OUTBOUND_DEADLINE` seconds in all and never runs inside a database transaction (the guard raises
+`CalledInsideTransaction`). Every failure raises `OutboundRefused`, whose message is for the log and
+the job record, not for the caller of an endpoint: it may describe what the remote answered.
 """
 
 from __future__ import annotations
@@ -45,14 +47,20 @@ def _target(url: str) -> tuple[str, str, int, str]:
     return parts.scheme, host, port, path
 
 
-def request(method: str, url: str, *, data: dict | None = None, timeout: float = 5.0) -> httpx.Response:
-    """Send one request through the guard; the response body is read (at most MAX_BYTES)."""
+def request(method: str, url: str, *, data: dict | None = None, configured: bool = False) -> httpx.Response:
+    """Send one request through the guard; the response body is read (at most MAX_BYTES).
+
+    `configured`: the URL is a setting of the deployment, not a client's, so its own host may be
+    private (a local verifier). Must be called with no database transaction open.
+    """
     scheme, host, port, path = _target(url)
+    core = current(CoreSettings)
     policy = OutboundPolicy(
-        allowed_private_hosts=allowed_hosts(),
-        verify=current(CoreSettings).outbound_ca_bundle or True,
-        read_timeout=timeout,
-        total_timeout=None,
+        allowed_private_hosts=allowed_hosts() | ({f"{host}:{port}"} if configured else set()),
+        verify=core.outbound_ca_bundle or True,
+        connect_timeout=min(3.0, core.outbound_deadline),
+        read_timeout=core.outbound_deadline,
+        total_timeout=core.outbound_deadline,
         max_bytes=MAX_BYTES,
     )
     if scheme == "http" and not policy.is_listed(host, port):
@@ -68,6 +76,8 @@ def request(method: str, url: str, *, data: dict | None = None, timeout: float =
         raise OutboundRefused(f"{host} has no address.") from None
     except outbound.TooLarge:
         raise OutboundRefused(f"{url} answered more than {MAX_BYTES} bytes.") from None
+    except outbound.TooSlow:
+        raise OutboundRefused(f"{url} took longer than {policy.total_timeout:g} s.", transient=True) from None
     except outbound.ConnectFailed as error:
         raise OutboundRefused(f"Cannot connect to {url}: {error.error.__class__.__name__}", transient=True) from None
     except outbound.TransferFailed as error:

@@ -9,8 +9,8 @@ from __future__ import annotations
 
 import logging
 
-import httpx
-
+from app.db import end_reads
+from app.oidc import outbound
 from app.oidc.settings import OidcSettings
 from app.security import decrypt
 from app.settings import current
@@ -26,6 +26,8 @@ def recaptcha_passes(client: Client, response_token: str | None, remote_ip: str 
     """True when the token verifies, is for the login action and scores at least the client's threshold.
 
     Fails closed: a missing token, an unreadable secret or an unreachable verifier refuse the login.
+    Ends the caller's read transaction before calling the verifier (it must hold no changes); the
+    call takes at most `OUTBOUND_DEADLINE` seconds.
     """
     if not response_token or not client.recaptcha_secret_encrypted:
         return False
@@ -37,11 +39,12 @@ def recaptcha_passes(client: Client, response_token: str | None, remote_ip: str 
     form = {"secret": secret, "response": response_token}
     if remote_ip:
         form["remoteip"] = remote_ip
+    threshold = client.recaptcha_threshold if client.recaptcha_threshold is not None else 0.5
+    end_reads("reCAPTCHA is verified with no transaction open")
     try:
-        reply = httpx.post(current(OidcSettings).recaptcha_verify_url, data=form, timeout=5.0)
-        result = reply.json()
-    except (httpx.HTTPError, ValueError) as exc:
-        log.warning("reCAPTCHA verification unavailable: %s", exc.__class__.__name__)
+        result = outbound.request("POST", current(OidcSettings).recaptcha_verify_url, data=form, configured=True).json()
+    except (outbound.OutboundRefused, ValueError) as exc:
+        log.warning("reCAPTCHA verification unavailable: %s", exc)
         return False
     if not isinstance(result, dict) or result.get("success") is not True:
         return False
@@ -51,4 +54,4 @@ def recaptcha_passes(client: Client, response_token: str | None, remote_ip: str 
         score = float(result.get("score", 0.0))
     except (TypeError, ValueError):
         return False
-    return score >= (client.recaptcha_threshold if client.recaptcha_threshold is not None else 0.5)
+    return score >= threshold

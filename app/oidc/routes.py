@@ -137,8 +137,12 @@ def _presented_credentials(values: dict[str, str]) -> client_auth.PresentedCrede
 
 
 def _authenticator(values: dict[str, str]) -> client_auth.ClientAuthenticator:
-    """Authenticates the request's client when called (services call it after their first write)."""
+    """Authenticates the request's client when called (services call it after their first write).
+
+    The keys of a `private_key_jwt` client's `jwks_uri` are fetched now, before the unit of work.
+    """
     credentials = _presented_credentials(values)
+    client_auth.fetch_assertion_keys(credentials)
     audiences: frozenset[str] = frozenset()
     if credentials.method == "assertion":  # only an assertion names an audience
         issuer = current(OidcSettings).issuer

@@ -16,8 +16,9 @@ from urllib.parse import urlencode
 
 import httpx
 
+from app.outbound import refuse_inside_transaction
 from app.social.connectors.errors import PlatformUnavailable
-from app.social.connectors.http import tls_context
+from app.social.connectors.http import platform_transport
 
 OPENID_NS = "http://specs.openid.net/auth/2.0"
 IDENTIFIER_SELECT = "http://specs.openid.net/auth/2.0/identifier_select"
@@ -128,9 +129,10 @@ def _provider_confirms(
 ) -> bool:
     # Always ask the configured endpoint, never the one named inside the (untrusted) message.
     form = {**openid, "openid.mode": "check_authentication"}
+    refuse_inside_transaction("openid check_authentication")
     try:
         with httpx.Client(
-            timeout=timeout, transport=transport, follow_redirects=False, verify=tls_context()
+            timeout=timeout, transport=platform_transport(timeout, transport), follow_redirects=False
         ) as client:
             response = client.post(op_endpoint, data=form)
     except httpx.HTTPError as exc:

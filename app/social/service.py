@@ -23,6 +23,7 @@ import uuid
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
+from functools import partial
 from typing import Any
 from urllib.parse import parse_qsl, urlencode, urlsplit, urlunsplit
 
@@ -34,7 +35,7 @@ from app.config import CoreSettings
 from app.db import after_commit_publish, as_utc, commit_before_the_edge, isoformat, rollback, utcnow
 from app.extensions import db
 from app.jobs.models import FAILED, Job
-from app.jobs.service import enqueue_job
+from app.jobs.service import CallOutside, enqueue_job
 from app.security import decrypt, encrypt, hash_secret, random_token
 from app.settings import current
 from app.social import openid2
@@ -177,6 +178,8 @@ def complete_link(platform: str, params: Mapping[str, str]) -> str:
     require_platform(platform)
     config = settings()
     attempt = _consume_attempt(platform, params.get("state", ""))
+    # The platform is called with no transaction open; the attempt stays spent whatever it answers.
+    commit_before_the_edge("a link attempt is spent before its platform is called")
     refusal = params.get("error")
     if refusal:  # the user declined consent, or the platform refused the request
         code = refusal if re.fullmatch(r"[a-z_]{1,40}", refusal) else "authorization_failed"
@@ -336,7 +339,7 @@ def _token_columns(tokens: TokenSet | None) -> dict[str, Any]:
     }
 
 
-def _tokens_of(link: SocialLink) -> TokenSet:
+def _tokens_of(link: _FetchTarget) -> TokenSet:
     if not link.access_token_encrypted:
         raise LinkBroken(f"{link.platform}: no token stored")
     expires_at = as_utc(link.token_expires_at)
@@ -457,17 +460,18 @@ def request_fetch(link: SocialLink) -> Job | None:
     return job
 
 
-def fetch_link_from_job(job: Job) -> dict:
+def fetch_link_from_job(job: Job) -> dict | CallOutside:
     """Fetch one link's platform data (the worker's side of a `social.fetch` job).
 
-    Success replaces the link's data; a broken link is marked `broken` with its error; a rate limit
-    or transient fault raises `FetchDeferred` (the task re-schedules itself; nothing is written
-    except a rotated token) until `SOCIAL_MAX_ATTEMPTS`, then the error is recorded and the last
-    good data kept. A spent call budget always defers, without counting against that cap. A fault
-    of the service's own platform configuration (refused API key, missing credentials) is recorded
-    on the link, which stays `linked` and is not fetched again for `SOCIAL_CONFIG_FAULT_DELAY`.
-    A malformed platform answer is recorded at once and waits for the next regular refresh.
-    Returns the job result.
+    The platform is called with no transaction open (`CallOutside`): this reads the link, the
+    call runs, and `_record_fetch` writes the outcome. Success replaces the link's data; a broken
+    link is marked `broken` with its error; a rate limit or transient fault raises `FetchDeferred`
+    (the task re-schedules itself; nothing is written except a rotated token) until
+    `SOCIAL_MAX_ATTEMPTS`, then the error is recorded and the last good data kept. A spent call
+    budget always defers, without counting against that cap. A fault of the service's own platform
+    configuration (refused API key, missing credentials) is recorded on the link, which stays
+    `linked` and is not fetched again for `SOCIAL_CONFIG_FAULT_DELAY`. A malformed platform answer
+    is recorded at once and waits for the next regular refresh. Returns the job result.
     """
     link = db.session.get(SocialLink, job.payload["link_id"])
     if link is None:
@@ -476,30 +480,71 @@ def fetch_link_from_job(job: Job) -> dict:
         _release_fetch(link, job)
         return {"platform": link.platform, "status": BROKEN}
     config = settings()
+    target = _FetchTarget.of(link)
+    return CallOutside(call=partial(_call_platform, config, target), record=partial(_record_fetch, config, link.id))
+
+
+@dataclass(frozen=True)
+class _FetchTarget:
+    """What the platform call needs from the link, read before the transaction ends."""
+
+    platform: str
+    account_id: str
+    access_token_encrypted: str | None
+    refresh_token_encrypted: str | None
+    token_expires_at: datetime | None
+    scope: str
+
+    @classmethod
+    def of(cls, link: SocialLink) -> _FetchTarget:
+        return cls(link.platform, link.account_id, link.access_token_encrypted, link.refresh_token_encrypted,
+                   link.token_expires_at, link.scope)
+
+
+@dataclass(frozen=True)
+class _Fetched:
+    """The platform call's outcome: its data or its error, and every token set it was refreshed to."""
+
+    data: dict[str, Any] | None
+    error: ConnectorError | PlatformNotConfigured | None
+    refreshed: list[TokenSet]
+
+
+def _call_platform(config: SocialSettings, target: _FetchTarget) -> _Fetched:
     refreshed: list[TokenSet] = []
     try:
-        data = _fetch_platform(config, link, refreshed.append)
-    except (RateLimited, PlatformUnavailable) as error:
+        return _Fetched(_fetch_platform(config, target, refreshed.append), None, refreshed)
+    except (ConnectorError, PlatformNotConfigured) as error:
+        return _Fetched(None, error, refreshed)
+
+
+def _record_fetch(config: SocialSettings, link_id: int, job: Job, fetched: _Fetched) -> dict:
+    """Write a platform call's outcome on the link (see `fetch_link_from_job`)."""
+    link = db.session.get(SocialLink, link_id)
+    if link is None:
+        return {"platform": job.payload.get("platform"), "status": "unlinked"}
+    error, refreshed = fetched.error, fetched.refreshed
+    if isinstance(error, RateLimited | PlatformUnavailable):
         # Our own spent budget is no failure of the platform: wait for it without a cap.
         if isinstance(error, BudgetExhausted) or job.attempts < config.max_attempts:
             if refreshed:
                 _commit_rotated_tokens(link, refreshed[-1])
             raise FetchDeferred(_deferral(error, job.attempts), error.detail) from error
         return _record_failure(link, job, error, refreshed)
-    except LinkBroken as error:
+    if isinstance(error, LinkBroken):
         link.status = BROKEN
         return _record_failure(link, job, error, refreshed)
-    except (PlatformMisconfigured, PlatformNotConfigured) as error:
+    if isinstance(error, PlatformMisconfigured | PlatformNotConfigured):
         # Every link of the platform fails alike until an operator fixes the configuration: the
         # link keeps its status (no relinking afterwards) and waits instead of calling again soon.
         link.next_fetch_at = utcnow() + timedelta(seconds=config.config_fault_delay)
         return _record_failure(link, job, error, refreshed)
-    except ConnectorError as error:  # a malformed answer: the next regular refresh tries again
+    if error is not None:  # a malformed answer: the next regular refresh tries again
         return _record_failure(link, job, error, refreshed)
     now = utcnow()
     if refreshed:
         store_tokens(link, refreshed[-1])
-    link.data = data
+    link.data = fetched.data
     link.last_fetched_at = now
     link.last_attempted_at = now
     link.last_error = None
@@ -517,19 +562,19 @@ def _deferral(error: ConnectorError, attempt: int) -> float:
 
 
 def _fetch_platform(
-    config: SocialSettings, link: SocialLink, on_refreshed: Callable[[TokenSet], None]
+    config: SocialSettings, target: _FetchTarget, on_refreshed: Callable[[TokenSet], None]
 ) -> dict[str, Any]:
     budget = _call_budget(config)
-    if link.platform == "platform_a":
+    if target.platform == "platform_a":
         if not config.a_api_key:
             raise PlatformNotConfigured("platform_a has no API key configured.")
         with GameStoreConnector(
             api_key=config.a_api_key, api_base=config.a_api_base, timeout=config.http_timeout, budget=budget
         ) as game_store:
-            return game_store.fetch_social_data(link.account_id)
-    oauth = _oauth_app(config, link.platform)
-    tokens = _tokens_of(link)
-    if link.platform == "platform_b":
+            return game_store.fetch_social_data(target.account_id)
+    oauth = _oauth_app(config, target.platform)
+    tokens = _tokens_of(target)
+    if target.platform == "platform_b":
         with ChatConnector(api_base=config.b_api_base, timeout=config.http_timeout, budget=budget) as chat:
             return call_with_refresh(chat.fetch_social_data, tokens, oauth, on_refreshed)
     with StreamingConnector(

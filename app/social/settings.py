@@ -38,7 +38,7 @@ class SocialSettings:
     c_oauth_base: str = env("PLATFORM_C_OAUTH_BASE", platform_c.DEFAULT_OAUTH_BASE, "OAuth endpoints of platform C")
     c_client_id: str = env("PLATFORM_C_CLIENT_ID", "", "OAuth client id at platform C")
     c_client_secret: str = env("PLATFORM_C_CLIENT_SECRET", "", "OAuth client secret at platform C")
-    http_timeout: float = env("SOCIAL_HTTP_TIMEOUT", 10.0, "seconds a call to a platform may take")
+    http_timeout: float = env("SOCIAL_HTTP_TIMEOUT", 10.0, "seconds a call to a platform may take in all")
     data_max_age: float = env("SOCIAL_DATA_MAX_AGE", 900.0, "seconds before fetched platform data is refreshed")
     data_wait: float = env("SOCIAL_DATA_WAIT", 5.0, "seconds a read waits for the first fetch of a new link")
     link_ttl: float = env("SOCIAL_LINK_TTL", 600.0, "seconds a started link may take to complete")

@@ -3,6 +3,7 @@ on loopback."""
 
 from __future__ import annotations
 
+import socket
 import subprocess
 import sys
 import threading
@@ -111,3 +112,66 @@ class LogoutReceiver:
         while len(self.tokens) < count and time.monotonic() < deadline:
             time.sleep(0.05)
         return self.tokens
+
+
+class DripServer:
+    """A peer that answers every request one byte every `interval` seconds, headers included, for `duration`.
+
+    A slow `jwks_uri` or logout endpoint: `connections` counts the requests it received and `open`
+    those it is still dripping to.
+    """
+
+    ANSWER = b"HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Length: 100000\r\n\r\n" + b" " * 100000
+
+    def __init__(self, *, interval: float = 0.3, duration: float = 12.0) -> None:
+        self.interval, self.duration = interval, duration
+        self.connections = 0
+        self.open = 0
+        self._lock = threading.Lock()
+        self._stopped = threading.Event()
+        self._listener = socket.create_server(("127.0.0.1", 0))
+        self.host = f"127.0.0.1:{self._listener.getsockname()[1]}"
+        threading.Thread(target=self._accept_loop, daemon=True, name="drip-server").start()
+
+    def url(self, path: str) -> str:
+        return f"http://{self.host}{path}"
+
+    def _accept_loop(self) -> None:
+        while not self._stopped.is_set():
+            try:
+                connection, _address = self._listener.accept()
+            except OSError:
+                return
+            with self._lock:
+                self.connections += 1
+                self.open += 1
+            threading.Thread(target=self._drip, args=(connection,), daemon=True).start()
+
+    def _drip(self, connection: socket.socket) -> None:
+        ends = time.monotonic() + self.duration
+        try:
+            connection.recv(65536)  # the request (small: a GET or a logout token form)
+            for byte in self.ANSWER:
+                if time.monotonic() > ends or self._stopped.wait(self.interval):
+                    break
+                connection.sendall(bytes([byte]))
+        except OSError:
+            pass
+        finally:
+            connection.close()
+            with self._lock:
+                self.open -= 1
+
+    def wait_until_idle(self, timeout: float) -> bool:
+        """True once no request is being dripped to (the caller gave up), within `timeout` seconds."""
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            with self._lock:
+                if self.open == 0:
+                    return True
+            time.sleep(0.05)
+        return False
+
+    def stop(self) -> None:
+        self._stopped.set()
+        self._listener.close()

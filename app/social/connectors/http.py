@@ -10,6 +10,7 @@ from typing import Any, Protocol, Self
 
 import httpx
 
+from app.outbound import DeadlineTransport, refuse_inside_transaction
 from app.social.connectors.errors import (
     BudgetExhausted,
     ConnectorError,
@@ -27,6 +28,11 @@ DEFAULT_MAX_BYTES = 4 * 1024 * 1024
 def tls_context() -> ssl.SSLContext:
     """The one verifying TLS context every outbound client shares (building one costs ~100 ms)."""
     return httpx.create_ssl_context()
+
+
+def platform_transport(timeout: float, transport: httpx.BaseTransport | None = None) -> httpx.BaseTransport:
+    """`transport` when one is given (tests), else one that gives each request `timeout` seconds in all."""
+    return transport or DeadlineTransport.per_request(timeout, verify=tls_context())
 
 
 class CallBudgetLike(Protocol):
@@ -69,9 +75,8 @@ class PlatformHttp:
         self._client = httpx.Client(
             timeout=httpx.Timeout(timeout),
             headers={"Accept": "application/json", **(headers or {})},
-            transport=transport,
+            transport=platform_transport(timeout, transport),
             follow_redirects=False,
-            verify=tls_context(),
         )
 
     def close(self) -> None:
@@ -81,7 +86,11 @@ class PlatformHttp:
     def get_json(
         self, url: str, *, params: Mapping[str, Any] | None = None, headers: Mapping[str, str] | None = None
     ) -> Any:
-        """GET `url` and return its decoded JSON body; raises a `ConnectorError` subclass otherwise."""
+        """GET `url` and return its decoded JSON body; raises a `ConnectorError` subclass otherwise.
+
+        Never with a database transaction open (`CalledInsideTransaction`).
+        """
+        refuse_inside_transaction(f"{self.platform} API call")
         self._take_budget()
         try:
             with self._client.stream("GET", url, params=params, headers=headers) as response:

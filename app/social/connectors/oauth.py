@@ -26,6 +26,7 @@ with warnings.catch_warnings():
     )
     from authlib.integrations.httpx_client import OAuth2Client, OAuthError
 
+from app.outbound import refuse_inside_transaction
 from app.social.connectors.answers import member
 from app.social.connectors.errors import (
     LinkBroken,
@@ -37,9 +38,9 @@ from app.social.connectors.errors import (
 from app.social.connectors.http import (
     DEFAULT_TIMEOUT,
     RetryAfterReader,
+    platform_transport,
     raise_for_platform_status,
     retry_after_header,
-    tls_context,
 )
 
 T = TypeVar("T")
@@ -146,8 +147,7 @@ class OAuthApp:
             token_endpoint_auth_method="client_secret_post",
             redirect_uri=redirect_uri,
             timeout=self._timeout,
-            transport=self._transport,
-            verify=tls_context(),
+            transport=platform_transport(self._timeout, self._transport),
         )
         # Map the platform's own error answers (429 styles, HTML 5xx pages, bodies without an OAuth
         # `error` member) before Authlib tries to read them as a token.
@@ -166,6 +166,7 @@ class OAuthApp:
         return response
 
     def _call(self, fetch: Callable[[], Mapping[str, Any]]) -> Mapping[str, Any]:
+        refuse_inside_transaction(f"{self.platform} token endpoint call")
         try:
             token = fetch()
         except OAuthError as exc:
