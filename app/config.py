@@ -17,6 +17,7 @@ from urllib.parse import urlsplit
 
 from kombu import Exchange, Queue
 
+from app.ops.database import CALL_TIMEOUT_ARG
 from app.settings import Derived, env, feature_settings, load
 
 
@@ -210,9 +211,15 @@ class CoreSettings:
     db_connect_timeout: int = env("DB_CONNECT_TIMEOUT", 3, "seconds to connect to PostgreSQL")
     db_statement_timeout_ms: int = env(
         "DB_STATEMENT_TIMEOUT_MS",
-        30_000,
-        "server-side statement timeout of every connection (0: none; set 0 for a migration that rewrites a "
-        "large table)",
+        10_000,
+        "server-side statement timeout of every PostgreSQL connection (0: none; set 0, with `DB_CALL_TIMEOUT`, "
+        "for a migration that rewrites a large table)",
+    )
+    db_call_timeout: float = env(
+        "DB_CALL_TIMEOUT",
+        15.0,
+        "seconds a database call waits for PostgreSQL's answer (a frozen server: 503) or SQLite's write lock; "
+        "above the statement timeout (0: no limit on PostgreSQL)",
     )
     db_tcp_user_timeout_ms: int = env(
         "DB_TCP_USER_TIMEOUT_MS", 10_000, "a PostgreSQL connection whose sent data goes unacknowledged this long fails"
@@ -371,12 +378,15 @@ class Config:
 
 def _engine_options(core: CoreSettings) -> dict:
     if core.embedded:
-        return {"connect_args": {"timeout": 30, "check_same_thread": False}}
+        # sqlite3's `timeout` is the busy timeout: how long a call waits for another's write lock.
+        return {"connect_args": {"timeout": core.db_call_timeout, "check_same_thread": False}}
     connect_args: dict = {
         "connect_timeout": core.db_connect_timeout,
         # A partition must surface as an error, not a hang: keepalives find a dead idle connection,
         # tcp_user_timeout fails one whose sent data goes unacknowledged, and the server cancels
-        # a statement that runs too long.
+        # a statement that runs too long. A frozen server acknowledges and never answers, which
+        # none of those notice: the call deadline (app/ops/database.py) ends the wait client-side.
+        CALL_TIMEOUT_ARG: core.db_call_timeout,
         "keepalives": 1,
         "keepalives_idle": core.db_keepalives_idle,
         "keepalives_interval": core.db_keepalives_interval,

@@ -1,0 +1,64 @@
+"""The call deadline of every PostgreSQL connection: a round trip waits at most `DB_CALL_TIMEOUT`.
+
+A frozen server (stopped, its VM paused, its disk stalled) keeps its sockets open and the kernel
+acknowledges what is sent: keepalives and `tcp_user_timeout` see a healthy peer, and the server
+never enforces its own `statement_timeout`. Only the client can end that wait. Every round trip
+of a psycopg connection (a statement, a pipeline's sync, COMMIT, the pool's ROLLBACK) waits in
+`Connection.wait`; the connection made here gives that wait a deadline, and at the deadline closes
+itself and raises `OperationalError`. SQLAlchemy then sees a disconnect: the connection leaves the
+pool, the pool is renewed, a request answers 503 with `Retry-After` and a job retries.
+
+The deadline rides in the engine's connect arguments (`CALL_TIMEOUT_ARG`, see
+`app.config._engine_options`), so every engine made from the settings has it: the session's and
+the pre-dispatch engine (`app.ops.edge`), in web and worker processes alike.
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from typing import Any
+
+import psycopg
+from sqlalchemy import event
+from sqlalchemy.engine import Engine
+
+log = logging.getLogger(__name__)
+
+CALL_TIMEOUT_ARG = "tessera_call_timeout"
+# How often a wait wakes up to check its deadline (psycopg's own default interval).
+_WAIT_INTERVAL = 0.1
+
+
+class CallTimeout(psycopg.OperationalError):
+    """The server did not answer a round trip within the call deadline; the connection is closed."""
+
+
+class DeadlineConnection(psycopg.Connection):
+    """A psycopg connection whose every round trip ends within `call_timeout` seconds (None: no limit)."""
+
+    call_timeout: float | None = None
+
+    def wait(self, gen: Any, interval: float = _WAIT_INTERVAL, timeout: float | None = None) -> Any:
+        deadline = self.call_timeout if timeout is None else timeout
+        started = time.monotonic()
+        try:
+            return super().wait(gen, interval, deadline)
+        except psycopg.OperationalError as error:
+            if timeout is not None or deadline is None or time.monotonic() - started < deadline:
+                raise
+            # Mid-protocol, the connection can never be used again.
+            self.close()
+            log.warning("the database did not answer within %.1f s; connection dropped", deadline)
+            raise CallTimeout(f"the database did not answer within {deadline:g} s") from error
+
+
+@event.listens_for(Engine, "do_connect")
+def _connect_with_deadline(_dialect: Any, _record: Any, cargs: tuple, cparams: dict) -> Any:
+    """Connect engines given `CALL_TIMEOUT_ARG` with a `DeadlineConnection`; others as usual."""
+    if CALL_TIMEOUT_ARG not in cparams:
+        return None
+    seconds = float(cparams.pop(CALL_TIMEOUT_ARG))
+    connection = DeadlineConnection.connect(*cargs, **cparams)
+    connection.call_timeout = seconds if seconds > 0 else None
+    return connection
