@@ -192,6 +192,12 @@ class CoreSettings:
         "cap in seconds of a job's retry backoff (also of retrying its final `failed` write while the "
         "database is down)",
     )
+    job_outage_retry_max: float = env(
+        "JOB_OUTAGE_RETRY_MAX",
+        5.0,
+        "cap in seconds of the delay between retries of a job while the database is unreachable (those retries "
+        "never count against a job's retries)",
+    )
     retry_after_seconds: int = env("RETRY_AFTER_SECONDS", 5, "`Retry-After` of a 503 while a dependency is down")
     readyz_timeout: float = env(
         "READYZ_TIMEOUT", 1.5, "seconds within which `/readyz` answers, 503 for a dependency that has not answered"
@@ -347,6 +353,8 @@ class Config:
         # A queued job older than this means no worker is consuming; /readyz and the CLI say so.
         self.JOB_STALL_SECONDS = core.job_stall_seconds
         self.JOB_RETRY_BACKOFF_MAX = core.job_retry_backoff_max
+        # An outage is retried soon and without limit: accepted jobs run once the database is back.
+        self.JOB_OUTAGE_RETRY_MAX = core.job_outage_retry_max
         self.RETRY_AFTER_SECONDS = core.retry_after_seconds
         # /readyz answers within this many seconds whatever its dependencies do.
         self.READYZ_TIMEOUT = core.readyz_timeout
