@@ -130,6 +130,35 @@ def test_the_oldest_queued_job_age_is_a_metric(app, client, master, real_worker)
     assert float(line.split()[1]) > 0
 
 
+def lose_the_brokers_data(app) -> None:
+    """What a Redis restarted without persistence does to this run: its queues, their bindings and the marker
+    are gone (only this run's keys, so other runs on the same Redis are left alone)."""
+    queue = os.environ["CELERY_QUEUE"]
+    client = redis.Redis.from_url(os.environ["DIRECT_REDIS_URL"])
+    try:
+        keys = [*client.scan_iter(match=f"{queue}*"), f"_kombu.binding.{queue}", f"tessera.broker-marker.{queue}"]
+        client.delete(*keys)
+    finally:
+        client.close()
+
+
+def test_jobs_a_broker_lost_run_within_seconds_of_the_next_sweep(app, client, master, real_worker, wait_for_job):
+    assert app.config["JOB_REPUBLISH_SECONDS"] >= 300  # what the jobs would otherwise wait
+    real_worker.stop()
+    try:
+        job_ids = start_backlog(client, master, 20)
+        assert waiting_deliveries(job_ids) == 20
+        lose_the_brokers_data(app)
+        assert waiting_deliveries(job_ids) == 0
+    finally:
+        real_worker.start()  # its timer requests a sweep every OUTBOX_SWEEP_INTERVAL, as the beat does
+    started = time.monotonic()
+    for job_id in job_ids:
+        assert wait_for_job(job_id, timeout=40)["state"] == "succeeded"
+    assert time.monotonic() - started < 30
+    assert all(count_runs(app, job_id) == 1 for job_id in job_ids)
+
+
 def metrics_headers(app) -> dict:
     token = app.config.get("METRICS_TOKEN")
     return {"Authorization": f"Bearer {token}"} if token else {}
