@@ -173,21 +173,26 @@ def wait_for_log(path, text: str, timeout: float = 60.0) -> None:
     raise AssertionError(f"{text!r} not logged by the worker: {path.read_text(errors='replace')[-2000:]}")
 
 
-def test_accepted_jobs_run_once_after_a_database_cut_longer_than_their_retries(
-    app, client, master, real_worker, wait_for_job
+# A cut database refuses connections; a frozen one (the proxy's blackhole) accepts them and never answers.
+@pytest.mark.parametrize("fault", ["cut", "blackhole"])
+def test_accepted_jobs_run_once_after_a_database_outage_longer_than_their_retries(
+    app, client, master, real_worker, wait_for_job, fault
 ):
     direct = make_url(os.environ["DIRECT_DATABASE_URL"])
     proxy = TcpProxy(direct.host or "127.0.0.1", direct.port or 5432)
     worker_url = direct.set(host="127.0.0.1", port=proxy.port).render_as_string(hide_password=False)
-    log_path = environment.TMP_DIR / f"worker-db-cut-{uuid.uuid4().hex[:6]}.log"
+    log_path = environment.TMP_DIR / f"worker-db-{fault}-{uuid.uuid4().hex[:6]}.log"
     real_worker.stop()
     # Five retries of a handler's failure would take about a second; the outage lasts longer.
     worker = environment.start_worker(
         concurrency=1, extra_env={"DATABASE_URL": worker_url, "JOB_RETRY_BACKOFF_MAX": "0.2",
-                                  "JOB_OUTAGE_RETRY_MAX": "0.5"}, log_path=log_path,
+                                  "JOB_OUTAGE_RETRY_MAX": "0.5", "DB_CALL_TIMEOUT": "1", "DB_CONNECT_TIMEOUT": "1",
+                                  "DB_STATEMENT_TIMEOUT_MS": "800"}, log_path=log_path,
     )  # fmt: skip
     try:
-        proxy.cut()
+        warm = start_backlog(client, master, 1)[0]
+        assert wait_for_job(warm, timeout=60)["state"] == "succeeded"  # its connection is pooled when the fault hits
+        getattr(proxy, fault)()
         job_ids = start_backlog(client, master, 5)
         for job_id in job_ids:
             wait_for_log(log_path, f"job {job_id}")  # the worker met the outage with each job
