@@ -8,6 +8,9 @@ of a psycopg connection (a statement, a pipeline's sync, COMMIT, the pool's ROLL
 itself and raises `OperationalError`. SQLAlchemy then sees a disconnect: the connection leaves the
 pool, the pool is renewed, a request answers 503 with `Retry-After` and a job retries.
 
+`Connection.wait` and its `timeout` are psycopg's (3.3) own way of bounding a wait, used by its
+`notifies()`; this is the one place that relies on them.
+
 The deadline rides in the engine's connect arguments (`CALL_TIMEOUT_ARG`, see
 `app.config._engine_options`), so every engine made from the settings has it: the session's and
 the pre-dispatch engine (`app.ops.edge`), in web and worker processes alike.
