@@ -10,7 +10,9 @@ from __future__ import annotations
 import os
 import sqlite3
 import time
+from collections.abc import Iterator
 from concurrent.futures import ThreadPoolExecutor
+from contextlib import contextmanager
 
 import pytest
 import requests
@@ -42,13 +44,14 @@ def assert_unavailable_in_time(name: str, answer: requests.Response, seconds: fl
     assert seconds < BOUND_SECONDS, (name, seconds)
 
 
-@pytest.fixture
-def frozen_database_server(app):
+@contextmanager
+def server_behind_a_proxy(app, **settings: str) -> Iterator[tuple[str, TcpProxy]]:
     """The web server reaching PostgreSQL through a proxy of its own, with 1 s database deadlines."""
     direct = make_url(os.environ["DIRECT_DATABASE_URL"])
     proxy = TcpProxy(direct.host or "127.0.0.1", direct.port or 5432)
     env = {
-        **os.environ, **DEADLINES, "REDIS_URL": os.environ["DIRECT_REDIS_URL"], "BASE_URL": app.config["BASE_URL"],
+        **os.environ, **DEADLINES, **settings, "REDIS_URL": os.environ["DIRECT_REDIS_URL"],
+        "BASE_URL": app.config["BASE_URL"],
         "DATABASE_URL": direct.set(host="127.0.0.1", port=proxy.port).render_as_string(hide_password=False),
     }  # fmt: skip
     options = ["--workers", "1", "--blocking-threads", "4"]
@@ -57,6 +60,12 @@ def frozen_database_server(app):
             yield url, proxy
     finally:
         proxy.restore()
+
+
+@pytest.fixture
+def frozen_database_server(app):
+    with server_behind_a_proxy(app) as server:
+        yield server
 
 
 @pytest.mark.realworker
@@ -94,6 +103,25 @@ def test_a_frozen_postgresql_answers_503_with_retry_after_within_the_deadline(ap
         while (status := call(url, method, path, **kwargs)[0].status_code) != 200:
             assert time.monotonic() < deadline, f"{name} did not recover after the freeze: {status}"
             time.sleep(0.2)
+
+
+@pytest.mark.realworker
+def test_a_request_waiting_for_a_pooled_connection_answers_503_at_the_pool_timeout(app, master):
+    # One connection, held by a request the frozen server never answers (3 s); the next waits 0.3 s for it.
+    with server_behind_a_proxy(app, DB_POOL_SIZE="1", DB_MAX_OVERFLOW="0", DB_POOL_TIMEOUT="0.3",
+                               DB_CALL_TIMEOUT="3") as (url, proxy):  # fmt: skip
+        job = requests.post(f"{url}/v1/jobs/canary", json={}, headers=master.headers, timeout=30)
+        assert job.status_code == 202, job.text
+        path = f"/v1/jobs/{job.json()['data']['id']}"
+        proxy.blackhole()
+        with ThreadPoolExecutor(max_workers=2) as pool:
+            holder = pool.submit(call, url, "GET", path, headers=master.headers)
+            time.sleep(0.5)
+            waiter, seconds = call(url, "GET", path, headers=master.headers)
+            held, held_seconds = holder.result()
+    assert_unavailable_in_time("waiting for the pool", waiter, seconds)
+    assert seconds < 2.5, seconds  # the pool's timeout, not the call deadline of the request holding it
+    assert_unavailable_in_time("holding the connection", held, held_seconds)
 
 
 @pytest.fixture
