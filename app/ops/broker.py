@@ -184,8 +184,9 @@ def lost_since(celery) -> datetime | None:
 def begin_refill(celery, since: datetime) -> None:
     """Before publishing again what the broker lost: its queues declared again, the refill noted.
 
-    kombu's Redis transport routes a message through bindings the broker lost too, and a
-    publisher declares them only once per connection; without them the refill would be dropped.
+    kombu's Redis transport routes a message through bindings, which the broker lost too; a
+    publisher that declared them before the loss may not declare them again on that connection,
+    and its messages would have no route.
     """
     found = _marker(celery)
     if found is None:

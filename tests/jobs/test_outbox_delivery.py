@@ -159,6 +159,40 @@ def test_jobs_a_broker_lost_run_within_seconds_of_the_next_sweep(app, client, ma
     assert all(count_runs(app, job_id) == 1 for job_id in job_ids)
 
 
+def test_one_sweep_refills_a_broker_that_lost_its_data_and_the_next_finds_it_whole(
+    app, client, master, real_worker, wait_for_job
+):
+    real_worker.stop()
+    try:
+        job_ids = start_backlog(client, master, 5)  # this process's publisher has declared the run's queues
+        lose_the_brokers_data(app)
+        assert sweep(app) >= 5
+        assert waiting_deliveries(job_ids) == 5
+        assert sweep(app) == 0
+        assert waiting_deliveries(job_ids) == 5
+    finally:
+        real_worker.start()
+    for job_id in job_ids:
+        assert wait_for_job(job_id)["state"] == "succeeded"
+    assert all(count_runs(app, job_id) == 1 for job_id in job_ids)
+
+
+def test_jobs_a_broker_lost_under_a_busy_worker_run_within_seconds(app, client, master, real_worker, wait_for_job):
+    # The worker stays connected, so nothing declares the run's queues again but the sweep's refill.
+    busy = [client.post("/v1/jobs/canary", json={"delay_ms": 3000}, headers=master.headers).get_json()["data"]["id"]
+            for _ in range(2)]  # fmt: skip
+    for job_id in busy:
+        wait_for_job(job_id, states=("running",))
+    job_ids = start_backlog(client, master, 10)
+    assert waiting_deliveries(job_ids) == 10
+    lose_the_brokers_data(app)
+    started = time.monotonic()
+    for job_id in [*busy, *job_ids]:
+        assert wait_for_job(job_id, timeout=40)["state"] == "succeeded"
+    assert time.monotonic() - started < 30
+    assert all(count_runs(app, job_id) == 1 for job_id in [*busy, *job_ids])
+
+
 def metrics_headers(app) -> dict:
     token = app.config.get("METRICS_TOKEN")
     return {"Authorization": f"Bearer {token}"} if token else {}
