@@ -106,6 +106,24 @@ def test_a_frozen_postgresql_answers_503_with_retry_after_within_the_deadline(ap
 
 
 @pytest.mark.realworker
+def test_the_session_and_pre_dispatch_engines_connections_carry_the_deadlines(app):
+    from sqlalchemy import text
+
+    from app.extensions import db
+    from app.ops.database import DeadlineConnection
+    from app.ops.edge import edge_engine
+
+    with app.app_context():
+        engines = {"session": db.engine, "pre-dispatch": edge_engine(app)}
+    for name, engine in engines.items():
+        with engine.connect() as connection:
+            driver = connection.connection.driver_connection
+            statement_timeout = connection.execute(text("SHOW statement_timeout")).scalar()
+        assert isinstance(driver, DeadlineConnection) and driver.call_timeout > 0, name
+        assert statement_timeout not in ("0", "0ms"), name
+
+
+@pytest.mark.realworker
 def test_a_request_waiting_for_a_pooled_connection_answers_503_at_the_pool_timeout(app, master):
     # One connection, held by a request the frozen server never answers (3 s); the next waits 0.3 s for it.
     with server_behind_a_proxy(app, DB_POOL_SIZE="1", DB_MAX_OVERFLOW="0", DB_POOL_TIMEOUT="0.3",
