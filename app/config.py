@@ -189,14 +189,14 @@ class CoreSettings:
     job_retry_backoff_max: float = env(
         "JOB_RETRY_BACKOFF_MAX",
         300.0,
-        "cap in seconds of a job's retry backoff (also of retrying its final `failed` write while the "
-        "database is down)",
+        "cap in seconds of a job's retry backoff after its handler failed (a database outage: "
+        "`JOB_OUTAGE_RETRY_MAX`)",
     )
     job_outage_retry_max: float = env(
         "JOB_OUTAGE_RETRY_MAX",
         5.0,
-        "cap in seconds of the delay between retries of a job while the database is unreachable (those retries "
-        "never count against a job's retries)",
+        "cap in seconds of the delay between retries of a job, or of its final `failed` write, while the "
+        "database is unreachable (those retries never count against a job's retries)",
     )
     retry_after_seconds: int = env("RETRY_AFTER_SECONDS", 5, "`Retry-After` of a 503 while a dependency is down")
     readyz_timeout: float = env(
