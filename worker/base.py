@@ -22,7 +22,8 @@ log = logging.getLogger(__name__)
 MAX_RETRIES = 5
 MAX_BACKOFF_SECONDS = 300
 OUTAGE_BACKOFF_SECONDS = 5.0
-# Attempts at writing the final "failed" state once the database is back, beyond the job's retries.
+# Attempts at writing the final "failed" state that the database refuses, beyond the job's retries;
+# while it is unreachable the write is retried without limit.
 SETTLE_RETRIES = 50
 
 
