@@ -133,7 +133,8 @@ def _configure_sqlite(engine) -> None:
     timeout instead of failing when a read transaction cannot be upgraded (SQLITE_BUSY_SNAPSHOT),
     which would retry a job and repeat its effects (a platform called twice). A job working for a
     while (network calls) makes requests wait meanwhile: SQLite serialises writers either way.
-    Reads outside both (app start, scripts) begin deferred.
+    Reads outside both (app start, scripts) begin deferred. A writer waits for the lock at most
+    `DB_CALL_TIMEOUT` (sqlite3's busy timeout, set when connecting), then fails with 503.
     """
 
     @event.listens_for(engine, "connect")
@@ -142,7 +143,6 @@ def _configure_sqlite(engine) -> None:
         cursor = dbapi_connection.cursor()
         cursor.execute("PRAGMA journal_mode=WAL")
         cursor.execute("PRAGMA foreign_keys=ON")
-        cursor.execute("PRAGMA busy_timeout=30000")
         cursor.close()
 
     @event.listens_for(engine, "begin")

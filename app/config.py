@@ -17,6 +17,7 @@ from urllib.parse import urlsplit
 
 from kombu import Exchange, Queue
 
+from app.ops.database import CALL_TIMEOUT_ARG
 from app.settings import Derived, env, feature_settings, load
 
 
@@ -193,8 +194,14 @@ class CoreSettings:
     job_retry_backoff_max: float = env(
         "JOB_RETRY_BACKOFF_MAX",
         300.0,
-        "cap in seconds of a job's retry backoff (also of retrying its final `failed` write while the "
-        "database is down)",
+        "cap in seconds of a job's retry backoff after its handler failed (a database outage: "
+        "`JOB_OUTAGE_RETRY_MAX`)",
+    )
+    job_outage_retry_max: float = env(
+        "JOB_OUTAGE_RETRY_MAX",
+        5.0,
+        "cap in seconds of the delay between retries of a job, or of its final `failed` write, while the "
+        "database is unreachable (those retries never count against a job's retries)",
     )
     retry_after_seconds: int = env("RETRY_AFTER_SECONDS", 5, "`Retry-After` of a 503 while a dependency is down")
     readyz_timeout: float = env(
@@ -215,9 +222,15 @@ class CoreSettings:
     db_connect_timeout: int = env("DB_CONNECT_TIMEOUT", 3, "seconds to connect to PostgreSQL")
     db_statement_timeout_ms: int = env(
         "DB_STATEMENT_TIMEOUT_MS",
-        30_000,
-        "server-side statement timeout of every connection (0: none; set 0 for a migration that rewrites a "
-        "large table)",
+        10_000,
+        "server-side statement timeout of every PostgreSQL connection (0: none; set 0, with `DB_CALL_TIMEOUT`, "
+        "for a migration that rewrites a large table)",
+    )
+    db_call_timeout: float = env(
+        "DB_CALL_TIMEOUT",
+        15.0,
+        "seconds a database call waits for PostgreSQL's answer (a frozen server: 503) or SQLite's write lock; "
+        "above the statement timeout (0: no limit on PostgreSQL)",
     )
     db_tcp_user_timeout_ms: int = env(
         "DB_TCP_USER_TIMEOUT_MS", 10_000, "a PostgreSQL connection whose sent data goes unacknowledged this long fails"
@@ -345,6 +358,8 @@ class Config:
         # A queued job older than this means no worker is consuming; /readyz and the CLI say so.
         self.JOB_STALL_SECONDS = core.job_stall_seconds
         self.JOB_RETRY_BACKOFF_MAX = core.job_retry_backoff_max
+        # An outage is retried soon and without limit: accepted jobs run once the database is back.
+        self.JOB_OUTAGE_RETRY_MAX = core.job_outage_retry_max
         self.RETRY_AFTER_SECONDS = core.retry_after_seconds
         # /readyz answers within this many seconds whatever its dependencies do.
         self.READYZ_TIMEOUT = core.readyz_timeout
@@ -376,12 +391,15 @@ class Config:
 
 def _engine_options(core: CoreSettings) -> dict:
     if core.embedded:
-        return {"connect_args": {"timeout": 30, "check_same_thread": False}}
+        # sqlite3's `timeout` is the busy timeout: how long a call waits for another's write lock.
+        return {"connect_args": {"timeout": core.db_call_timeout, "check_same_thread": False}}
     connect_args: dict = {
         "connect_timeout": core.db_connect_timeout,
         # A partition must surface as an error, not a hang: keepalives find a dead idle connection,
         # tcp_user_timeout fails one whose sent data goes unacknowledged, and the server cancels
-        # a statement that runs too long.
+        # a statement that runs too long. A frozen server acknowledges and never answers, which
+        # none of those notice: the call deadline (app/ops/database.py) ends the wait client-side.
+        CALL_TIMEOUT_ARG: core.db_call_timeout,
         "keepalives": 1,
         "keepalives_idle": core.db_keepalives_idle,
         "keepalives_interval": core.db_keepalives_interval,

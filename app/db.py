@@ -40,6 +40,8 @@ from functools import wraps
 from typing import Any
 
 from sqlalchemy import event
+from sqlalchemy.exc import DBAPIError
+from sqlalchemy.exc import TimeoutError as PoolTimeout
 from sqlalchemy.orm import Session
 
 # Models import these from here, beside the time helpers they use.
@@ -48,6 +50,9 @@ from app.orm import JSONType as JSONType
 
 log = logging.getLogger(__name__)
 
+# SQLSTATE classes and codes of a server that cannot serve right now: connection exceptions,
+# too many connections, an administrator's or a crash's shutdown, a server still starting.
+_UNAVAILABLE_SQLSTATES = ("08", "53300", "57P01", "57P02", "57P03")
 # Set while a `transaction()` block runs, in this thread or task only.
 _unit_of_work: ContextVar[bool] = ContextVar("tessera_unit_of_work", default=False)
 # Session.info keys: a `read_only` view runs in this session; the session has flushed since its last end.
@@ -58,6 +63,34 @@ _FLUSHED = "tessera_flushed"
 @event.listens_for(Session, "after_flush")
 def _note_flush(session: Session, _context: Any) -> None:
     session.info[_FLUSHED] = True
+
+
+def database_unreachable(error: BaseException) -> bool:
+    """True when `error` says the database could not be reached or did not answer in time.
+
+    An outage, not a refusal of the statement: the connection failed, broke or timed out
+    (`DB_CALL_TIMEOUT`), the server is shutting down or full, no pooled connection came free, or
+    SQLite's write lock stayed taken. A statement the server refused or cancelled (its own
+    `statement_timeout`, a deadlock) is not one.
+    """
+    if isinstance(error, PoolTimeout):
+        return True
+    if not isinstance(error, DBAPIError):
+        return False
+    if error.connection_invalidated:
+        return True
+    original = error.orig
+    module = type(original).__module__
+    if module.startswith("psycopg"):
+        import psycopg
+
+        sqlstate = getattr(original, "sqlstate", None)
+        if sqlstate is None:  # raised by the client: the connection failed or the deadline passed
+            return isinstance(original, psycopg.OperationalError)
+        return sqlstate.startswith(_UNAVAILABLE_SQLSTATES)
+    if module == "sqlite3":
+        return "locked" in str(original) or "busy" in str(original)
+    return False
 
 
 def utcnow() -> datetime:

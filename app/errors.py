@@ -9,6 +9,7 @@ from typing import Any
 
 from flask import Flask, Response, current_app, json, render_template, request
 from sqlalchemy.exc import DataError, DBAPIError, IntegrityError, OperationalError
+from sqlalchemy.exc import TimeoutError as PoolTimeout
 from werkzeug.exceptions import HTTPException
 
 from app.web.pages import page_security_headers
@@ -198,7 +199,8 @@ def handle_domain_error(error: DomainError) -> Response:
     return problem_response(error.to_problem(), error.status, error.headers)
 
 
-def handle_database_unavailable(error: DBAPIError) -> Response:
+def handle_database_unavailable(error: DBAPIError | PoolTimeout) -> Response:
+    """The database is down, frozen or has no free connection within `DB_POOL_TIMEOUT`: 503."""
     log.warning("database unavailable: %s", error.__class__.__name__)
     from app.db import rollback
 
@@ -246,6 +248,8 @@ def handle_unexpected(error: Exception) -> Response:
         return handle_integrity_error(original)
     if isinstance(original, OperationalError | DBAPIError) and _is_disconnect(original):
         return handle_database_unavailable(original)
+    if isinstance(original, PoolTimeout):
+        return handle_database_unavailable(original)
     log.error("unhandled error on %s %s", request.method, request.path, exc_info=original)
     body = {
         "type": PROBLEM_BASE + "internal_error",
@@ -270,6 +274,7 @@ def register_error_handlers(app: Flask) -> None:
     app.register_error_handler(DomainError, handle_domain_error)
     app.register_error_handler(HTTPException, handle_http_exception)
     app.register_error_handler(OperationalError, handle_database_unavailable)
+    app.register_error_handler(PoolTimeout, handle_database_unavailable)
     app.register_error_handler(DataError, handle_unstorable_value)
     app.register_error_handler(IntegrityError, handle_integrity_error)
     app.register_error_handler(Exception, handle_unexpected)

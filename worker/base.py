@@ -9,7 +9,9 @@ from collections.abc import Callable
 from celery.exceptions import Retry
 from flask import current_app, has_app_context
 from sqlalchemy.exc import DBAPIError
+from sqlalchemy.exc import TimeoutError as PoolTimeout
 
+from app.db import database_unreachable
 from app.extensions import celery
 from app.jobs.models import Job
 from app.jobs.service import fail_job, run_job
@@ -19,7 +21,9 @@ log = logging.getLogger(__name__)
 
 MAX_RETRIES = 5
 MAX_BACKOFF_SECONDS = 300
-# Attempts at writing the final "failed" state once the database is back, beyond the job's retries.
+OUTAGE_BACKOFF_SECONDS = 5.0
+# Attempts at writing the final "failed" state that the database refuses, beyond the job's retries;
+# while it is unreachable the write is retried without limit.
 SETTLE_RETRIES = 50
 
 
@@ -43,23 +47,45 @@ def backoff_seconds(retries: int) -> float:
     return random.uniform(0, min(cap, 2 ** min(retries, 32)))
 
 
+def outage_backoff_seconds(retries: int) -> float:
+    """Backoff while the database is unreachable: up to 2^retries seconds, capped low
+    (`JOB_OUTAGE_RETRY_MAX`) so a job runs within seconds of the database's return."""
+    cap = OUTAGE_BACKOFF_SECONDS
+    if has_app_context():
+        cap = current_app.config.get("JOB_OUTAGE_RETRY_MAX", OUTAGE_BACKOFF_SECONDS)
+    return random.uniform(0, min(cap, 2 ** min(retries, 32)))
+
+
+def counts_against_retries(task, error: BaseException) -> bool:
+    """A handler's failure uses up one of the job's retries; an unreachable database never does.
+
+    A job accepted with 202 runs once the database is back, however long it was away. An eager
+    run (tests) has no broker to wait in, so there every failure counts.
+    """
+    return task.request.is_eager or not database_unreachable(error)
+
+
 def job_task(
     name: str, *, max_retries: int = MAX_RETRIES, max_attempts: int | None = None,
     transient: tuple[type[Exception], ...] = (), deferred: tuple[type[Exception], ...] = (),
 ) -> Callable:
     """Turn `handler(job) -> result` into the Celery task `name` that takes a job id.
 
+    `max_retries` counts the handler's transient failures only (`failures`, carried from retry to
+    retry); a database outage is retried with a short capped backoff, without counting.
     `max_attempts` (see `run_job`) fails a job started more often than that, for handlers that
     must never be run over and over (e.g. work that may outlive the job's lease). `transient`:
     exceptions retried like `TransientError`; `deferred`: exceptions with `seconds`, re-scheduled
     like `RetryLater`. Both may come from a `CallOutside`, which runs outside the handler.
     """
-    retried = (TransientError, DBAPIError, *transient)
+    retried = (TransientError, DBAPIError, PoolTimeout, *transient)
     later = (RetryLater, *deferred)
 
     def decorator(handler: Callable[[Job], dict | None]):
         @celery.task(name=name, bind=True, acks_late=True, max_retries=None, ignore_result=True)
-        def task(self, job_id: str, request_id: str | None = None, give_up: dict | None = None) -> None:
+        def task(
+            self, job_id: str, request_id: str | None = None, give_up: dict | None = None, failures: int = 0
+        ) -> None:
             token = request_id_var.set(request_id)
             try:
                 if give_up is not None:
@@ -71,14 +97,20 @@ def job_task(
                 log.debug("job %s rescheduled in %.1fs: %s", job_id, delay.seconds, delay)
                 raise self.retry(countdown=delay.seconds) from None
             except retried as exc:
-                if self.request.retries >= max_retries:
-                    log.error("job %s gave up after %d retries: %s", job_id, self.request.retries, exc)
+                kwargs = {"request_id": request_id, "failures": failures}
+                if not counts_against_retries(self, exc):
+                    countdown = outage_backoff_seconds(self.request.retries + 1)
+                    log.warning("job %s: database unreachable, retry in %.1fs (not counted): %s", job_id, countdown,
+                                exc.__class__.__name__)  # fmt: skip
+                    raise self.retry(countdown=countdown, kwargs=kwargs) from None
+                if failures >= max_retries:
+                    log.error("job %s gave up after %d retries: %s", job_id, failures, exc)
                     error = {"code": "retries_exhausted", "detail": str(exc)[:500]}
                     settle_failed(self, job_id, request_id, error, max_retries + SETTLE_RETRIES)
                     return
-                countdown = backoff_seconds(self.request.retries + 1)
+                countdown = backoff_seconds(failures + 1)
                 log.warning("job %s transient failure, retry in %.1fs: %s", job_id, countdown, exc)
-                raise self.retry(countdown=countdown) from None
+                raise self.retry(countdown=countdown, kwargs={**kwargs, "failures": failures + 1}) from None
             except Retry:
                 raise
             finally:
@@ -97,10 +129,12 @@ def settle_failed(task, job_id: str, request_id: str | None, error: dict, limit:
     """
     try:
         fail_job(job_id, error)
-    except DBAPIError as exc:
-        if task.request.retries >= limit:
+    except (DBAPIError, PoolTimeout) as exc:
+        outage = not counts_against_retries(task, exc)
+        if task.request.retries >= limit and not outage:
             log.error("job %s: its failure could not be recorded, the sweep will re-run it: %s", job_id, exc)
             raise
-        countdown = backoff_seconds(min(task.request.retries + 1, 8))
+        retries = task.request.retries + 1
+        countdown = outage_backoff_seconds(retries) if outage else backoff_seconds(min(retries, 8))
         log.warning("job %s: recording its failure failed, retry in %.1fs: %s", job_id, countdown, exc)
         raise task.retry(countdown=countdown, kwargs={"request_id": request_id, "give_up": error}) from None

@@ -9,7 +9,10 @@ from __future__ import annotations
 import logging
 
 from celery import bootsteps
+from sqlalchemy.exc import DBAPIError
+from sqlalchemy.exc import TimeoutError as PoolTimeout
 
+from app.db import database_unreachable
 from app.extensions import celery
 from app.jobs import service
 from worker.base import job_task
@@ -24,7 +27,14 @@ def canary(job):
 
 @celery.task(name="jobs.sweep_outbox", ignore_result=True)
 def sweep_outbox() -> int:
-    return service.sweep_outbox()
+    try:
+        return service.sweep_outbox()
+    except (DBAPIError, PoolTimeout) as exc:
+        if not database_unreachable(exc):
+            raise
+        # The next request sweeps again; an outage is logged once per request, not as a traceback.
+        log.warning("outbox sweep skipped, the database is unreachable: %s", exc.__class__.__name__)
+        return 0
 
 
 def _sweep_options(interval: float) -> dict:

@@ -31,6 +31,7 @@ from app.db import after_commit_batch, as_utc, commit_before_the_edge, transacti
 from app.errors import DomainError, NotFound
 from app.extensions import celery, db
 from app.jobs.models import FAILED, QUEUED, RUNNING, SUCCEEDED, CanaryRun, Job
+from app.ops.broker import begin_refill, end_refill, lost_since
 from app.ops.edge import driver_errors
 from app.ops.logging import current_request_id
 from app.ops.metrics import JOB_DURATION
@@ -424,23 +425,27 @@ def sweep_outbox() -> int:
     PostgreSQL a transaction-scoped advisory lock (another sweep returns 0 at once), on SQLite
     the database's write lock taken first. A job the broker accepted is published again only
     after `JOB_REPUBLISH_SECONDS`, doubling with each publish, so a backlog is not re-queued.
+    A broker that lost its data (`app.ops.broker.lost_since`) is refilled at once: every queued
+    job published before the loss was found is published again, a batch per sweep.
     Commits; returns how many jobs were published.
     """
     now = utcnow()
     grace = timedelta(seconds=current_app.config["OUTBOX_GRACE_SECONDS"])
+    due = [
+        # Never published and never claimed by a sweep (a claimed one is due at `republish_at`).
+        (Job.state == QUEUED)
+        & Job.published_at.is_(None)
+        & Job.republish_at.is_(None)
+        & (Job.created_at < now - grace),
+        (Job.state == QUEUED) & (Job.republish_at < now),
+        (Job.state == RUNNING) & (Job.lease_expires_at < now),
+    ]
+    lost = lost_since(celery)
+    if lost is not None:  # the broker lost its messages: every job queued before that is due
+        due.append((Job.state == QUEUED) & or_(Job.published_at.is_(None), Job.published_at < lost))
     stuck = (
         select(Job)
-        .where(
-            or_(
-                # Never published and never claimed by a sweep (a claimed one is due at `republish_at`).
-                (Job.state == QUEUED)
-                & Job.published_at.is_(None)
-                & Job.republish_at.is_(None)
-                & (Job.created_at < now - grace),
-                (Job.state == QUEUED) & (Job.republish_at < now),
-                (Job.state == RUNNING) & (Job.lease_expires_at < now),
-            )
-        )
+        .where(or_(*due))
         .order_by(Job.created_at)
         .limit(_SWEEP_BATCH)
         # A row locked by a worker belongs to a handler still at work: not abandoned.
@@ -457,9 +462,13 @@ def sweep_outbox() -> int:
             if job.state == RUNNING:
                 job.lease_expires_at = now + timedelta(seconds=current_app.config["JOB_LEASE_SECONDS"])
         pending = [(job.id, job.kind, job.request_id) for job in jobs]
+    if lost is not None:
+        begin_refill(celery, lost)
     published = _publish_jobs(pending)
     accepted = set(published)
     refused = [job_id for job_id, _kind, _request_id in pending if job_id not in accepted]
+    if lost is not None and not refused and len(pending) < _SWEEP_BATCH:
+        end_refill(celery)
     if pending:
         with transaction():
             if published:

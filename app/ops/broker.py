@@ -20,17 +20,26 @@ delivery comes, instead of in a round trip of its own. A job is final in the dat
 message is acknowledged, so an acknowledgement lost with a killed worker only means the broker
 delivers that message again after its visibility timeout, and the job's claim turns it into a
 no-op; a job is never run twice for it.
+
+A Redis broker restarted without persistence (or flushed) forgets every queued message without a
+word. A marker key tells (`lost_since`, `begin_refill`, `end_refill`): it holds `whole` while the
+broker has kept what it was given, and goes with the rest when the broker loses its data; the
+outbox sweep then publishes every queued job again.
 """
 
 from __future__ import annotations
 
 import contextlib
+import logging
+from datetime import UTC, datetime
 from time import time
 
 from kombu.transport import TRANSPORT_ALIASES, virtual
 from kombu.transport import redis as kombu_redis
 from kombu.transport import sqlalchemy as kombu_sqlalchemy
 from kombu.utils.json import dumps
+
+log = logging.getLogger(__name__)
 
 TRANSPORT_NAME = "tessera-sqla"
 REDIS_TRANSPORT_NAME = "tessera-redis"
@@ -129,6 +138,84 @@ class Transport(kombu_sqlalchemy.Transport):
 def set_polling_interval(seconds: float) -> None:
     """How often a process polls the embedded broker (`BROKER_POLLING_INTERVAL`)."""
     Transport.polling_interval = seconds
+
+
+_WHOLE = b"whole"
+
+
+def _marker(celery) -> tuple[object, str] | None:
+    """A Redis client of the broker and the key of its marker; None for a broker that is not Redis."""
+    url = celery.conf.broker_url
+    if not url.startswith(("redis://", "rediss://")):
+        return None  # the embedded broker keeps its messages in SQLite
+    import redis
+
+    options = celery.conf.broker_transport_options
+    timeouts = {name: options.get(name, 2) for name in ("socket_connect_timeout", "socket_timeout")}
+    client = redis.Redis.from_url(url, **timeouts)
+    return client, f"tessera.broker-marker.{celery.conf.task_default_queue}"
+
+
+def lost_since(celery) -> datetime | None:
+    """Since when the broker has lost what it held and is being refilled; None while it is whole.
+
+    A missing marker means the loss is found now. A broker that does not answer, or one that is
+    not Redis, counts as whole: nothing is lost that a publish could restore.
+    """
+    found = _marker(celery)
+    if found is None:
+        return None
+    client, key = found
+    try:
+        value = client.get(key)
+    except Exception as exc:
+        log.debug("broker marker unreadable: %s", exc.__class__.__name__)
+        return None
+    finally:
+        client.close()
+    if value == _WHOLE:
+        return None
+    if value is None:
+        log.warning("the broker lost its queued messages (restarted without persistence?); publishing again")
+        return datetime.now(UTC)
+    return datetime.fromisoformat(value.decode())
+
+
+def begin_refill(celery, since: datetime) -> None:
+    """Before publishing again what the broker lost: its queues declared again, the refill noted.
+
+    kombu's Redis transport routes a message through bindings, which the broker lost too; a
+    publisher that declared them before the loss may not declare them again on that connection,
+    and its messages would have no route.
+    """
+    found = _marker(celery)
+    if found is None:
+        return
+    client, key = found
+    try:
+        with celery.connection_for_write() as connection:
+            channel = connection.default_channel
+            for queue in celery.amqp.queues.values():
+                queue(channel).declare()
+        client.set(key, since.isoformat())
+    except Exception as exc:  # the publishes that follow meet the same fault, and the sweep retries them
+        log.warning("could not prepare the broker's refill: %s", exc.__class__.__name__)
+    finally:
+        client.close()
+
+
+def end_refill(celery) -> None:
+    """The broker holds again every queued job: its marker says whole, unless it was lost meanwhile."""
+    found = _marker(celery)
+    if found is None:
+        return
+    client, key = found
+    try:
+        client.set(key, _WHOLE, xx=True)  # a marker lost since the refill began stays lost
+    except Exception as exc:  # the next sweep refills again, at worst publishing a job twice (run once)
+        log.warning("could not mark the broker's refill done: %s", exc.__class__.__name__)
+    finally:
+        client.close()
 
 
 TRANSPORT_ALIASES[TRANSPORT_NAME] = f"{__name__}:Transport"

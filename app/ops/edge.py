@@ -34,8 +34,10 @@ def edge_engine(app: Flask) -> Engine:
 
     One round trip per statement on PostgreSQL (no BEGIN, no COMMIT), from a pool of its own whose
     connections stay in autocommit: no isolation level set and reset, nor a reset on return, per
-    statement. It opens at most one connection per thread serving these requests. SQLite keeps the
-    isolation its connections are set up with (app/__init__.py), which autocommit would undo.
+    statement. It opens at most one connection per thread serving these requests. Its connections
+    have the session engine's deadlines (statement timeout, `DB_CALL_TIMEOUT`: app/ops/database.py).
+    SQLite keeps the isolation its connections are set up with (app/__init__.py), which autocommit
+    would undo.
     """
     engine = app.extensions.get(_EDGE_ENGINE)
     if engine is None:

@@ -1,4 +1,4 @@
-"""The outbox on PostgreSQL + Redis with a real worker: a backlog is delivered once, a verdict outlives a cut.
+"""The outbox on PostgreSQL + Redis with a real worker: a backlog is delivered once, accepted jobs outlive a cut.
 
 Deliveries are counted where they wait: the session queue's list in Redis holds one message per
 delivery to come.
@@ -130,6 +130,69 @@ def test_the_oldest_queued_job_age_is_a_metric(app, client, master, real_worker)
     assert float(line.split()[1]) > 0
 
 
+def lose_the_brokers_data(app) -> None:
+    """What a Redis restarted without persistence does to this run: its queues, their bindings and the marker
+    are gone (only this run's keys, so other runs on the same Redis are left alone)."""
+    queue = os.environ["CELERY_QUEUE"]
+    client = redis.Redis.from_url(os.environ["DIRECT_REDIS_URL"])
+    try:
+        keys = [*client.scan_iter(match=f"{queue}*"), f"_kombu.binding.{queue}", f"tessera.broker-marker.{queue}"]
+        client.delete(*keys)
+    finally:
+        client.close()
+
+
+def test_jobs_a_broker_lost_run_within_seconds_of_the_next_sweep(app, client, master, real_worker, wait_for_job):
+    assert app.config["JOB_REPUBLISH_SECONDS"] >= 300  # what the jobs would otherwise wait
+    real_worker.stop()
+    try:
+        job_ids = start_backlog(client, master, 20)
+        assert waiting_deliveries(job_ids) == 20
+        lose_the_brokers_data(app)
+        assert waiting_deliveries(job_ids) == 0
+    finally:
+        real_worker.start()  # its timer requests a sweep every OUTBOX_SWEEP_INTERVAL, as the beat does
+    started = time.monotonic()
+    for job_id in job_ids:
+        assert wait_for_job(job_id, timeout=40)["state"] == "succeeded"
+    assert time.monotonic() - started < 30
+    assert all(count_runs(app, job_id) == 1 for job_id in job_ids)
+
+
+def test_one_sweep_refills_a_broker_that_lost_its_data_and_the_next_finds_it_whole(
+    app, client, master, real_worker, wait_for_job
+):
+    real_worker.stop()
+    try:
+        job_ids = start_backlog(client, master, 5)  # this process's publisher has declared the run's queues
+        lose_the_brokers_data(app)
+        assert sweep(app) >= 5
+        assert waiting_deliveries(job_ids) == 5
+        assert sweep(app) == 0
+        assert waiting_deliveries(job_ids) == 5
+    finally:
+        real_worker.start()
+    for job_id in job_ids:
+        assert wait_for_job(job_id)["state"] == "succeeded"
+    assert all(count_runs(app, job_id) == 1 for job_id in job_ids)
+
+
+def test_jobs_a_broker_lost_under_a_busy_worker_run_within_seconds(app, client, master, real_worker, wait_for_job):
+    # The worker stays connected, so nothing declares the run's queues again but the sweep's refill.
+    busy = [client.post("/v1/jobs/canary", json={"delay_ms": 3000}, headers=master.headers).get_json()["data"]["id"]
+            for _ in range(2)]  # fmt: skip
+    for job_id in busy:
+        wait_for_job(job_id, states=("running",))
+    job_ids = start_backlog(client, master, 10)
+    assert waiting_deliveries(job_ids) == 10
+    lose_the_brokers_data(app)
+    started = time.monotonic()
+    for job_id in [*busy, *job_ids]:
+        assert wait_for_job(job_id, timeout=40)["state"] == "succeeded"
+    assert time.monotonic() - started < 30
+    assert all(count_runs(app, job_id) == 1 for job_id in [*busy, *job_ids])
+
+
 def metrics_headers(app) -> dict:
     token = app.config.get("METRICS_TOKEN")
     return {"Authorization": f"Bearer {token}"} if token else {}
@@ -144,32 +207,42 @@ def wait_for_log(path, text: str, timeout: float = 60.0) -> None:
     raise AssertionError(f"{text!r} not logged by the worker: {path.read_text(errors='replace')[-2000:]}")
 
 
-def test_a_job_given_up_during_a_database_cut_ends_failed_once_the_database_returns(
-    app, client, master, real_worker, wait_for_job
+# A cut database refuses connections; a frozen one (the proxy's blackhole) accepts them and never answers.
+@pytest.mark.parametrize("fault", ["cut", "blackhole"])
+def test_accepted_jobs_run_once_after_a_database_outage_longer_than_their_retries(
+    app, client, master, real_worker, wait_for_job, fault
 ):
     direct = make_url(os.environ["DIRECT_DATABASE_URL"])
     proxy = TcpProxy(direct.host or "127.0.0.1", direct.port or 5432)
     worker_url = direct.set(host="127.0.0.1", port=proxy.port).render_as_string(hide_password=False)
-    log_path = environment.TMP_DIR / f"worker-db-cut-{uuid.uuid4().hex[:6]}.log"
+    log_path = environment.TMP_DIR / f"worker-db-{fault}-{uuid.uuid4().hex[:6]}.log"
     real_worker.stop()
+    # Five retries of a handler's failure would take about a second; the outage lasts longer.
     worker = environment.start_worker(
-        concurrency=1, extra_env={"DATABASE_URL": worker_url, "JOB_RETRY_BACKOFF_MAX": "0.2"}, log_path=log_path
-    )
+        concurrency=1, extra_env={"DATABASE_URL": worker_url, "JOB_RETRY_BACKOFF_MAX": "0.2",
+                                  "JOB_OUTAGE_RETRY_MAX": "0.5", "DB_CALL_TIMEOUT": "1", "DB_CONNECT_TIMEOUT": "1",
+                                  "DB_STATEMENT_TIMEOUT_MS": "800"}, log_path=log_path,
+    )  # fmt: skip
     try:
-        proxy.cut()
-        job_id = client.post("/v1/jobs/canary", json={}, headers=master.headers).get_json()["data"]["id"]
-        wait_for_log(log_path, f"job {job_id} gave up after")
-        wait_for_log(log_path, f"job {job_id}: recording its failure failed")
-        assert environment.fetch_job(app, job_id)["state"] == "queued"
+        warm = start_backlog(client, master, 1)[0]
+        assert wait_for_job(warm, timeout=60)["state"] == "succeeded"  # its connection is pooled when the fault hits
+        getattr(proxy, fault)()
+        job_ids = start_backlog(client, master, 5)
+        for job_id in job_ids:
+            wait_for_log(log_path, f"job {job_id}")  # the worker met the outage with each job
+        time.sleep(3)
+        assert {environment.fetch_job(app, job_id)["state"] for job_id in job_ids} == {"queued"}
         proxy.restore()
-        finished = wait_for_job(job_id, timeout=30)
+        restored = time.monotonic()
+        finished = [wait_for_job(job_id, timeout=30) for job_id in job_ids]
+        recovery = time.monotonic() - restored
     finally:
         proxy.restore()
         environment.stop_process(worker)
         real_worker.start()
-    assert finished["state"] == "failed"
-    assert finished["error"]["code"] == "retries_exhausted"
-    assert count_runs(app, job_id) == 0
+    assert [job["state"] for job in finished] == ["succeeded"] * 5, finished
+    assert recovery < 15, recovery
+    assert all(count_runs(app, job_id) == 1 for job_id in job_ids)
 
 
 def test_workers_sweep_the_outbox_without_a_beat(app, client, master, real_worker, wait_for_job):
