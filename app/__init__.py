@@ -252,14 +252,15 @@ def _register_blueprints(app: Flask) -> None:
 
 
 def _register_tasks(app: Flask) -> None:
-    """Import every task module of `worker/` and collect their beat schedules."""
-    import worker
+    """Import every feature's task module (`app/<feature>/tasks.py`) and collect their beat schedules."""
     from app.extensions import celery
 
+    package_dir = Path(__file__).resolve().parent
     schedule: dict = {}
-    for module_info in pkgutil.iter_modules(worker.__path__):
-        module = importlib.import_module(f"worker.{module_info.name}")
-        schedule.update(getattr(module, "beat_schedule", lambda _app: {})(app))
+    for feature in pkgutil.iter_modules([str(package_dir)]):
+        if feature.ispkg and (package_dir / feature.name / "tasks.py").exists():
+            module = importlib.import_module(f"app.{feature.name}.tasks")
+            schedule.update(getattr(module, "beat_schedule", lambda _app: {})(app))
     celery.conf.beat_schedule = schedule
 
 

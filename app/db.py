@@ -5,7 +5,7 @@ transaction and commits exactly once; the only callers of `commit` are the edges
 
 - a request: `_finish_unit_of_work` in `app/__init__.py` (after-request: commits a 2xx/3xx
   response, rolls back a 4xx/5xx one);
-- a task or CLI command: `transaction()` below (a `with` block in `worker/`, the `*/cli.py`
+- a task or CLI command: `transaction()` below (a `with` block in the `*/tasks.py`, the `*/cli.py`
   commands and the job runner in `app/jobs/service.py`).
 
 Services and routes flush, never commit. Work that must be committed before its edge ends goes

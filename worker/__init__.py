@@ -1,8 +1,8 @@
 """The Celery application: `celery -A worker worker` / `celery -A worker beat`.
 
-Task modules live beside this file, one per feature; `create_app` imports all of them. The
-Flask application is built lazily, when Celery asks for `worker.celery`, so importing a task
-module has no side effects.
+The entry point only: tasks live in their features (`app/<feature>/tasks.py`, thin tasks calling
+services), and `create_app` imports all of them. The Flask application is built lazily, when
+Celery asks for `worker.celery`, so importing this package has no side effects.
 """
 
 from __future__ import annotations

@@ -59,9 +59,9 @@ def test_expired_challenges_and_sessions_are_purged(app, live_server, agent_clie
     from sqlalchemy import func, update
 
     from app.agents.models import AgentSession, AuthChallenge
+    from app.agents.tasks import purge_expired
     from app.db import transaction, utcnow
     from app.extensions import db
-    from worker.agents import purge_expired
 
     expiring, staying = (ethereum.address_from_private_key(ethereum.generate_private_key()) for _ in range(2))
     with live_server.http() as http:

@@ -283,9 +283,9 @@ def test_foreign_status_is_rechecked_periodically(app, client, master, foreign_l
     from sqlalchemy import func, select
 
     from app.credentials.service import recheck_foreign_status
+    from app.credentials.tasks import recheck_status
     from app.extensions import db
     from app.jobs.models import Job
-    from worker.credentials import recheck_status
 
     base, _issuer, publish = foreign_list
     allowed = urlsplit(base).netloc

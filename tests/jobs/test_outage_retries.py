@@ -15,8 +15,8 @@ import uuid
 import pytest
 from sqlalchemy.engine import make_url
 
+from app.jobs.runner import MAX_RETRIES
 from tests.support import environment
-from worker.base import MAX_RETRIES
 
 pytestmark = [
     pytest.mark.skipif(environment.USING_POSTGRES, reason="SQLite's write lock and the embedded broker"),

@@ -266,7 +266,7 @@ def test_workers_sweep_the_outbox_without_a_beat(app, client, master, real_worke
 
 
 def test_a_sweep_request_waits_on_the_sweep_queue_not_behind_the_jobs(app, real_worker):
-    from worker.jobs import request_sweep
+    from app.jobs.tasks import request_sweep
 
     client = redis.Redis.from_url(os.environ["DIRECT_REDIS_URL"])
     sweep_queue = app.config["CELERY"]["task_routes"]["jobs.sweep_outbox"]["queue"]

@@ -217,7 +217,7 @@ def test_concurrent_refreshes_with_one_token_exactly_one_wins(app, client, live_
 
 
 def test_purge_keeps_rotated_tokens_until_their_family_ends(app, client, tenant):
-    from worker.oidc import purge_expired
+    from app.oidc.tasks import purge_expired
 
     first = _tokens(client, tenant)
     second = _refresh(client, tenant, first["refresh_token"]).get_json()

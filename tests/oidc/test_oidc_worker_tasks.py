@@ -8,10 +8,10 @@ from app.db import as_utc, transaction, utcnow
 from app.extensions import celery, db
 from app.oidc import keys
 from app.oidc.models import KEY_ACTIVE, KEY_RETIRED, AuthorizationCode, SigningKey
+from app.oidc.tasks import purge_expired, rotate_keys
 from app.security import hash_secret
 from tests.support.config import setting_of
 from tests.support.oidc import exchange, sign_in
-from worker.oidc import purge_expired, rotate_keys
 
 
 def test_beat_schedule_includes_key_rotation_and_purge(app):

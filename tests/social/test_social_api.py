@@ -376,7 +376,7 @@ def link_statuses(client, master, user_id: int) -> dict[str, dict]:
 def test_wrong_api_key_is_a_configuration_fault_that_heals_without_relinking(
     app, client, master, platforms: Platforms, monkeypatch
 ) -> None:
-    from worker.social import refresh_stale
+    from app.social.tasks import refresh_stale
 
     steamid = new_steamid()
     platforms.game_store.add_player(steamid)
@@ -617,7 +617,7 @@ def test_social_data_documents_both_answers(client) -> None:
 
 
 def test_background_refresh_fetches_stale_links(app, client, master, platforms: Platforms) -> None:
-    from worker.social import refresh_stale
+    from app.social.tasks import refresh_stale
 
     steamid = new_steamid()
     platforms.game_store.add_player(steamid)
@@ -657,7 +657,7 @@ def hold_next_fetch(app, client, master, platforms: Platforms, monkeypatch) -> t
 
 
 def run_fetch_here(app, job_id: str) -> None:
-    from worker.social import fetch
+    from app.social.tasks import fetch
 
     with app.app_context():
         fetch.apply(args=[job_id])

@@ -15,7 +15,7 @@ from sqlalchemy.exc import TimeoutError as PoolTimeout
 from app.db import database_unreachable
 from app.extensions import celery
 from app.jobs import service
-from worker.base import job_task
+from app.jobs.runner import job_task
 
 log = logging.getLogger(__name__)
 

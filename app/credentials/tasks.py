@@ -6,8 +6,8 @@ from app.credentials import service
 from app.credentials.settings import CredentialSettings
 from app.db import transaction
 from app.extensions import celery
+from app.jobs.runner import MAX_RETRIES, job_task
 from app.settings import current
-from worker.base import MAX_RETRIES, job_task
 
 
 # A verification is deterministic and kept within half the lease: a job started again and

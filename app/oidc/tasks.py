@@ -7,11 +7,11 @@ from smtplib import SMTPException
 
 from app.db import transaction
 from app.extensions import celery
+from app.jobs.runner import TransientError, job_task
 from app.jobs.service import CallOutside
 from app.oidc import authorize, backchannel, keys, mail
 from app.oidc.settings import OidcSettings
 from app.settings import current
-from worker.base import TransientError, job_task
 
 
 @celery.task(name="oidc.rotate_keys", ignore_result=True)

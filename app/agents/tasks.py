@@ -13,7 +13,7 @@ from app.agents.schemas import (
 )
 from app.db import transaction
 from app.extensions import celery
-from worker.base import job_task
+from app.jobs.runner import job_task
 
 
 @job_task("agents.host_card")

@@ -4,11 +4,11 @@ from __future__ import annotations
 
 from app.db import transaction
 from app.extensions import celery
+from app.jobs.runner import job_task
 from app.settings import current
 from app.social import service
 from app.social.errors import FetchDeferred
 from app.social.settings import SocialSettings
-from worker.base import job_task
 
 
 @job_task(service.FETCH_JOB, deferred=(FetchDeferred,))
