@@ -159,14 +159,16 @@ def _connect_features(app: Flask) -> None:
     from app.dids.resolution import document_finder, register_did_finders, resolve_network_did
     from app.issuer.keys import local_did_document
     from app.jobs.service import count_jobs_by_state, oldest_queued_job_age_seconds
+    from app.oidc.authorize import end_user_access
     from app.ops.queue import QueueReader, register_queue_reader
     from app.outbound import set_transaction_probe
-    from app.users.service import user_did_document
+    from app.users.service import register_access_ender, user_did_document
 
     set_transaction_probe(transaction_open)
     register_queue_reader(app, QueueReader(count_jobs_by_state, oldest_queued_job_age_seconds))
     register_did_finders(app, [find_agent_did, document_finder(user_did_document)])
     register_local_dids(app, LocalDids(network=resolve_network_did, web=local_did_document))
+    register_access_ender(app, end_user_access)
 
 
 def _register_request_hooks(app: Flask) -> None:

@@ -45,7 +45,6 @@ from app.security import hash_secret, random_token, texts_equal
 from app.settings import current
 from app.tenancy.models import Client
 from app.tenancy.service import from_email_address
-from app.users import service as users_service
 from app.users.models import User
 from app.users.service import find_user_by_email, get_enabled_user_in_tree
 
@@ -546,22 +545,11 @@ def end_session(session_token: str | None) -> bool:
     return True
 
 
-def disable_user_access(user: User) -> tuple[bool, int]:
-    """Disable the user everywhere: sign-in refused, sessions ended with back-channel logouts,
-    refresh-token families revoked, earlier access tokens refused for good.
+def end_user_access(user_id: int) -> int:
+    """End every live single sign-on session of the user (queueing their back-channel logouts) and
+    revoke their refresh-token families: what `app.users.service.disable_user` asks of sign-in.
 
-    Returns (whether the user was enabled until now, how many sessions ended). Flushes, never commits.
-    """
-    changed = users_service.disable_user(user)
-    ended = end_user_sessions(user.id)
-    revoke_user_refresh_tokens(user.id)
-    return changed, ended
-
-
-def end_user_sessions(user_id: int) -> int:
-    """End every live single sign-on session of the user and queue their back-channel logouts.
-
-    For a user an operator disabled; returns how many sessions ended. Flushes, never commits.
+    Returns how many sessions ended. Flushes, never commits.
     """
     now = utcnow()
     sids = db.session.execute(
@@ -574,6 +562,7 @@ def end_user_sessions(user_id: int) -> int:
     for sid in sids:
         queue_logouts(sid)
         revoke_session_refresh_tokens(sid)
+    revoke_user_refresh_tokens(user_id)
     db.session.flush()
     return len(sids)
 

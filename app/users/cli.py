@@ -7,7 +7,6 @@ from flask.cli import AppGroup
 
 from app.db import isoformat, transaction
 from app.errors import DomainError
-from app.oidc.authorize import disable_user_access
 from app.users import service
 
 users_cli = AppGroup("users", help="Users of the client trees.")
@@ -22,7 +21,7 @@ def disable_user(reference: str) -> None:
     try:
         with transaction():
             user = service.require_user_by_reference(reference)
-            changed, ended = disable_user_access(user)
+            changed, ended = service.disable_user(user)
             user_id, disabled_at = user.id, isoformat(user.disabled_at)
     except DomainError as error:
         raise click.ClickException(error.detail) from error

@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
+from flask import Flask, current_app
 from sqlalchemy import select
 from sqlalchemy.exc import IntegrityError
 
@@ -14,6 +17,10 @@ from app.tenancy.caller import Caller
 from app.tenancy.models import Client
 from app.users.errors import EmailAddressTaken, UserReferenceAmbiguous
 from app.users.models import User
+
+# Ends a disabled user's sign-in sessions and revokes what they granted; how many sessions ended.
+AccessEnder = Callable[[int], int]
+_ACCESS_ENDER = "tessera.users.access_ender"
 
 
 def normalise_email(email: str) -> str:
@@ -82,18 +89,25 @@ def require_user_by_reference(reference: str) -> User:
     return users[0]
 
 
-def disable_user(user: User) -> bool:
-    """Disable the user: sign-in is refused and their tokens stop working for good (access tokens
-    issued until now are refused even after `enable_user`). False if already disabled.
+def register_access_ender(app: Flask, ender: AccessEnder) -> None:
+    """Have `disable_user` call `ender(user_id)`: the sign-in feature ends what the user signed in to."""
+    app.extensions[_ACCESS_ENDER] = ender
 
-    Flushes, never commits; an already disabled user keeps the original time. Refresh tokens are
-    revoked by the caller (`app.oidc.authorize.disable_user_access`).
+
+def disable_user(user: User) -> tuple[bool, int]:
+    """Disable the user everywhere: sign-in refused, sign-in sessions ended (with their back-channel
+    logouts) and refresh-token families revoked by the registered `AccessEnder`, and access tokens
+    issued until now refused for good, even after `enable_user`.
+
+    Returns (whether the user was enabled until now, how many sessions ended). An already disabled
+    user keeps the original time; what they may still hold is ended again. Flushes, never commits.
     """
-    if user.disabled_at is not None:
-        return False
-    user.disabled_at = user.tokens_valid_after = utcnow()
-    db.session.flush()
-    return True
+    changed = user.disabled_at is None
+    if changed:
+        user.disabled_at = user.tokens_valid_after = utcnow()
+        db.session.flush()
+    ended = current_app.extensions[_ACCESS_ENDER](user.id)
+    return changed, ended
 
 
 def enable_user(user: User) -> bool:
