@@ -79,16 +79,16 @@ def database_unreachable(error: BaseException) -> bool:
         return False
     if error.connection_invalidated:
         return True
-    original = error.orig
-    module = type(original).__module__
-    if module.startswith("psycopg"):
-        import psycopg
+    import sqlite3
 
-        sqlstate = getattr(original, "sqlstate", None)
-        if sqlstate is None:  # raised by the client: the connection failed or the deadline passed
+    import psycopg
+
+    original = error.orig
+    if isinstance(original, psycopg.Error):
+        if original.sqlstate is None:  # raised by the client: no connection, or the deadline passed
             return isinstance(original, psycopg.OperationalError)
-        return sqlstate.startswith(_UNAVAILABLE_SQLSTATES)
-    if module == "sqlite3":
+        return original.sqlstate.startswith(_UNAVAILABLE_SQLSTATES)
+    if isinstance(original, sqlite3.OperationalError):
         return "locked" in str(original) or "busy" in str(original)
     return False
 

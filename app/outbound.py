@@ -9,9 +9,10 @@ a second DNS answer cannot redirect it); redirects are never followed (a 3xx is 
 other, so a redirect can never reach an unchecked address); proxies from the environment are
 ignored; connect, read and total time and the body size are bounded.
 
-The total time is a deadline on the wall clock: every socket operation (connect, TLS handshake,
-each write and read, headers included) waits at most until it, so a peer that drips one byte at
-a time cannot hold the caller longer than `total_timeout`. And no call runs inside an open
+The total time is a deadline on the wall clock: the name lookup and every socket operation
+(connect, TLS handshake, each write and read, headers included) wait at most until it, so neither
+a slow resolver nor a peer that drips one byte at a time can hold the caller longer than
+`total_timeout`. And no call runs inside an open
 database transaction (it would hold locks and a connection for as long as the peer likes):
 `fetch` raises `CalledInsideTransaction` when the probe the application registers
 (`set_transaction_probe`) says one is open.
@@ -27,6 +28,8 @@ import socket
 import ssl
 import time
 from collections.abc import Callable, Iterable, Mapping
+from concurrent.futures import ThreadPoolExecutor
+from concurrent.futures import TimeoutError as FutureTimeout
 from dataclasses import dataclass, field
 
 import httpcore
@@ -34,6 +37,11 @@ import httpx
 
 AddressResolver = Callable[[str, int], list[str]]
 TransactionProbe = Callable[[], bool]
+
+# The system resolver cannot be given a deadline, so lookups run here and the caller waits only
+# until its own; a lookup the resolver never answers pins one of these threads, not the caller.
+_RESOLVER_THREADS = 4
+_resolvers = ThreadPoolExecutor(max_workers=_RESOLVER_THREADS, thread_name_prefix="outbound-resolve")
 
 
 def _no_database() -> bool:
@@ -136,7 +144,7 @@ class TooLarge(OutboundFailure):
 
 
 class TooSlow(OutboundFailure):
-    """The exchange (connect, headers and body) took longer than the policy's `total_timeout`."""
+    """The exchange (name lookup, connect, headers and body) took longer than the policy's `total_timeout`."""
 
 
 class ConnectFailed(OutboundFailure):
@@ -175,10 +183,14 @@ class OutboundPolicy:
     def is_listed(self, host: str, port: int) -> bool:
         return f"{host}:{port}" in self.allowed_private_hosts
 
-    def checked_addresses(self, host: str, port: int) -> list[str]:
-        """The addresses of `host`, all public unless allow-listed; raises `UnusableHost`."""
+    def checked_addresses(self, host: str, port: int, deadline: float | None = None) -> list[str]:
+        """The addresses of `host`, all public unless allow-listed; raises `UnusableHost`, and
+        `TooSlow` when the resolver has not answered by `deadline` (`time.monotonic()` seconds)."""
+        lookup = _resolvers.submit(self.resolve_addresses, host, port)
         try:
-            addresses = self.resolve_addresses(host, port)
+            addresses = lookup.result(timeout=None if deadline is None else max(deadline - time.monotonic(), 0.001))
+        except FutureTimeout:
+            raise TooSlow() from None
         except (OSError, UnicodeError) as error:
             raise UnusableHost(host, error=error) from None
         if not addresses:
@@ -209,7 +221,7 @@ def fetch(
     """
     refuse_inside_transaction(f"{method} to {host[:100]}")
     deadline = time.monotonic() + policy.total_timeout
-    addresses = policy.checked_addresses(host, port)
+    addresses = policy.checked_addresses(host, port, deadline)
     default_port = 443 if scheme == "https" else 80
     sent_headers = {"Host": host if port == default_port else f"{host}:{port}", **headers}
     verify = ssl.create_default_context(cafile=policy.verify) if isinstance(policy.verify, str) else policy.verify

@@ -73,3 +73,15 @@ def test_a_platform_dripping_its_answer_is_cut_at_the_social_http_timeout():
     finally:
         http.close()
         server.stop()
+
+
+def test_a_resolver_that_never_answers_is_cut_at_the_total_deadline():
+    def silent_resolver(_host: str, _port: int) -> list[str]:
+        time.sleep(5)
+        return ["192.0.2.1"]
+
+    policy = outbound.OutboundPolicy(total_timeout=0.5, resolve_addresses=silent_resolver)
+    started = time.monotonic()
+    with pytest.raises(outbound.TooSlow):
+        outbound.fetch(policy, "GET", "https", "slow-dns.example", 443, "/", headers={})
+    assert time.monotonic() - started < 1.5
