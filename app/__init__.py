@@ -10,12 +10,11 @@ import sys
 from pathlib import Path
 
 from celery import signals as celery_signals
-from flask import Flask, Response, g, has_app_context, has_request_context, request
-from sqlalchemy import event
+from flask import Flask, Response, g, has_app_context, request
 from sqlalchemy.exc import DataError, IntegrityError, OperationalError
 
 from app.config import INSTANCE_DIR, Config, UnsafeConfiguration, check_startup_safety
-from app.db import in_unit_of_work
+from app.db import configure_engine
 from app.http import BoundedJSONProvider, CookieSessionInterface, TesseraFlask
 from app.ops.logging import configure_logging, new_request_id, request_id_var
 from app.settings import current, install_settings
@@ -109,9 +108,8 @@ def _init_extensions(app: Flask) -> None:
     celery_signals.setup_logging.connect(_keep_application_logging, weak=False, dispatch_uid="tessera-logging")
     app.extensions["celery"] = celery
 
-    if app.config["SQLALCHEMY_DATABASE_URI"].startswith("sqlite"):
-        with app.app_context():
-            _configure_sqlite(db.engine)
+    with app.app_context():
+        configure_engine(db.engine)
 
 
 def _keep_application_logging(**_kwargs) -> None:
@@ -121,34 +119,6 @@ def _keep_application_logging(**_kwargs) -> None:
 
     app = current_app if has_app_context() else celery.flask_app
     configure_logging(app.config["LOG_LEVEL"])
-
-
-def _configure_sqlite(engine) -> None:
-    """Give SQLite real transactions: BEGIN at the first statement, WAL, foreign keys.
-
-    pysqlite only opens a transaction before data-changing statements, so a read followed by a
-    write would not be atomic; emitting BEGIN ourselves makes every unit of work serialisable.
-    Units of work that write take the write lock up front (BEGIN IMMEDIATE): web requests and
-    every `transaction()` of a task or CLI command. Concurrent writers then queue on the busy
-    timeout instead of failing when a read transaction cannot be upgraded (SQLITE_BUSY_SNAPSHOT),
-    which would retry a job and repeat its effects (a platform called twice). A job working for a
-    while (network calls) makes requests wait meanwhile: SQLite serialises writers either way.
-    Reads outside both (app start, scripts) begin deferred. A writer waits for the lock at most
-    `DB_CALL_TIMEOUT` (sqlite3's busy timeout, set when connecting), then fails with 503.
-    """
-
-    @event.listens_for(engine, "connect")
-    def _on_connect(dbapi_connection, _record) -> None:
-        dbapi_connection.isolation_level = None
-        cursor = dbapi_connection.cursor()
-        cursor.execute("PRAGMA journal_mode=WAL")
-        cursor.execute("PRAGMA foreign_keys=ON")
-        cursor.close()
-
-    @event.listens_for(engine, "begin")
-    def _on_begin(connection) -> None:
-        writes = has_request_context() or in_unit_of_work()
-        connection.exec_driver_sql("BEGIN IMMEDIATE" if writes else "BEGIN")
 
 
 def _connect_features(app: Flask) -> None:

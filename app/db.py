@@ -1,23 +1,28 @@
-"""Declarative base, time helpers, and the transaction edge with its outbox.
+"""Declarative base, time helpers, and the one owner of transactions: the unit of work and its outbox.
 
-The transaction rule: a raised error rolls back, a returned response commits. The edge owns the
-transaction and commits exactly once; the only callers of `commit` are the edges:
+Every edge opens one unit of work, and only this module (with `app.dialect`, which spells out
+what differs between the databases) begins, commits or sets an isolation level; a test fails when
+anything else does (tests/foundation/test_transaction_owner.py). The modes (`Mode`):
 
-- a request: `_finish_unit_of_work` in `app/__init__.py` (after-request: commits a 2xx/3xx
-  response, rolls back a 4xx/5xx one);
-- a task or CLI command: `transaction()` below (a `with` block in the `*/tasks.py`, the `*/cli.py`
-  commands and the job runner in `app/jobs/service.py`).
+- `WRITE`: one transaction, committed once when the unit ends, rolled back when it raises. A
+  task's or a CLI command's `transaction()`, and every request: `_finish_unit_of_work` in
+  `app/__init__.py` commits a 2xx/3xx response and rolls back a 4xx/5xx one.
+- `READ`: a view that only reads (`read_only`). On PostgreSQL its statements run in autocommit:
+  no BEGIN and no COMMIT round trips. It never flushes on its own: a change it makes (an API
+  token's use stamp) waits in the session and is written by the edge, in a transaction, only
+  when the answer succeeds.
+- `STATEMENT`: one self-contained statement (a read, or one write) on a connection of its own,
+  outside the session: the hot routes answered before dispatch.
+- `JOB`: the job runner. The claim commits as a transaction of its own (`commit_on_its_own`),
+  the handler's writes commit with the job's final state (`commit_with`); on PostgreSQL each of
+  those travels in one round trip with the statements around it.
 
 Services and routes flush, never commit. Work that must be committed before its edge ends goes
 through `commit_before_the_edge(reason)`, the one named exception (`grep commit_before_the_edge`):
 an OAuth error with `keep_changes` (a revoked token family), a refused login code (its attempt
-counts), the first social fetch a request waits for, rotated OAuth tokens of a deferred fetch, the
-job claim, and work done before a call to another host (a spent social link attempt, an API
-token's use stamp before a verification). On PostgreSQL the job runner (`app/jobs/service.py`)
-spells out its transactions in statements sent in one round trip instead: the claim's BEGIN and
-COMMIT travel with the lock that begins the effect's transaction, and a succeeded job's final
-state travels with that transaction's COMMIT, so the edge's commit that follows finds nothing
-left to send.
+counts), the first social fetch a request waits for, rotated OAuth tokens of a deferred fetch, and
+work done before a call to another host (a spent social link attempt, an API token's use stamp
+before a verification).
 
 No call to another host runs inside a transaction (`app.outbound` asks `transaction_open` first).
 A unit of work that must call out either does it before its first write, ending the reads before
@@ -36,13 +41,17 @@ from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from contextvars import ContextVar
 from datetime import UTC, datetime
+from enum import StrEnum
 from functools import wraps
 from typing import Any
 
-from sqlalchemy import event
+from sqlalchemy import Executable, create_engine, event
+from sqlalchemy.engine import Connection, Engine
 from sqlalchemy.exc import DBAPIError
 from sqlalchemy.exc import TimeoutError as PoolTimeout
 from sqlalchemy.orm import Session
+
+from app import dialect
 
 # Models import these from here, beside the time helpers they use.
 from app.orm import Base as Base
@@ -53,11 +62,32 @@ log = logging.getLogger(__name__)
 # SQLSTATE classes and codes of a server that cannot serve right now: connection exceptions,
 # too many connections, an administrator's or a crash's shutdown, a server still starting.
 _UNAVAILABLE_SQLSTATES = ("08", "53300", "57P01", "57P02", "57P03")
-# Set while a `transaction()` block runs, in this thread or task only.
-_unit_of_work: ContextVar[bool] = ContextVar("tessera_unit_of_work", default=False)
-# Session.info keys: a `read_only` view runs in this session; the session has flushed since its last end.
+
+
+class Mode(StrEnum):
+    """How a unit of work uses the database (see the module's docstring)."""
+
+    WRITE = "write"
+    READ = "read"
+    STATEMENT = "statement"
+    JOB = "job"
+
+
+# The mode of the unit of work a task, CLI command or job opened, in this thread or task only.
+_unit_of_work: ContextVar[Mode | None] = ContextVar("tessera_unit_of_work", default=None)
+# Session.info keys: a `read_only` view runs in this session; the session has flushed since its
+# last end; the edge is writing what a `read_only` view changed.
 _READ_ONLY = "tessera_read_only"
 _FLUSHED = "tessera_flushed"
+_EDGE_WRITES = "tessera_edge_writes"
+_AUTOCOMMIT = {"isolation_level": "AUTOCOMMIT"}
+_STATEMENT_ENGINE = "tessera.statement_engine"
+
+
+@event.listens_for(Session, "before_flush")
+def _refuse_read_flush(session: Session, _context: Any, _instances: Any) -> None:
+    if session.info.get(_READ_ONLY) and not session.info.get(_EDGE_WRITES):
+        raise RuntimeError("a read unit of work flushed: its changes are written by its edge, never on their own")
 
 
 @event.listens_for(Session, "after_flush")
@@ -134,27 +164,47 @@ def after_commit_batch(key: str, item: Any, callback: Callable[[list], None]) ->
 def _take_after_commit() -> list[Callable[[], None]]:
     from app.extensions import db
 
-    db.session.info.pop(_FLUSHED, None)
-    db.session.info.pop(_READ_ONLY, None)
-    db.session.info.pop("after_commit_batches", None)
-    return db.session.info.pop("after_commit", [])
+    session = db.session()
+    session.info.pop(_FLUSHED, None)
+    if session.info.pop(_READ_ONLY, None):
+        session.autoflush = True
+    session.info.pop("after_commit_batches", None)
+    return session.info.pop("after_commit", [])
 
 
 def commit() -> None:
-    """Commit the session, then run what was waiting for the commit. For edges only."""
+    """Commit the session, then run what was waiting for the commit. For edges only.
+
+    What a `read_only` view changed is written here, in a transaction of its own.
+    """
     from app.extensions import db
 
+    session = db.session()
     try:
-        db.session.commit()
+        if session.info.get(_READ_ONLY) and (session.new or session.dirty or session.deleted):
+            _begin_edge_writes(session)
+        session.commit()
     except Exception:
-        db.session.rollback()
+        session.rollback()
         _take_after_commit()
         raise
+    finally:
+        session.info.pop(_EDGE_WRITES, None)
     for callback in _take_after_commit():
         try:
             callback()
         except Exception:  # the outbox sweep recovers anything not published
             log.exception("after-commit callback failed")
+
+
+def _begin_edge_writes(session: Session) -> None:
+    """Let the edge flush a `read_only` view's changes, in one transaction even in autocommit."""
+    session.info[_EDGE_WRITES] = True
+    connection = session.connection()
+    if connection.get_execution_options().get("isolation_level") == "AUTOCOMMIT":
+        # The connection stays in autocommit; the server's transaction spans the flush, and the
+        # session's commit sends its COMMIT (the driver sees the transaction open).
+        connection.exec_driver_sql("BEGIN")
 
 
 def commit_before_the_edge(reason: str) -> None:
@@ -170,16 +220,13 @@ def commit_before_the_edge(reason: str) -> None:
 
 
 def nothing_to_commit() -> bool:
-    """True when a `read_only` view's session holds nothing to commit: no change, flush or callback.
-
-    Consumes the view's mark: the next request in the same session is judged afresh.
-    """
+    """True when a `read_only` view's session holds nothing to commit: no change, flush or callback."""
     from app.extensions import db
 
     session = db.session()
     info = session.info
     return bool(
-        info.pop(_READ_ONLY, False)
+        info.get(_READ_ONLY, False)
         and _FLUSHED not in info
         and "after_commit" not in info
         and not (session.new or session.dirty or session.deleted)
@@ -207,22 +254,155 @@ def rollback() -> None:
 
 
 @contextmanager
-def transaction() -> Iterator[None]:
-    """One unit of work for tasks and CLI commands: commit on success, roll back on error.
+def unit_of_work(mode: Mode = Mode.WRITE) -> Iterator[Connection | None]:
+    """The unit of work of an edge that is not a request: a task, a CLI command, a job, a hot route.
 
-    Every transaction begun inside it counts as one that will write (`in_unit_of_work`): on
-    SQLite it takes the write lock at BEGIN, like a request's.
+    `WRITE`, `JOB`: the session's transaction, committed (then the after-commit callbacks run)
+    when the block ends, rolled back when it raises. `READ`: the session's reads, in autocommit on
+    PostgreSQL; its changes are written when the block ends. `STATEMENT`: yields a connection of
+    its own for one statement (on PostgreSQL in autocommit, from a pool that stays so; elsewhere
+    committed when the block ends), leaving the session alone. Every transaction begun inside a
+    unit counts as one that may write: on SQLite it takes the write lock at BEGIN, like a request's.
+    Opened once per edge: a unit opened inside another raises `RuntimeError`.
     """
-    token = _unit_of_work.set(True)
+    if _unit_of_work.get() is not None:
+        raise RuntimeError(f"a {mode} unit of work opened inside a {_unit_of_work.get()} one")
+    if mode is Mode.STATEMENT:
+        with _statement_unit() as connection:
+            yield connection
+        return
+    token = _unit_of_work.set(mode)
     try:
-        yield
+        if mode is Mode.READ:
+            _begin_reads()
+        yield None
     except BaseException:
+        _unit_of_work.reset(token)
         rollback()
         raise
+    _unit_of_work.reset(token)
+    if mode is Mode.READ and nothing_to_commit():
+        release()
     else:
         commit()
+
+
+def transaction() -> Any:
+    """`unit_of_work(Mode.WRITE)`: the unit of work of a task or a CLI command."""
+    return unit_of_work(Mode.WRITE)
+
+
+@contextmanager
+def _statement_unit() -> Iterator[Connection]:
+    token = _unit_of_work.set(Mode.STATEMENT)
+    try:
+        with _statement_engine().connect() as connection:
+            yield connection
+            if connection.in_transaction():
+                connection.commit()
     finally:
         _unit_of_work.reset(token)
+
+
+def _statement_engine() -> Engine:
+    """The engine of `STATEMENT` units, made at the first one.
+
+    On PostgreSQL a pool of its own whose connections stay in autocommit: one round trip per
+    statement, and no isolation level set and reset per statement. It has the session engine's
+    options (deadlines: app/ops/database.py). SQLite shares the session's engine (its connections
+    are set up for its transactions, which autocommit would undo).
+    """
+    from flask import current_app
+
+    from app.extensions import db
+
+    app = current_app._get_current_object()
+    engine = app.extensions.get(_STATEMENT_ENGINE)
+    if engine is None:
+        engine = db.engine
+        if engine.dialect.name == "postgresql":
+            engine = create_engine(
+                engine.url, **app.config["SQLALCHEMY_ENGINE_OPTIONS"], isolation_level="AUTOCOMMIT",
+                pool_reset_on_return=None,
+            )
+        engine = app.extensions.setdefault(_STATEMENT_ENGINE, engine)
+    return engine
+
+
+def _begin_reads() -> None:
+    """Mark the session's unit as `READ`: autocommit on PostgreSQL, no flush before the edge."""
+    from app.extensions import db
+
+    session = db.session()
+    session.info[_READ_ONLY] = True
+    session.autoflush = False
+    if db.engine.dialect.name == "postgresql" and not session.in_transaction():
+        session.connection(execution_options=_AUTOCOMMIT)
+
+
+def writes_at_begin() -> bool:
+    """True when a transaction begun now belongs to a unit of work that may write (SQLite's BEGIN IMMEDIATE)."""
+    from flask import has_request_context
+
+    return has_request_context() or _unit_of_work.get() not in (None, Mode.STATEMENT)
+
+
+def commit_on_its_own(statement: Executable, parameters: dict[str, Any], *, then: Executable | None = None) -> tuple:
+    """In a `JOB` unit, as its first statement: commit `statement` in a transaction of its own, whose
+    commit may be acknowledged before it reaches the disk (`dialect.relaxed_durability`); then,
+    with `then`, begin the unit's transaction with that statement.
+
+    Returns `(rows statement changed, then's first row as a tuple or None)`. On PostgreSQL one
+    round trip: the session's connection is taken in autocommit and the steps say where each
+    transaction begins and ends; the unit's commit or rollback ends the second one as usual.
+    """
+    from app.extensions import db
+
+    _require_mode(Mode.JOB)
+    session = db.session()
+    if dialect.pipelines(db.engine):
+        connection = session.connection(execution_options=_AUTOCOMMIT)
+        relaxed = dialect.relaxed_durability(connection)
+        steps: list[dialect.Step] = [dialect.BEGIN, *([(relaxed, {})] if relaxed is not None else [])]
+        steps += [(statement, parameters), dialect.COMMIT]
+        if then is not None:
+            steps += [dialect.BEGIN, (then, parameters)]
+        results = dialect.driver_pipeline(connection, steps)
+        changed = results[steps.index(dialect.COMMIT) - 1][0]
+        return changed, results[-1][1] if then is not None else None
+    changed = session.execute(statement, parameters).rowcount
+    commit()
+    row = session.execute(then, parameters).first() if then is not None else None
+    return changed, None if row is None else tuple(row)
+
+
+def commit_with(statement: Executable, parameters: dict[str, Any]) -> None:
+    """In a `JOB` unit, as its last write: flush, then run `statement` and commit the transaction.
+
+    On PostgreSQL the statement travels with the COMMIT, one round trip; the unit's own commit
+    then finds the transaction ended and sends nothing, and runs the after-commit callbacks.
+    Elsewhere the statement runs now and the unit commits when it ends.
+    """
+    from app.extensions import db
+
+    _require_mode(Mode.JOB)
+    session = db.session()
+    if dialect.pipelines(db.engine):
+        session.flush()
+        dialect.driver_pipeline(session.connection(), [(statement, parameters), dialect.COMMIT])
+        return
+    session.execute(statement, parameters)
+
+
+def _require_mode(mode: Mode) -> None:
+    if _unit_of_work.get() is not mode:
+        raise RuntimeError(f"only a {mode} unit of work may do this (this is {_unit_of_work.get()})")
+
+
+def configure_engine(engine: Engine) -> None:
+    """Set up a new engine for the unit of work: on SQLite, its BEGIN (`dialect.configure_sqlite`)."""
+    if engine.dialect.name == "sqlite":
+        dialect.configure_sqlite(engine, writes_at_begin)
 
 
 def transaction_open() -> bool:
@@ -253,28 +433,23 @@ def end_reads(reason: str) -> None:
 
 
 def in_unit_of_work() -> bool:
-    """True inside `transaction()` (a task's or a CLI command's unit of work)."""
-    return _unit_of_work.get()
+    """True inside a `unit_of_work()` block (a task's, a CLI command's, a job's or a hot route's)."""
+    return _unit_of_work.get() is not None
 
 
 def read_only(view: Callable) -> Callable:
-    """Run a view that only reads without a transaction: no BEGIN and no COMMIT round trips.
+    """Run a view as a `READ` unit of work: no BEGIN and no COMMIT round trips on PostgreSQL.
 
-    On PostgreSQL the request's connection is taken in autocommit, so each statement is one round
-    trip and sees committed data. Only for views whose every statement reads, apart from single
-    self-contained stamps (an API token's last use) that may commit on their own. SQLite keeps
-    its transaction (its requests serialise on the write lock either way). When the view changed
-    nothing through the session, the request edge releases it without a commit (`nothing_to_commit`).
+    The request's connection is taken in autocommit, so each statement is one round trip and sees
+    committed data; SQLite keeps its transaction (its requests serialise on the write lock either
+    way). A change the view makes (an API token's use stamp) is never flushed on its own: the
+    request's edge writes it, in a transaction, when the answer succeeds, and releases the session
+    without a commit when there is none (`nothing_to_commit`).
     """
 
     @wraps(view)
     def wrapper(*args: Any, **kwargs: Any) -> Any:
-        from app.extensions import db
-
-        session = db.session()
-        session.info[_READ_ONLY] = True
-        if db.engine.dialect.name == "postgresql" and not session.in_transaction():
-            session.connection(execution_options={"isolation_level": "AUTOCOMMIT"})
+        _begin_reads()
         return view(*args, **kwargs)
 
     return wrapper

@@ -19,20 +19,18 @@ from dataclasses import dataclass
 from datetime import timedelta
 from typing import Any
 
-import psycopg
 from flask import current_app
-from psycopg.types.json import Jsonb
-from sqlalchemy import bindparam, false, func, insert, or_, select, text, update
+from sqlalchemy import bindparam, func, insert, or_, select, update
 from sqlalchemy.orm import make_transient_to_detached
 from sqlalchemy.orm.attributes import set_committed_value
 from sqlalchemy.orm.util import identity_key
 
-from app.db import after_commit_batch, as_utc, commit_before_the_edge, transaction, utcnow
+from app.db import Mode, after_commit_batch, as_utc, commit_on_its_own, commit_with, transaction, unit_of_work, utcnow
+from app.dialect import try_transaction_lock
 from app.errors import DomainError, NotFound
 from app.extensions import celery, db
 from app.jobs.models import FAILED, QUEUED, RUNNING, SUCCEEDED, CanaryRun, Job
 from app.ops.broker import begin_refill, end_refill, lost_since
-from app.ops.edge import driver_errors
 from app.ops.logging import current_request_id
 from app.ops.metrics import JOB_DURATION
 
@@ -213,7 +211,22 @@ def require_job_for_agent(job_id: str, agent_did: str) -> Job:
     return job
 
 
-_LOCK_JOB = select(Job.__table__).where(Job.__table__.c.id == bindparam("job_id")).with_for_update()
+_JOBS = Job.__table__
+_JOB_KEYS = tuple(column.name for column in _JOBS.columns)
+_LOCK_JOB = select(_JOBS).where(_JOBS.c.id == bindparam("job_id")).with_for_update()
+# A claim leases the job to this worker. Its commit may be acknowledged before it reaches disk
+# (`commit_on_its_own`): losing it in a crash leaves the job queued or its lease expiring, and the
+# sweep re-publishes it.
+_CLAIM_JOB = (
+    update(_JOBS)
+    .where(_JOBS.c.id == bindparam("job_id"), or_(_JOBS.c.state == QUEUED, _JOBS.c.state == RUNNING))
+    .values(
+        state=RUNNING,
+        attempts=_JOBS.c.attempts + 1,
+        started_at=func.coalesce(_JOBS.c.started_at, bindparam("now")),
+        lease_expires_at=bindparam("lease"),
+    )
+)
 
 
 def _lock_job(job_id: str) -> Job | None:
@@ -245,21 +258,9 @@ def claim_job(job_id: str) -> bool:
     Committed on its own so the job shows as running while the work happens; the effect itself
     is guarded again by the row lock in `run_job`.
     """
-    with transaction():
-        return _claim(job_id)
-
-
-# The claim is a transaction of its own. Its commit may be acknowledged before it reaches disk
-# (`set_config(..., true)` is SET LOCAL): losing it in a crash leaves the job queued or its lease
-# expiring, and the sweep re-publishes it.
-_PG_CLAIM = (
-    "WITH relaxed AS (SELECT set_config('synchronous_commit', 'off', true)) "
-    "UPDATE jobs SET state = 'running', attempts = attempts + 1, "
-    "started_at = coalesce(started_at, %(now)s), lease_expires_at = %(lease)s "
-    "FROM relaxed WHERE jobs.id = %(job_id)s AND jobs.state IN ('queued', 'running')"
-)
-_JOB_KEYS = tuple(column.name for column in Job.__table__.columns)
-_PG_LOCK = f"SELECT {', '.join(_JOB_KEYS)} FROM jobs WHERE id = %(job_id)s FOR UPDATE"
+    with unit_of_work(Mode.JOB):
+        claimed, _ = commit_on_its_own(_CLAIM_JOB, _claim_values(job_id))
+        return claimed == 1
 
 
 def _claim_values(job_id: str) -> dict[str, Any]:
@@ -267,62 +268,17 @@ def _claim_values(job_id: str) -> dict[str, Any]:
     return {"job_id": job_id, "now": now, "lease": now + timedelta(seconds=current_app.config["JOB_LEASE_SECONDS"])}
 
 
-def _claim(job_id: str) -> bool:
-    """Commit the claim of `job_id`; True if this worker claimed it.
-
-    Must be the first thing a session transaction does. On PostgreSQL one round trip.
-    """
-    values = _claim_values(job_id)
-    if db.engine.dialect.name == "postgresql":
-        _, claim, _ = _pipeline(("BEGIN", None), (_PG_CLAIM, values), ("COMMIT", None), autocommit=True)
-        return claim.rowcount == 1
-    claimed = db.session.execute(
-        update(Job.__table__)
-        .where(Job.id == job_id, Job.state.in_((QUEUED, RUNNING)))
-        .values(
-            state=RUNNING,
-            attempts=Job.attempts + 1,
-            started_at=func.coalesce(Job.started_at, values["now"]),
-            lease_expires_at=values["lease"],
-        )
-    )
-    commit_before_the_edge("a job claim shows the job running while its effect is worked on")
-    return claimed.rowcount == 1
-
-
 def _claim_and_lock(job_id: str) -> Job | None:
-    """Commit the claim of `job_id`, then lock its row in the session's (new) transaction.
+    """Commit the claim of `job_id`, then lock its row in the unit's (new) transaction.
 
     The job as locked, or None when this worker did not claim it (unknown, or already final).
-    Must be the first thing a session transaction does. On PostgreSQL the claim (`_PG_CLAIM`, a
-    transaction of its own) and the lock that begins the effect's transaction travel in one
-    pipeline, one round trip instead of three (claim, BEGIN, lock): the session's connection is
-    taken in autocommit and the statements say where each transaction begins and ends. The
-    session's commit or rollback ends the effect's transaction as usual, and the pool hands the
-    connection back out of autocommit.
+    Must be the first thing a `JOB` unit of work does: on PostgreSQL the claim and the lock that
+    begins the effect's transaction travel in one round trip (`commit_on_its_own`).
     """
-    if db.engine.dialect.name != "postgresql":
-        return _lock_job(job_id) if _claim(job_id) else None
-    values = _claim_values(job_id)
-    _, claim, _, _, lock = _pipeline(
-        ("BEGIN", None), (_PG_CLAIM, values), ("COMMIT", None), ("BEGIN", None), (_PG_LOCK, values), autocommit=True
-    )
-    row = lock.fetchone()
-    if claim.rowcount != 1 or row is None:
+    claimed, row = commit_on_its_own(_CLAIM_JOB, _claim_values(job_id), then=_LOCK_JOB)
+    if claimed != 1 or row is None:
         return None
     return _as_session_job(dict(zip(_JOB_KEYS, row, strict=True)))
-
-
-def _pipeline(*statements: tuple[str, dict | None], autocommit: bool = False) -> list[psycopg.Cursor]:
-    """Send `statements` on the session's PostgreSQL connection in one round trip; their cursors.
-
-    Each runs as a prepared statement. Driver errors are raised as SQLAlchemy's `DBAPIError`s, as
-    the session's own are, and a connection the error broke is discarded from the pool.
-    """
-    options = {"isolation_level": "AUTOCOMMIT"} if autocommit else {}
-    connection = db.session.connection(execution_options=options)
-    with driver_errors(connection, "; ".join(sql for sql, _params in statements)) as driver, driver.pipeline():
-        return [driver.execute(sql, params, prepare=True) for sql, params in statements]
 
 
 def run_job(job_id: str, handler: JobHandler, *, max_attempts: int | None = None) -> None:
@@ -337,7 +293,7 @@ def run_job(job_id: str, handler: JobHandler, *, max_attempts: int | None = None
     or kept failing) is failed with `attempts_exhausted` instead of being run again.
     """
     try:
-        with transaction():
+        with unit_of_work(Mode.JOB):
             job = _claim_and_lock(job_id)
             if job is None or job.is_final:
                 return
@@ -350,7 +306,7 @@ def run_job(job_id: str, handler: JobHandler, *, max_attempts: int | None = None
                 _succeed_and_commit(job, result or {})
                 return
         outcome = result.call()
-        with transaction():
+        with unit_of_work(Mode.JOB):
             job = _lock_job(job_id)
             if job is not None and not job.is_final:
                 _succeed_and_commit(job, result.record(job, outcome) or {})
@@ -367,8 +323,8 @@ def fail_job(job_id: str, error: dict) -> None:
 
 
 _FINISH_JOB = (
-    update(Job.__table__)
-    .where(Job.__table__.c.id == bindparam("job_id"))
+    update(_JOBS)
+    .where(_JOBS.c.id == bindparam("job_id"))
     .values({name: bindparam(name) for name in ("state", "result", "error", "finished_at", "lease_expires_at")})
 )
 
@@ -390,26 +346,14 @@ def _finished(job: Job, final: dict[str, Any]) -> None:
     JOB_DURATION.labels(job.kind, final["state"]).observe(duration.total_seconds())
 
 
-_PG_SUCCEED = (
-    "UPDATE jobs SET state = 'succeeded', result = %(result)s, error = NULL, finished_at = %(finished_at)s, "
-    "lease_expires_at = NULL WHERE id = %(job_id)s"
-)
-
-
 def _succeed_and_commit(job: Job, result: dict) -> None:
-    """Record the locked job as succeeded with `result` and, on PostgreSQL, commit its transaction.
+    """Record the locked job as succeeded with `result`, committed with the handler's writes.
 
-    The handler's writes are flushed first; the UPDATE then travels with the COMMIT, and the edge's
-    commit that follows (`transaction()`) finds the transaction ended and sends nothing. On SQLite
-    the edge commits as for any other unit of work.
+    The final state is the unit's last write (`commit_with`): on PostgreSQL it travels with the
+    COMMIT, one round trip.
     """
-    if db.engine.dialect.name != "postgresql":
-        _finish(job, SUCCEEDED, result=result)
-        return
-    db.session.flush()
     final = {"state": SUCCEEDED, "result": result, "error": None, "finished_at": utcnow(), "lease_expires_at": None}
-    parameters = {"job_id": job.id, "result": Jsonb(result), "finished_at": final["finished_at"]}
-    _pipeline((_PG_SUCCEED, parameters), ("COMMIT", None))
+    commit_with(_FINISH_JOB, {"job_id": job.id, **final})
     _finished(job, final)
 
 
@@ -452,7 +396,7 @@ def sweep_outbox() -> int:
         .with_for_update(skip_locked=True)
     )
     with transaction():
-        if not _take_sweep_lock():
+        if not try_transaction_lock(db.session.connection(), _SWEEP_LOCK_KEY, _JOBS):
             return 0
         jobs = db.session.execute(stuck).scalars().all()
         for job in jobs:
@@ -477,17 +421,6 @@ def sweep_outbox() -> int:
                 db.session.execute(update(Job.__table__).where(Job.id.in_(refused)).values(republish_at=now))
         log.info("outbox sweep published %d of %d jobs", len(published), len(pending))
     return len(published)
-
-
-def _take_sweep_lock() -> bool:
-    """Take the sweep's lock for the current transaction; False if another sweep holds it."""
-    connection = db.session.connection()
-    if connection.dialect.name == "postgresql":
-        taken = connection.execute(text("SELECT pg_try_advisory_xact_lock(:key)"), {"key": _SWEEP_LOCK_KEY})
-        return bool(taken.scalar())
-    # SQLite: a write as the transaction's first statement takes the database's write lock.
-    connection.execute(update(Job.__table__).where(false()).values(state=Job.state))
-    return True
 
 
 def count_jobs_by_state() -> dict[str, int]:

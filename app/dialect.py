@@ -1,0 +1,170 @@
+"""What differs between SQLite and PostgreSQL, in one place: every other module writes one statement,
+in SQLAlchemy Core from the table definitions, and runs it on either database.
+
+- SQLite's transactions: pysqlite's own transaction handling is turned off and the unit of work's
+  BEGIN is emitted here (`configure_sqlite`).
+- A transaction-scoped lock only one process holds at a time (`try_transaction_lock`): an advisory
+  lock on PostgreSQL, the database's write lock on SQLite.
+- A commit that may be acknowledged before it reaches the disk (`relaxed_durability`): PostgreSQL's
+  `synchronous_commit` for the transaction; SQLite has no such setting.
+- Several statements in one round trip (`driver_pipeline`): psycopg's pipeline mode, each
+  statement prepared; elsewhere the unit of work runs them one after another through SQLAlchemy.
+
+`FOR UPDATE` (with `SKIP LOCKED`) is written in the statements themselves: SQLite's compiler leaves
+it out, its write lock already serialising the writers. Transaction boundaries are the unit of
+work's (`app.db`), the one user of `BEGIN` and `COMMIT`.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import contextmanager
+from typing import Any
+
+from sqlalchemy import Executable, Table, event, false, func, select, true, update
+from sqlalchemy.engine import Connection, Engine
+from sqlalchemy.exc import DBAPIError
+
+
+def configure_sqlite(engine: Engine, writes: Callable[[], bool]) -> None:
+    """Give SQLite real transactions: BEGIN at the first statement, WAL, foreign keys.
+
+    pysqlite only opens a transaction before data-changing statements, so a read followed by a
+    write would not be atomic; emitting BEGIN ourselves makes every unit of work serialisable.
+    When `writes()` says the unit of work will write, BEGIN IMMEDIATE takes the write lock up
+    front: concurrent writers then queue on the busy timeout instead of failing when a read
+    transaction cannot be upgraded (SQLITE_BUSY_SNAPSHOT), which would retry a job and repeat its
+    effects (a platform called twice). A writer waits for the lock at most `DB_CALL_TIMEOUT`
+    (sqlite3's busy timeout, set when connecting), then fails with 503.
+    """
+
+    @event.listens_for(engine, "connect")
+    def _on_connect(dbapi_connection, _record) -> None:
+        dbapi_connection.isolation_level = None
+        cursor = dbapi_connection.cursor()
+        cursor.execute("PRAGMA journal_mode=WAL")
+        cursor.execute("PRAGMA foreign_keys=ON")
+        cursor.close()
+
+    @event.listens_for(engine, "begin")
+    def _on_begin(connection: Connection) -> None:
+        connection.exec_driver_sql("BEGIN IMMEDIATE" if writes() else "BEGIN")
+
+
+def is_postgresql(connection: Connection) -> bool:
+    return connection.dialect.name == "postgresql"
+
+
+def relaxed_durability(connection: Connection) -> Executable | None:
+    """The statement that lets the current transaction's commit be acknowledged before it reaches
+    the disk (PostgreSQL's `SET LOCAL synchronous_commit = off`); None where there is no such thing.
+
+    For transactions whose loss in a crash is recovered otherwise (a job's claim: the sweep).
+    """
+    if not is_postgresql(connection):
+        return None
+    return select(func.set_config("synchronous_commit", "off", true()))
+
+
+def try_transaction_lock(connection: Connection, key: int, table: Table) -> bool:
+    """Take the lock named `key` until the transaction ends; False if another transaction holds it.
+
+    PostgreSQL: a transaction-scoped advisory lock, refused at once when taken. SQLite: a write to
+    `table` that changes nothing, as the transaction's first statement, takes the database's write
+    lock (waiting for it, as any writer).
+    """
+    if is_postgresql(connection):
+        return bool(connection.execute(select(func.pg_try_advisory_xact_lock(key))).scalar())
+    first_column = next(iter(table.columns))
+    connection.execute(update(table).where(false()).values({first_column.name: first_column}))
+    return True
+
+
+class Begin:
+    """In a `driver_pipeline`: a transaction begins here."""
+
+
+class Commit:
+    """In a `driver_pipeline`: the transaction commits here."""
+
+
+BEGIN, COMMIT = Begin(), Commit()
+Step = Begin | Commit | tuple[Executable, dict[str, Any]]
+
+
+def pipelines(connection: Connection) -> bool:
+    """True when the driver sends several statements in one round trip (`driver_pipeline`)."""
+    return connection.dialect.name == "postgresql" and connection.dialect.driver == "psycopg"
+
+
+def driver_pipeline(connection: Connection, steps: Sequence[Step]) -> list[tuple[int, tuple | None] | None]:
+    """Run `steps` on a psycopg connection in autocommit, in one round trip; a result per step.
+
+    A statement's result is its `(rowcount, first row or None)`, the row a tuple in the statement's
+    column order; `BEGIN` and `COMMIT` (which say where transactions begin and end) have None.
+    Each statement runs prepared, compiled once, its parameters converted as SQLAlchemy would.
+    For the unit of work (`app.db`) only, which runs the same steps through SQLAlchemy elsewhere.
+    """
+    commands: list[tuple[str, dict[str, Any] | None]] = []
+    for step in steps:
+        if isinstance(step, Begin):
+            commands.append(("BEGIN", None))
+        elif isinstance(step, Commit):
+            commands.append(("COMMIT", None))
+        else:
+            form = _driver_form(step[0], connection)
+            commands.append((form.sql, form.parameters(step[1])))
+    with _driver_errors(connection, "; ".join(sql for sql, _ in commands)) as driver, driver.pipeline():
+        cursors = [driver.execute(sql, parameters, prepare=True) for sql, parameters in commands]
+    results: list[tuple[int, tuple | None] | None] = []
+    for step, cursor in zip(steps, cursors, strict=True):
+        marker = isinstance(step, (Begin, Commit))
+        results.append(None if marker else (cursor.rowcount, cursor.fetchone() if cursor.description else None))
+    return results
+
+
+class _DriverForm:
+    """A Core statement compiled once for psycopg: its SQL and how SQLAlchemy converts its parameters."""
+
+    def __init__(self, statement: Executable, connection: Connection) -> None:
+        dialect = connection.dialect
+        self.compiled = statement.compile(dialect=dialect)
+        if self.compiled.literal_execute_params or self.compiled.post_compile_params:
+            raise TypeError("a pipelined statement takes no expanding or literal-execute parameters")
+        self.sql = str(self.compiled)
+        self.processors = {
+            name: processor
+            for name, bind in self.compiled.binds.items()
+            if (processor := bind.type.dialect_impl(dialect).bind_processor(dialect)) is not None
+        }
+
+    def parameters(self, values: dict[str, Any]) -> dict[str, Any]:
+        parameters = self.compiled.construct_params(values)
+        for name, processor in self.processors.items():
+            if parameters.get(name) is not None:
+                parameters[name] = processor(parameters[name])
+        return parameters
+
+
+_driver_forms: dict[int, tuple[Executable, _DriverForm]] = {}
+
+
+def _driver_form(statement: Executable, connection: Connection) -> _DriverForm:
+    known = _driver_forms.get(id(statement))
+    if known is None or known[0] is not statement:
+        known = _driver_forms[id(statement)] = (statement, _DriverForm(statement, connection))
+    return known[1]
+
+
+@contextmanager
+def _driver_errors(connection: Connection, statement: str) -> Iterator[Any]:
+    """The driver's connection under `connection`; its errors raised as SQLAlchemy's `DBAPIError`, as
+    statements run through SQLAlchemy raise them, and a connection an error broke left the pool."""
+    driver_connection = connection.connection.driver_connection
+    dbapi_error = connection.dialect.loaded_dbapi.Error
+    try:
+        yield driver_connection
+    except dbapi_error as error:
+        if driver_connection.closed or driver_connection.broken:
+            connection.invalidate(error)
+        raise DBAPIError.instance(statement, None, error, dbapi_error, dialect=connection.dialect) from error
