@@ -193,27 +193,39 @@ def test_a_value_the_database_refuses_is_400_not_500(app, client):
         assert_problem(response, 400, "invalid_value")
 
 
-def test_a_read_only_view_keeps_a_change_it_made_even_once_flushed(app, client, master):
-    # A read-only view's edge skips the commit only when nothing changed; an autoflushed stamp is a change.
+def test_a_read_only_views_change_is_written_by_its_edge_only_when_the_answer_succeeds(app, client, master):
+    # A read unit of work never writes on its own (on PostgreSQL its reads run in autocommit, where
+    # a flushed stamp would commit by itself): its edge writes the change, or drops it with a 4xx.
     from flask import Blueprint
     from sqlalchemy import select
 
     from app.db import read_only
+    from app.errors import NotFound
     from app.extensions import db
     from app.tenancy.models import Client
 
     if "stamping" not in app.blueprints:
         probe = Blueprint("stamping", __name__)
 
-        @probe.get("/__stamping/<int:client_id>/<city>")
+        @probe.get("/__stamping/<int:client_id>/<city>/<answer>")
         @read_only
-        def stamping(client_id: int, city: str):
+        def stamping(client_id: int, city: str, answer: str):
             db.session.get(Client, client_id).city = city
-            db.session.scalar(select(Client.id).limit(1))  # flushes the change before the edge
+            db.session.scalar(select(Client.id).limit(1))  # no autoflush: the change waits for the edge
+            if answer == "refused":
+                raise NotFound("refused after the change")
+            if answer == "flushed":
+                db.session.flush()
             return {"stamped": True}
 
         app._got_first_request = False
         app.register_blueprint(probe)
-    assert client.get(f"/__stamping/{master.client_id}/Flushed").status_code == 200
+    assert client.get(f"/__stamping/{master.client_id}/Refused/refused").status_code == 404
     with app.app_context():
-        assert db.session.get(Client, master.client_id).city == "Flushed"
+        assert db.session.get(Client, master.client_id).city != "Refused"
+    assert client.get(f"/__stamping/{master.client_id}/Flushed/flushed").status_code == 500
+    with app.app_context():
+        assert db.session.get(Client, master.client_id).city != "Flushed"
+    assert client.get(f"/__stamping/{master.client_id}/Kept/ok").status_code == 200
+    with app.app_context():
+        assert db.session.get(Client, master.client_id).city == "Kept"
