@@ -212,8 +212,8 @@ def commit_before_the_edge(reason: str) -> None:
 
     The rule is that an edge commits once (a returned response or a finished task) and a raised
     error rolls back. Work that must survive a later refusal or be visible to another process
-    before the edge ends (a revoked token family answered with an error, a claimed job, a fetch job
-    the caller waits for) commits here; `reason` says why, for the reader and the debug log.
+    before the edge ends (a revoked token family answered with an error, a fetch job the caller
+    waits for) commits here; `reason` says why, for the reader and the debug log.
     """
     log.debug("commit before the edge: %s", reason)
     commit()
