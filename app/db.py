@@ -45,7 +45,7 @@ from enum import StrEnum
 from functools import wraps
 from typing import Any
 
-from sqlalchemy import Executable, create_engine, event
+from sqlalchemy import Executable, Update, create_engine, event
 from sqlalchemy.engine import Connection, Engine
 from sqlalchemy.exc import DBAPIError
 from sqlalchemy.exc import TimeoutError as PoolTimeout
@@ -347,7 +347,7 @@ def writes_at_begin() -> bool:
     return has_request_context() or _unit_of_work.get() not in (None, Mode.STATEMENT)
 
 
-def commit_on_its_own(statement: Executable, parameters: dict[str, Any], *, then: Executable | None = None) -> tuple:
+def commit_on_its_own(statement: Update, parameters: dict[str, Any], *, then: Executable | None = None) -> tuple:
     """In a `JOB` unit, as its first statement: commit `statement` in a transaction of its own, whose
     commit may be acknowledged before it reaches the disk (`dialect.relaxed_durability`); then,
     with `then`, begin the unit's transaction with that statement.
@@ -362,14 +362,12 @@ def commit_on_its_own(statement: Executable, parameters: dict[str, Any], *, then
     session = db.session()
     if dialect.pipelines(db.engine):
         connection = session.connection(execution_options=_AUTOCOMMIT)
-        relaxed = dialect.relaxed_durability(connection)
-        steps: list[dialect.Step] = [dialect.BEGIN, *([(relaxed, {})] if relaxed is not None else [])]
-        steps += [(statement, parameters), dialect.COMMIT]
+        relaxed = dialect.relaxed_durability(connection, statement)
+        steps: list[dialect.Step] = [dialect.BEGIN, (relaxed, parameters), dialect.COMMIT]
         if then is not None:
             steps += [dialect.BEGIN, (then, parameters)]
         results = dialect.driver_pipeline(connection, steps)
-        changed = results[steps.index(dialect.COMMIT) - 1][0]
-        return changed, results[-1][1] if then is not None else None
+        return results[1][0], results[-1][1] if then is not None else None
     changed = session.execute(statement, parameters).rowcount
     commit()
     row = session.execute(then, parameters).first() if then is not None else None

@@ -21,7 +21,7 @@ from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from typing import Any
 
-from sqlalchemy import Executable, Table, event, false, func, select, true, update
+from sqlalchemy import Executable, Table, Update, event, false, func, select, true, update
 from sqlalchemy.engine import Connection, Engine
 from sqlalchemy.exc import DBAPIError
 
@@ -55,15 +55,25 @@ def is_postgresql(connection: Connection) -> bool:
     return connection.dialect.name == "postgresql"
 
 
-def relaxed_durability(connection: Connection) -> Executable | None:
-    """The statement that lets the current transaction's commit be acknowledged before it reaches
-    the disk (PostgreSQL's `SET LOCAL synchronous_commit = off`); None where there is no such thing.
+def relaxed_durability(connection: Connection, statement: Update) -> Update:
+    """`statement`, made to let its transaction's commit be acknowledged before it reaches the disk.
 
-    For transactions whose loss in a crash is recovered otherwise (a job's claim: the sweep).
+    PostgreSQL: `synchronous_commit` is turned off for the transaction (`set_config(..., true)`,
+    SET LOCAL) in a CTE the UPDATE reads from, so it costs no statement of its own. Elsewhere
+    `statement` itself: there is no such setting. For transactions whose loss in a crash is
+    recovered otherwise (a job's claim: the sweep).
     """
     if not is_postgresql(connection):
-        return None
-    return select(func.set_config("synchronous_commit", "off", true()))
+        return statement
+    known = _relaxed.get(id(statement))
+    if known is None or known[0] is not statement:
+        setting = select(func.set_config("synchronous_commit", "off", true()).label("setting")).cte("relaxed")
+        # Read from, so the CTE is evaluated: the setting's new value is never null.
+        known = _relaxed[id(statement)] = (statement, statement.where(setting.c.setting.is_not(None)))
+    return known[1]
+
+
+_relaxed: dict[int, tuple[Update, Update]] = {}
 
 
 def try_transaction_lock(connection: Connection, key: int, table: Table) -> bool:
@@ -132,6 +142,8 @@ class _DriverForm:
         if self.compiled.literal_execute_params or self.compiled.post_compile_params:
             raise TypeError("a pipelined statement takes no expanding or literal-execute parameters")
         self.sql = str(self.compiled)
+        # Parameters the statement fixes itself (literals SQLAlchemy binds), beside the caller's.
+        self.constants = {name: value for name, value in self.compiled.params.items() if value is not None}
         self.processors = {
             name: processor
             for name, bind in self.compiled.binds.items()
@@ -139,7 +151,7 @@ class _DriverForm:
         }
 
     def parameters(self, values: dict[str, Any]) -> dict[str, Any]:
-        parameters = self.compiled.construct_params(values)
+        parameters = {**self.constants, **values}
         for name, processor in self.processors.items():
             if parameters.get(name) is not None:
                 parameters[name] = processor(parameters[name])
