@@ -15,14 +15,16 @@ from __future__ import annotations
 import logging
 import threading
 import time
-from collections.abc import Set
+from collections.abc import Sequence, Set
 from dataclasses import dataclass
 from datetime import UTC, datetime
+from typing import Any
 
 from flask import current_app
 from joserfc import jwt
 from joserfc.errors import JoseError
 from joserfc.jwk import KeySet, OctKey
+from sqlalchemy import and_, func
 from sqlalchemy.dialects import postgresql, sqlite
 
 from app.db import end_reads
@@ -35,7 +37,12 @@ from app.oidc.tokens import b64_json
 from app.security import decrypt, hash_secret
 from app.settings import current
 from app.tenancy.models import Client
-from app.tenancy.service import CLIENT_SECRET_PURPOSE, get_active_client, verify_client_secret
+from app.tenancy.service import (
+    CLIENT_SECRET_PURPOSE,
+    client_secret_clause,
+    get_active_client,
+    verify_client_secret,
+)
 
 log = logging.getLogger(__name__)
 
@@ -125,12 +132,21 @@ def authenticate(credentials: PresentedCredentials, audiences: Set[str], loaded:
     """
     if credentials.method == "assertion":
         return _authenticate_assertion(credentials, audiences, loaded)
+    # `secret_authentication_clause` says the same in SQL.
     client = get_client_by_id(credentials.client_id, loaded)
     if client is None or not credentials.secret or not verify_client_secret(client, credentials.secret):
         raise InvalidClient()
     if client.token_endpoint_auth_method not in (None, credentials.method):
         raise InvalidClient(f"This client authenticates with {client.token_endpoint_auth_method}.")
     return client
+
+
+def secret_authentication_clause(method: Any, hashes: Sequence[Any], now: Any) -> Any:
+    """`authenticate` for a secret method (`SECRET_METHODS`) as a condition on the outer `Client`:
+    the secret its own (current, or previous within its grace) and the client authenticating with
+    `method` or with no method set. `method`, `hashes` (one per `secret_hash_candidates`) and `now`
+    are bound parameters of the caller's statement, which also holds `enabled_client_clause()`."""
+    return and_(client_secret_clause(hashes, now), func.coalesce(Client.token_endpoint_auth_method, method) == method)
 
 
 def _unverified_claims(assertion: str) -> tuple[dict, dict]:
