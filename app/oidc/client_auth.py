@@ -27,6 +27,7 @@ from joserfc.jwk import KeySet, OctKey
 from sqlalchemy import and_, func
 from sqlalchemy.dialects import postgresql, sqlite
 
+from app.cache import Cache
 from app.db import end_reads
 from app.extensions import db
 from app.oidc import outbound
@@ -53,6 +54,7 @@ KEY_ALGORITHMS = ("RS256", "PS256", "ES256")
 # An assertion must be short-lived: its jti is remembered only until it expires.
 MAX_ASSERTION_LIFETIME = 600
 _JWKS_CACHE_SECONDS = 300.0
+_JWKS_CACHE_SIZE = 1024
 # Also how long a failed fetch is remembered, so requests naming a broken jwks_uri answer at once.
 _JWKS_MISS_REFETCH_SECONDS = 10.0
 KEYS_UNAVAILABLE = "The client's keys could not be obtained from its jwks_uri."
@@ -230,27 +232,27 @@ def _remember_jti(client: Client, jti: str, exp: int) -> None:
 
 
 class _JwksCache:
-    """Documents (or a failure, `None`) per `jwks_uri` with when they were fetched; one fetch per URL at a time."""
+    """Documents (or a failure, `None`) per `jwks_uri` with when they were fetched (whether one is
+    still good is `_needs_fetch`'s to say); one fetch per URL at a time."""
 
     def __init__(self) -> None:
         self.lock = threading.Lock()
-        self.entries: dict[str, tuple[float, dict | None]] = {}
+        self.entries: Cache[tuple[float, dict | None]] = Cache("client_jwks", maxsize=_JWKS_CACHE_SIZE)
         self.fetching: dict[str, threading.Lock] = {}
 
     def get(self, url: str) -> tuple[float, dict | None] | None:
-        with self.lock:
-            return self.entries.get(url)
+        return self.entries.get(url)
 
     def put(self, url: str, fetched_at: float, document: dict | None) -> None:
-        with self.lock:
-            self.entries[url] = (fetched_at, document)
+        self.entries.put(url, (fetched_at, document))
 
     def drop(self, url: str) -> None:
-        with self.lock:
-            self.entries.pop(url, None)
+        self.entries.discard(url)
 
     def fetch_lock(self, url: str) -> threading.Lock:
         with self.lock:
+            if len(self.fetching) >= _JWKS_CACHE_SIZE:  # locks of URLs no fetch holds are dropped
+                self.fetching = {name: held for name, held in self.fetching.items() if held.locked()}
             return self.fetching.setdefault(url, threading.Lock())
 
 

@@ -52,6 +52,7 @@ from app.web.problem import PROBLEM_MIMETYPE
 log = logging.getLogger(__name__)
 
 FORCE_VIEW = "tessera.hot.force_view"
+_BODILESS = frozenset({204, 304})  # answers without a body have no Content-Length (as werkzeug sends them)
 COUNTED = "tessera.hot.limit_counted"
 Handler = Callable[["HotRequest"], "HotAnswer | None"]
 
@@ -222,9 +223,10 @@ class HotLayer:
             answer = internal_error()
         if answer is None:
             return self._hand_off(route, request.reason or "declined", environ, start_response)
-        headers = [*answer.headers.items(), ("Content-Length", str(len(answer.body))),
-                   ("X-Request-Id", request_id),
+        headers = [*answer.headers.items(), ("X-Request-Id", request_id),
                    *security_headers(self.app, environ.get("wsgi.url_scheme") == "https")]
+        if answer.status not in _BODILESS:
+            headers.append(("Content-Length", str(len(answer.body))))
         self._metrics.observe(route.method, rule, answer.status, started)
         start_response(_status_line(answer.status), headers)
         return [answer.body]
