@@ -25,8 +25,9 @@ remains the one definition of every other answer. The layer (`HotLayer`, the one
   other exception is logged at ERROR with the request id and answered as the application's
   problem+json 500. Nothing escapes the layer.
 
-The access line is written around both doors by `AccessLog` (app/serving.py). A request whose
-environ holds `FORCE_VIEW` skips the handlers (the both-doors test compares the two answers).
+With `access_log` set (the web server's factory, app/serving.py) the layer writes one access line
+per request, whichever door answered (`app.ops.logging.logged_access`). A request whose environ
+holds `FORCE_VIEW` skips the handlers (the both-doors test compares the two answers).
 """
 
 from __future__ import annotations
@@ -46,6 +47,7 @@ from limits import parse as parse_limit
 from sqlalchemy.exc import SQLAlchemyError
 
 from app.errors import DomainError
+from app.ops.logging import logged_access
 from app.web.edge import request_id_of, request_metrics, security_headers
 from app.web.problem import PROBLEM_MIMETYPE
 
@@ -180,13 +182,27 @@ class HotLayer:
         for route in routes.routes:
             self._routes.setdefault(route.method, []).append((route, rules[route.view]))
         self._metrics = request_metrics(app)
+        self.access_log = False
 
     @classmethod
     def install(cls, app: Flask, routes: HotRoutes = hot) -> None:
         """Put the layer in front of the Flask dispatch of `app` (every view is registered by now)."""
         app.wsgi_app = cls(app, app.wsgi_app, routes)  # type: ignore[method-assign]
 
+    @staticmethod
+    def of(app: Flask) -> HotLayer:
+        """The layer `install` put in front of `app`'s dispatch (behind ProxyFix, when trusted proxies are set)."""
+        layer = app.wsgi_app
+        while not isinstance(layer, HotLayer):
+            layer = layer.app  # type: ignore[attr-defined]
+        return layer
+
     def __call__(self, environ: dict, start_response: Callable) -> Iterable[bytes]:
+        if self.access_log:
+            return logged_access(self._dispatch, environ, start_response)
+        return self._dispatch(environ, start_response)
+
+    def _dispatch(self, environ: dict, start_response: Callable) -> Iterable[bytes]:
         candidates = self._routes.get(environ.get("REQUEST_METHOD", ""))
         if candidates is None or FORCE_VIEW in environ:
             return self.inner(environ, start_response)

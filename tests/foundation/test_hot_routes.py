@@ -52,16 +52,9 @@ class _Counting:
         return self.inner(environ, start_response)
 
 
-def _layer(app) -> HotLayer:
-    layer = app.wsgi_app
-    while not isinstance(layer, HotLayer):
-        layer = layer.app  # ProxyFix (TRUSTED_PROXIES)
-    return layer
-
-
 @pytest.fixture
 def layer(app, monkeypatch) -> HotLayer:
-    found = _layer(app)
+    found = HotLayer.of(app)
     monkeypatch.setattr(found, "inner", _Counting(found.inner))
     return found
 

@@ -35,9 +35,7 @@ class _CountingInner:
 def fast_reads(app, monkeypatch):
     from app.web.hot import HotLayer
 
-    layer = app.wsgi_app
-    while not isinstance(layer, HotLayer):
-        layer = layer.app  # ProxyFix (TRUSTED_PROXIES)
+    layer = HotLayer.of(app)
     monkeypatch.setattr(layer, "inner", _CountingInner(layer.inner))
     return layer
 
