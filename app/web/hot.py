@@ -32,6 +32,7 @@ holds `FORCE_VIEW` skips the handlers (the both-doors test compares the two answ
 
 from __future__ import annotations
 
+import functools
 import json
 import logging
 import re
@@ -47,6 +48,7 @@ from limits import parse as parse_limit
 from sqlalchemy.exc import SQLAlchemyError
 
 from app.errors import DomainError
+from app.extensions import limiter
 from app.ops.logging import logged_access
 from app.web.edge import request_id_of, request_metrics, security_headers
 from app.web.problem import PROBLEM_MIMETYPE
@@ -92,14 +94,10 @@ class HotRequest:
         (`counted_before_dispatch`, which the view's limit takes as `exempt_when`); False when the
         limit is reached or the storage failed: the view then answers with its 429 or its fallback.
         """
-        from app.extensions import limiter
-
         if not limiter.enabled:
             self.environ[COUNTED] = True
             return True
-        item = _PARSED_LIMITS.get(limit)
-        if item is None:
-            item = _PARSED_LIMITS.setdefault(limit, parse_limit(limit))
+        item = _parsed_limit(limit)
         prefix = self.app.config.get("RATELIMIT_KEY_PREFIX")  # as Flask-Limiter prefixes its keys
         try:
             allowed = limiter.limiter.hit(item, *([prefix] if prefix else []), key, endpoint)
@@ -137,7 +135,9 @@ def counted_before_dispatch() -> bool:
     return bool(request.environ.get(COUNTED))
 
 
-_PARSED_LIMITS: dict[str, RateLimitItem] = {}
+@functools.lru_cache(maxsize=64)
+def _parsed_limit(limit: str) -> RateLimitItem:
+    return parse_limit(limit)
 
 
 class HotRoutes:
@@ -290,8 +290,6 @@ def read_body(environ: dict, media_type: str, max_length: int) -> bytes | None:
 
 
 def _limits_beyond_routes() -> bool:
-    from app.extensions import limiter
-
     return limiter.enabled and limiter.limits_beyond_routes()
 
 
