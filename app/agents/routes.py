@@ -39,7 +39,8 @@ from app.agents.settings import AgentSettings
 from app.cache import Cache
 from app.db import read_only
 from app.dids import resolution as did_resolution
-from app.dids.method import NETWORK_DID, is_network_did
+from app.dids.method import is_network_did
+from app.dids.syntax import NETWORK_DID
 from app.extensions import limiter
 from app.http import BARE_LOCATION_HEADER, accepted_job, accepts, job_id_or_404, problem_doc
 from app.idempotency.service import idempotent

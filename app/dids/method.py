@@ -8,10 +8,9 @@ import secrets
 from flask import Flask
 
 from app.dids.settings import DidSettings
+from app.dids.syntax import NETWORK_DID
 from app.settings import current
 
-# The shape of a DID of this network, whatever its method (`is_network_did` checks the method too).
-NETWORK_DID = r"did:[a-z0-9]+:[0-9a-f]{40}"
 _NETWORK_DID = re.compile(NETWORK_DID)
 
 
