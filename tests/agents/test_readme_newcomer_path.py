@@ -43,7 +43,7 @@ def test_readme_says_the_second_terminal_and_what_the_test_command_installs():
     assert test_command.index('echo "Installing Debian packages chromium and chromium-driver') < test_command.index(
         "apt-get update"
     )
-    assert "--api-key" not in readme_block("agent") and "TESSERA_API_KEY" in readme_block("agent")
+    assert "--api-key" not in readme_block("agent") and "tessera login" in readme_block("agent")
 
 
 def test_readme_newcomer_lines_create_an_organisation_and_run_a_job(live_server, activated_checkout):
@@ -60,13 +60,17 @@ def test_readme_newcomer_lines_create_an_organisation_and_run_a_job(live_server,
     assert "Traceback" not in result.stderr
 
 
-def test_readme_agent_lines_take_the_key_from_the_environment(live_server, activated_checkout):
+def test_readme_agent_lines_store_the_key_and_use_it(live_server, activated_checkout, tmp_path):
     from tests.support.agents import claim_key_over_http
 
     key = claim_key_over_http(live_server)
-    script = readme_block("agent").replace("--env testnet", "--env testnet --json")
-    result = _bash(script, stdin=key + "\n", env={"TESSERA_NETWORK_URL": live_server.url})
+    script = readme_block("agent").replace("--env testnet whoami", "--env testnet whoami --json")
+    env = {"TESSERA_NETWORK_URL": live_server.url, "XDG_CONFIG_HOME": str(tmp_path), "TESSERA_API_KEY": ""}
+    result = _bash(script, stdin=key + "\n", env=env)
     assert result.returncode == 0, (result.stdout, result.stderr)
     assert key not in result.stdout + result.stderr
-    account = json.loads(result.stdout)
+    stored, whoami = result.stdout.split("\n", 1)
+    assert stored.startswith("Stored the key of ")
+    account = json.loads(whoami)
     assert account["address"] == address_from_private_key(key)
+    assert (tmp_path / "tessera" / "credentials.json").exists()
