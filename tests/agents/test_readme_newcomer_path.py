@@ -13,7 +13,6 @@ from app.agents.ethereum import address_from_private_key
 from tests.support.environment import REPO_ROOT
 
 README = REPO_ROOT / "README.md"
-README_ADDRESS = "http://127.0.0.1:5000"
 
 
 def readme_block(marker: str) -> str:
@@ -46,17 +45,43 @@ def test_readme_says_the_second_terminal_and_what_the_test_command_installs():
     assert "--api-key" not in readme_block("agent") and "tessera login" in readme_block("agent")
 
 
-def test_readme_newcomer_lines_create_an_organisation_and_run_a_job(live_server, activated_checkout):
+def test_readme_newcomer_lines_reach_a_signed_in_user(live_server, activated_checkout):
+    """The demo command's authorize URL through the hosted pages, then its printed exchange: the claims."""
+    import requests
+
+    from tests.support.oidc import query_of, sign_in_over_http
+
     lines = readme_block("newcomer")
-    assert lines.splitlines()[0] == ". .venv/bin/activate"
+    assert lines.splitlines() == [". .venv/bin/activate", "flask --app app clients demo"]
+    result = _bash(lines + " --json", env={"BASE_URL": live_server.url})
+    assert result.returncode == 0, (result.stdout, result.stderr)
+    demo = json.loads(result.stdout)
+    assert demo["authorize_url"].startswith(f"{live_server.url}/v1/openidc/authorize?")
+    assert demo["outbox_url"] == f"{live_server.url}/dev/outbox?to=ada%40example.org"
+
+    human = _bash(lines, env={"BASE_URL": live_server.url})
+    assert human.returncode == 0 and "Open this URL in a browser" in human.stdout, human.stderr
+
+    with requests.Session() as browser:
+        callback = sign_in_over_http(browser, live_server.url, demo["authorize_url"], "ada@example.org")
+    assert callback.startswith("http://127.0.0.1:8400/callback?")
+    code = query_of(callback)["code"]
+    exchanged = _bash(demo["exchange_command"], env={"CODE": code})
+    assert exchanged.returncode == 0, (exchanged.stdout, exchanged.stderr)
+    claims = json.loads(exchanged.stdout)
+    assert claims["sub"] and claims["aud"] in (str(demo["client_id"]), [str(demo["client_id"])])
+    assert claims["sub"] in (demo["user"]["did"], str(demo["user"]["user_id"])), claims
+
+
+def test_readme_api_lines_create_an_organisation_and_run_a_job(live_server, activated_checkout):
+    lines = readme_block("api")
     assert "TOKEN=$(flask --app app clients create-master" in lines and "--json" in lines
-    script = lines.replace(README_ADDRESS, live_server.url) + '\necho "token=$TOKEN"'
-    result = _bash(script)
+    assert "127.0.0.1:5000" not in lines, "the address follows BASE_URL"
+    result = _bash(". .venv/bin/activate\n" + lines + '\necho "token=$TOKEN"', env={"BASE_URL": live_server.url})
     assert result.returncode == 0, (result.stdout, result.stderr)
     job = json.loads(result.stdout.splitlines()[0])
-    assert job["data"]["id"] and job["data"]["state"] in {"queued", "running", "succeeded"}
-    token = result.stdout.splitlines()[-1].removeprefix("token=")
-    assert len(token) > 20
+    assert job["data"]["id"] and job["data"]["state"] == "succeeded"
+    assert len(result.stdout.splitlines()[-1].removeprefix("token=")) > 20
     assert "Traceback" not in result.stderr
 
 
