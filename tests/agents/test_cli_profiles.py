@@ -8,6 +8,7 @@ import os
 import stat
 import subprocess
 import sys
+import tomllib
 from pathlib import Path
 
 import pytest
@@ -74,6 +75,8 @@ def test_tessera_admin_runs_tesseras_commands_beside_a_decoy_app_py(tmp_path: Pa
     decoy = tmp_path / "project"
     decoy.mkdir()
     (decoy / "app.py").write_text('raise SystemExit("the local app.py was imported")\n')
+    scripts = tomllib.loads((REPO_ROOT / "pyproject.toml").read_text())["project"]["scripts"]
+    assert scripts["tessera-admin"] == "app.admin:main"
     # What pip writes for the console script: its directory, not the current one, leads sys.path.
     bin_dir = tmp_path / "bin"
     bin_dir.mkdir()
