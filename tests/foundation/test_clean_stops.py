@@ -1,7 +1,8 @@
 """The Procfile's worker and beat stop within honcho's grace, and beat's INFO log says only what changes.
 
 Each test runs the Procfile line on the embedded default (SQLite database and broker) of an instance
-directory of its own, and signals its process group as honcho does on Ctrl-C.
+directory of its own, also with a Redis broker in the PostgreSQL + Redis run, and signals its process
+group as honcho does on Ctrl-C.
 """
 
 from __future__ import annotations
@@ -13,6 +14,7 @@ import sqlite3
 import subprocess
 import sys
 import time
+import uuid
 from pathlib import Path
 
 import pytest
@@ -47,9 +49,14 @@ def procfile_line(name: str) -> str:
     raise AssertionError(f"Procfile has no {name} line")
 
 
-@pytest.fixture
-def service_env(tmp_path: Path) -> dict[str, str]:
+@pytest.fixture(params=["embedded", "redis"])
+def service_env(request, tmp_path: Path) -> dict[str, str]:
+    """The embedded default, or its database with the Redis broker of a PostgreSQL + Redis run."""
     env = {name: value for name, value in os.environ.items() if name not in _RUN_SETTINGS}
+    if request.param == "redis":
+        if "DIRECT_REDIS_URL" not in os.environ:
+            pytest.skip("Redis is used in the PostgreSQL + Redis run")
+        env.update(REDIS_URL=os.environ["DIRECT_REDIS_URL"], CELERY_QUEUE=f"tessera-stops-{uuid.uuid4().hex[:8]}")
     # DEBUG: the worker logs when it receives a job (a job's claim commits with its effect, unseen until then).
     env.update(TESSERA_INSTANCE_DIR=str(tmp_path / "instance"), WORKER_CONCURRENCY="1", PYTHONPATH=str(REPO_ROOT),
                LOG_LEVEL="DEBUG",
@@ -60,11 +67,16 @@ def service_env(tmp_path: Path) -> dict[str, str]:
     return env
 
 
-def _python(env: dict[str, str], code: str, *args: str) -> str:
-    done = subprocess.run([sys.executable, "-c", code, *args], cwd=REPO_ROOT, env=env, capture_output=True,
-                          text=True, timeout=60)  # fmt: skip
-    assert done.returncode == 0, done.stderr
-    return done.stdout.strip().splitlines()[-1]
+def _enqueue_canary(env: dict[str, str], delay_ms: int) -> subprocess.Popen:
+    """Start a canary job from a process of its own: it may take a while to exit after its publish."""
+    return subprocess.Popen([sys.executable, "-c", _ENQUEUE, str(delay_ms)], cwd=REPO_ROOT, env=env,
+                            stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True)  # fmt: skip
+
+
+def _job_id(enqueuer: subprocess.Popen) -> str:
+    out, _ = enqueuer.communicate(timeout=60)
+    assert enqueuer.returncode == 0
+    return out.strip().splitlines()[-1]
 
 
 def _start(name: str, env: dict[str, str], log: Path) -> subprocess.Popen:
@@ -118,14 +130,15 @@ def test_idle_worker_stops_within_the_grace(service_env, tmp_path):
 
 
 def test_worker_stopped_mid_job_returns_it_to_the_queue_and_it_runs_once(service_env, tmp_path):
+    service_env["JOB_LEASE_SECONDS"] = "10"  # the claim of the interrupted run expires sooner
     log = tmp_path / "worker.log"
     worker = _start("worker", service_env, log)
     _wait_for_log(log, "ready", worker)
-    service_env["JOB_LEASE_SECONDS"] = "10"  # the claim of the interrupted run expires sooner
-    job_id = _python(service_env, _ENQUEUE, "6000")  # longer than the worker's shutdown allowance
+    enqueuer = _enqueue_canary(service_env, 6000)  # longer than the worker's shutdown allowance
     _wait_for_log(log, "jobs.canary[", worker)
     time.sleep(0.5)
     assert _stop_as_honcho(worker) < HONCHO_GRACE_SECONDS, log.read_text()[-3000:]
+    job_id = _job_id(enqueuer)
     assert _job(service_env, job_id) == {"state": "running", "runs": 0}, "the interrupted run left no effect"
     # Delivered again at once; run again once the interrupted run's claim (its lease) has expired.
 
@@ -142,9 +155,10 @@ def test_worker_stopped_during_a_short_job_lets_it_finish(service_env, tmp_path)
     log = tmp_path / "worker.log"
     worker = _start("worker", service_env, log)
     _wait_for_log(log, "ready", worker)
-    job_id = _python(service_env, _ENQUEUE, "1200")  # ends within the worker's WORKER_SHUTDOWN_SECONDS (1.5)
+    enqueuer = _enqueue_canary(service_env, 1200)  # ends within the worker's WORKER_SHUTDOWN_SECONDS (1.5)
     _wait_for_log(log, "jobs.canary[", worker)
     assert _stop_as_honcho(worker) < HONCHO_GRACE_SECONDS, log.read_text()[-3000:]
+    job_id = _job_id(enqueuer)
     assert _job(service_env, job_id) == {"state": "succeeded", "runs": 1}
 
 
