@@ -29,6 +29,15 @@ def _bash(script: str, *, stdin: str = "", env: dict[str, str] | None = None) ->
     )  # fmt: skip
 
 
+def _documents(text: str) -> list:
+    """The JSON documents printed one after another (each on one line or several)."""
+    decoder, documents, index = json.JSONDecoder(), [], 0
+    while (index := len(text) - len(text[index:].lstrip())) < len(text):
+        document, index = decoder.raw_decode(text, index)
+        documents.append(document)
+    return documents
+
+
 @pytest.fixture
 def activated_checkout():
     if not (REPO_ROOT / ".venv" / "bin" / "activate").exists():
@@ -79,7 +88,8 @@ def test_readme_api_lines_create_an_organisation_and_run_a_job(live_server, acti
     assert "127.0.0.1:5000" not in lines, "the address follows BASE_URL"
     result = _bash(". .venv/bin/activate\n" + lines + '\necho "token=$TOKEN"', env={"BASE_URL": live_server.url})
     assert result.returncode == 0, (result.stdout, result.stderr)
-    job = json.loads(result.stdout.splitlines()[0])
+    user, job = _documents(result.stdout.rsplit("token=", 1)[0])
+    assert user["data"]["user_id"] and user["data"]["did"], user
     assert job["data"]["id"] and job["data"]["state"] == "succeeded"
     assert len(result.stdout.splitlines()[-1].removeprefix("token=")) > 20
     assert "Traceback" not in result.stderr
