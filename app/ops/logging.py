@@ -110,6 +110,13 @@ class JsonFormatter(logging.Formatter):
         return json.dumps(entry, ensure_ascii=False)
 
 
+class RoutineBeatFilter(logging.Filter):
+    """Drops beat's INFO line for each task it sends on schedule."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        return not (record.levelno == logging.INFO and str(record.msg).startswith("Scheduler: Sending due task"))
+
+
 def configure_logging(level: str = "INFO") -> None:
     """Route the root logger to stderr as JSON lines (idempotent)."""
     root = logging.getLogger()
@@ -126,5 +133,9 @@ def configure_logging(level: str = "INFO") -> None:
     for name in ("celery.app.trace", "celery.worker.strategy"):
         logging.getLogger(name).setLevel(quiet)
     logging.getLogger("alembic.runtime.plugins").setLevel(logging.WARNING)
+    # Beat sends the outbox sweep every few seconds; at INFO it says only what changes (start, schedule
+    # errors), not "Sending due task" each time.
+    if root.level > logging.DEBUG:
+        logging.getLogger("celery.beat").addFilter(RoutineBeatFilter())
     # The development server logs every request line, query string included.
     logging.getLogger("werkzeug").addFilter(QueryRedactingFilter())
