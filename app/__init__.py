@@ -5,7 +5,6 @@ from __future__ import annotations
 import importlib
 import logging
 import pkgutil
-import re
 import sys
 from pathlib import Path
 
@@ -16,10 +15,9 @@ from sqlalchemy.exc import DataError, IntegrityError, OperationalError
 from app.config import INSTANCE_DIR, Config, UnsafeConfiguration, check_startup_safety
 from app.db import configure_engine
 from app.http import BoundedJSONProvider, CookieSessionInterface, TesseraFlask
-from app.ops.logging import configure_logging, new_request_id, request_id_var
+from app.ops.logging import configure_logging
 from app.settings import current, install_settings
 
-_REQUEST_ID = re.compile(r"^[A-Za-z0-9._-]{1,64}$")
 MIGRATIONS_DIR = Path(__file__).resolve().parent.parent / "migrations"
 
 
@@ -39,12 +37,6 @@ def create_app(config: dict | None = None) -> Flask:
         print(refusal.message, file=sys.stderr, flush=True)
         raise refusal from None
     configure_logging(app.config["LOG_LEVEL"])
-    _install_fast_paths(app)
-    if app.config["TRUSTED_PROXIES"]:
-        from werkzeug.middleware.proxy_fix import ProxyFix
-
-        hops = app.config["TRUSTED_PROXIES"]
-        app.wsgi_app = ProxyFix(app.wsgi_app, x_for=hops, x_proto=hops, x_host=hops)
     INSTANCE_DIR.mkdir(parents=True, exist_ok=True)
 
     _import_models()
@@ -52,6 +44,7 @@ def create_app(config: dict | None = None) -> Flask:
     _connect_features(app)
     _register_request_hooks(app)
     _register_blueprints(app)
+    _install_middleware(app)
     _register_tasks(app)
     _register_commands(app)
     try:
@@ -66,16 +59,18 @@ def create_app(config: dict | None = None) -> Flask:
     return app
 
 
-def _install_fast_paths(app: Flask) -> None:
-    """Hot public reads, code exchanges, sub-client reads and verifications answered before Flask
-    dispatches (inside ProxyFix, which must see them first)."""
-    from app.agents.public_reads import PublicReads
-    from app.credentials.fast_verify import VerifyBeforeDispatch
-    from app.oidc.exchange_path import CodeExchangeBeforeDispatch
-    from app.tenancy.fast_reads import SubClientReads
+def _install_middleware(app: Flask) -> None:
+    """The hot-route layer (app/web/hot.py; its routes registered by the features' routes.py, all
+    imported by now) in front of Flask's dispatch, and ProxyFix in front of both, which must see
+    every request first."""
+    from app.web.hot import HotLayer
 
-    for middleware in (PublicReads, CodeExchangeBeforeDispatch, SubClientReads, VerifyBeforeDispatch):
-        middleware.install(app)
+    HotLayer.install(app)
+    if app.config["TRUSTED_PROXIES"]:
+        from werkzeug.middleware.proxy_fix import ProxyFix
+
+        hops = app.config["TRUSTED_PROXIES"]
+        app.wsgi_app = ProxyFix(app.wsgi_app, x_for=hops, x_proto=hops, x_host=hops)
 
 
 def _import_models() -> None:
@@ -145,12 +140,11 @@ def _register_request_hooks(app: Flask) -> None:
     from app.db import commit, nothing_to_commit, release, rollback
     from app.errors import Conflict, NotFound, ServiceUnavailable, handle_domain_error, handle_unstorable_value
     from app.http import enforce_content_type
+    from app.web.edge import request_id_of, security_headers
 
     @app.before_request
     def _request_id() -> None:
-        supplied = request.headers.get("X-Request-Id", "")
-        g.request_id = supplied if _REQUEST_ID.match(supplied) else new_request_id()
-        request_id_var.set(g.request_id)
+        g.request_id = request_id_of(request.environ)
 
     @app.before_request
     def _refuse_nul_in_path() -> None:
@@ -181,11 +175,10 @@ def _register_request_hooks(app: Flask) -> None:
         return response
 
     @app.after_request
-    def _strict_transport_security(response: Response) -> Response:
+    def _security_headers(response: Response) -> Response:
         # `request.is_secure` trusts X-Forwarded-Proto only from the TRUSTED_PROXIES hops.
-        max_age = app.config["HSTS_MAX_AGE"]
-        if max_age > 0 and (request.is_secure or app.config["BASE_URL"].startswith("https://")):
-            response.headers.setdefault("Strict-Transport-Security", f"max-age={max_age}")
+        for name, value in security_headers(app, request.is_secure):
+            response.headers.setdefault(name, value)
         return response
 
 

@@ -163,6 +163,12 @@ class CoreSettings:
     )
     celery_always_eager: bool = env("CELERY_ALWAYS_EAGER", False, "run jobs in the web process (tests only)")
     worker_prefetch_multiplier: int = env("WORKER_PREFETCH_MULTIPLIER", 1, "jobs a worker process reserves ahead")
+    worker_shutdown_seconds: float = env(
+        "WORKER_SHUTDOWN_SECONDS",
+        1.5,
+        "on SIGTERM/SIGINT, how long a worker lets running jobs finish before it hands them back to the queue; "
+        "its stop takes about 2 s more, which must fit the supervisor's grace (honcho 5 s, Heroku 30 s)",
+    )
     broker_visibility_timeout: int = env(
         "BROKER_VISIBILITY_TIMEOUT", 3600, "seconds before Redis hands an unacknowledged job to another worker"
     )
@@ -299,6 +305,9 @@ class Config:
             "task_acks_late": True,
             "task_reject_on_worker_lost": True,
             "worker_prefetch_multiplier": core.worker_prefetch_multiplier,
+            # With the Procfile's REMAP_SIGTERM=SIGQUIT a stop is Celery's soft then cold shutdown: running
+            # jobs get this long, then are cancelled and, acknowledged late, delivered again.
+            "worker_soft_shutdown_timeout": core.worker_shutdown_seconds,
             "task_always_eager": core.celery_always_eager,
             "broker_connection_retry_on_startup": True,
             "broker_connection_timeout": 2,

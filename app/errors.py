@@ -251,14 +251,18 @@ def handle_unexpected(error: Exception) -> Response:
     if isinstance(original, PoolTimeout):
         return handle_database_unavailable(original)
     log.error("unhandled error on %s %s", request.method, request.path, exc_info=original)
-    body = {
+    return problem_response(internal_error_body(), 500)
+
+
+def internal_error_body() -> dict:
+    """The problem+json body of an unexpected fault (a view's or a hot route's, app/web/hot.py)."""
+    return {
         "type": PROBLEM_BASE + "internal_error",
         "title": "Internal server error",
         "status": 500,
         "detail": "An unexpected error occurred. It has been logged.",
         "code": "internal_error",
     }
-    return problem_response(body, 500)
 
 
 def _is_disconnect(error: DBAPIError) -> bool:

@@ -7,14 +7,14 @@ import gc
 from flask import Flask
 
 from app import create_app
-from app.ops.logging import AccessLog
+from app.web.hot import HotLayer
 
 
 def web_app() -> Flask:
     """`create_app()` for the web server (`granian --factory app.serving:web_app`): its own access
     log in front, start-up objects frozen."""
     application = create_app()
-    application.wsgi_app = AccessLog(application.wsgi_app)  # type: ignore[method-assign]
+    HotLayer.of(application).access_log = True
     freeze_start_up_objects()
     return application
 

@@ -11,13 +11,14 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
+from app.dids.syntax import NETWORK_DID
+
 _TIME = r"\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}(?:\.\d{3})?Z"
-_NETWORK_DID = r"did:[a-z0-9]+:[0-9a-f]{40}"
 _MESSAGE = re.compile(
     r"(?P<network_host>[A-Za-z0-9.\-]+(?::\d{1,5})?) asks you to accept an owner for your agent:\n"
-    rf"(?P<agent_did>{_NETWORK_DID})\n"
+    rf"(?P<agent_did>{NETWORK_DID})\n"
     r"\n"
-    rf"Owner: (?P<owner_did>{_NETWORK_DID})\n"
+    rf"Owner: (?P<owner_did>{NETWORK_DID})\n"
     r"Consent: (?P<consent_id>[0-9a-f]{32})\n"
     rf"Issued At: (?P<issued_at>{_TIME})\n"
     rf"Expiration Time: (?P<expires_at>{_TIME})"

@@ -6,9 +6,12 @@ and charges the payer together. Services flush but never commit.
 
 from __future__ import annotations
 
+from collections.abc import Hashable
 from dataclasses import dataclass
 
-from sqlalchemy import delete, select, update
+from flask import Flask
+from sqlalchemy import bindparam, delete, exists, select, update
+from sqlalchemy.engine import Connection
 
 from app.agents.accounts import get_record, job_accounts, require_target
 from app.agents.cards import card_uri_is_served, public_card_url
@@ -32,6 +35,7 @@ from app.dids.resolution import NetworkDid
 from app.errors import NotFound
 from app.extensions import db
 from app.jobs.models import Job
+from app.ops.edge import DriverStatement
 from app.settings import current
 
 REGISTRY_CONTRACT = "agent-registry"
@@ -166,6 +170,32 @@ def deregister_from_job(job: Job) -> Deregistration:
     target.deactivated_at = now
     db.session.flush()
     return Deregistration(target.did, charged, released)
+
+
+# Every row value `find_agent_did` builds an agent's document from (`agent_did_version`).
+_DOCUMENT_INPUTS = DriverStatement(
+    select(
+        AgentAccount.address,
+        AgentAccount.deactivated_at,
+        RegistryRecord.owner_did,
+        RegistryRecord.card_uri,
+        exists().where(PublicCard.did == AgentAccount.did),
+    )
+    .outerjoin(RegistryRecord, RegistryRecord.did == AgentAccount.did)
+    .where(AgentAccount.did == bindparam("did"))
+)
+
+
+def agent_did_version(did: str, connection: Connection, app: Flask) -> Hashable | None:
+    """What the DID document `find_agent_did` gives for `did` is built from (one prebuilt
+    statement through `connection`, and the settings it reads): equal versions, equal documents.
+    None when `did` is no active agent's. Kept beside the builder: an input added there is added here.
+    """
+    row = _DOCUMENT_INPUTS.first(connection, {"did": did})
+    if row is None or row.deactivated_at is not None:
+        return None
+    settings = current(AgentSettings, app)
+    return (*row, settings.chain_id, settings.network_url)
 
 
 def find_agent_did(did: str) -> NetworkDid | None:

@@ -2,14 +2,19 @@
 
 from __future__ import annotations
 
+import hashlib
+import json
 from datetime import UTC, datetime
+from typing import Any
 
 from flask import Response, render_template, request, session
 from flask_smorest import Blueprint
+from sqlalchemy import bindparam, select
+from werkzeug.http import parse_etags
 
 from app.agents import accounts, cards, consents, credits, registry
 from app.agents.auth import agent_session_required, current_account
-from app.agents.public_reads import DID_JSON, card_headers, did_headers, encode_did_body
+from app.agents.models import PublicCard
 from app.agents.schemas import (
     AccountEnvelope,
     ApproveIn,
@@ -31,16 +36,21 @@ from app.agents.schemas import (
     VerifyIn,
 )
 from app.agents.settings import AgentSettings
+from app.cache import Cache
 from app.db import read_only
 from app.dids import resolution as did_resolution
+from app.dids.method import is_network_did
+from app.dids.syntax import NETWORK_DID
 from app.extensions import limiter
 from app.http import BARE_LOCATION_HEADER, accepted_job, accepts, job_id_or_404, problem_doc
 from app.idempotency.service import idempotent
 from app.jobs.models import Job
 from app.jobs.schemas import JobEnvelope
 from app.jobs.service import require_job_for_agent
+from app.ops.edge import DriverStatement, edge_engine
 from app.security import random_token, texts_equal
 from app.settings import current
+from app.web.hot import HotAnswer, HotRequest, hot
 from app.web.pages import page_security_headers
 
 blp = Blueprint(
@@ -51,6 +61,7 @@ blp = Blueprint(
 )
 
 DID_RESOLUTION = "application/did-resolution"
+DID_JSON = "application/did+json"
 _PAGE_HEADERS = page_security_headers(
     "default-src 'none'; script-src 'self'; style-src 'self'; form-action 'self'; frame-ancestors 'none'; "
     "base-uri 'none'"
@@ -357,7 +368,7 @@ def get_agent_job(job_id: str):
 @read_only
 def public_agent_card(did: str):
     """The published card of a DID, exactly the bytes that were hosted (public)."""
-    # Plain reads are answered before dispatch by app.agents.public_reads; this view answers the rest.
+    # Plain reads are answered before dispatch by `read_public_card_at_once`; this view answers the rest.
     card = cards.get_public_card(did)
     headers = card_headers(card.etag, current(AgentSettings).card_cache_seconds)
     if card.etag.strip('"') in request.if_none_match:
@@ -386,7 +397,7 @@ def _wants_resolution_result() -> bool:
 @read_only
 def resolve_did(did: str):
     """Resolve a DID of this network (public)."""
-    # Plain document reads are answered before dispatch by app.agents.public_reads.
+    # Plain document reads are answered before dispatch by `read_agent_did_at_once`.
     resolution = did_resolution.resolve_did(did)
     if resolution.status == 200 and not _wants_resolution_result():
         body, mimetype = resolution.result["didDocument"], DID_JSON
@@ -397,3 +408,81 @@ def resolve_did(did: str):
     if resolution.status == 200 and etag in request.if_none_match:
         return Response(status=304, headers=headers)
     return Response(payload, status=resolution.status, mimetype=mimetype, headers=headers)
+
+
+def card_headers(etag: str, cache_seconds: int) -> dict[str, str]:
+    """Headers of a public card answer (200 or 304)."""
+    return {
+        "ETag": etag,
+        "Cache-Control": f"public, max-age={cache_seconds}",
+        # The bytes are the agent's: never sniffed as another type, never run as a page.
+        "X-Content-Type-Options": "nosniff",
+        "Content-Security-Policy": "sandbox; default-src 'none'",
+    }
+
+
+def encode_did_body(body: dict[str, Any]) -> tuple[bytes, str]:
+    """The bytes of a DID document or resolution result and their strong validator (unquoted)."""
+    payload = json.dumps(body).encode()
+    return payload, hashlib.sha256(payload).hexdigest()[:32]
+
+
+def did_headers(etag: str, cache_seconds: int) -> dict[str, str]:
+    """Headers of a DID resolution answer; the bytes depend on Accept, hence Vary."""
+    return {"Cache-Control": f"public, max-age={cache_seconds}", "ETag": f'"{etag}"', "Vary": "Accept"}
+
+
+# The hot path of the network: plain public reads answered before dispatch, from prebuilt
+# statements; unknown, deactivated or user DIDs, a resolution result, HEAD: the views above.
+_PUBLIC_CARD = DriverStatement(select(PublicCard.body, PublicCard.etag).where(PublicCard.did == bindparam("did")))
+# Agents' DID documents as served (bytes, etag), valid while `registry.agent_did_version` is unchanged.
+_DID_DOCUMENTS: Cache[tuple[bytes, str]] = Cache("agent_did_documents", maxsize=10_000)
+
+
+@hot.route("GET", rf"/api/agent-card/(?P<did>{NETWORK_DID})", view="agents.public_agent_card")
+def read_public_card_at_once(request: HotRequest) -> HotAnswer | None:
+    """A published card, the bytes the publish job stored, with their strong ETag (or 304)."""
+    did = request.params["did"]
+    if not is_network_did(did, request.app):
+        return request.hand_off("a DID of another method")
+    with edge_engine(request.app).connect() as connection:
+        row = _PUBLIC_CARD.first(connection, {"did": did})
+    if row is None:
+        return request.hand_off("no published card")
+    body, etag = row
+    headers = card_headers(etag, current(AgentSettings, request.app).card_cache_seconds)
+    if _none_match(request, etag.strip('"')):
+        return HotAnswer(304, b"", headers)
+    return HotAnswer(200, body, {"Content-Type": "application/json", **headers})
+
+
+@hot.route("GET", rf"/api/did/(?P<did>{NETWORK_DID})", view="agents.resolve_did")
+def read_agent_did_at_once(request: HotRequest) -> HotAnswer | None:
+    """An active agent's DID document (or 304), rebuilt only when what it is built from changed."""
+    did = request.params["did"]
+    if "did-resolution" in request.header("HTTP_ACCEPT"):
+        return request.hand_off("the resolution result carries its time of retrieval")
+    if not is_network_did(did, request.app):
+        return request.hand_off("a DID of another method")
+    with edge_engine(request.app).connect() as connection:
+        version = registry.agent_did_version(did, connection, request.app)
+    if version is None:
+        return request.hand_off("no active agent of this DID")
+    answer = _DID_DOCUMENTS.get(did, version)
+    if answer is None:
+        with request.app.app_context():
+            resolution = did_resolution.resolve_did(did)
+        if resolution.status != 200:
+            return request.hand_off(f"resolution answered {resolution.status}")
+        answer = encode_did_body(resolution.result["didDocument"])
+        _DID_DOCUMENTS.put(did, answer, version)
+    body, etag = answer
+    headers = did_headers(etag, current(AgentSettings, request.app).card_cache_seconds)
+    if _none_match(request, etag):
+        return HotAnswer(304, b"", headers)
+    return HotAnswer(200, body, {"Content-Type": DID_JSON, **headers})
+
+
+def _none_match(request: HotRequest, etag: str) -> bool:
+    header = request.header("HTTP_IF_NONE_MATCH")
+    return bool(header) and etag in parse_etags(header)

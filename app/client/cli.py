@@ -18,7 +18,8 @@ import click
 from rich.console import Console
 from rich.progress import Progress, SpinnerColumn, TextColumn, TimeElapsedColumn
 
-from app.client import library
+from app.agents import ethereum
+from app.client import library, profiles
 from app.client.cards import (
     A2A_PLACEHOLDER,
     DID_PLACEHOLDER,
@@ -85,12 +86,16 @@ class Settings:
             raise click.UsageError(f"TESSERA_JOB_TIMEOUT must be a number of seconds (0 or more), not {text!r}")
         return seconds
 
+    def key(self) -> str | None:
+        """Return the agent key: ``--api-key`` or TESSERA_API_KEY, else the one `tessera login` stored for the env."""
+        return self.api_key or profiles.stored_key(self.env)
+
     def client(self) -> library.TesseraClient:
         """Return a library client for the chosen network, its chain, the key and the job timeout."""
         job_timeout = self.job_timeout()
         try:
             return library.TesseraClient(
-                self.network_url(), api_key=self.api_key, chain_id=self.chain_id(), job_timeout=job_timeout
+                self.network_url(), api_key=self.key(), chain_id=self.chain_id(), job_timeout=job_timeout
             )
         except ValueError as exc:
             message = f"the agent key is not usable: {exc}"
@@ -159,7 +164,7 @@ def _credits_hint(settings: Settings) -> str:
         url = "{network_url}"
     return (
         f"get a key with test credits from the claim page {url}/claim, or ask the network operator to run "
-        "`flask agents grant-credits ADDRESS AMOUNT`"
+        "`tessera-admin agents grant-credits ADDRESS AMOUNT`"
     )
 
 
@@ -309,7 +314,20 @@ def _accept_global_options_everywhere(group: click.Group) -> None:
             _accept_global_options_everywhere(command)
 
 
-@click.group(cls=TesseraGroup, context_settings={"help_option_names": ["-h", "--help"]})
+EPILOG = f"""\b
+The agent key: --api-key, else TESSERA_API_KEY, else the key `tessera login` stored for the network
+({profiles.FILE_NAME} in the user's config directory, readable by the owner only).
+
+\b
+Exit codes:
+  0  success
+  {EXIT_ERROR}  error (the network refused, a job failed or timed out)
+  {EXIT_USAGE}  usage (a wrong option or setting)
+  {EXIT_AUTHENTICATION}  authentication (no key, a malformed key, or the network refused it)
+"""
+
+
+@click.group(cls=TesseraGroup, context_settings={"help_option_names": ["-h", "--help"]}, epilog=EPILOG)
 @click.option(
     "--env",
     type=click.Choice(ENVIRONMENTS),
@@ -325,6 +343,41 @@ def _accept_global_options_everywhere(group: click.Group) -> None:
 def main(ctx: click.Context, env: str, api_key: str | None, as_json: bool) -> None:
     """Register an agent identity on the Tessera network and host its card."""
     ctx.obj = Settings(env=env, api_key=api_key or None, as_json=as_json)
+
+
+def _read_key() -> str:
+    if sys.stdin.isatty():
+        return click.prompt("Agent key (0x..., not shown)", hide_input=True, err=True).strip()
+    return sys.stdin.readline().strip()
+
+
+@main.command()
+@pass_settings
+def login(settings: Settings) -> None:
+    """Store an agent key for the network (--env): asked without echo on a terminal, else read from stdin.
+
+    Later commands on that network use it when neither --api-key nor TESSERA_API_KEY is given.
+    """
+    key = settings.api_key or _read_key()
+    try:
+        address = ethereum.address_from_private_key(key)
+    except ValueError as exc:
+        message = f"the agent key is not usable: {exc}"
+        raise CommandFailed(message, {"error": {"message": message, "kind": "AuthenticationFailed"}},
+                            EXIT_AUTHENTICATION) from exc  # fmt: skip
+    path = profiles.store_key(settings.env, key)
+    _emit(settings, {"env": settings.env, "address": address, "path": str(path)},
+          lambda: click.echo(f"Stored the key of {address} for {settings.env} in {path}"))  # fmt: skip
+
+
+@main.command()
+@pass_settings
+def logout(settings: Settings) -> None:
+    """Forget the agent key stored for the network (--env)."""
+    removed = profiles.remove_key(settings.env)
+    message = (f"Removed the {settings.env} key from {profiles.credentials_path()}" if removed
+               else f"No key was stored for {settings.env}")  # fmt: skip
+    _emit(settings, {"env": settings.env, "removed": removed}, lambda: click.echo(message))
 
 
 @main.command()
@@ -406,8 +459,8 @@ def create_card(
 ) -> None:
     """Scaffold an ERC-8004 agent card; asks questions when run on a terminal without flags.
 
-    With an agent key (``--api-key`` or TESSERA_API_KEY) and no ``--did``, the DID service is filled
-    in with the DID the network bound to the key.
+    With an agent key (--api-key, TESSERA_API_KEY or `tessera login`) and no --did, the DID service is
+    filled in with the DID the network bound to the key.
     """
     if out.exists() and not force:
         raise click.ClickException(f"{out} exists; pass --force to overwrite it")
@@ -445,7 +498,7 @@ def create_card(
         services = tuple(
             service for service, dropped in (("A2A", no_a2a), ("MCP", no_mcp), ("DID", no_did)) if not dropped
         )
-        if did is None and "DID" in services and settings.api_key:
+        if did is None and "DID" in services and settings.key():
             with _translate_errors(settings), settings.client() as client:
                 did = client.authenticate()["did"]
         card = scaffold_card(

@@ -19,7 +19,6 @@ import base64
 import binascii
 import gzip
 import json
-import threading
 import time
 import zlib
 from collections.abc import Callable
@@ -30,6 +29,7 @@ from typing import Any
 from urllib.parse import urlsplit
 
 from app import outbound
+from app.cache import Cache
 from app.config import CoreSettings
 from app.credentials.cryptosuites.base import ProofCheckFailed
 from app.credentials.jsonld.canon import CanonicalizationLimits
@@ -39,8 +39,8 @@ from app.credentials.verifier import VerificationBudget, VerificationResult, ver
 from app.db import end_reads
 from app.dids.did_web import DidWebResolver
 from app.dids.local import local_documents
-from app.dids.method import did_method as network_did_method
 from app.dids.resolver import DidResolver
+from app.dids.settings import DidSettings
 from app.outbound import OutboundPolicy, no_preparation, system_addresses, unusable_host_detail
 from app.settings import current
 
@@ -115,16 +115,16 @@ class RemoteStatusLists:
     resolve_addresses: Callable[[str, int], list[str]] = system_addresses
     # Called before each fetch: the application ends the read transaction a verification may hold.
     before_fetch: Callable[[], None] = no_preparation
-    _cache: dict[str, tuple[float, dict]] = field(default_factory=dict, init=False, repr=False)
-    _lock: threading.Lock = field(default_factory=threading.Lock, init=False, repr=False)
+    _cache: Cache[dict] = field(init=False, repr=False)
+
+    def __post_init__(self) -> None:
+        self._cache = Cache("remote_status_lists", maxsize=self.cache_size)
 
     def status_list(self, url: str, verify: Callable[[dict], VerificationResult]) -> dict:
         """The verified credential at `url` (cached); raises `ProofCheckFailed("status_check_failed")`."""
-        now = time.monotonic()
-        with self._lock:
-            cached = self._cache.get(url)
-            if cached is not None and cached[0] > now:
-                return cached[1]
+        cached = self._cache.get(url)
+        if cached is not None:
+            return cached
         credential = self._fetch_json(url)
         result = verify(credential)
         if not result.verified:
@@ -136,10 +136,7 @@ class RemoteStatusLists:
         ttl = subject.get("ttl")
         if isinstance(ttl, int) and not isinstance(ttl, bool) and ttl >= 0:
             seconds = min(ttl / 1000.0, self.max_cache_seconds)
-        with self._lock:
-            if len(self._cache) >= self.cache_size:
-                self._cache.clear()
-            self._cache[url] = (now + seconds, credential)
+        self._cache.put(url, credential, ttl=seconds)
         return credential
 
     def _fetch_json(self, url: str) -> dict:
@@ -329,44 +326,39 @@ def _end_reads() -> None:
     end_reads("a credential's verification calls another host with no transaction open")
 
 
-_engines: dict[tuple, CredentialEngine] = {}
-_engines_lock = threading.Lock()
+# Engines by what they are built from (`_engine_inputs`): one per process and configuration.
+_ENGINES: Cache[CredentialEngine] = Cache("credential_engines", maxsize=8)
 
 
 def current_engine() -> CredentialEngine:
-    """The engine for the current application's settings (built once per process)."""
-    settings = current(CredentialSettings)
+    """The engine for the current application's settings (built once per process and configuration)."""
+    inputs = _engine_inputs()
+    return _ENGINES.get_or_build(inputs, lambda: _build_engine(*inputs))
+
+
+def _engine_inputs() -> tuple[CredentialSettings, CoreSettings, DidSettings]:
+    """Everything `_build_engine` reads: the settings objects whole, so a setting added to them is
+    part of the engine's key at once (no list of their fields to keep)."""
+    return current(CredentialSettings), current(CoreSettings), current(DidSettings)
+
+
+def _build_engine(settings: CredentialSettings, core: CoreSettings, dids: DidSettings) -> CredentialEngine:
     contexts_dir = settings.jsonld_contexts_dir or None
     did_web_hosts = settings.did_web_allow_hosts
-    status_hosts = settings.status_list_allow_hosts | did_web_hosts
-    ca_bundle = current(CoreSettings).outbound_ca_bundle or None
-    time_limit = settings.canonicalization_time_limit
-    cache_seconds = settings.status_list_cache_max_seconds
-    did_method = network_did_method()
-    budget = VerificationBudget(
-        max_proofs=settings.max_proofs,
-        max_values=settings.verify_max_values,
-        time_limit=settings.verify_time_limit,
+    verify_tls: Any = core.outbound_ca_bundle or True
+    return CredentialEngine(
+        loader=make_document_loader(Path(contexts_dir) if contexts_dir else None, builtin=True),
+        resolver=DidResolver(
+            local_documents=local_documents(dids.method),
+            web=DidWebResolver(
+                OutboundPolicy(allowed_private_hosts=did_web_hosts, verify=verify_tls), before_fetch=_end_reads
+            ),
+        ),
+        remote_lists=RemoteStatusLists(
+            allowed_private_hosts=settings.status_list_allow_hosts | did_web_hosts, verify_tls=verify_tls,
+            max_cache_seconds=settings.status_list_cache_max_seconds, before_fetch=_end_reads,
+        ),
+        limits=CanonicalizationLimits(time_limit=settings.canonicalization_time_limit),
+        budget=VerificationBudget(max_proofs=settings.max_proofs, max_values=settings.verify_max_values,
+                                  time_limit=settings.verify_time_limit),
     )
-    key = (contexts_dir, did_web_hosts, status_hosts, ca_bundle, time_limit, cache_seconds, did_method, budget)
-    with _engines_lock:
-        engine = _engines.get(key)
-        if engine is None:
-            verify_tls: Any = ca_bundle or True
-            engine = CredentialEngine(
-                loader=make_document_loader(Path(contexts_dir) if contexts_dir else None, builtin=True),
-                resolver=DidResolver(
-                    local_documents=local_documents(did_method),
-                    web=DidWebResolver(
-                        OutboundPolicy(allowed_private_hosts=did_web_hosts, verify=verify_tls), before_fetch=_end_reads
-                    ),
-                ),
-                remote_lists=RemoteStatusLists(
-                    allowed_private_hosts=status_hosts, verify_tls=verify_tls, max_cache_seconds=cache_seconds,
-                    before_fetch=_end_reads,
-                ),
-                limits=CanonicalizationLimits(time_limit=time_limit),
-                budget=budget,
-            )
-            _engines[key] = engine
-        return engine

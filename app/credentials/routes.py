@@ -9,6 +9,7 @@ from typing import Any
 
 from flask import Response, current_app, request, url_for
 from flask_smorest import Blueprint
+from marshmallow import ValidationError
 
 from app.credentials import service
 from app.credentials.schemas import (
@@ -24,12 +25,14 @@ from app.credentials.schemas import (
 )
 from app.credentials.settings import CredentialSettings
 from app.db import read_only
-from app.http import BARE_LOCATION_HEADER, problem_doc
+from app.http import BARE_LOCATION_HEADER, parse_json_body, problem_doc
 from app.idempotency.service import idempotent
 from app.oidc.auth import require_grant
 from app.oidc.claims import CREDENTIALS_SCOPE
+from app.ops.edge import edge_engine
 from app.settings import current
-from app.tenancy.auth import api_token_required, current_caller
+from app.tenancy.auth import api_token_required, current_caller, unstamped_caller
+from app.web.hot import HotAnswer, HotRequest, hot, json_answer
 
 blp = Blueprint(
     "credentials", __name__, description="Verifiable credentials: store, verify, Bitstring Status Lists"
@@ -198,3 +201,27 @@ def get_status_list(list_id: str):
     response.headers["Cache-Control"] = f"public, max-age={ttl}"
     response.set_etag(hashlib.sha256(text.encode("utf-8")).hexdigest()[:32])
     return response.make_conditional(request)
+
+
+_VERIFY_IN, _VERIFY_OUT = CredentialVerifyIn(), CredentialVerifyOut()
+
+
+@hot.route("POST", r"/v1/vc/verify", view="credentials.verify_credential", media_type="application/json",
+           cookies=False)
+@hot.route("POST", r"/credentials/verify", view="credentials.verify_credential_vc_api",
+           media_type="application/json", cookies=False)
+def verify_at_once(request: HotRequest) -> HotAnswer | None:
+    """A verification, what callers wait on: the view's schemas and `service.verify_submitted`, for
+    a valid token whose last use needs no stamp (or the open VC API endpoint). Anything else (no
+    or bad token, a body the schema refuses, a credential over the budget) is the view's."""
+    with request.app.app_context():
+        if not (request.environ["PATH_INFO"] == "/credentials/verify" and current(CredentialSettings).verify_open):
+            with edge_engine(request.app).connect() as connection:
+                if unstamped_caller(request.header("HTTP_X_API_TOKEN"), connection) is None:
+                    return request.hand_off("token unknown, revoked, expired or its use to stamp")
+        try:
+            args = _VERIFY_IN.load(parse_json_body(request.body or b""))
+        except (ValueError, ValidationError):  # malformed JSON (a ValueError) or refused by the schema
+            return request.hand_off("a body the view refuses")
+        result = service.verify_submitted(args["verifiableCredential"], args["options"])
+        return json_answer(request.app, 200 if result.verified else 400, _VERIFY_OUT.dump(result.as_dict()))

@@ -15,16 +15,19 @@ from __future__ import annotations
 import logging
 import threading
 import time
-from collections.abc import Set
+from collections.abc import Sequence, Set
 from dataclasses import dataclass
 from datetime import UTC, datetime
+from typing import Any
 
 from flask import current_app
 from joserfc import jwt
 from joserfc.errors import JoseError
 from joserfc.jwk import KeySet, OctKey
+from sqlalchemy import and_, func
 from sqlalchemy.dialects import postgresql, sqlite
 
+from app.cache import Cache
 from app.db import end_reads
 from app.extensions import db
 from app.oidc import outbound
@@ -35,7 +38,12 @@ from app.oidc.tokens import b64_json
 from app.security import decrypt, hash_secret
 from app.settings import current
 from app.tenancy.models import Client
-from app.tenancy.service import CLIENT_SECRET_PURPOSE, get_active_client, verify_client_secret
+from app.tenancy.service import (
+    CLIENT_SECRET_PURPOSE,
+    client_secret_clause,
+    get_active_client,
+    verify_client_secret,
+)
 
 log = logging.getLogger(__name__)
 
@@ -46,6 +54,7 @@ KEY_ALGORITHMS = ("RS256", "PS256", "ES256")
 # An assertion must be short-lived: its jti is remembered only until it expires.
 MAX_ASSERTION_LIFETIME = 600
 _JWKS_CACHE_SECONDS = 300.0
+_JWKS_CACHE_SIZE = 1024
 # Also how long a failed fetch is remembered, so requests naming a broken jwks_uri answer at once.
 _JWKS_MISS_REFETCH_SECONDS = 10.0
 KEYS_UNAVAILABLE = "The client's keys could not be obtained from its jwks_uri."
@@ -125,12 +134,21 @@ def authenticate(credentials: PresentedCredentials, audiences: Set[str], loaded:
     """
     if credentials.method == "assertion":
         return _authenticate_assertion(credentials, audiences, loaded)
+    # `secret_authentication_clause` says the same in SQL.
     client = get_client_by_id(credentials.client_id, loaded)
     if client is None or not credentials.secret or not verify_client_secret(client, credentials.secret):
         raise InvalidClient()
     if client.token_endpoint_auth_method not in (None, credentials.method):
         raise InvalidClient(f"This client authenticates with {client.token_endpoint_auth_method}.")
     return client
+
+
+def secret_authentication_clause(method: Any, hashes: Sequence[Any], now: Any) -> Any:
+    """`authenticate` for a secret method (`SECRET_METHODS`) as a condition on the outer `Client`:
+    the secret its own (current, or previous within its grace) and the client authenticating with
+    `method` or with no method set. `method`, `hashes` (one per `secret_hash_candidates`) and `now`
+    are bound parameters of the caller's statement, which also holds `enabled_client_clause()`."""
+    return and_(client_secret_clause(hashes, now), func.coalesce(Client.token_endpoint_auth_method, method) == method)
 
 
 def _unverified_claims(assertion: str) -> tuple[dict, dict]:
@@ -214,27 +232,27 @@ def _remember_jti(client: Client, jti: str, exp: int) -> None:
 
 
 class _JwksCache:
-    """Documents (or a failure, `None`) per `jwks_uri` with when they were fetched; one fetch per URL at a time."""
+    """Documents (or a failure, `None`) per `jwks_uri` with when they were fetched (whether one is
+    still good is `_needs_fetch`'s to say); one fetch per URL at a time."""
 
     def __init__(self) -> None:
         self.lock = threading.Lock()
-        self.entries: dict[str, tuple[float, dict | None]] = {}
+        self.entries: Cache[tuple[float, dict | None]] = Cache("client_jwks", maxsize=_JWKS_CACHE_SIZE)
         self.fetching: dict[str, threading.Lock] = {}
 
     def get(self, url: str) -> tuple[float, dict | None] | None:
-        with self.lock:
-            return self.entries.get(url)
+        return self.entries.get(url)
 
     def put(self, url: str, fetched_at: float, document: dict | None) -> None:
-        with self.lock:
-            self.entries[url] = (fetched_at, document)
+        self.entries.put(url, (fetched_at, document))
 
     def drop(self, url: str) -> None:
-        with self.lock:
-            self.entries.pop(url, None)
+        self.entries.discard(url)
 
     def fetch_lock(self, url: str) -> threading.Lock:
         with self.lock:
+            if len(self.fetching) >= _JWKS_CACHE_SIZE:  # locks of URLs no fetch holds are dropped
+                self.fetching = {name: held for name, held in self.fetching.items() if held.locked()}
             return self.fetching.setdefault(url, threading.Lock())
 
 

@@ -14,8 +14,9 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from datetime import datetime, timedelta
+from typing import Any
 
-from sqlalchemy import select, update
+from sqlalchemy import or_, select, update
 
 from app.db import as_utc, utcnow
 from app.extensions import db
@@ -47,8 +48,15 @@ def _hash(raw: str) -> str:
 
 
 def wanted(client: Client, scope: str) -> bool:
-    """Whether a grant of `scope` to `client` comes with a refresh token."""
+    """Whether a grant of `scope` to `client` comes with a refresh token (`wanted_clause` in SQL)."""
     return OFFLINE_ACCESS in scope.split() or bool(client.issue_refresh_tokens)
+
+
+def wanted_clause(scope: Any) -> Any:
+    """`wanted` as a condition on the outer `Client` and the column or expression `scope` (a
+    space-separated scope) of the caller's statement."""
+    return or_(Client.issue_refresh_tokens.is_(True),
+               (" " + scope + " ").contains(f" {OFFLINE_ACCESS} ", autoescape=True))
 
 
 def lifetimes(client: Client) -> tuple[int, int]:

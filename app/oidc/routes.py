@@ -6,11 +6,13 @@ The token, revocation and introspection endpoints answer RFC 6749 §5.2 errors
 
 from __future__ import annotations
 
-from urllib.parse import unquote_plus, urlsplit
+from dataclasses import dataclass
+from urllib.parse import parse_qsl, unquote_plus, urlsplit
 
 from flask import Response, current_app, g, jsonify, request
 from flask_limiter.errors import RateLimitExceeded
 from flask_smorest import Blueprint
+from werkzeug.datastructures import Authorization
 from werkzeug.exceptions import RequestEntityTooLarge
 
 from app.db import commit_before_the_edge
@@ -21,7 +23,6 @@ from app.oidc import client_auth, keys, mail, par, service
 from app.oidc.auth import require_grant
 from app.oidc.claims import SCOPE_CLAIMS, SUPPORTED_SCOPES
 from app.oidc.errors import BodyTooLarge, InvalidClient, InvalidRequest, OAuthError, UnsupportedBodyType
-from app.oidc.exchange_path import COUNTED, token_rate_bucket
 from app.oidc.schemas import (
     IntrospectionOut,
     JWKSetOut,
@@ -37,8 +38,10 @@ from app.oidc.schemas import (
 )
 from app.oidc.settings import OidcSettings
 from app.oidc.text import has_unstorable
+from app.ops.edge import edge_engine
 from app.settings import current
 from app.tenancy.models import Client
+from app.web.hot import HotAnswer, HotRequest, counted_before_dispatch, hot, json_answer
 
 blp = Blueprint("oidc", __name__, description="OpenID Connect provider: tokens, userinfo, keys")
 
@@ -62,17 +65,22 @@ def _setup(state) -> None:
                                discovery)
 
 
+def oauth_error_headers(error: OAuthError, basic: bool) -> dict[str, str]:
+    """The headers of an RFC 6749 error answer (both doors): never cached, and a `Basic` challenge
+    to a client that failed to authenticate with Basic."""
+    headers = dict(error.headers)
+    if isinstance(error, InvalidClient) and basic:
+        headers["WWW-Authenticate"] = 'Basic realm="tessera"'
+    return {**headers, "Cache-Control": "no-store", "Pragma": "no-cache"}
+
+
 def _oauth_response(error: OAuthError) -> Response:
     if error.keep_changes:
         commit_before_the_edge("an OAuth error whose recorded changes (a revoked token family) must stand")
     response = jsonify(error.body())
     response.status_code = error.status
-    response.headers.update(error.headers)
     auth = request.authorization
-    if isinstance(error, InvalidClient) and auth is not None and auth.type == "basic":
-        response.headers["WWW-Authenticate"] = 'Basic realm="tessera"'
-    response.headers["Cache-Control"] = "no-store"
-    response.headers["Pragma"] = "no-cache"
+    response.headers.update(oauth_error_headers(error, auth is not None and auth.type == "basic"))
     return response
 
 
@@ -150,6 +158,17 @@ def _authenticator(values: dict[str, str]) -> client_auth.ClientAuthenticator:
     return client_auth.ClientAuthenticator(credentials, audiences)
 
 
+def token_rate_bucket(issuer: str, address: str | None, client: str) -> str:
+    """Rate-limit bucket of the named client *from this network address* (per issuer, so
+    deployments may share one Redis).
+
+    The client is named before it authenticates, so a bucket per client alone would let anyone
+    exhaust a victim client's budget with junk requests; keyed by address too, they only
+    exhaust their own.
+    """
+    return f"oidc-client:{issuer}:{address or 'unknown'}:{client[:32]}"
+
+
 def _client_rate_key() -> str:
     """The request's bucket of the token-side limit (see `token_rate_bucket`)."""
     auth = request.authorization
@@ -163,17 +182,12 @@ def _client_rate_key() -> str:
     return token_rate_bucket(current(OidcSettings).issuer, request.remote_addr, client)
 
 
-def _counted_before_dispatch() -> bool:
-    """The exchange path already counted this request in the same bucket (app/oidc/exchange_path.py)."""
-    return bool(request.environ.get(COUNTED))
-
-
 def _token_rate_limit() -> str:
     return current(OidcSettings).token_rate_limit
 
 
 @blp.route("/v1/openidc/token", methods=["POST"])
-@limiter.limit(_token_rate_limit, key_func=_client_rate_key, exempt_when=_counted_before_dispatch)
+@limiter.limit(_token_rate_limit, key_func=_client_rate_key, exempt_when=counted_before_dispatch)
 @accepts(JSON, FORM)
 @no_store
 @blp.doc(requestBody={"content": {JSON: {"schema": TokenRequest}, FORM: {"schema": TokenRequest}}},
@@ -189,6 +203,71 @@ def token():
     """
     values = _parameters()
     return service.grant_token(values, _authenticator(values)).as_dict()
+
+
+@hot.route("POST", r"/v1/openidc/token", view="oidc.token", media_type=FORM, max_body=16 * 1024)
+def exchange_code_at_once(request: HotRequest) -> HotAnswer | None:
+    """The hot path of every login: a code exchange by client secret in a form, counted in the
+    view's limit and bucket, redeemed by `service.redeem_code_by_secret` (one statement, its own
+    unit of work) and, when refused, explained by `service.explain_refused_code` (read only).
+    Other grants, methods and bodies, a limit reached, a replayed code and grants issuing a refresh
+    token are the view's."""
+    exchange = _plain_exchange(request)
+    if exchange is None:
+        return request.hand_off("not a code exchange by client secret in a plain form")
+    settings = current(OidcSettings, request.app)
+    bucket = token_rate_bucket(settings.issuer, request.header("REMOTE_ADDR"), exchange.credentials.client_id or "")
+    if not request.count_limit(settings.token_rate_limit, bucket, "oidc.token"):
+        return request.hand_off("the token limit is reached (or its storage failed)")
+    redeem = {"code": exchange.values["code"], "redirect_uri": exchange.values["redirect_uri"],
+              "code_verifier": exchange.values.get("code_verifier")}  # fmt: skip
+    with request.app.app_context():
+        if not keys.signing_keys_loaded():
+            return request.hand_off("the signing keys are not loaded yet (the view may create them)")
+        with edge_engine(request.app).begin() as connection:
+            answer = service.redeem_code_by_secret(exchange.credentials, connection, **redeem)
+        if answer is None:
+            refusal = service.explain_refused_code(exchange.credentials, **redeem)
+            if refusal is None:
+                return request.hand_off("a replay, or a grant the unit of work redeems")
+            basic = exchange.credentials.method == "client_secret_basic"
+            return json_answer(request.app, refusal.status, refusal.body(), oauth_error_headers(refusal, basic))
+        return json_answer(request.app, 200, answer.as_dict(), {"Cache-Control": "no-store", "Pragma": "no-cache"})
+
+
+@dataclass(frozen=True, slots=True)
+class _Exchange:
+    values: dict[str, str]
+    credentials: client_auth.PresentedCredentials
+
+
+def _plain_exchange(request: HotRequest) -> _Exchange | None:
+    """The parameters and client credentials of a well-formed code exchange by client secret, else None."""
+    try:
+        pairs = parse_qsl((request.body or b"").decode("ascii"), keep_blank_values=True, strict_parsing=True)
+    except (UnicodeDecodeError, ValueError):
+        return None
+    values = dict(pairs)
+    if len(values) != len(pairs) or values.get("grant_type") != "authorization_code":
+        return None
+    if not values.get("code") or not values.get("redirect_uri"):
+        return None
+    if any(has_unstorable(value) for value in values.values()):
+        return None
+    basic = None
+    header = request.header("HTTP_AUTHORIZATION")
+    if header:
+        auth = Authorization.from_header(header)
+        if auth is None or auth.type != "basic":
+            return None
+        basic = (unquote_plus(auth.username or ""), unquote_plus(auth.password or ""))
+    try:
+        credentials = client_auth.presented_credentials(values, basic)
+    except OAuthError:  # mixed methods: the view says so
+        return None
+    if credentials.method not in client_auth.SECRET_METHODS:
+        return None
+    return _Exchange(values, credentials)
 
 
 @blp.route("/v1/openidc/par", methods=["POST"])

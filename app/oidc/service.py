@@ -14,18 +14,19 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any, NoReturn
 
-from sqlalchemy import Executable, Update, and_, any_, bindparam, func, not_, or_, select, update
+from sqlalchemy import Executable, Update, bindparam, func, not_, select, update
 from sqlalchemy.dialects import postgresql, sqlite
 from sqlalchemy.engine import Connection
 from sqlalchemy.orm import load_only
 
 from app.db import as_utc, utcnow
 from app.extensions import db
-from app.oidc import grants, keys, refresh, tokens
+from app.oidc import client_auth, grants, keys, refresh, tokens
 from app.oidc.client_auth import (
     SECRET_METHODS,
     ClientAuthenticator,
     PresentedCredentials,
+    authenticate,
     get_client_by_id,
     parse_client_id,
 )
@@ -34,6 +35,7 @@ from app.oidc.errors import (
     InvalidGrant,
     InvalidRequest,
     InvalidScope,
+    OAuthError,
     UnauthorizedClient,
     UnsupportedGrantType,
 )
@@ -237,34 +239,59 @@ _EXCHANGE_CLIENT_COLUMNS = (
 )
 
 
-def exchange_code_at_once(credentials: PresentedCredentials, connection: Connection, *, code: str,
+def redeem_code_by_secret(credentials: PresentedCredentials, connection: Connection, *, code: str,
                           redirect_uri: str, code_verifier: str | None) -> TokenResponse | None:
-    """A code exchange by client secret in one statement on `connection` (autocommit), on PostgreSQL;
-    None when it did not apply or consumed nothing, and then nothing was changed: the caller runs
-    `exchange_code` in a unit of work, which holds every rule and says what was wrong.
+    """A code exchange by client secret in one statement on `connection`, on every database: the
+    hot door's (app/oidc/routes.py), once this process knows its signing keys
+    (`keys.signing_keys_loaded`). None when it consumed nothing, and then nothing was changed:
+    `explain_refused_code` says why, or the view's `exchange_code` does it.
 
     The statement consumes the code only when everything `exchange_code` checks holds and, besides,
-    the secret is the client's (current, or previous within its grace; compared as keyed hashes),
-    the client authenticates with this method, and the grant needs no other write (no refresh
-    token): the use of the code is then committed by that statement alone, and what follows only
-    reads and signs (with keys this process already knows, so none is created here).
+    the client authenticates with this secret and method (`client_auth.secret_authentication_clause`)
+    and the grant issues no refresh token (`refresh.wanted_clause`): the use of the code is then
+    the statement's one write, committed by the caller (autocommit on PostgreSQL), and what follows
+    only reads and signs (with keys this process already knows, so none is created here).
     """
-    if (credentials.method not in SECRET_METHODS or not credentials.secret
-            or connection.dialect.name != "postgresql" or not keys.signing_keys_loaded()):
-        return None
     client_id = parse_client_id(credentials.client_id)
-    if client_id is None:
+    if credentials.method not in SECRET_METHODS or not credentials.secret or client_id is None:
         return None
     redemption = _Redemption.of(code, redirect_uri, code_verifier)
+    hashes = secret_hash_candidates(credentials.secret)
     parameters = {**redemption.parameters(client_id), "given_method": credentials.method,
-                  "given_secret_hashes": secret_hash_candidates(credentials.secret)}
-    row = _consume_at_once_statement().first(connection, parameters)
+                  **{f"given_secret_hash_{index}": value for index, value in enumerate(hashes)}}
+    consume, read = _redeem_statements(connection.dialect.name, len(hashes))
+    row = consume.first(connection, parameters)
     if row is None:
         return None
+    if read is not None:  # no data-modifying CTE: the user and client are read after the update
+        user_id, scope, nonce, auth_time, sid = row
+        row = (scope, nonce, auth_time, sid, *read.first(connection, {"user_id": user_id, **parameters}))
     scope, nonce, auth_time, sid, *user_and_client = row
     user, client = _TokenUser(*user_and_client[:4]), _TokenClient(*user_and_client[4:])
     return _user_tokens(client, user, scope=scope, auth_time=as_utc(auth_time), nonce=nonce, sid=sid,
                         jti=redemption.jti, issued_at=redemption.issued_at, refresh_token=None)
+
+
+def explain_refused_code(credentials: PresentedCredentials, *, code: str, redirect_uri: str,
+                         code_verifier: str | None) -> OAuthError | None:
+    """Why `redeem_code_by_secret` consumed nothing, read without a write (in the caller's session,
+    which it leaves with nothing to commit): the error `exchange_code` would raise, or None when
+    only `exchange_code` may answer: a used code (its replay revokes tokens) or a grant it would
+    redeem (a refresh token to issue, or a refusal that found nothing wrong).
+    """
+    try:
+        client = authenticate(credentials, frozenset())
+    except OAuthError as refusal:
+        return refusal
+    row = db.session.execute(
+        select(AuthorizationCode).where(AuthorizationCode.code_hash == hash_secret(code))
+    ).scalar_one_or_none()
+    if row is not None and row.used_at is not None and row.client_id == client.id:
+        return None
+    refusal = _code_refusal(row, client, redirect_uri=redirect_uri, code_verifier=code_verifier, now=utcnow())
+    if refusal is None and refresh.wanted(client, row.scope):
+        return None
+    return refusal or InvalidGrant(_USER_GONE)
 
 
 @dataclass(frozen=True, slots=True)
@@ -331,26 +358,32 @@ def _consume_statement(dialect: str) -> Executable:
     return _with_user_and_client(_consume_update())
 
 
+_TOKEN_FIELDS = (User.id, User.did, User.profile, User.email_address,
+                 Client.id, Client.signing_alg, Client.id_token_claims, Client.reads_credentials)
+
+
 @functools.cache
-def _consume_at_once_statement() -> DriverStatement:
-    """The statement of `exchange_code_at_once` (PostgreSQL): `_consume_update`'s, with the client's
-    secret and method checked and only grants that issue no refresh token (`refresh.wanted`),
-    returning the code's fields and then `_TokenUser`'s and `_TokenClient`'s."""
-    secret_hashes = any_(bindparam("given_secret_hashes"))  # a list: psycopg sends it as an array
-    grace_until = bindparam("given_now", type_=Client.previous_secret_expires_at.type)
-    code = _consume_update(
-        or_(Client.secret_hash == secret_hashes,
-            and_(Client.previous_secret_hash == secret_hashes, Client.previous_secret_expires_at > grace_until)),
-        func.coalesce(Client.token_endpoint_auth_method, bindparam("given_method")) == bindparam("given_method"),
-        Client.issue_refresh_tokens.isnot(True),
-        not_((" " + AuthorizationCode.scope + " ").contains(f" {refresh.OFFLINE_ACCESS} ", autoescape=True)),
-    ).cte("consumed")
-    return DriverStatement(
-        select(code.c.scope, code.c.nonce, code.c.auth_time, code.c.sid,
-               User.id, User.did, User.profile, User.email_address,
-               Client.id, Client.signing_alg, Client.id_token_claims, Client.reads_credentials)
-        .join(User, User.id == code.c.user_id).join(Client, Client.id == bindparam("given_client_id"))
+def _redeem_statements(dialect: str, hash_keys: int) -> tuple[DriverStatement, DriverStatement | None]:
+    """The statements of `redeem_code_by_secret`: `_consume_update`'s with the conditions of the
+    rules' owners (the client authenticates with this secret and method; no refresh token is
+    issued), returning the code's fields then `_TokenUser`'s and `_TokenClient`'s. PostgreSQL
+    reads the user and client in the same statement; SQLite, which has no data-modifying CTE,
+    in a second one (then the first returns the user's id first)."""
+    consume = _consume_update(
+        client_auth.secret_authentication_clause(
+            bindparam("given_method"), [bindparam(f"given_secret_hash_{index}") for index in range(hash_keys)],
+            bindparam("given_now", type_=Client.previous_secret_expires_at.type)),
+        not_(refresh.wanted_clause(AuthorizationCode.scope)),
     )
+    if dialect != "postgresql":
+        read = (select(*_TOKEN_FIELDS).join(Client, Client.id == bindparam("given_client_id"))
+                .where(User.id == bindparam("user_id")))
+        return DriverStatement(consume), DriverStatement(read)
+    code = consume.cte("consumed")
+    return DriverStatement(
+        select(code.c.scope, code.c.nonce, code.c.auth_time, code.c.sid, *_TOKEN_FIELDS)
+        .join(User, User.id == code.c.user_id).join(Client, Client.id == bindparam("given_client_id"))
+    ), None
 
 
 def _consume_code(redemption: _Redemption, client_id: int) -> _ConsumedCode | None:
@@ -370,6 +403,9 @@ def _consume_code(redemption: _Redemption, client_id: int) -> _ConsumedCode | No
                          db.session.get(Client, client_id))
 
 
+_USER_GONE = "The user of this authorization code no longer exists or was disabled."
+
+
 def _refuse_code(code_hash: str, client: Client, *, redirect_uri: str, code_verifier: str | None,
                  now: datetime) -> NoReturn:
     """Nothing was consumed: say why. A used code of this client revokes the tokens issued from it."""
@@ -377,22 +413,30 @@ def _refuse_code(code_hash: str, client: Client, *, redirect_uri: str, code_veri
         select(AuthorizationCode).where(AuthorizationCode.code_hash == code_hash)
         .execution_options(populate_existing=True)
     ).scalar_one_or_none()
-    if row is None or row.client_id != client.id:
-        raise InvalidGrant("The authorization code is unknown or was issued to another client.")
-    if row.used_at is not None:
+    if row is not None and row.client_id == client.id and row.used_at is not None:
         _revoke_code_tokens(row)
+    raise _code_refusal(row, client, redirect_uri=redirect_uri, code_verifier=code_verifier, now=now) or InvalidGrant(
+        _USER_GONE)
+
+
+def _code_refusal(row: AuthorizationCode | None, client: Client, *, redirect_uri: str, code_verifier: str | None,
+                  now: datetime) -> InvalidGrant | None:
+    """What is wrong with presenting the code `row` (None: unknown) for `client`, other than its
+    use and its user; None when nothing of that is."""
+    if row is None or row.client_id != client.id:
+        return InvalidGrant("The authorization code is unknown or was issued to another client.")
     if as_utc(row.expires_at) <= now:
-        raise InvalidGrant("The authorization code has expired.")
+        return InvalidGrant("The authorization code has expired.")
     if row.redirect_uri != redirect_uri:
-        raise InvalidGrant("redirect_uri does not match the one of the authorization request.")
+        return InvalidGrant("redirect_uri does not match the one of the authorization request.")
     if row.code_challenge:
         if not code_verifier:
-            raise InvalidGrant("code_verifier is required: the authorization request used PKCE.")
+            return InvalidGrant("code_verifier is required: the authorization request used PKCE.")
         if not hmac.compare_digest(_pkce_challenge(code_verifier), row.code_challenge):
-            raise InvalidGrant("code_verifier does not match the code_challenge.")
+            return InvalidGrant("code_verifier does not match the code_challenge.")
     elif code_verifier:
-        raise InvalidGrant("code_verifier was sent but the authorization request had no code_challenge.")
-    raise InvalidGrant("The user of this authorization code no longer exists or was disabled.")
+        return InvalidGrant("code_verifier was sent but the authorization request had no code_challenge.")
+    return None
 
 
 def _user_tokens(client: Client | _TokenClient, user: User | _TokenUser, *, scope: str, auth_time: datetime,

@@ -11,7 +11,6 @@ from __future__ import annotations
 import hmac
 import os
 import time
-from typing import Any
 
 from flask import Flask, Response, current_app, g, request
 from prometheus_client import (
@@ -27,6 +26,7 @@ from prometheus_client.core import GaugeMetricFamily
 from app.extensions import db
 from app.http import is_loopback_client
 from app.ops.queue import queue_reader
+from app.web.edge import request_metrics
 
 REQUEST_LATENCY = Histogram(
     "tessera_http_request_duration_seconds",
@@ -82,26 +82,12 @@ def init_metrics(app: Flask) -> None:
     def _start_timer() -> None:
         g.request_started = time.perf_counter()
 
-    # The labelled children of matched routes, looked up once per (method, route, status): `labels`
-    # costs more than the update. Unmatched requests (any method a client invents) are not kept.
-    children: dict[tuple[str, str, int], tuple[Any, Any]] = {}
+    request_counts = request_metrics(app)  # the hot routes' too (app/web/hot.py)
 
     @app.after_request
     def _observe(response: Response) -> Response:
-        started = g.pop("request_started", None)
-        endpoint = request.url_rule.rule if request.url_rule else "unmatched"
-        key = (request.method, endpoint, response.status_code)
-        child = children.get(key)
-        if child is None:
-            child = (
-                REQUEST_LATENCY.labels(key[0], endpoint),
-                REQUEST_STATUS.labels(key[0], endpoint, str(key[2])),
-            )
-            if request.url_rule is not None:
-                children[key] = child
-        if started is not None:
-            child[0].observe(time.perf_counter() - started)
-        child[1].inc()
+        rule = request.url_rule.rule if request.url_rule else None
+        request_counts.observe(request.method, rule, response.status_code, g.pop("request_started", None))
         return response
 
     @app.get("/metrics")

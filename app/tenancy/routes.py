@@ -7,11 +7,12 @@ from flask.views import MethodView
 from flask_smorest import Blueprint
 
 from app.db import read_only
-from app.http import LOCATION_HEADER, id_parameter, no_store, path_id, problem_doc
+from app.http import LOCATION_HEADER, MAX_ID, id_parameter, no_store, path_id, problem_doc
 from app.idempotency.service import idempotent
+from app.ops.edge import edge_engine
 from app.pagination import PageArgs
 from app.tenancy import service
-from app.tenancy.auth import api_token_required, current_caller
+from app.tenancy.auth import api_token_required, current_caller, unstamped_caller
 from app.tenancy.schemas import (
     ApiTokenIn,
     ApiTokenPage,
@@ -22,6 +23,7 @@ from app.tenancy.schemas import (
     SubClientPage,
     SubClientUpdateIn,
 )
+from app.web.hot import HotAnswer, HotRequest, hot, json_answer
 
 blp = Blueprint(
     "sub_clients",
@@ -84,6 +86,31 @@ class SubClientById(MethodView):
         """
         client_id = path_id(subclient_id, "subclient_id")
         return {"data": service.update_sub_client(current_caller(), client_id, changes)}
+
+
+_SUB_CLIENT_ENVELOPE = SubClientEnvelope()
+
+
+@hot.route("GET", r"/v1/sub_client/(?P<subclient_id>[0-9]{1,10})", view="sub_clients.SubClientById",
+           cookies=False)
+def read_sub_client_at_once(request: HotRequest) -> HotAnswer | None:
+    """The hottest authenticated read, its plain success only: a valid token whose last use needs
+    no stamp, acting in its own client, for a sub-client of its subtree. The token and sub-client
+    statements and the schema are the view's, run on every request (a revoked token or a disabled
+    client is refused at once)."""
+    client_id = int(request.params["subclient_id"])
+    token = request.header("HTTP_X_API_TOKEN")
+    if not token or "HTTP_X_API_SUBCLIENT_ID" in request.environ or not 0 < client_id <= MAX_ID:
+        return request.hand_off("no token, another acting node or an id out of range")
+    with request.app.app_context():
+        with edge_engine(request.app).connect() as connection:
+            caller = unstamped_caller(token, connection)
+            if caller is None:
+                return request.hand_off("token unknown, revoked, expired or its use to stamp")
+            row = service.find_sub_client_row(caller, client_id, connection)
+        if row is None:
+            return request.hand_off("no such sub-client in the token's subtree")
+        return json_answer(request.app, 200, _SUB_CLIENT_ENVELOPE.dump({"data": row}))
 
 
 @blp.route(

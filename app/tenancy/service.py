@@ -8,13 +8,14 @@ flush but never commit: the request, task or CLI command that called them owns t
 from __future__ import annotations
 
 import uuid
+from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 from functools import cache
 from typing import Any
 
 from flask import current_app
-from sqlalchemy import bindparam, exists, func, select, update
+from sqlalchemy import and_, bindparam, exists, func, or_, select, update
 from sqlalchemy.engine import Connection
 from sqlalchemy.exc import IntegrityError
 from sqlalchemy.orm import aliased
@@ -437,8 +438,17 @@ def rotate_client_secret(caller: Caller, client_id: int) -> IssuedClientSecret:
     return IssuedClientSecret(client.id, secret, client.previous_secret_expires_at)
 
 
+def client_secret_clause(hashes: Sequence[Any], now: Any) -> Any:
+    """`verify_client_secret` as a condition on the outer `Client`, for statements of other features:
+    `hashes` are bound parameters of the presented secret's `secret_hash_candidates` (one per hash
+    key), `now` the time of the check. The caller's statement also holds `enabled_client_clause()`."""
+    return or_(Client.secret_hash.in_(hashes),
+               and_(Client.previous_secret_hash.in_(hashes), Client.previous_secret_expires_at > now))
+
+
 def verify_client_secret(client: Client, secret: str) -> bool:
-    """Whether `secret` is the client's current secret, or its previous one within the grace period.
+    """Whether `secret` is the client's current secret, or its previous one within the grace period
+    (`client_secret_clause` says the same in SQL).
 
     Constant time with respect to the secret; a disabled client never verifies.
     """

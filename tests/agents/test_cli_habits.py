@@ -212,7 +212,7 @@ def test_insufficient_credits_says_how_to_get_credits(runner, live_server, tmp_p
     assert result.exit_code == 1
     assert "costs 10 credits, 0 available" in result.output
     assert f"{live_server.url}/claim" in result.output
-    assert "flask agents grant-credits" in result.output
+    assert "tessera-admin agents grant-credits" in result.output
     result = runner.invoke(main, ["host-card", "--file", str(card), "--api-key", key, "--json"], env=env)
     error = json.loads(result.stdout)["error"]
     assert error["kind"] == "InsufficientCredits" and "/claim" in error["hint"]

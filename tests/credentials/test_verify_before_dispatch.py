@@ -1,4 +1,4 @@
-"""Verifications answered before dispatch (`app/credentials/fast_verify.py`) are the view's answers,
+"""Verifications answered before dispatch (the hot route of app/credentials/routes.py) are the view's answers,
 and everything but the plain case still reaches the view."""
 
 from __future__ import annotations

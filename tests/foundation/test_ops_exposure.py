@@ -113,7 +113,7 @@ def test_the_procfile_web_process_logs_no_query_values(app):
 
 
 def test_the_access_log_records_a_request_the_application_failed(caplog):
-    from app.ops.logging import AccessLog, current_request_id, request_id_var
+    from app.ops.logging import current_request_id, logged_access, request_id_var
 
     def failing(environ, start_response):
         raise RuntimeError("boom")
@@ -122,7 +122,7 @@ def test_the_access_log_records_a_request_the_application_failed(caplog):
                "SERVER_PROTOCOL": "HTTP/1.1", "REMOTE_ADDR": "192.0.2.7"}
     request_id_var.set("0123456789abcdef-previous-request")
     with caplog.at_level("INFO", logger="tessera.access"), pytest.raises(RuntimeError):
-        AccessLog(failing)(environ, lambda *args: None)
+        logged_access(failing, environ, lambda *args: None)
     assert current_request_id() is None  # the line is not labelled with the thread's previous request
     [record] = [record for record in caplog.records if record.name == "tessera.access"]
     assert record.getMessage().startswith('192.0.2.7 - "POST /v1/openidc/token?code=REDACTED HTTP/1.1" 500 ')

@@ -74,6 +74,10 @@ def test_run_command_on_another_port_serves_pages_discovery_and_worker_urls_ther
             assert job["state"] == "succeeded", job
             assert job["result"]["public_url"] == f"{url}/api/agent-card/{agent.did}", "built by the worker"
             assert httpx.get(job["result"]["public_url"], timeout=10).status_code == 200
+        # Ctrl-C reaches honcho (its processes run in sessions of their own): all stop within its grace.
+        os.kill(process.pid, signal.SIGINT)
+        process.wait(timeout=20)
+        assert "SIGKILL" not in log.read_text(), "honcho had to kill a process"
     except AssertionError as failure:
         raise AssertionError(f"{failure}\n--- service log ---\n{log.read_text()[-4000:]}") from failure
     finally:

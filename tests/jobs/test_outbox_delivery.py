@@ -220,8 +220,8 @@ def test_accepted_jobs_run_once_after_a_database_outage_longer_than_their_retrie
     # Five retries of a handler's failure would take about a second; the outage lasts longer.
     worker = environment.start_worker(
         concurrency=1, extra_env={"DATABASE_URL": worker_url, "JOB_RETRY_BACKOFF_MAX": "0.2",
-                                  "JOB_OUTAGE_RETRY_MAX": "0.5", "DB_CALL_TIMEOUT": "1", "DB_CONNECT_TIMEOUT": "1",
-                                  "DB_STATEMENT_TIMEOUT_MS": "800"}, log_path=log_path,
+                                  "JOB_OUTAGE_RETRY_MAX": "0.5", "DB_CALL_TIMEOUT": "2", "DB_CONNECT_TIMEOUT": "2",
+                                  "DB_STATEMENT_TIMEOUT_MS": "1500"}, log_path=log_path,
     )  # fmt: skip
     try:
         warm = start_backlog(client, master, 1)[0]

@@ -35,6 +35,8 @@ def live_server(app, real_worker):
         "OIDC_LOGIN_RATE_LIMIT": "100000 per minute",
         "OIDC_TOKEN_RATE_LIMIT": "100000 per minute",
         "OIDC_KEY_CACHE_SECONDS": 0,
+        # One limiter serves both applications: its keys carry the prefix it was first given.
+        "RATELIMIT_KEY_PREFIX": app.config["RATELIMIT_KEY_PREFIX"],
     })
     celery.flask_app = app  # create_app rebinds the shared Celery app; the session app stays its owner
     thread = threading.Thread(target=server.serve_forever, name="live-server", daemon=True)

@@ -1,4 +1,4 @@
-"""Code exchanges answered before dispatch (app/oidc/exchange_path.py): the same answer, headers,
+"""Code exchanges answered before dispatch (the hot route of app/oidc/routes.py): the same answer, headers,
 metrics and rate-limit bucket as the view's, and every refusal still the view's."""
 
 from __future__ import annotations
@@ -64,22 +64,24 @@ def test_a_form_exchange_answers_as_the_view_does(client, tenant):
     assert by_form.get_data(as_text=True).endswith("\n") and by_json.get_data(as_text=True).endswith("\n")
 
 
-def test_successes_skip_the_view_and_refusals_reach_it(client, tenant, view_refuses_everything):
+def test_successes_and_plain_refusals_skip_the_view_and_the_rest_reach_it(client, tenant, view_refuses_everything):
     code = sign_in(client, tenant)["code"]
     assert exchange(client, tenant, code).status_code == 200
-    # A replayed code, a wrong secret, another grant and a JSON body are all the view's to answer.
+    # A wrong secret or an unknown code is explained by a read, at once.
+    assert exchange(client, tenant, sign_in(client, tenant)["code"], client_secret="wrong").status_code == 401
+    assert exchange(client, tenant, "unknown").status_code == 400
+    # A replayed code (it revokes tokens), another grant and a JSON body are the view's to answer.
     assert exchange(client, tenant, code).status_code == 418
-    assert exchange(client, tenant, sign_in(client, tenant)["code"], client_secret="wrong").status_code == 418
     assert exchange(client, tenant, sign_in(client, tenant)["code"], as_json=True).status_code == 418
     refresh = client.post("/v1/openidc/token", data={"grant_type": "refresh_token", "refresh_token": "x"})
     assert refresh.status_code == 418
 
 
-def test_a_refused_exchange_changes_nothing_before_the_view_answers(client, tenant):
+def test_a_refused_exchange_changes_nothing(client, tenant):
     code = sign_in(client, tenant)["code"]
     refused = exchange(client, tenant, code, client_secret="wrong")
     assert refused.status_code == 401 and refused.get_json()["error"] == "invalid_client"
-    # The code was consumed and rolled back before the view ran: it is still good, once.
+    # Nothing was consumed: the code is still good, once.
     assert exchange(client, tenant, code).status_code == 200
     replay = exchange(client, tenant, code)
     assert replay.status_code == 400 and replay.get_json()["error"] == "invalid_grant"
@@ -111,8 +113,9 @@ def test_both_paths_spend_one_budget_and_count_each_request_once(app, client):
 
 def test_a_plain_exchange_is_one_consuming_statement_and_commits_only_where_it_needs_to(app, client, tenant,
                                                                                      monkeypatch):
-    """PostgreSQL: one statement run by the driver on an autocommit connection (no BEGIN/COMMIT, nothing
-    through the session). SQLite: one unit of work, one commit."""
+    """The same redemption on every database. PostgreSQL: one statement run by the driver on an
+    autocommit connection (no BEGIN/COMMIT, nothing through the session). SQLite: the consuming
+    statement and a read of the user and client, in one transaction, one commit."""
     from sqlalchemy import event
 
     from app.extensions import db
@@ -125,7 +128,7 @@ def test_a_plain_exchange_is_one_consuming_statement_and_commits_only_where_it_n
     run_by_driver = DriverStatement.first
 
     def spy_driver(statement, connection, parameters):
-        driver_statements.append((statement._sql, connection.connection.driver_connection.autocommit))
+        driver_statements.append((statement._sql, getattr(connection.connection.driver_connection, "autocommit", None)))
         return run_by_driver(statement, connection, parameters)
 
     def on_statement(_conn, _cursor, statement, *_args) -> None:
@@ -148,7 +151,7 @@ def test_a_plain_exchange_is_one_consuming_statement_and_commits_only_where_it_n
             (1, True)]
         assert consuming == [] and commits == [], statements
     else:
-        assert driver_statements == []
+        assert [sql.count("UPDATE oidc_authorization_codes") for sql, _level in driver_statements] == [1, 0]
         assert len(consuming) == 1 and len(commits) == 1, statements
     replay = exchange(client, tenant, code)  # the use of the code is durable: a replay is refused
     assert replay.status_code == 400 and replay.get_json()["error"] == "invalid_grant"

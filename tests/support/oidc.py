@@ -143,7 +143,7 @@ def sign_in(http, tenant: Tenant, *, consent: str | None = "allow", **authorize_
 
 def exchange(http, tenant: Tenant, code: str, *, as_json: bool = False, **overrides):
     """Redeem `code` at the token endpoint: a form body (RFC 6749; answered before dispatch when it
-    succeeds, see app/oidc/exchange_path.py), or a JSON one (always the Flask view)."""
+    succeeds, see the hot route of app/oidc/routes.py), or a JSON one (always the Flask view)."""
     body = {
         "grant_type": "authorization_code", "code": code, "client_id": str(tenant.client_id),
         "client_secret": tenant.client_secret, "redirect_uri": tenant.redirect_uri,

@@ -1,4 +1,4 @@
-"""`GET /v1/sub_client/<id>` answered before Flask dispatches (app/tenancy/fast_reads.py).
+"""`GET /v1/sub_client/<id>` answered before Flask dispatches (its hot route, app/tenancy/routes.py).
 
 The plain success is answered with the view's bytes and headers, counted in the metrics under the
 view's route; everything else (a revoked token, a disabled client, another tenant's sub-client,
@@ -33,13 +33,9 @@ class _CountingInner:
 
 @pytest.fixture
 def fast_reads(app, monkeypatch):
-    from app.ops.edge import BeforeDispatch
-    from app.tenancy.fast_reads import SubClientReads
+    from app.web.hot import HotLayer
 
-    layer = app.wsgi_app
-    while not isinstance(layer, SubClientReads):
-        # Other paths in front of dispatch hand on to `inner`; ProxyFix (TRUSTED_PROXIES) to `app`.
-        layer = layer.inner if isinstance(layer, BeforeDispatch) else layer.app
+    layer = HotLayer.of(app)
     monkeypatch.setattr(layer, "inner", _CountingInner(layer.inner))
     return layer
 
