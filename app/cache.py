@@ -33,8 +33,9 @@ _MISSING: Any = object()
 class Cache(Generic[V]):
     """A bounded LRU map of values valid for a version and, with `ttl`, for `ttl` seconds."""
 
-    def __init__(self, name: str, *, maxsize: int, ttl: float | None = None,
-                 clock: Callable[[], float] = time.monotonic) -> None:
+    def __init__(
+        self, name: str, *, maxsize: int, ttl: float | None = None, clock: Callable[[], float] = time.monotonic
+    ) -> None:
         if maxsize <= 0:
             raise ValueError("a cache holds at least one entry")
         self.name = name

@@ -200,8 +200,7 @@ class CoreSettings:
     job_retry_backoff_max: float = env(
         "JOB_RETRY_BACKOFF_MAX",
         300.0,
-        "cap in seconds of a job's retry backoff after its handler failed (a database outage: "
-        "`JOB_OUTAGE_RETRY_MAX`)",
+        "cap in seconds of a job's retry backoff after its handler failed (a database outage: `JOB_OUTAGE_RETRY_MAX`)",
     )
     job_outage_retry_max: float = env(
         "JOB_OUTAGE_RETRY_MAX",

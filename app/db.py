@@ -322,7 +322,9 @@ def _statement_engine() -> Engine:
         engine = db.engine
         if engine.dialect.name == "postgresql":
             engine = create_engine(
-                engine.url, **app.config["SQLALCHEMY_ENGINE_OPTIONS"], isolation_level="AUTOCOMMIT",
+                engine.url,
+                **app.config["SQLALCHEMY_ENGINE_OPTIONS"],
+                isolation_level="AUTOCOMMIT",
                 pool_reset_on_return=None,
             )
         engine = app.extensions.setdefault(_STATEMENT_ENGINE, engine)

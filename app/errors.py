@@ -95,9 +95,7 @@ class ServiceUnavailable(DomainError):
 
 
 def problem_response(body: dict, status: int, headers: dict | None = None) -> Response:
-    response = current_app.response_class(
-        json.dumps(body), status=status, mimetype=PROBLEM_MIMETYPE
-    )
+    response = current_app.response_class(json.dumps(body), status=status, mimetype=PROBLEM_MIMETYPE)
     for name, value in (headers or {}).items():
         response.headers[name] = value
     return response
@@ -187,7 +185,10 @@ def _html_error_page(status: int, code: str, headers: dict[str, str]) -> Respons
     else:
         detail = f"No page or endpoint answers {request.path}."
     html = render_template(
-        "error_page.html", title=HTTPStatus(status).phrase, message=_HTML_PAGES[status], error_code=code,
+        "error_page.html",
+        title=HTTPStatus(status).phrase,
+        message=_HTML_PAGES[status],
+        error_code=code,
         error_detail=detail,
     )
     response = current_app.response_class(html, status=status, mimetype="text/html")

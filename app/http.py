@@ -89,9 +89,7 @@ def enforce_content_type(view_functions: dict[str, Callable]) -> None:
     mimetype = request.mimetype or ""
     if mimetype in accepted or (mimetype.endswith("+json") and "application/json" in accepted):
         return
-    raise UnsupportedMediaType(
-        f"Send the body as {' or '.join(sorted(accepted))}.", accepted=sorted(accepted)
-    )
+    raise UnsupportedMediaType(f"Send the body as {' or '.join(sorted(accepted))}.", accepted=sorted(accepted))
 
 
 def _accepted(view: Any) -> frozenset[str]:

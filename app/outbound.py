@@ -314,7 +314,11 @@ class _DeadlineBackend(httpcore.NetworkBackend):
         self.sockets = httpcore.SyncBackend()
 
     def connect_tcp(
-        self, host: str, port: int, timeout: float | None = None, local_address: str | None = None,
+        self,
+        host: str,
+        port: int,
+        timeout: float | None = None,
+        local_address: str | None = None,
         socket_options: Iterable | None = None,
     ) -> httpcore.NetworkStream:
         stream = self.sockets.connect_tcp(

@@ -35,7 +35,6 @@ def paginate(statement: Select, page: int, per_page: int) -> Page:
 class PageArgs(ma.Schema):
     """The `page` and `per_page` query arguments of every list."""
 
-
     page = ma.fields.Integer(
         load_default=1, validate=ma.validate.Range(min=1, max=MAX_PAGE), metadata={"description": "Page number, > 0."}
     )
@@ -48,7 +47,6 @@ class PageArgs(ma.Schema):
 
 class PageMeta(ma.Schema):
     """The envelope members of a page; a list schema adds its `data`."""
-
 
     per_page = ma.fields.Integer(required=True)
     current_page = ma.fields.Integer(required=True)

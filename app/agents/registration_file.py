@@ -68,8 +68,11 @@ def did_service_errors(card: dict[str, Any], did: str) -> dict[str, list[str]]:
     for name in SERVICE_LISTS:
         services = card.get(name)
         for index, service in enumerate(services if isinstance(services, list) else []):
-            if isinstance(service, dict) and str(service.get("name", "")).strip().lower() == "did" \
-                    and service.get("endpoint") != did:
+            if (
+                isinstance(service, dict)
+                and str(service.get("name", "")).strip().lower() == "did"
+                and service.get("endpoint") != did
+            ):
                 errors[f"{name}.{index}.endpoint"] = [f"The DID service endpoint must be the agent's own DID, {did}."]
     return errors
 

@@ -188,11 +188,7 @@ def claim_submit():
     expected = session.pop("claim_csrf", None)
     issued_at = datetime.fromtimestamp(int(session.pop("claim_csrf_at", 0)), UTC)
     supplied = request.form.get("csrf_token", "")
-    if (
-        not expected
-        or not texts_equal(supplied, expected)
-        or not credits.spend_claim_token(expected, issued_at)
-    ):
+    if not expected or not texts_equal(supplied, expected) or not credits.spend_claim_token(expected, issued_at):
         return _page(render_template("agents/claim_error.html"), 400, no_store=True)
     private_key, account = credits.claim_key(request.form.get("kind", "agent"))
     return _page(

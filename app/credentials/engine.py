@@ -282,7 +282,7 @@ class CredentialEngine:
     def credential_status(
         self, vc: dict, local_bit: LocalStatusBit | None, *, time_limit: float | None = None
     ) -> str | None:
-        """"revoked", "suspended" or None for the vc's Bitstring Status List entries.
+        """ "revoked", "suspended" or None for the vc's Bitstring Status List entries.
 
         `time_limit` bounds the verification of each foreign list credential.
 
@@ -355,10 +355,13 @@ def _build_engine(settings: CredentialSettings, core: CoreSettings, dids: DidSet
             ),
         ),
         remote_lists=RemoteStatusLists(
-            allowed_private_hosts=settings.status_list_allow_hosts | did_web_hosts, verify_tls=verify_tls,
-            max_cache_seconds=settings.status_list_cache_max_seconds, before_fetch=_end_reads,
+            allowed_private_hosts=settings.status_list_allow_hosts | did_web_hosts,
+            verify_tls=verify_tls,
+            max_cache_seconds=settings.status_list_cache_max_seconds,
+            before_fetch=_end_reads,
         ),
         limits=CanonicalizationLimits(time_limit=settings.canonicalization_time_limit),
-        budget=VerificationBudget(max_proofs=settings.max_proofs, max_values=settings.verify_max_values,
-                                  time_limit=settings.verify_time_limit),
+        budget=VerificationBudget(
+            max_proofs=settings.max_proofs, max_values=settings.verify_max_values, time_limit=settings.verify_time_limit
+        ),
     )

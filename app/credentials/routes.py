@@ -34,9 +34,7 @@ from app.settings import current
 from app.tenancy.auth import api_token_required, current_caller, unstamped_caller
 from app.web.hot import HotAnswer, HotRequest, hot, json_answer
 
-blp = Blueprint(
-    "credentials", __name__, description="Verifiable credentials: store, verify, Bitstring Status Lists"
-)
+blp = Blueprint("credentials", __name__, description="Verifiable credentials: store, verify, Bitstring Status Lists")
 
 STATUS_LIST_MIMETYPE = "application/vc+ld+json"
 NOT_VERIFIED_RESPONSE = {
@@ -206,10 +204,14 @@ def get_status_list(list_id: str):
 _VERIFY_IN, _VERIFY_OUT = CredentialVerifyIn(), CredentialVerifyOut()
 
 
-@hot.route("POST", r"/v1/vc/verify", view="credentials.verify_credential", media_type="application/json",
-           cookies=False)
-@hot.route("POST", r"/credentials/verify", view="credentials.verify_credential_vc_api",
-           media_type="application/json", cookies=False)
+@hot.route("POST", r"/v1/vc/verify", view="credentials.verify_credential", media_type="application/json", cookies=False)
+@hot.route(
+    "POST",
+    r"/credentials/verify",
+    view="credentials.verify_credential_vc_api",
+    media_type="application/json",
+    cookies=False,
+)
 def verify_at_once(request: HotRequest) -> HotAnswer | None:
     """A verification, what callers wait on: the view's schemas and `service.verify_submitted`, for
     a valid token whose last use needs no stamp (or the open VC API endpoint). Anything else (no

@@ -270,9 +270,7 @@ class CredentialVerifyOut(ma.Schema):
 
 
 class StatusEntryIn(ma.Schema):
-    statusPurpose = ma.fields.String(
-        required=True, validate=ma.validate.OneOf([REVOCATION, SUSPENSION])
-    )
+    statusPurpose = ma.fields.String(required=True, validate=ma.validate.OneOf([REVOCATION, SUSPENSION]))
 
 
 class StatusEntryPatch(ma.Schema):

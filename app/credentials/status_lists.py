@@ -264,7 +264,7 @@ def hosted_list_id(url: str) -> str | None:
     prefix = status_list_url("")
     if not isinstance(url, str) or not url.startswith(prefix):
         return None
-    list_id = url[len(prefix):]
+    list_id = url[len(prefix) :]
     return list_id if list_id and "/" not in list_id and "#" not in list_id else None
 
 
@@ -283,9 +283,7 @@ def local_status_bit(url: str, index: int, purpose: str) -> bool | None:
     if is_hosted_id(list_id):
         row = db.session.execute(
             select(StatusList.purpose, StatusList.size, StatusEntry.status)
-            .outerjoin(
-                StatusEntry, (StatusEntry.list_id == StatusList.id) & (StatusEntry.list_index == index)
-            )
+            .outerjoin(StatusEntry, (StatusEntry.list_id == StatusList.id) & (StatusEntry.list_index == index))
             .where(StatusList.id == list_id)
         ).first()
     if row is None:

@@ -220,7 +220,7 @@ def local_did_document(did: str) -> dict | None:
     prefix = f"{_did_web_base()}:clients:"
     if not did.startswith(prefix):
         return None
-    rest = did[len(prefix):]
+    rest = did[len(prefix) :]
     try:
         if not (rest.isascii() and rest.isdigit() and len(rest) <= 10):
             raise IssuerDidNotFound("No such DID.")

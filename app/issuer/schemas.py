@@ -47,9 +47,7 @@ class CredentialStatusRequest(ma.Schema):
     type = ma.fields.String(
         load_default="BitstringStatusListEntry", validate=validate.Equal("BitstringStatusListEntry")
     )
-    statusPurpose = ma.fields.String(
-        load_default="revocation", validate=validate.OneOf(["revocation", "suspension"])
-    )
+    statusPurpose = ma.fields.String(load_default="revocation", validate=validate.OneOf(["revocation", "suspension"]))
 
     class Meta:
         unknown = ma.RAISE

@@ -117,7 +117,7 @@ def _set_issuer(credential: dict, key: ClientIssuerKey) -> str:
 
 def _status_entry(caller: Caller, credential: dict, request: Any, version: int) -> str:
     if not isinstance(request, dict) or request.get("type", STATUS_ENTRY_TYPE) != STATUS_ENTRY_TYPE:
-        raise _refuse("options.credentialStatus", f"Must be {{\"type\": \"{STATUS_ENTRY_TYPE}\", \"statusPurpose\"}}.")
+        raise _refuse("options.credentialStatus", f'Must be {{"type": "{STATUS_ENTRY_TYPE}", "statusPurpose"}}.')
     purpose = request.get("statusPurpose", "revocation")
     if purpose not in ("revocation", "suspension"):
         raise _refuse("options.credentialStatus.statusPurpose", "Must be revocation or suspension.")

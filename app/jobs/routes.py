@@ -13,6 +13,7 @@ from app.tenancy.service import subtree_client_ids
 
 blp = Blueprint("jobs", __name__, url_prefix="/v1/jobs", description="Results of slow work")
 
+
 @blp.route("/<string:job_id>", methods=["GET"])
 @api_token_required
 @blp.response(200, JobEnvelope)

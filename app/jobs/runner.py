@@ -66,8 +66,12 @@ def counts_against_retries(task, error: BaseException) -> bool:
 
 
 def job_task(
-    name: str, *, max_retries: int = MAX_RETRIES, max_attempts: int | None = None,
-    transient: tuple[type[Exception], ...] = (), deferred: tuple[type[Exception], ...] = (),
+    name: str,
+    *,
+    max_retries: int = MAX_RETRIES,
+    max_attempts: int | None = None,
+    transient: tuple[type[Exception], ...] = (),
+    deferred: tuple[type[Exception], ...] = (),
 ) -> Callable:
     """Turn `handler(job) -> result` into the Celery task `name` that takes a job id.
 

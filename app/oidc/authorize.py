@@ -49,10 +49,24 @@ from app.users.models import User
 from app.users.service import find_user_by_email, get_enabled_user_in_tree
 
 PROMPTS = frozenset({"none", "login", "consent", "select_account"})
-_KNOWN_PARAMETERS = frozenset({
-    "response_type", "client_id", "redirect_uri", "scope", "state", "nonce", "prompt", "max_age",
-    "login_hint", "code_challenge", "code_challenge_method", "response_mode", "request", "request_uri",
-})
+_KNOWN_PARAMETERS = frozenset(
+    {
+        "response_type",
+        "client_id",
+        "redirect_uri",
+        "scope",
+        "state",
+        "nonce",
+        "prompt",
+        "max_age",
+        "login_hint",
+        "code_challenge",
+        "code_challenge_method",
+        "response_mode",
+        "request",
+        "request_uri",
+    }
+)
 _CODE_CHALLENGE = re.compile(r"[A-Za-z0-9._~-]{43,128}")
 # No whitespace, control characters (NUL cannot be stored) or lone surrogates anywhere.
 _EMAIL_CHAR = r"[^@\s\x00-\x1f\x7f\ud800-\udfff]"
@@ -116,8 +130,9 @@ def validate_redirect_target(raw: Mapping[str, str]) -> tuple[Client, str]:
     if not redirect_uri or redirect_uri not in (client.redirect_uris or []):
         raise AuthorizationPageError(
             "The application asked us to send you to an address it has not registered, so we stopped here.",
-            detail="redirect_uri is missing." if not redirect_uri else
-            "redirect_uri is not registered for this client (it must equal one registered URI exactly).",
+            detail="redirect_uri is missing."
+            if not redirect_uri
+            else "redirect_uri is not registered for this client (it must equal one registered URI exactly).",
         )
     return client, redirect_uri
 
@@ -142,15 +157,21 @@ def validate_authorization_request(
         return _validated_parameters(raw, repeated, client, redirect_uri)
     except AuthorizationRedirectError as error:
         state = raw.get("state")
-        location = redirect_uri_with(redirect_uri, {
-            "error": error.error, "error_description": error.description,
-            "state": None if has_unstorable(state) else state, "iss": tokens.issuer(),
-        })
+        location = redirect_uri_with(
+            redirect_uri,
+            {
+                "error": error.error,
+                "error_description": error.description,
+                "state": None if has_unstorable(state) else state,
+                "iss": tokens.issuer(),
+            },
+        )
         raise AuthorizationRedirectError(error.error, error.description, location=location) from None
 
 
-def _validated_parameters(raw: Mapping[str, str], repeated: frozenset[str], client: Client,
-                          redirect_uri: str) -> AuthorizationParams:
+def _validated_parameters(
+    raw: Mapping[str, str], repeated: frozenset[str], client: Client, redirect_uri: str
+) -> AuthorizationParams:
     for name, value in raw.items():
         if name != "login_hint" and has_unstorable(value):
             named = name if name in _KNOWN_PARAMETERS else "A parameter"
@@ -199,8 +220,15 @@ def _validated_parameters(raw: Mapping[str, str], repeated: frozenset[str], clie
     hint = raw.get("login_hint") or ""
     login_hint = None if has_unstorable(hint) else hint.strip()[:254] or None
     return AuthorizationParams(
-        client=client, redirect_uri=redirect_uri, scopes=tuple(scopes), state=state, nonce=nonce,
-        code_challenge=challenge, prompt=prompt, max_age=max_age, login_hint=login_hint,
+        client=client,
+        redirect_uri=redirect_uri,
+        scopes=tuple(scopes),
+        state=state,
+        nonce=nonce,
+        code_challenge=challenge,
+        prompt=prompt,
+        max_age=max_age,
+        login_hint=login_hint,
     )
 
 
@@ -214,9 +242,15 @@ def redirect_uri_with(redirect_uri: str, params: Mapping[str, str | None]) -> st
 
 def error_redirect(params_or_request: AuthorizationParams | AuthorizationRequest, error: str, description: str) -> str:
     state = getattr(params_or_request, "state", None) or getattr(params_or_request, "rp_state", None)
-    return redirect_uri_with(params_or_request.redirect_uri, {
-        "error": error, "error_description": description, "state": state, "iss": tokens.issuer(),
-    })
+    return redirect_uri_with(
+        params_or_request.redirect_uri,
+        {
+            "error": error,
+            "error_description": description,
+            "state": state,
+            "iss": tokens.issuer(),
+        },
+    )
 
 
 def _live_session(session_token: str | None) -> LoginSession | None:
@@ -267,25 +301,37 @@ def _new_request(params: AuthorizationParams, browser_token: str, **fields) -> t
     return request, handle
 
 
-def _issue_code(*, client: Client, user_id: int, redirect_uri: str, scope: str, nonce: str | None,
-                code_challenge: str | None, auth_time: datetime, state: str | None, sid: str | None) -> str:
+def _issue_code(
+    *,
+    client: Client,
+    user_id: int,
+    redirect_uri: str,
+    scope: str,
+    nonce: str | None,
+    code_challenge: str | None,
+    auth_time: datetime,
+    state: str | None,
+    sid: str | None,
+) -> str:
     code = random_token(32)
     now = utcnow()
     if sid is not None:
         remember_session_client(sid, client.id, user_id)
-    db.session.add(AuthorizationCode(
-        code_hash=hash_secret(code),
-        client_id=client.id,
-        user_id=user_id,
-        redirect_uri=redirect_uri,
-        scope=scope,
-        nonce=nonce,
-        code_challenge=code_challenge,
-        auth_time=auth_time,
-        created_at=now,
-        expires_at=now + timedelta(seconds=current(OidcSettings).code_ttl),
-        sid=sid,
-    ))
+    db.session.add(
+        AuthorizationCode(
+            code_hash=hash_secret(code),
+            client_id=client.id,
+            user_id=user_id,
+            redirect_uri=redirect_uri,
+            scope=scope,
+            nonce=nonce,
+            code_challenge=code_challenge,
+            auth_time=auth_time,
+            created_at=now,
+            expires_at=now + timedelta(seconds=current(OidcSettings).code_ttl),
+            sid=sid,
+        )
+    )
     db.session.flush()
     return redirect_uri_with(redirect_uri, {"code": code, "state": state, "iss": tokens.issuer()})
 
@@ -310,21 +356,30 @@ def start_authorization(params: AuthorizationParams, *, browser_token: str, sess
     if "consent" in params.prompt or not grants.consent_covers(user.id, client, params.scopes):
         if "none" in params.prompt:
             return Outcome(redirect_to=error_redirect(params, "consent_required", "The user has not consented."))
-        _, handle = _new_request(params, browser_token, user_id=user.id, auth_time=session.auth_time,
-                                 sid=session.sid)
+        _, handle = _new_request(params, browser_token, user_id=user.id, auth_time=session.auth_time, sid=session.sid)
         return Outcome(page="consent", handle=handle)
-    return Outcome(redirect_to=_issue_code(
-        client=client, user_id=user.id, redirect_uri=params.redirect_uri, scope=" ".join(params.scopes),
-        nonce=params.nonce, code_challenge=params.code_challenge, auth_time=as_utc(session.auth_time),
-        state=params.state, sid=session.sid,
-    ))
+    return Outcome(
+        redirect_to=_issue_code(
+            client=client,
+            user_id=user.id,
+            redirect_uri=params.redirect_uri,
+            scope=" ".join(params.scopes),
+            nonce=params.nonce,
+            code_challenge=params.code_challenge,
+            auth_time=as_utc(session.auth_time),
+            state=params.state,
+            sid=session.sid,
+        )
+    )
 
 
 def require_request(handle: str | None, browser_token: str | None) -> tuple[AuthorizationRequest, Client]:
     """The request in progress behind `handle` in this browser; an error page if gone or foreign."""
     expired = AuthorizationPageError(
-        "This sign-in page has expired. Go back to the application and start again.", status=400,
-        code="request_expired", detail="The request handle is unknown, expired, or was started in another browser.",
+        "This sign-in page has expired. Go back to the application and start again.",
+        status=400,
+        code="request_expired",
+        detail="The request handle is unknown, expired, or was started in another browser.",
     )
     if not handle or not browser_token:
         raise expired
@@ -343,8 +398,9 @@ def require_request(handle: str | None, browser_token: str | None) -> tuple[Auth
     return request, client
 
 
-def send_login_code(request: AuthorizationRequest, client: Client, email: str, *,
-                    recaptcha_token: str | None, remote_ip: str | None) -> LoginStep:
+def send_login_code(
+    request: AuthorizationRequest, client: Client, email: str, *, recaptcha_token: str | None, remote_ip: str | None
+) -> LoginStep:
     """Mail a fresh 6-digit code to `email` if it has an account in the client's tree.
 
     The answer is the same whether or not the account exists. A new code replaces the previous
@@ -362,20 +418,32 @@ def send_login_code(request: AuthorizationRequest, client: Client, email: str, *
         return LoginStep(request, client, "We could not confirm you are not a robot. Please try again.", error=True)
     sends = db.session.execute(
         update(AuthorizationRequest)
-        .where(AuthorizationRequest.id == request.id,
-               AuthorizationRequest.login_code_sends < current(OidcSettings).login_code_sends)
+        .where(
+            AuthorizationRequest.id == request.id,
+            AuthorizationRequest.login_code_sends < current(OidcSettings).login_code_sends,
+        )
         .values(login_code_sends=AuthorizationRequest.login_code_sends + 1)
         .returning(AuthorizationRequest.login_code_sends)
         .execution_options(synchronize_session=False)
     ).scalar_one_or_none()
     if sends is None:
-        return LoginStep(request, client, "You asked for too many codes for this sign-in. "
-                         "Go back to the application and start again.", error=True, status=429)
+        return LoginStep(
+            request,
+            client,
+            "You asked for too many codes for this sign-in. Go back to the application and start again.",
+            error=True,
+            status=429,
+        )
     set_committed_value(request, "login_code_sends", sends)
     # Counted whether or not the address has an account, so the limit reveals nothing either.
     if count_hit("login-code-address:" + address, 3600) > current(OidcSettings).login_code_sends_per_address:
-        return LoginStep(request, client, f"Too many codes were sent to {address} recently. "
-                         "Wait an hour and try again.", error=True, status=429)
+        return LoginStep(
+            request,
+            client,
+            f"Too many codes were sent to {address} recently. Wait an hour and try again.",
+            error=True,
+            status=429,
+        )
     user = find_user_by_email(_root_id(client), address)
     if user is not None and user.disabled_at is not None:
         user = None  # answered as an unknown address: no code is mailed, so sign-in cannot finish
@@ -390,8 +458,10 @@ def send_login_code(request: AuthorizationRequest, client: Client, email: str, *
             to=address,
             sender=_sender(client),
             subject=f"Your sign-in code for {client.name}: {code}",
-            text=(f"Your code to sign in to {client.name} is {code}.\n\n"
-                  f"It is valid for {minutes} minutes. If you did not try to sign in, ignore this message.\n"),
+            text=(
+                f"Your code to sign in to {client.name} is {code}.\n\n"
+                f"It is valid for {minutes} minutes. If you did not try to sign in, ignore this message.\n"
+            ),
         )
     db.session.flush()
     return LoginStep(request, client, f"If an account exists for {address}, we sent a code to it.")
@@ -429,28 +499,30 @@ def verify_login_code(request: AuthorizationRequest, client: Client, code: str) 
     matches = secrets.compare_digest(expected, request.login_code_hash)
     if not matches or request.candidate_user_id is None or _disabled_user(request.candidate_user_id):
         left = limit - request.login_code_attempts
-        message = (f"That code is not right. {left} attempt{'s' if left != 1 else ''} left."
-                   if left else _RESTART)
+        message = f"That code is not right. {left} attempt{'s' if left != 1 else ''} left." if left else _RESTART
         return LoginStep(request, client, message, error=True)
     now = utcnow()
     session_token, sid = random_token(32), random_token(16)
-    db.session.add(LoginSession(
-        sid=sid,
-        token_hash=hash_secret("sso:" + session_token),
-        user_id=request.candidate_user_id,
-        root_client_id=_root_id(client),
-        auth_time=now,
-        created_at=now,
-        expires_at=now + timedelta(seconds=current(OidcSettings).session_ttl),
-    ))
+    db.session.add(
+        LoginSession(
+            sid=sid,
+            token_hash=hash_secret("sso:" + session_token),
+            user_id=request.candidate_user_id,
+            root_client_id=_root_id(client),
+            auth_time=now,
+            created_at=now,
+            expires_at=now + timedelta(seconds=current(OidcSettings).session_ttl),
+        )
+    )
     request.login_code_hash = None
     request.user_id = request.candidate_user_id
     request.auth_time = now
     request.sid = sid
     db.session.flush()
     outcome = continue_after_login(request, client)
-    return Outcome(redirect_to=outcome.redirect_to, page=outcome.page, handle=outcome.handle,
-                   session_token=session_token)
+    return Outcome(
+        redirect_to=outcome.redirect_to, page=outcome.page, handle=outcome.handle, session_token=session_token
+    )
 
 
 def _disabled_user(user_id: int) -> bool:
@@ -469,9 +541,15 @@ def continue_after_login(request: AuthorizationRequest, client: Client) -> Outco
 
 def _finish(request: AuthorizationRequest, client: Client) -> str:
     location = _issue_code(
-        client=client, user_id=request.user_id, redirect_uri=request.redirect_uri, scope=request.scope,
-        nonce=request.nonce, code_challenge=request.code_challenge, auth_time=as_utc(request.auth_time),
-        state=request.rp_state, sid=request.sid,
+        client=client,
+        user_id=request.user_id,
+        redirect_uri=request.redirect_uri,
+        scope=request.scope,
+        nonce=request.nonce,
+        code_challenge=request.code_challenge,
+        auth_time=as_utc(request.auth_time),
+        state=request.rp_state,
+        sid=request.sid,
     )
     db.session.delete(request)
     db.session.flush()
@@ -489,7 +567,8 @@ def signed_in_for(request: AuthorizationRequest) -> bool:
 def require_signed_in(request: AuthorizationRequest) -> None:
     if request.user_id is None or request.auth_time is None:
         raise AuthorizationPageError(
-            "Sign in first. Go back to the application and start again.", code="login_required",
+            "Sign in first. Go back to the application and start again.",
+            code="login_required",
             detail="The consent page needs a signed-in browser.",
         )
 
@@ -522,8 +601,10 @@ def decide_consent(request: AuthorizationRequest, client: Client, decision: str,
     if not texts_equal(shown or "", shown_digest(request, client)):
         raise AuthorizationPageError(
             f"The information {client.name} asks for changed while you were deciding. "
-            "Go back, reload the page and review it again.", status=409,
-            code="consent_changed", detail="The client's registration changed after the consent page was shown.",
+            "Go back, reload the page and review it again.",
+            status=409,
+            code="consent_changed",
+            detail="The client's registration changed after the consent page was shown.",
         )
     grants.record_consent(request.user_id, client, request.scope.split())
     return _finish(request, client)
@@ -552,13 +633,17 @@ def end_user_access(user_id: int) -> int:
     Returns how many sessions ended. Flushes, never commits.
     """
     now = utcnow()
-    sids = db.session.execute(
-        update(LoginSession)
-        .where(LoginSession.user_id == user_id, LoginSession.ended_at.is_(None), LoginSession.expires_at > now)
-        .values(ended_at=now)
-        .returning(LoginSession.sid)
-        .execution_options(synchronize_session=False)
-    ).scalars().all()
+    sids = (
+        db.session.execute(
+            update(LoginSession)
+            .where(LoginSession.user_id == user_id, LoginSession.ended_at.is_(None), LoginSession.expires_at > now)
+            .values(ended_at=now)
+            .returning(LoginSession.sid)
+            .execution_options(synchronize_session=False)
+        )
+        .scalars()
+        .all()
+    )
     for sid in sids:
         queue_logouts(sid)
         revoke_session_refresh_tokens(sid)
@@ -575,8 +660,14 @@ class LogoutPlan:
     needs_confirmation: bool
 
 
-def plan_logout(*, id_token_hint: str | None, client_id: str | None, post_logout_redirect_uri: str | None,
-                state: str | None, session_token: str | None) -> LogoutPlan:
+def plan_logout(
+    *,
+    id_token_hint: str | None,
+    client_id: str | None,
+    post_logout_redirect_uri: str | None,
+    state: str | None,
+    session_token: str | None,
+) -> LogoutPlan:
     """Decide an RP-initiated logout: its post-logout target and whether to ask the user first.
 
     The post-logout URI is honoured only when it is registered for the client named by the hint
@@ -595,9 +686,13 @@ def plan_logout(*, id_token_hint: str | None, client_id: str | None, post_logout
     if client is not None and post_logout_redirect_uri and post_logout_redirect_uri in (client.redirect_uris or []):
         target = redirect_uri_with(post_logout_redirect_uri, {"state": state})
     session = _live_session(session_token)
-    hint_proves_request = hint is not None and client is not None and (
-        session is None
-        or (str(hint.get("sub")) == str(session.user_id) and _root_id(client) == session.root_client_id)
+    hint_proves_request = (
+        hint is not None
+        and client is not None
+        and (
+            session is None
+            or (str(hint.get("sub")) == str(session.user_id) and _root_id(client) == session.root_client_id)
+        )
     )
     return LogoutPlan(target=target, needs_confirmation=not hint_proves_request)
 
@@ -619,8 +714,9 @@ def purge_expired(now: datetime | None = None) -> int:
         delete(RefreshToken).where(RefreshToken.family_expires_at <= now),
         delete(ClientAssertion).where(ClientAssertion.expires_at <= now),
         delete(PushedRequest).where(PushedRequest.expires_at <= now),
-        delete(SessionClient).where(SessionClient.sid.not_in(
-            select(LoginSession.sid).where(LoginSession.sid.is_not(None)))),
+        delete(SessionClient).where(
+            SessionClient.sid.not_in(select(LoginSession.sid).where(LoginSession.sid.is_not(None)))
+        ),
     ):
         removed += db.session.execute(statement).rowcount or 0
     return removed

@@ -65,8 +65,14 @@ def logout_token(client: Client, *, user_id: int, sid: str) -> str:
     """A signed logout token (typ `logout+jwt`) for `client`."""
     now = int(time.time())
     claims = {
-        "iss": tokens.issuer(), "aud": str(client.id), "iat": now, "exp": now + LOGOUT_TOKEN_TTL,
-        "jti": uuid.uuid4().hex, "sub": str(user_id), "sid": sid, "events": {LOGOUT_EVENT: {}},
+        "iss": tokens.issuer(),
+        "aud": str(client.id),
+        "iat": now,
+        "exp": now + LOGOUT_TOKEN_TTL,
+        "jti": uuid.uuid4().hex,
+        "sub": str(user_id),
+        "sid": sid,
+        "events": {LOGOUT_EVENT: {}},
     }
     return tokens.sign(claims, client_alg(client), "logout+jwt")
 

@@ -8,15 +8,42 @@ from collections.abc import Iterable, Mapping
 from typing import Any
 
 # Claims the provider sets itself; a client's `id_token_claims` mapping can never override them.
-RESERVED_CLAIMS = frozenset({
-    "iss", "sub", "aud", "exp", "iat", "nbf", "jti", "auth_time", "nonce", "at_hash", "c_hash",
-    "azp", "acr", "amr", "sid", "user_id", "did", "client_id", "scope", "typ",
-})
+RESERVED_CLAIMS = frozenset(
+    {
+        "iss",
+        "sub",
+        "aud",
+        "exp",
+        "iat",
+        "nbf",
+        "jti",
+        "auth_time",
+        "nonce",
+        "at_hash",
+        "c_hash",
+        "azp",
+        "acr",
+        "amr",
+        "sid",
+        "user_id",
+        "did",
+        "client_id",
+        "scope",
+        "typ",
+    }
+)
 
 SCOPE_CLAIMS: dict[str, tuple[str, ...]] = {
     "profile": (
-        "name", "given_name", "family_name", "middle_name", "preferred_username", "picture",
-        "gender", "birthdate", "locale",
+        "name",
+        "given_name",
+        "family_name",
+        "middle_name",
+        "preferred_username",
+        "picture",
+        "gender",
+        "birthdate",
+        "locale",
     ),
     "email": ("email", "email_verified"),
     "phone": ("phone_number", "phone_number_verified"),

@@ -12,8 +12,13 @@ keys_cli = AppGroup("keys", help="OpenID token signing keys.")
 
 
 @keys_cli.command("rotate")
-@click.option("--alg", "algs", multiple=True, type=click.Choice(keys.ALGORITHMS),
-              help="Rotate only this algorithm (repeatable; default all).")
+@click.option(
+    "--alg",
+    "algs",
+    multiple=True,
+    type=click.Choice(keys.ALGORITHMS),
+    help="Rotate only this algorithm (repeatable; default all).",
+)
 def rotate(algs: tuple[str, ...]) -> None:
     """Retire the active keys, promote the published next keys and publish new next keys."""
     with transaction():

@@ -103,8 +103,9 @@ class InsufficientScope(DomainError):
 
     def __init__(self, scope: str, **kwargs: Any) -> None:
         challenge = f'Bearer realm="tessera", error="insufficient_scope", scope="{scope}"'
-        super().__init__(f"The access token lacks the {scope!r} scope.", headers={"WWW-Authenticate": challenge},
-                         **kwargs)
+        super().__init__(
+            f"The access token lacks the {scope!r} scope.", headers={"WWW-Authenticate": challenge}, **kwargs
+        )
 
 
 class AuthorizationPageError(Exception):
@@ -115,7 +116,12 @@ class AuthorizationPageError(Exception):
     """
 
     def __init__(
-        self, message: str, status: int = 400, *, code: str = "invalid_request", detail: str | None = None,
+        self,
+        message: str,
+        status: int = 400,
+        *,
+        code: str = "invalid_request",
+        detail: str | None = None,
         retry_after: int | None = None,
     ) -> None:
         super().__init__(message)

@@ -95,10 +95,9 @@ def _new_row(alg: str, state: str, now: datetime) -> SigningKey:
 
 
 def _load_published(now: datetime) -> dict[str, PublishedKey]:
-    statement = select(SigningKey.kid, SigningKey.alg, SigningKey.state, SigningKey.publish_until,
-                       SigningKey.public_jwk).where(
-        or_(SigningKey.state.in_((KEY_ACTIVE, KEY_NEXT)), SigningKey.publish_until > now)
-    )
+    statement = select(
+        SigningKey.kid, SigningKey.alg, SigningKey.state, SigningKey.publish_until, SigningKey.public_jwk
+    ).where(or_(SigningKey.state.in_((KEY_ACTIVE, KEY_NEXT)), SigningKey.publish_until > now))
     return {
         row.kid: PublishedKey(row.kid, row.alg, row.state, as_utc(row.publish_until), row.public_jwk)
         for row in db.session.execute(statement)
@@ -111,8 +110,11 @@ def _refresh(cache: _KeyCache, *, force: bool = False) -> dict[str, PublishedKey
         published = _load_published(utcnow())
         with cache.lock:
             cache.published = published
-            cache.signing = {kid: key for kid, key in cache.signing.items()
-                             if kid in published and published[kid].state == KEY_ACTIVE}
+            cache.signing = {
+                kid: key
+                for kid, key in cache.signing.items()
+                if kid in published and published[kid].state == KEY_ACTIVE
+            }
             cache.verifying = {kid: key for kid, key in cache.verifying.items() if kid in published}
             cache.loaded_at = time.monotonic()
     return cache.published
@@ -121,8 +123,9 @@ def _refresh(cache: _KeyCache, *, force: bool = False) -> dict[str, PublishedKey
 def signing_keys_loaded() -> bool:
     """Whether this process already knows an active key of every algorithm: signing then only reads."""
     published = _cache().published
-    return all(any(entry.alg == alg and entry.state == KEY_ACTIVE for entry in published.values())
-               for alg in ALGORITHMS)
+    return all(
+        any(entry.alg == alg and entry.state == KEY_ACTIVE for entry in published.values()) for alg in ALGORITHMS
+    )
 
 
 def ensure_keys() -> None:
@@ -133,7 +136,8 @@ def ensure_keys() -> None:
     """
     now = utcnow()
     present = {
-        (alg, state) for alg, state in db.session.execute(
+        (alg, state)
+        for alg, state in db.session.execute(
             select(SigningKey.alg, SigningKey.state).where(SigningKey.state.in_((KEY_ACTIVE, KEY_NEXT)))
         )
     }
@@ -230,11 +234,7 @@ def published_jwks() -> dict:
 def retention() -> timedelta:
     """How long a retired key must stay published: the longest token life plus cache and clock slack."""
     config = current(OidcSettings)
-    seconds = (
-        max(config.access_token_ttl, config.id_token_ttl)
-        + config.key_cache_seconds
-        + config.clock_leeway
-    )
+    seconds = max(config.access_token_ttl, config.id_token_ttl) + config.key_cache_seconds + config.clock_leeway
     return timedelta(seconds=seconds)
 
 
@@ -246,10 +246,15 @@ def rotate_keys(algs: tuple[str, ...] = ALGORITHMS) -> list[str]:
     now = utcnow()
     activated = []
     for alg in algs:
-        rows = db.session.execute(
-            select(SigningKey).where(SigningKey.alg == alg, SigningKey.state.in_((KEY_ACTIVE, KEY_NEXT)))
-            .with_for_update()
-        ).scalars().all()
+        rows = (
+            db.session.execute(
+                select(SigningKey)
+                .where(SigningKey.alg == alg, SigningKey.state.in_((KEY_ACTIVE, KEY_NEXT)))
+                .with_for_update()
+            )
+            .scalars()
+            .all()
+        )
         current = next((row for row in rows if row.state == KEY_ACTIVE), None)
         upcoming = next((row for row in rows if row.state == KEY_NEXT), None)
         if current is not None:

@@ -59,8 +59,9 @@ def deliver_sealed(payload: dict) -> dict:
     config = current(OidcSettings)
     timeout = config.smtp_timeout
     if config.smtp_ssl:
-        server: smtplib.SMTP = smtplib.SMTP_SSL(config.smtp_host, config.smtp_port, timeout=timeout,
-                                                context=ssl.create_default_context())
+        server: smtplib.SMTP = smtplib.SMTP_SSL(
+            config.smtp_host, config.smtp_port, timeout=timeout, context=ssl.create_default_context()
+        )
     else:
         server = smtplib.SMTP(config.smtp_host, config.smtp_port, timeout=timeout)
     with server:

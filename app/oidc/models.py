@@ -22,12 +22,18 @@ class SigningKey(Base):
     __tablename__ = "oidc_signing_keys"
     __table_args__ = (
         Index(
-            "uq_oidc_signing_keys_active_alg", "alg", unique=True,
-            sqlite_where=text("state = 'active'"), postgresql_where=text("state = 'active'"),
+            "uq_oidc_signing_keys_active_alg",
+            "alg",
+            unique=True,
+            sqlite_where=text("state = 'active'"),
+            postgresql_where=text("state = 'active'"),
         ),
         Index(
-            "uq_oidc_signing_keys_next_alg", "alg", unique=True,
-            sqlite_where=text("state = 'next'"), postgresql_where=text("state = 'next'"),
+            "uq_oidc_signing_keys_next_alg",
+            "alg",
+            unique=True,
+            sqlite_where=text("state = 'next'"),
+            postgresql_where=text("state = 'next'"),
         ),
     )
 
@@ -64,9 +70,7 @@ class AuthorizationRequest(Base):
     expires_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), index=True)
     email: Mapped[str | None] = mapped_column(String(320), nullable=True)
     # The user the e-mail belongs to, if any: kept server-side so the page never reveals it.
-    candidate_user_id: Mapped[int | None] = mapped_column(
-        ForeignKey("users.id", ondelete="CASCADE"), nullable=True
-    )
+    candidate_user_id: Mapped[int | None] = mapped_column(ForeignKey("users.id", ondelete="CASCADE"), nullable=True)
     login_code_hash: Mapped[str | None] = mapped_column(String(64), nullable=True)
     login_code_expires_at: Mapped[datetime | None] = mapped_column(DateTime(timezone=True), nullable=True)
     # Wrong and right guesses over every code of this request: a new code does not reset it.

@@ -66,8 +66,9 @@ def request(method: str, url: str, *, data: dict | None = None, configured: bool
     if scheme == "http" and not policy.is_listed(host, port):
         raise OutboundRefused("Only https URLs may be fetched.")
     try:
-        return outbound.fetch(policy, method, scheme, host, port, path, headers={"Accept": "application/json"},
-                              data=data)
+        return outbound.fetch(
+            policy, method, scheme, host, port, path, headers={"Accept": "application/json"}, data=data
+        )
     except outbound.UnusableHost as error:
         if error.error is not None:
             raise OutboundRefused(f"Cannot resolve {host}: {error.error}", transient=True) from None

@@ -34,7 +34,10 @@ from app.tenancy.service import client_id_of_privacy_reference, privacy_link
 from app.web.pages import page_security_headers
 
 blp = Blueprint(
-    "oidc_pages", __name__, template_folder="templates", static_folder="static",
+    "oidc_pages",
+    __name__,
+    template_folder="templates",
+    static_folder="static",
     static_url_path="/v1/openidc/static",
 )
 
@@ -64,20 +67,30 @@ def _setup(state) -> None:
 
 def _document_browser_endpoints() -> None:
     """Put the browser-facing endpoints a relying party links to into the OpenAPI document."""
+
     def query(name: str, description: str, required: bool = False) -> dict:
-        return {"name": name, "in": "query", "required": required, "description": description,
-                "schema": {"type": "string"}}
+        return {
+            "name": name,
+            "in": "query",
+            "required": required,
+            "description": description,
+            "schema": {"type": "string"},
+        }
 
     html = {"text/html": {"schema": {"type": "string"}}}
     authorize_parameters = [
         query("response_type", "`code`.", True),
         query("client_id", "The client's numeric id as a string.", True),
         query("redirect_uri", "Exactly one of the client's registered redirect URIs.", True),
-        query("scope", "Space-separated; must include `openid`, which alone releases, after the user's consent, "
-                       "`user_id`, the client's own claims (its `id_token_claims` mapping, each listed on the consent "
-                       "page; asked again whenever the mapping changes) and, while the client `reads_credentials`, "
-                       "`GET /v1/openidc/credentials`. `profile`, `email`, `phone` and `address` add their standard "
-                       "claims. Naming `app_claims` or `credentials` narrows the release to the ones named.", True),
+        query(
+            "scope",
+            "Space-separated; must include `openid`, which alone releases, after the user's consent, "
+            "`user_id`, the client's own claims (its `id_token_claims` mapping, each listed on the consent "
+            "page; asked again whenever the mapping changes) and, while the client `reads_credentials`, "
+            "`GET /v1/openidc/credentials`. `profile`, `email`, `phone` and `address` add their standard "
+            "claims. Naming `app_claims` or `credentials` narrows the release to the ones named.",
+            True,
+        ),
         query("state", "Returned unchanged to the client."),
         query("nonce", "Copied into the id_token."),
         query("prompt", "`none`, `login`, `consent` or `select_account`."),
@@ -85,38 +98,71 @@ def _document_browser_endpoints() -> None:
         query("login_hint", "E-mail address to prefill on the sign-in page."),
         query("code_challenge", "PKCE challenge (RFC 7636)."),
         query("code_challenge_method", "`S256` (the only method supported)."),
-        query("request_uri", "From `POST /v1/openidc/par` (single use): then only `client_id` is sent beside it and "
-                             "every other parameter comes from the pushed request."),
+        query(
+            "request_uri",
+            "From `POST /v1/openidc/par` (single use): then only `client_id` is sent beside it and "
+            "every other parameter comes from the pushed request.",
+        ),
     ]
     authorize_responses = {
-        "302": {"description": "To the sign-in or consent page, or back to `redirect_uri` with `code`, `state`"
-                               " and `iss` (or `error`)."},
-        "400": {"description": "Unknown client or unregistered redirect_uri: an error page, never a redirect.",
-                "content": html},
+        "302": {
+            "description": "To the sign-in or consent page, or back to `redirect_uri` with `code`, `state`"
+            " and `iss` (or `error`)."
+        },
+        "400": {
+            "description": "Unknown client or unregistered redirect_uri: an error page, never a redirect.",
+            "content": html,
+        },
     }
-    api.spec.path(rule=Rule("/v1/openidc/authorize"), operations={
-        "get": {"tags": ["oidc"], "summary": "OpenID authorization endpoint (hosted sign-in by e-mail code)",
-                "parameters": authorize_parameters, "responses": authorize_responses},
-        "post": {"tags": ["oidc"], "summary": "OpenID authorization endpoint, form-encoded; continues as GET",
-                 "responses": {"303": {"description": "The same request as a GET."}}},
-    })
-    api.spec.path(rule=Rule("/privacy/<reference>"), operations={
-        "get": {"tags": ["oidc"], "summary": "Default privacy page of a client (linked from its sign-in pages)",
-                "parameters": [{"name": "reference", "in": "path", "required": True, "schema": {"type": "string"},
-                                "description": "`<client_id>-<tag>` exactly as in the client's `privacy_link`; "
-                                               "a bare client id is not enough."}],
-                "responses": {"200": {"description": "The page.", "content": html},
-                              "404": {"description": "Unknown or disabled client, or a wrong tag.",
-                                      "content": html}}},
-    })
+    api.spec.path(
+        rule=Rule("/v1/openidc/authorize"),
+        operations={
+            "get": {
+                "tags": ["oidc"],
+                "summary": "OpenID authorization endpoint (hosted sign-in by e-mail code)",
+                "parameters": authorize_parameters,
+                "responses": authorize_responses,
+            },
+            "post": {
+                "tags": ["oidc"],
+                "summary": "OpenID authorization endpoint, form-encoded; continues as GET",
+                "responses": {"303": {"description": "The same request as a GET."}},
+            },
+        },
+    )
+    api.spec.path(
+        rule=Rule("/privacy/<reference>"),
+        operations={
+            "get": {
+                "tags": ["oidc"],
+                "summary": "Default privacy page of a client (linked from its sign-in pages)",
+                "parameters": [
+                    {
+                        "name": "reference",
+                        "in": "path",
+                        "required": True,
+                        "schema": {"type": "string"},
+                        "description": "`<client_id>-<tag>` exactly as in the client's `privacy_link`; "
+                        "a bare client id is not enough.",
+                    }
+                ],
+                "responses": {
+                    "200": {"description": "The page.", "content": html},
+                    "404": {"description": "Unknown or disabled client, or a wrong tag.", "content": html},
+                },
+            },
+        },
+    )
     logout_parameters = {
         "id_token_hint": "An id_token of the user signed in here; otherwise the user confirms.",
         "client_id": "The client, when no id_token_hint is sent.",
         "post_logout_redirect_uri": "A redirect URI registered for the client.",
         "state": "Returned unchanged.",
     }
-    logout_responses = {"200": {"description": "Confirmation or signed-out page.", "content": html},
-                        "303": {"description": "To post_logout_redirect_uri."}}
+    logout_responses = {
+        "200": {"description": "Confirmation or signed-out page.", "content": html},
+        "303": {"description": "To post_logout_redirect_uri."},
+    }
     back_channel = (
         "Ending the session sends an OpenID Connect Back-Channel Logout 1.0 request to every client "
         "that received tokens in it (id tokens carry its `sid`) and registered a `backchannel_logout_uri`: "
@@ -125,49 +171,84 @@ def _document_browser_endpoints() -> None:
         "verified with the keys at `/certs/jwks.json`), retrying network errors, 429 and 5xx with backoff. "
         "Disabling a user (`flask users disable`) ends their sessions the same way."
     )
-    api.spec.components.schema("LogoutTokenClaims", {
-        "type": "object",
-        "description": "Claims of a back-channel logout token (a JWT signed like the client's id tokens).",
-        "required": ["iss", "aud", "iat", "exp", "jti", "sub", "sid", "events"],
-        "properties": {
-            "iss": {"type": "string", "description": "The issuer."},
-            "aud": {"type": "string", "description": "The client id."},
-            "iat": {"type": "integer"},
-            "exp": {"type": "integer", "description": "Two minutes after iat."},
-            "jti": {"type": "string", "description": "Unique per token."},
-            "sub": {"type": "string", "description": "The user id, as in the id token."},
-            "sid": {"type": "string", "description": "The ended session, as in the id token's sid."},
-            "events": {"type": "object", "description": "`{\"http://schemas.openid.net/event/backchannel-logout\": "
-                                                        "{}}`."},
+    api.spec.components.schema(
+        "LogoutTokenClaims",
+        {
+            "type": "object",
+            "description": "Claims of a back-channel logout token (a JWT signed like the client's id tokens).",
+            "required": ["iss", "aud", "iat", "exp", "jti", "sub", "sid", "events"],
+            "properties": {
+                "iss": {"type": "string", "description": "The issuer."},
+                "aud": {"type": "string", "description": "The client id."},
+                "iat": {"type": "integer"},
+                "exp": {"type": "integer", "description": "Two minutes after iat."},
+                "jti": {"type": "string", "description": "Unique per token."},
+                "sub": {"type": "string", "description": "The user id, as in the id token."},
+                "sid": {"type": "string", "description": "The ended session, as in the id token's sid."},
+                "events": {
+                    "type": "object",
+                    "description": '`{"http://schemas.openid.net/event/backchannel-logout": {}}`.',
+                },
+            },
         },
-    })
-    api.spec.components.schema("BackchannelLogoutRequest", {
-        "type": "object",
-        "description": "The form body POSTed to a client's `backchannel_logout_uri`; answer 2xx once handled "
-                       "(4xx other than 429 is not retried).",
-        "required": ["logout_token"],
-        "properties": {"logout_token": {"type": "string", "description": "JWT with `LogoutTokenClaims`."}},
-    })
-    api.spec.path(rule=Rule("/v1/openidc/logout"), operations={
-        "get": {"tags": ["oidc"], "summary": "RP-initiated logout (the discovery `end_session_endpoint`)",
+    )
+    api.spec.components.schema(
+        "BackchannelLogoutRequest",
+        {
+            "type": "object",
+            "description": "The form body POSTed to a client's `backchannel_logout_uri`; answer 2xx once handled "
+            "(4xx other than 429 is not retried).",
+            "required": ["logout_token"],
+            "properties": {"logout_token": {"type": "string", "description": "JWT with `LogoutTokenClaims`."}},
+        },
+    )
+    api.spec.path(
+        rule=Rule("/v1/openidc/logout"),
+        operations={
+            "get": {
+                "tags": ["oidc"],
+                "summary": "RP-initiated logout (the discovery `end_session_endpoint`)",
                 "description": "Ends the browser's single sign-on session at once when `id_token_hint` is an "
-                               "id_token of the user signed in here, else after the user confirms. " + back_channel,
+                "id_token of the user signed in here, else after the user confirms. " + back_channel,
                 "parameters": [query(name, text) for name, text in logout_parameters.items()],
-                "responses": logout_responses},
-        "post": {"tags": ["oidc"], "summary": "RP-initiated logout by form, and the confirmation page's answer",
-                 "description": "The same parameters as the GET, form-encoded; with `confirm=yes` and the page's "
-                                "`csrf_token` the user's confirmation. " + back_channel,
-                 "requestBody": {"content": {"application/x-www-form-urlencoded": {"schema": {
-                     "type": "object",
-                     "properties": {
-                         **{name: {"type": "string", "description": text} for name, text in logout_parameters.items()},
-                         "confirm": {"type": "string", "enum": ["yes"],
-                                     "description": "The user confirmed on the logout page."},
-                         "csrf_token": {"type": "string", "description": "From the logout page (with confirm)."},
-                     }}}}},
-                 "responses": {**logout_responses, "403": {"description": "A confirmation without a valid "
-                                                                          "csrf_token.", "content": html}}},
-    })
+                "responses": logout_responses,
+            },
+            "post": {
+                "tags": ["oidc"],
+                "summary": "RP-initiated logout by form, and the confirmation page's answer",
+                "description": "The same parameters as the GET, form-encoded; with `confirm=yes` and the page's "
+                "`csrf_token` the user's confirmation. " + back_channel,
+                "requestBody": {
+                    "content": {
+                        "application/x-www-form-urlencoded": {
+                            "schema": {
+                                "type": "object",
+                                "properties": {
+                                    **{
+                                        name: {"type": "string", "description": text}
+                                        for name, text in logout_parameters.items()
+                                    },
+                                    "confirm": {
+                                        "type": "string",
+                                        "enum": ["yes"],
+                                        "description": "The user confirmed on the logout page.",
+                                    },
+                                    "csrf_token": {
+                                        "type": "string",
+                                        "description": "From the logout page (with confirm).",
+                                    },
+                                },
+                            }
+                        }
+                    }
+                },
+                "responses": {
+                    **logout_responses,
+                    "403": {"description": "A confirmation without a valid csrf_token.", "content": html},
+                },
+            },
+        },
+    )
 
 
 def _secure_cookies() -> bool:
@@ -192,13 +273,16 @@ def _check_csrf(browser_token: str) -> None:
     if not browser_token or not texts_equal(submitted, csrf_token(browser_token)):
         raise AuthorizationPageError(
             "This form has expired or was not sent from our page. Go back to the application and start again.",
-            status=403, code="invalid_csrf_token", detail="csrf_token is missing or does not match this browser.",
+            status=403,
+            code="invalid_csrf_token",
+            detail="csrf_token is missing or does not match this browser.",
         )
 
 
 def _set_cookie(response: Response, name: str, value: str, max_age: int) -> None:
-    response.set_cookie(name, value, max_age=max_age, path=COOKIE_PATH, secure=_secure_cookies(),
-                        httponly=True, samesite="Lax")
+    response.set_cookie(
+        name, value, max_age=max_age, path=COOKIE_PATH, secure=_secure_cookies(), httponly=True, samesite="Lax"
+    )
 
 
 def _origin(url: str | None) -> str:
@@ -228,8 +312,16 @@ def _secure(response: Response, *, client=None, redirect_uri: str | None = None,
     return response
 
 
-def _page(template: str, status: int = 200, *, browser_token: str, client=None, redirect_uri=None,
-          new_browser: bool = False, **context) -> Response:
+def _page(
+    template: str,
+    status: int = 200,
+    *,
+    browser_token: str,
+    client=None,
+    redirect_uri=None,
+    new_browser: bool = False,
+    **context,
+) -> Response:
     style = branding.brand_style(client.accent_color) if client is not None else None
     html = render_template(
         f"oidc/{template}",
@@ -242,8 +334,9 @@ def _page(template: str, status: int = 200, *, browser_token: str, client=None, 
         recaptcha_script=current(OidcSettings).recaptcha_script_url,
         **context,
     )
-    response = _secure(Response(html, status=status, mimetype="text/html"), client=client,
-                       redirect_uri=redirect_uri, style=style)
+    response = _secure(
+        Response(html, status=status, mimetype="text/html"), client=client, redirect_uri=redirect_uri, style=style
+    )
     if new_browser:
         _set_cookie(response, BROWSER_COOKIE, browser_token, _BROWSER_COOKIE_AGE)
     return response
@@ -264,8 +357,14 @@ def _back_target(value: str) -> str | None:
     return None
 
 
-def _redirect(location: str, *, code: int = 302, browser_token: str | None = None, new_browser: bool = False,
-              session_token: str | None = None) -> Response:
+def _redirect(
+    location: str,
+    *,
+    code: int = 302,
+    browser_token: str | None = None,
+    new_browser: bool = False,
+    session_token: str | None = None,
+) -> Response:
     response = _secure(redirect(location, code=code))
     if new_browser and browser_token:
         _set_cookie(response, BROWSER_COOKIE, browser_token, _BROWSER_COOKIE_AGE)
@@ -277,8 +376,15 @@ def _redirect(location: str, *, code: int = 302, browser_token: str | None = Non
 @blp.errorhandler(AuthorizationPageError)
 def _error_page(error: AuthorizationPageError) -> Response:
     browser_token, new = _browser_token()
-    response = _page("error.html", error.status, browser_token=browser_token, new_browser=new, message=error.message,
-                     error_code=error.code, error_detail=error.detail)
+    response = _page(
+        "error.html",
+        error.status,
+        browser_token=browser_token,
+        new_browser=new,
+        message=error.message,
+        error_code=error.code,
+        error_detail=error.detail,
+    )
     if error.retry_after is not None:
         response.headers["Retry-After"] = str(error.retry_after)
     return response
@@ -287,8 +393,15 @@ def _error_page(error: AuthorizationPageError) -> Response:
 @blp.errorhandler(RateLimitExceeded)
 def _rate_limited_page(error: RateLimitExceeded) -> Response:
     browser_token, new = _browser_token()
-    response = _page("error.html", 429, browser_token=browser_token, new_browser=new, message=_TOO_MANY_ATTEMPTS,
-                     error_code="slow_down", error_detail="The sign-in rate limit of this network address was hit.")
+    response = _page(
+        "error.html",
+        429,
+        browser_token=browser_token,
+        new_browser=new,
+        message=_TOO_MANY_ATTEMPTS,
+        error_code="slow_down",
+        error_detail="The sign-in rate limit of this network address was hit.",
+    )
     response.headers["Retry-After"] = error.get_response().headers.get("Retry-After", "60")
     return response
 
@@ -346,8 +459,7 @@ def authorization():
     if outcome.redirect_to:
         return _redirect(outcome.redirect_to, browser_token=browser_token, new_browser=new_browser)
     endpoint = "oidc_pages.consent" if outcome.page == "consent" else "oidc_pages.login"
-    return _redirect(url_for(endpoint, request=outcome.handle), browser_token=browser_token,
-                     new_browser=new_browser)
+    return _redirect(url_for(endpoint, request=outcome.handle), browser_token=browser_token, new_browser=new_browser)
 
 
 def _login_page(step: LoginStep, handle: str, browser_token: str, *, code_sent: bool, status: int = 200) -> Response:
@@ -397,11 +509,13 @@ def send_code():
     _limit_network_in_database()
     browser_token, handle, request_row, client = _posted_request()
     step = authorize.send_login_code(
-        request_row, client, request.form.get("email", ""),
-        recaptcha_token=request.form.get("g-recaptcha-response"), remote_ip=request.remote_addr,
+        request_row,
+        client,
+        request.form.get("email", ""),
+        recaptcha_token=request.form.get("g-recaptcha-response"),
+        remote_ip=request.remote_addr,
     )
-    return _login_page(step, handle, browser_token, code_sent=not step.error,
-                       status=step.status if step.error else 200)
+    return _login_page(step, handle, browser_token, code_sent=not step.error, status=step.status if step.error else 200)
 
 
 @blp.route("/v1/openidc/login/code", methods=["POST"])
@@ -429,13 +543,21 @@ def consent():
     user = authorize.signed_in_user(request_row)
     items = authorize.consent_items(request_row, client)
     return _page(
-        "consent.html", browser_token=browser_token, client=client, redirect_uri=request_row.redirect_uri,
-        handle=handle, email=user.email_address if user else "",
-        scopes=[(item, SCOPE_DESCRIPTIONS.get(item, item)) for item in items if item in SCOPE_DESCRIPTIONS
-                or item in SCOPE_CLAIMS],
+        "consent.html",
+        browser_token=browser_token,
+        client=client,
+        redirect_uri=request_row.redirect_uri,
+        handle=handle,
+        email=user.email_address if user else "",
+        scopes=[
+            (item, SCOPE_DESCRIPTIONS.get(item, item))
+            for item in items
+            if item in SCOPE_DESCRIPTIONS or item in SCOPE_CLAIMS
+        ],
         # (claim name, profile field in words) of each mapped claim the client would receive.
         claims=sorted((claim, field.replace("_", " ")) for claim, field in (client.id_token_claims or {}).items())
-        if APP_CLAIMS_SCOPE in items else [],
+        if APP_CLAIMS_SCOPE in items
+        else [],
         shown_digest=authorize.shown_digest(request_row, client),
     )
 
@@ -445,8 +567,9 @@ def consent():
 def decide():
     """Record allow or deny and return to the client."""
     browser_token, handle, request_row, client = _posted_request()
-    location = authorize.decide_consent(request_row, client, request.form.get("decision", ""),
-                                        request.form.get("shown"))
+    location = authorize.decide_consent(
+        request_row, client, request.form.get("decision", ""), request.form.get("shown")
+    )
     return _redirect(location, code=303)
 
 
@@ -460,10 +583,12 @@ def privacy(reference: str):
     client_id = client_id_of_privacy_reference(reference)
     client = get_relying_party(str(client_id)) if client_id is not None else None
     if client is None:
-        raise AuthorizationPageError("There is no such application.", status=404, code="not_found",
-                                     detail="No active client has this id.")
-    return _page("privacy.html", browser_token=browser_token, client=client,
-                 back_href=_back_target(request.args.get("back", "")))
+        raise AuthorizationPageError(
+            "There is no such application.", status=404, code="not_found", detail="No active client has this id."
+        )
+    return _page(
+        "privacy.html", browser_token=browser_token, client=client, back_href=_back_target(request.args.get("back", ""))
+    )
 
 
 @blp.route("/v1/openidc/logout", methods=["GET", "POST"])
@@ -477,19 +602,24 @@ def logout():
     browser_token, new_browser = _browser_token()
     values = request.values.to_dict()
     plan = authorize.plan_logout(
-        id_token_hint=values.get("id_token_hint"), client_id=values.get("client_id"),
-        post_logout_redirect_uri=values.get("post_logout_redirect_uri"), state=values.get("state"),
+        id_token_hint=values.get("id_token_hint"),
+        client_id=values.get("client_id"),
+        post_logout_redirect_uri=values.get("post_logout_redirect_uri"),
+        state=values.get("state"),
         session_token=request.cookies.get(SESSION_COOKIE),
     )
     confirmed = request.method == "POST" and values.get("confirm") == "yes"
     if confirmed:
         _check_csrf(browser_token)
     if plan.needs_confirmation and not confirmed:
-        return _page("logout.html", browser_token=browser_token, new_browser=new_browser,
-                     redirect_uri=plan.target, values=values)
+        return _page(
+            "logout.html", browser_token=browser_token, new_browser=new_browser, redirect_uri=plan.target, values=values
+        )
     authorize.end_session(request.cookies.get(SESSION_COOKIE))
-    response = (_redirect(plan.target, code=303) if plan.target else
-                _page("logged_out.html", browser_token=browser_token, new_browser=new_browser))
-    response.delete_cookie(SESSION_COOKIE, path=COOKIE_PATH, secure=_secure_cookies(), httponly=True,
-                           samesite="Lax")
+    response = (
+        _redirect(plan.target, code=303)
+        if plan.target
+        else _page("logged_out.html", browser_token=browser_token, new_browser=new_browser)
+    )
+    response.delete_cookie(SESSION_COOKIE, path=COOKIE_PATH, secure=_secure_cookies(), httponly=True, samesite="Lax")
     return response

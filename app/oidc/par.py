@@ -41,8 +41,11 @@ def push_request(client: Client, raw: Mapping[str, str]) -> dict:
     Raises InvalidRequest when it names another client or carries a request_uri, and
     PushedRequestInvalid with the authorization endpoint's error otherwise.
     """
-    parameters = {name: value for name, value in raw.items()
-                  if name not in ("client_secret", "client_assertion", "client_assertion_type")}
+    parameters = {
+        name: value
+        for name, value in raw.items()
+        if name not in ("client_secret", "client_assertion", "client_assertion_type")
+    }
     if parameters.get("client_id", str(client.id)) != str(client.id):
         raise InvalidRequest("client_id differs from the authenticated client.")
     if "request_uri" in parameters:
@@ -56,8 +59,14 @@ def push_request(client: Client, raw: Mapping[str, str]) -> dict:
         raise InvalidRequest(error.message) from None
     reference = random_token(32)
     ttl = current(OidcSettings).par_ttl
-    db.session.add(PushedRequest(reference_hash=_hash(reference), client_id=client.id, parameters=parameters,
-                                 expires_at=utcnow() + timedelta(seconds=ttl)))
+    db.session.add(
+        PushedRequest(
+            reference_hash=_hash(reference),
+            client_id=client.id,
+            parameters=parameters,
+            expires_at=utcnow() + timedelta(seconds=ttl),
+        )
+    )
     db.session.flush()
     return {"request_uri": REQUEST_URI_PREFIX + reference, "expires_in": ttl}
 
@@ -75,8 +84,11 @@ def redeem_request(raw: Mapping[str, str]) -> dict[str, str]:
         raise gone
     row = db.session.execute(
         update(PushedRequest)
-        .where(PushedRequest.reference_hash == _hash(request_uri[len(REQUEST_URI_PREFIX):]),
-               PushedRequest.used_at.is_(None), PushedRequest.expires_at > utcnow())
+        .where(
+            PushedRequest.reference_hash == _hash(request_uri[len(REQUEST_URI_PREFIX) :]),
+            PushedRequest.used_at.is_(None),
+            PushedRequest.expires_at > utcnow(),
+        )
         .values(used_at=utcnow())
         .returning(PushedRequest.client_id, PushedRequest.parameters)
         .execution_options(synchronize_session=False)

@@ -55,31 +55,53 @@ def wanted(client: Client, scope: str) -> bool:
 def wanted_clause(scope: Any) -> Any:
     """`wanted` as a condition on the outer `Client` and the column or expression `scope` (a
     space-separated scope) of the caller's statement."""
-    return or_(Client.issue_refresh_tokens.is_(True),
-               (" " + scope + " ").contains(f" {OFFLINE_ACCESS} ", autoescape=True))
+    return or_(
+        Client.issue_refresh_tokens.is_(True), (" " + scope + " ").contains(f" {OFFLINE_ACCESS} ", autoescape=True)
+    )
 
 
 def lifetimes(client: Client) -> tuple[int, int]:
     """(absolute, idle) lifetimes in seconds for this client's refresh tokens."""
     config = current(OidcSettings)
-    return (client.refresh_token_ttl or config.refresh_token_ttl,
-            client.refresh_token_idle_ttl or config.refresh_token_idle_ttl)
+    return (
+        client.refresh_token_ttl or config.refresh_token_ttl,
+        client.refresh_token_idle_ttl or config.refresh_token_idle_ttl,
+    )
 
 
-def add_member(client: Client, *, user_id: int, scope: str, auth_time: datetime, sid: str | None,
-               family: str | None, family_expires_at: datetime | None, access_token_jti: str,
-               access_token_expires_at: datetime) -> tuple[str, str]:
+def add_member(
+    client: Client,
+    *,
+    user_id: int,
+    scope: str,
+    auth_time: datetime,
+    sid: str | None,
+    family: str | None,
+    family_expires_at: datetime | None,
+    access_token_jti: str,
+    access_token_expires_at: datetime,
+) -> tuple[str, str]:
     """Store a new refresh token (a new family when `family` is None); returns (plaintext, family)."""
     absolute, idle = lifetimes(client)
     now = utcnow()
     family_end = family_expires_at or now + timedelta(seconds=absolute)
     raw, family = random_token(32), family or random_token(16)
-    db.session.add(RefreshToken(
-        token_hash=_hash(raw), family=family, client_id=client.id, user_id=user_id,
-        scope=scope, auth_time=auth_time, sid=sid, created_at=now, family_expires_at=family_end,
-        expires_at=min(family_end, now + timedelta(seconds=idle)), access_token_jti=access_token_jti,
-        access_token_expires_at=access_token_expires_at,
-    ))
+    db.session.add(
+        RefreshToken(
+            token_hash=_hash(raw),
+            family=family,
+            client_id=client.id,
+            user_id=user_id,
+            scope=scope,
+            auth_time=auth_time,
+            sid=sid,
+            created_at=now,
+            family_expires_at=family_end,
+            expires_at=min(family_end, now + timedelta(seconds=idle)),
+            access_token_jti=access_token_jti,
+            access_token_expires_at=access_token_expires_at,
+        )
+    )
     db.session.flush()
     return raw, family
 
@@ -91,25 +113,38 @@ def consume(raw: str) -> ConsumedToken | None:
     """
     row = db.session.execute(
         update(RefreshToken)
-        .where(RefreshToken.token_hash == _hash(raw), RefreshToken.used_at.is_(None),
-               RefreshToken.revoked_at.is_(None))
+        .where(RefreshToken.token_hash == _hash(raw), RefreshToken.used_at.is_(None), RefreshToken.revoked_at.is_(None))
         .values(used_at=utcnow())
-        .returning(RefreshToken.family, RefreshToken.client_id, RefreshToken.user_id, RefreshToken.scope,
-                   RefreshToken.auth_time, RefreshToken.sid, RefreshToken.family_expires_at,
-                   RefreshToken.expires_at)
+        .returning(
+            RefreshToken.family,
+            RefreshToken.client_id,
+            RefreshToken.user_id,
+            RefreshToken.scope,
+            RefreshToken.auth_time,
+            RefreshToken.sid,
+            RefreshToken.family_expires_at,
+            RefreshToken.expires_at,
+        )
         .execution_options(synchronize_session=False)
     ).first()
     if row is None:
         return None
-    return ConsumedToken(row.family, row.client_id, row.user_id, row.scope, as_utc(row.auth_time), row.sid,
-                         as_utc(row.family_expires_at), as_utc(row.expires_at))
+    return ConsumedToken(
+        row.family,
+        row.client_id,
+        row.user_id,
+        row.scope,
+        as_utc(row.auth_time),
+        row.sid,
+        as_utc(row.family_expires_at),
+        as_utc(row.expires_at),
+    )
 
 
 def find(raw: str, client_id: int) -> RefreshToken | None:
     """The stored refresh token `raw` if it was issued to `client_id`."""
     row = db.session.execute(
-        select(RefreshToken).where(RefreshToken.token_hash == _hash(raw))
-        .execution_options(populate_existing=True)
+        select(RefreshToken).where(RefreshToken.token_hash == _hash(raw)).execution_options(populate_existing=True)
     ).scalar_one_or_none()
     return row if row is not None and row.client_id == client_id else None
 
@@ -121,8 +156,12 @@ def within_reuse_grace(row: RefreshToken) -> bool:
 
 def is_active(row: RefreshToken) -> bool:
     now = utcnow()
-    return (row.used_at is None and row.revoked_at is None and as_utc(row.expires_at) > now
-            and as_utc(row.family_expires_at) > now)
+    return (
+        row.used_at is None
+        and row.revoked_at is None
+        and as_utc(row.expires_at) > now
+        and as_utc(row.family_expires_at) > now
+    )
 
 
 def families_of_session(sid: str) -> list[str]:
@@ -130,7 +169,8 @@ def families_of_session(sid: str) -> list[str]:
     with the session (offline access outlives it by design)."""
     rows = db.session.execute(
         select(RefreshToken.family, RefreshToken.scope)
-        .where(RefreshToken.sid == sid, RefreshToken.revoked_at.is_(None)).distinct()
+        .where(RefreshToken.sid == sid, RefreshToken.revoked_at.is_(None))
+        .distinct()
     ).all()
     return sorted({family for family, scope in rows if OFFLINE_ACCESS not in scope.split()})
 
@@ -143,11 +183,14 @@ def revoke_family(family: str) -> list[tuple[str, datetime]]:
         select(RefreshToken.id).where(RefreshToken.family == family).order_by(RefreshToken.id).with_for_update()
     ).all()
     db.session.execute(
-        update(RefreshToken).where(RefreshToken.family == family, RefreshToken.revoked_at.is_(None))
-        .values(revoked_at=now).execution_options(synchronize_session=False)
+        update(RefreshToken)
+        .where(RefreshToken.family == family, RefreshToken.revoked_at.is_(None))
+        .values(revoked_at=now)
+        .execution_options(synchronize_session=False)
     )
     rows = db.session.execute(
-        select(RefreshToken.access_token_jti, RefreshToken.access_token_expires_at)
-        .where(RefreshToken.family == family, RefreshToken.access_token_jti.is_not(None))
+        select(RefreshToken.access_token_jti, RefreshToken.access_token_expires_at).where(
+            RefreshToken.family == family, RefreshToken.access_token_jti.is_not(None)
+        )
     ).all()
     return [(jti, as_utc(expires)) for jti, expires in rows if as_utc(expires) > now]

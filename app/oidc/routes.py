@@ -50,10 +50,13 @@ JSON = "application/json"
 _OAUTH_ENDPOINTS = frozenset({"oidc.token", "oidc.revoke", "oidc.introspect", "oidc.pushed_authorization_request"})
 _OAUTH_ERRORS = {
     str(status): {"description": description, "content": {JSON: {"schema": OAuthErrorOut}}}
-    for status, description in ((400, "RFC 6749 error"), (401, "Client authentication failed"),
-                                (413, "Body over MAX_CONTENT_LENGTH (error invalid_request)"),
-                                (415, "Body neither JSON nor a form (error invalid_request)"),
-                                (429, "Too many requests"))
+    for status, description in (
+        (400, "RFC 6749 error"),
+        (401, "Client authentication failed"),
+        (413, "Body over MAX_CONTENT_LENGTH (error invalid_request)"),
+        (415, "Body neither JSON nor a form (error invalid_request)"),
+        (429, "Too many requests"),
+    )
 }
 
 
@@ -61,8 +64,7 @@ _OAUTH_ERRORS = {
 def _setup(state) -> None:
     issuer_path = urlsplit(current(OidcSettings, state.app).issuer).path.rstrip("/")
     if issuer_path:
-        state.app.add_url_rule(f"{issuer_path}/.well-known/openid-configuration", "oidc_issuer_discovery",
-                               discovery)
+        state.app.add_url_rule(f"{issuer_path}/.well-known/openid-configuration", "oidc_issuer_discovery", discovery)
 
 
 def oauth_error_headers(error: OAuthError, basic: bool) -> dict[str, str]:
@@ -190,8 +192,9 @@ def _token_rate_limit() -> str:
 @limiter.limit(_token_rate_limit, key_func=_client_rate_key, exempt_when=counted_before_dispatch)
 @accepts(JSON, FORM)
 @no_store
-@blp.doc(requestBody={"content": {JSON: {"schema": TokenRequest}, FORM: {"schema": TokenRequest}}},
-         responses=_OAUTH_ERRORS)
+@blp.doc(
+    requestBody={"content": {JSON: {"schema": TokenRequest}, FORM: {"schema": TokenRequest}}}, responses=_OAUTH_ERRORS
+)
 @blp.response(200, TokenOut)
 def token():
     """The token endpoint: `authorization_code`, `refresh_token` and `client_credentials` grants.
@@ -353,8 +356,10 @@ def discovery():
     """OpenID Provider metadata (OpenID Connect Discovery 1.0)."""
     issuer = current(OidcSettings).issuer
     base = _origin(issuer)
-    claims = sorted({"sub", "user_id", "did", "iss", "aud", "exp", "iat", "auth_time", "nonce", "at_hash", "sid"}
-                    | {claim for names in SCOPE_CLAIMS.values() for claim in names})
+    claims = sorted(
+        {"sub", "user_id", "did", "iss", "aud", "exp", "iat", "auth_time", "nonce", "at_hash", "sid"}
+        | {claim for names in SCOPE_CLAIMS.values() for claim in names}
+    )
     document = {
         "issuer": issuer,
         "authorization_endpoint": f"{base}/v1/openidc/authorize",

@@ -16,8 +16,12 @@ class TokenRequest(ma.Schema):
     redirect_uri = ma.fields.String(validate=ma.validate.Length(min=1), metadata={"description": "authorization_code."})
     code_verifier = ma.fields.String(metadata={"description": "PKCE verifier, when the request had a challenge."})
     refresh_token = ma.fields.String(metadata={"description": "refresh_token: the newest token of its family."})
-    scope = ma.fields.String(metadata={"description": "refresh_token: a narrower scope; client_credentials: "
-                                       "scopes the client may be granted (all when omitted)."})
+    scope = ma.fields.String(
+        metadata={
+            "description": "refresh_token: a narrower scope; client_credentials: "
+            "scopes the client may be granted (all when omitted)."
+        }
+    )
     client_id = ma.fields.String(metadata={"description": "Required unless sent with HTTP Basic or an assertion."})
     client_secret = ma.fields.String(metadata={"description": "client_secret_post."})
     client_assertion_type = ma.fields.String(
@@ -93,8 +97,10 @@ class IntrospectionOut(ma.Schema):
     user_id = ma.fields.Integer(metadata={"description": "Absent from a client_credentials token."})
     subject_type = ma.fields.String(
         validate=ma.validate.OneOf(["user", "client"]),
-        metadata={"description": "Whose token it is: a user's (`sub` is the user id) or the client's own "
-                  "(client_credentials; `sub` is `client:<client_id>`, never a user's id)."},
+        metadata={
+            "description": "Whose token it is: a user's (`sub` is the user id) or the client's own "
+            "(client_credentials; `sub` is `client:<client_id>`, never a user's id)."
+        },
     )
 
 
@@ -133,4 +139,3 @@ class OutboxMailOut(ma.Schema):
 
 class OutboxOut(ma.Schema):
     data = ma.fields.List(ma.fields.Nested(OutboxMailOut), required=True)
-

@@ -125,7 +125,9 @@ def grant_token(values: dict[str, str], authenticate: Authenticator) -> TokenRes
     grant_type = values.get("grant_type")
     if grant_type == "authorization_code":
         return exchange_code(
-            authenticate, code=values.get("code"), redirect_uri=values.get("redirect_uri"),
+            authenticate,
+            code=values.get("code"),
+            redirect_uri=values.get("redirect_uri"),
             code_verifier=values.get("code_verifier"),
         )
     if grant_type == "refresh_token":
@@ -156,32 +158,54 @@ def exchange_code(
     issued from it (access token and refresh family); that error has `keep_changes` set so the
     edge commits it.
     """
-    redemption = _Redemption.of(require_token_parameter(code, "code"),
-                                 require_token_parameter(redirect_uri, "redirect_uri"), code_verifier)
+    redemption = _Redemption.of(
+        require_token_parameter(code, "code"), require_token_parameter(redirect_uri, "redirect_uri"), code_verifier
+    )
     claimed = authenticate.claimed_id
     consumed = _consume_code(redemption, claimed) if claimed is not None else None
     client = authenticate(consumed.client if consumed else None)
     if consumed is None and claimed != client.id:
         consumed = _consume_code(redemption, client.id)  # an assertion that named its client only inside
     if consumed is None:
-        _refuse_code(redemption.code_hash, client, redirect_uri=redemption.redirect_uri, code_verifier=code_verifier,
-                     now=redemption.now)
+        _refuse_code(
+            redemption.code_hash,
+            client,
+            redirect_uri=redemption.redirect_uri,
+            code_verifier=code_verifier,
+            now=redemption.now,
+        )
     user = consumed.user
     auth_time = as_utc(consumed.auth_time)
     refresh_token = None
     if refresh.wanted(client, consumed.scope):
         refresh_token, family = refresh.add_member(
-            client, user_id=user.id, scope=consumed.scope, auth_time=auth_time, sid=consumed.sid, family=None,
-            family_expires_at=None, access_token_jti=redemption.jti,
+            client,
+            user_id=user.id,
+            scope=consumed.scope,
+            auth_time=auth_time,
+            sid=consumed.sid,
+            family=None,
+            family_expires_at=None,
+            access_token_jti=redemption.jti,
             access_token_expires_at=redemption.access_token_expires_at,
         )
         db.session.execute(
-            update(AuthorizationCode).where(AuthorizationCode.code_hash == redemption.code_hash)
-            .values(refresh_family=family).execution_options(synchronize_session=False)
+            update(AuthorizationCode)
+            .where(AuthorizationCode.code_hash == redemption.code_hash)
+            .values(refresh_family=family)
+            .execution_options(synchronize_session=False)
         )
-    return _user_tokens(client, user, scope=consumed.scope, auth_time=auth_time, nonce=consumed.nonce,
-                        sid=consumed.sid, jti=redemption.jti, issued_at=redemption.issued_at,
-                        refresh_token=refresh_token)
+    return _user_tokens(
+        client,
+        user,
+        scope=consumed.scope,
+        auth_time=auth_time,
+        nonce=consumed.nonce,
+        sid=consumed.sid,
+        jti=redemption.jti,
+        issued_at=redemption.issued_at,
+        refresh_token=refresh_token,
+    )
 
 
 @dataclass(frozen=True)
@@ -232,15 +256,30 @@ def _pkce_challenge(verifier: str) -> str:
 # What an exchange by secret reads of its client (any other attribute loads when first used):
 # every column read costs the driver and the ORM on each request.
 _EXCHANGE_CLIENT_COLUMNS = (
-    Client.id, Client.root_id, Client.disabled_at, Client.secret_hash, Client.previous_secret_hash,
-    Client.previous_secret_expires_at, Client.token_endpoint_auth_method, Client.signing_alg,
-    Client.issue_refresh_tokens, Client.refresh_token_ttl, Client.refresh_token_idle_ttl, Client.id_token_claims,
+    Client.id,
+    Client.root_id,
+    Client.disabled_at,
+    Client.secret_hash,
+    Client.previous_secret_hash,
+    Client.previous_secret_expires_at,
+    Client.token_endpoint_auth_method,
+    Client.signing_alg,
+    Client.issue_refresh_tokens,
+    Client.refresh_token_ttl,
+    Client.refresh_token_idle_ttl,
+    Client.id_token_claims,
     Client.reads_credentials,
 )
 
 
-def redeem_code_by_secret(credentials: PresentedCredentials, connection: Connection, *, code: str,
-                          redirect_uri: str, code_verifier: str | None) -> TokenResponse | None:
+def redeem_code_by_secret(
+    credentials: PresentedCredentials,
+    connection: Connection,
+    *,
+    code: str,
+    redirect_uri: str,
+    code_verifier: str | None,
+) -> TokenResponse | None:
     """A code exchange by client secret in one statement on `connection`, on every database: the
     hot door's (app/oidc/routes.py), once this process knows its signing keys
     (`keys.signing_keys_loaded`). None when it consumed nothing, and then nothing was changed:
@@ -257,8 +296,11 @@ def redeem_code_by_secret(credentials: PresentedCredentials, connection: Connect
         return None
     redemption = _Redemption.of(code, redirect_uri, code_verifier)
     hashes = secret_hash_candidates(credentials.secret)
-    parameters = {**redemption.parameters(client_id), "given_method": credentials.method,
-                  **{f"given_secret_hash_{index}": value for index, value in enumerate(hashes)}}
+    parameters = {
+        **redemption.parameters(client_id),
+        "given_method": credentials.method,
+        **{f"given_secret_hash_{index}": value for index, value in enumerate(hashes)},
+    }
     consume, read = _redeem_statements(connection.dialect.name, len(hashes))
     row = consume.first(connection, parameters)
     if row is None:
@@ -268,12 +310,22 @@ def redeem_code_by_secret(credentials: PresentedCredentials, connection: Connect
         row = (scope, nonce, auth_time, sid, *read.first(connection, {"user_id": user_id, **parameters}))
     scope, nonce, auth_time, sid, *user_and_client = row
     user, client = _TokenUser(*user_and_client[:4]), _TokenClient(*user_and_client[4:])
-    return _user_tokens(client, user, scope=scope, auth_time=as_utc(auth_time), nonce=nonce, sid=sid,
-                        jti=redemption.jti, issued_at=redemption.issued_at, refresh_token=None)
+    return _user_tokens(
+        client,
+        user,
+        scope=scope,
+        auth_time=as_utc(auth_time),
+        nonce=nonce,
+        sid=sid,
+        jti=redemption.jti,
+        issued_at=redemption.issued_at,
+        refresh_token=None,
+    )
 
 
-def explain_refused_code(credentials: PresentedCredentials, *, code: str, redirect_uri: str,
-                         code_verifier: str | None) -> OAuthError | None:
+def explain_refused_code(
+    credentials: PresentedCredentials, *, code: str, redirect_uri: str, code_verifier: str | None
+) -> OAuthError | None:
     """Why `redeem_code_by_secret` consumed nothing, read without a write (in the caller's session,
     which it leaves with nothing to commit): the error `exchange_code` would raise, or None when
     only `exchange_code` may answer: a used code (its replay revokes tokens) or a grant it would
@@ -333,10 +385,18 @@ def _consume_update(*conditions: Any) -> Update:
             User.root_client_id == func.coalesce(Client.root_id, Client.id),
             *conditions,
         )
-        .values(used_at=bindparam("given_now"), access_token_jti=bindparam("given_jti"),
-                access_token_expires_at=bindparam("given_access_token_expires_at"))
-        .returning(AuthorizationCode.user_id, AuthorizationCode.scope, AuthorizationCode.nonce,
-                   AuthorizationCode.auth_time, AuthorizationCode.sid)
+        .values(
+            used_at=bindparam("given_now"),
+            access_token_jti=bindparam("given_jti"),
+            access_token_expires_at=bindparam("given_access_token_expires_at"),
+        )
+        .returning(
+            AuthorizationCode.user_id,
+            AuthorizationCode.scope,
+            AuthorizationCode.nonce,
+            AuthorizationCode.auth_time,
+            AuthorizationCode.sid,
+        )
     )
 
 
@@ -345,7 +405,8 @@ def _with_user_and_client(consume: Update) -> Executable:
     code = consume.cte("consumed")
     return (
         select(code.c.scope, code.c.nonce, code.c.auth_time, code.c.sid, User, Client)
-        .join(User, User.id == code.c.user_id).join(Client, Client.id == bindparam("given_client_id"))
+        .join(User, User.id == code.c.user_id)
+        .join(Client, Client.id == bindparam("given_client_id"))
         .options(load_only(*_EXCHANGE_CLIENT_COLUMNS))
     )
 
@@ -358,8 +419,16 @@ def _consume_statement(dialect: str) -> Executable:
     return _with_user_and_client(_consume_update())
 
 
-_TOKEN_FIELDS = (User.id, User.did, User.profile, User.email_address,
-                 Client.id, Client.signing_alg, Client.id_token_claims, Client.reads_credentials)
+_TOKEN_FIELDS = (
+    User.id,
+    User.did,
+    User.profile,
+    User.email_address,
+    Client.id,
+    Client.signing_alg,
+    Client.id_token_claims,
+    Client.reads_credentials,
+)
 
 
 @functools.cache
@@ -371,18 +440,24 @@ def _redeem_statements(dialect: str, hash_keys: int) -> tuple[DriverStatement, D
     in a second one (then the first returns the user's id first)."""
     consume = _consume_update(
         client_auth.secret_authentication_clause(
-            bindparam("given_method"), [bindparam(f"given_secret_hash_{index}") for index in range(hash_keys)],
-            bindparam("given_now", type_=Client.previous_secret_expires_at.type)),
+            bindparam("given_method"),
+            [bindparam(f"given_secret_hash_{index}") for index in range(hash_keys)],
+            bindparam("given_now", type_=Client.previous_secret_expires_at.type),
+        ),
         not_(refresh.wanted_clause(AuthorizationCode.scope)),
     )
     if dialect != "postgresql":
-        read = (select(*_TOKEN_FIELDS).join(Client, Client.id == bindparam("given_client_id"))
-                .where(User.id == bindparam("user_id")))
+        read = (
+            select(*_TOKEN_FIELDS)
+            .join(Client, Client.id == bindparam("given_client_id"))
+            .where(User.id == bindparam("user_id"))
+        )
         return DriverStatement(consume), DriverStatement(read)
     code = consume.cte("consumed")
     return DriverStatement(
         select(code.c.scope, code.c.nonce, code.c.auth_time, code.c.sid, *_TOKEN_FIELDS)
-        .join(User, User.id == code.c.user_id).join(Client, Client.id == bindparam("given_client_id"))
+        .join(User, User.id == code.c.user_id)
+        .join(Client, Client.id == bindparam("given_client_id"))
     ), None
 
 
@@ -399,28 +474,38 @@ def _consume_code(redemption: _Redemption, client_id: int) -> _ConsumedCode | No
         return None
     if dialect == "postgresql":
         return _ConsumedCode(*row)
-    return _ConsumedCode(row.scope, row.nonce, row.auth_time, row.sid, db.session.get(User, row.user_id),
-                         db.session.get(Client, client_id))
+    return _ConsumedCode(
+        row.scope,
+        row.nonce,
+        row.auth_time,
+        row.sid,
+        db.session.get(User, row.user_id),
+        db.session.get(Client, client_id),
+    )
 
 
 _USER_GONE = "The user of this authorization code no longer exists or was disabled."
 
 
-def _refuse_code(code_hash: str, client: Client, *, redirect_uri: str, code_verifier: str | None,
-                 now: datetime) -> NoReturn:
+def _refuse_code(
+    code_hash: str, client: Client, *, redirect_uri: str, code_verifier: str | None, now: datetime
+) -> NoReturn:
     """Nothing was consumed: say why. A used code of this client revokes the tokens issued from it."""
     row = db.session.execute(
-        select(AuthorizationCode).where(AuthorizationCode.code_hash == code_hash)
+        select(AuthorizationCode)
+        .where(AuthorizationCode.code_hash == code_hash)
         .execution_options(populate_existing=True)
     ).scalar_one_or_none()
     if row is not None and row.client_id == client.id and row.used_at is not None:
         _revoke_code_tokens(row)
     raise _code_refusal(row, client, redirect_uri=redirect_uri, code_verifier=code_verifier, now=now) or InvalidGrant(
-        _USER_GONE)
+        _USER_GONE
+    )
 
 
-def _code_refusal(row: AuthorizationCode | None, client: Client, *, redirect_uri: str, code_verifier: str | None,
-                  now: datetime) -> InvalidGrant | None:
+def _code_refusal(
+    row: AuthorizationCode | None, client: Client, *, redirect_uri: str, code_verifier: str | None, now: datetime
+) -> InvalidGrant | None:
     """What is wrong with presenting the code `row` (None: unknown) for `client`, other than its
     use and its user; None when nothing of that is."""
     if row is None or row.client_id != client.id:
@@ -439,9 +524,18 @@ def _code_refusal(row: AuthorizationCode | None, client: Client, *, redirect_uri
     return None
 
 
-def _user_tokens(client: Client | _TokenClient, user: User | _TokenUser, *, scope: str, auth_time: datetime,
-                 nonce: str | None, sid: str | None, jti: str, issued_at: int,
-                 refresh_token: str | None) -> TokenResponse:
+def _user_tokens(
+    client: Client | _TokenClient,
+    user: User | _TokenUser,
+    *,
+    scope: str,
+    auth_time: datetime,
+    nonce: str | None,
+    sid: str | None,
+    jti: str,
+    issued_at: int,
+    refresh_token: str | None,
+) -> TokenResponse:
     alg = client_alg(client)
     access_token, _ = tokens.issue_access_token(
         client_id=client.id, user_id=user.id, scope=scope, alg=alg, now=issued_at, jti=jti
@@ -460,8 +554,13 @@ def _user_tokens(client: Client | _TokenClient, user: User | _TokenUser, *, scop
             now=issued_at,
             sid=sid,
         )
-    return TokenResponse(scope=scope, access_token=access_token, id_token=id_token, refresh_token=refresh_token,
-                         expires_in=current(OidcSettings).access_token_ttl)
+    return TokenResponse(
+        scope=scope,
+        access_token=access_token,
+        id_token=id_token,
+        refresh_token=refresh_token,
+        expires_in=current(OidcSettings).access_token_ttl,
+    )
 
 
 def refresh_grant(authenticate: Authenticator, *, refresh_token: str | None, scope: str | None) -> TokenResponse:
@@ -492,12 +591,27 @@ def refresh_grant(authenticate: Authenticator, *, refresh_token: str | None, sco
     jti = uuid.uuid4().hex
     expires_at = datetime.fromtimestamp(issued_at + current(OidcSettings).access_token_ttl, UTC)
     rotated, _ = refresh.add_member(
-        client, user_id=user.id, scope=consumed.scope, auth_time=consumed.auth_time, sid=consumed.sid,
-        family=consumed.family, family_expires_at=consumed.family_expires_at, access_token_jti=jti,
+        client,
+        user_id=user.id,
+        scope=consumed.scope,
+        auth_time=consumed.auth_time,
+        sid=consumed.sid,
+        family=consumed.family,
+        family_expires_at=consumed.family_expires_at,
+        access_token_jti=jti,
         access_token_expires_at=expires_at,
     )
-    return _user_tokens(client, user, scope=" ".join(requested), auth_time=consumed.auth_time, nonce=None,
-                        sid=_live_sid(consumed.sid), jti=jti, issued_at=issued_at, refresh_token=rotated)
+    return _user_tokens(
+        client,
+        user,
+        scope=" ".join(requested),
+        auth_time=consumed.auth_time,
+        nonce=None,
+        sid=_live_sid(consumed.sid),
+        jti=jti,
+        issued_at=issued_at,
+        refresh_token=rotated,
+    )
 
 
 def _refuse_refresh_reuse(raw: str, client: Client) -> NoReturn:
@@ -527,8 +641,7 @@ def client_credentials_grant(client: Client, *, scope: str | None) -> TokenRespo
     access_token = tokens.issue_client_access_token(
         client_id=client.id, scope=granted, alg=client_alg(client), jti=uuid.uuid4().hex, now=issued_at
     )
-    return TokenResponse(scope=granted, access_token=access_token,
-                         expires_in=current(OidcSettings).access_token_ttl)
+    return TokenResponse(scope=granted, access_token=access_token, expires_in=current(OidcSettings).access_token_ttl)
 
 
 def _revoke_code_tokens(row: AuthorizationCode) -> NoReturn:
@@ -538,8 +651,7 @@ def _revoke_code_tokens(row: AuthorizationCode) -> NoReturn:
     if row.refresh_family:
         for jti, expires_at in refresh.revoke_family(row.refresh_family):
             deny_token(jti, expires_at, "code_replay")
-    raise InvalidGrant("The authorization code was already used; tokens issued from it are revoked.",
-                       keep_changes=True)
+    raise InvalidGrant("The authorization code was already used; tokens issued from it are revoked.", keep_changes=True)
 
 
 def verify_access_token(raw: str) -> AccessTokenClaims:
@@ -609,10 +721,15 @@ def revoke_token(client: Client, token: str | None) -> None:
 def revoke_user_refresh_tokens(user_id: int) -> int:
     """Revoke every refresh-token family of the user and the access tokens issued from them (for a
     user an operator disabled); returns how many families had a live token. Flushes, never commits."""
-    families = db.session.execute(
-        select(RefreshToken.family).where(RefreshToken.user_id == user_id, RefreshToken.revoked_at.is_(None))
-        .distinct()
-    ).scalars().all()
+    families = (
+        db.session.execute(
+            select(RefreshToken.family)
+            .where(RefreshToken.user_id == user_id, RefreshToken.revoked_at.is_(None))
+            .distinct()
+        )
+        .scalars()
+        .all()
+    )
     for family in sorted(families):
         for jti, expires_at in refresh.revoke_family(family):
             deny_token(jti, expires_at, "user_disabled")
@@ -673,8 +790,11 @@ def introspect_token(client: Client, token: str | None) -> dict:
 
 def _introspect_refresh_token(client: Client, raw: str) -> dict:
     row = refresh.find(raw, client.id)
-    if (row is None or not refresh.is_active(row)
-            or get_enabled_user_in_tree(row.user_id, client.root_id or client.id) is None):
+    if (
+        row is None
+        or not refresh.is_active(row)
+        or get_enabled_user_in_tree(row.user_id, client.root_id or client.id) is None
+    ):
         return {"active": False}
     return {
         "active": True,

@@ -110,17 +110,19 @@ def issue_id_token(
     """Sign an id_token; `extra_claims` (the client's application claims) never override ours."""
     now = int(time.time()) if now is None else now
     claims = dict(extra_claims)
-    claims.update({
-        "iss": issuer(),
-        "sub": str(user_id),
-        "aud": str(client_id),
-        "exp": now + current(OidcSettings).id_token_ttl,
-        "iat": now,
-        "auth_time": auth_time,
-        "at_hash": at_hash(access_token),
-        "user_id": user_id,
-        "did": did,
-    })
+    claims.update(
+        {
+            "iss": issuer(),
+            "sub": str(user_id),
+            "aud": str(client_id),
+            "exp": now + current(OidcSettings).id_token_ttl,
+            "iat": now,
+            "auth_time": auth_time,
+            "at_hash": at_hash(access_token),
+            "user_id": user_id,
+            "did": did,
+        }
+    )
     if nonce:
         claims["nonce"] = nonce
     if sid:

@@ -48,9 +48,7 @@ class OpenIdAssertion:
     issued_at: datetime
 
 
-def build_checkid_setup_url(
-    *, return_to: str, realm: str, op_endpoint: str = DEFAULT_OP_ENDPOINT
-) -> str:
+def build_checkid_setup_url(*, return_to: str, realm: str, op_endpoint: str = DEFAULT_OP_ENDPOINT) -> str:
     """The provider URL that asks the user to sign in and come back to `return_to`.
 
     `return_to` must lie under `realm` (scheme, host and path prefix), or the provider refuses.

@@ -61,11 +61,18 @@ def list_links(user_id: str):
 
 @blp.route("/user/<user_id>/social_data", methods=["GET"], parameters=USER_ID)
 @api_token_required(subclient=True)
-@blp.response(200, SocialDataOut, headers={"Age": {"description": "Seconds since the oldest member was fetched.",
-                                                    "schema": {"type": "integer"}}})
-@blp.alt_response(202, schema=JobEnvelope, description="First fetch still running: poll the job, then ask again.",
-                  headers={"Location": {"description": "The job to poll.", "schema": {"type": "string"}}},
-                  success=True)
+@blp.response(
+    200,
+    SocialDataOut,
+    headers={"Age": {"description": "Seconds since the oldest member was fetched.", "schema": {"type": "integer"}}},
+)
+@blp.alt_response(
+    202,
+    schema=JobEnvelope,
+    description="First fetch still running: poll the job, then ask again.",
+    headers={"Location": {"description": "The job to poll.", "schema": {"type": "string"}}},
+    success=True,
+)
 @problem_doc(404, 422)
 def social_data(user_id: str):
     """The user's social data (spec 2.5) from the latest fetch of each linked platform.

@@ -24,8 +24,10 @@ class LinkIn(ma.Schema):
     return_to = ma.fields.String(
         required=True,
         validate=[ma.validate.Length(max=2048), _validate_return_to],
-        metadata={"description": "Where the user is sent after linking, with `status=linked|error`, "
-                  "`platform` and (on error) `error` added to its query."},
+        metadata={
+            "description": "Where the user is sent after linking, with `status=linked|error`, "
+            "`platform` and (on error) `error` added to its query."
+        },
     )
 
 
@@ -46,9 +48,11 @@ class SocialLinkOut(ma.Schema):
     status = ma.fields.String(
         required=True,
         validate=ma.validate.OneOf(["linked", "broken"]),
-        metadata={"description": "`broken`: the platform refuses the link (revoked grant, account gone); link again. "
-                  "A fault of the service's own platform configuration leaves the link `linked` "
-                  "with `last_error` set; data returns once it is fixed."},
+        metadata={
+            "description": "`broken`: the platform refuses the link (revoked grant, account gone); link again. "
+            "A fault of the service's own platform configuration leaves the link `linked` "
+            "with `last_error` set; data returns once it is fixed."
+        },
     )
     linked_at = ma.fields.Function(lambda link: isoformat(link.linked_at), required=True)
     last_fetched_at = ma.fields.Function(lambda link: isoformat(link.last_fetched_at), allow_none=True)

@@ -161,9 +161,7 @@ def start_link(caller: Caller, user_id: int, platform: str, return_to: str) -> L
             return_to=_openid_return_to(config, state), realm=f"{_base_url()}/", op_endpoint=config.a_openid_url
         )
     else:
-        url = _oauth_app(config, platform).authorization_url(
-            redirect_uri=_callback_url(platform), state=state
-        )
+        url = _oauth_app(config, platform).authorization_url(redirect_uri=_callback_url(platform), state=state)
     return LinkStarted(authorization_url=url, expires_at=expires_at)
 
 
@@ -325,16 +323,13 @@ def store_tokens(link: SocialLink, tokens: TokenSet | None) -> None:
 
 def _token_columns(tokens: TokenSet | None) -> dict[str, Any]:
     if tokens is None:
-        return {"access_token_encrypted": None, "refresh_token_encrypted": None,
-                "token_expires_at": None, "scope": ""}
+        return {"access_token_encrypted": None, "refresh_token_encrypted": None, "token_expires_at": None, "scope": ""}
     return {
         "access_token_encrypted": encrypt(tokens.access_token.encode(), _TOKEN_PURPOSE),
         "refresh_token_encrypted": (
             encrypt(tokens.refresh_token.encode(), _TOKEN_PURPOSE) if tokens.refresh_token else None
         ),
-        "token_expires_at": (
-            datetime.fromtimestamp(tokens.expires_at, tz=UTC) if tokens.expires_at else None
-        ),
+        "token_expires_at": (datetime.fromtimestamp(tokens.expires_at, tz=UTC) if tokens.expires_at else None),
         "scope": tokens.scope[:255],
     }
 
@@ -373,14 +368,18 @@ def _oauth_app(config: SocialSettings, platform: str) -> OAuthApp:
         if not config.b_client_id:
             raise PlatformNotConfigured("platform_b has no OAuth client configured.")
         return platform_b.oauth_app(
-            client_id=config.b_client_id, client_secret=config.b_client_secret,
-            oauth_base=config.b_oauth_base, timeout=config.http_timeout,
+            client_id=config.b_client_id,
+            client_secret=config.b_client_secret,
+            oauth_base=config.b_oauth_base,
+            timeout=config.http_timeout,
         )
     if not config.c_client_id:
         raise PlatformNotConfigured("platform_c has no OAuth client configured.")
     return platform_c.oauth_app(
-        client_id=config.c_client_id, client_secret=config.c_client_secret,
-        oauth_base=config.c_oauth_base, timeout=config.http_timeout,
+        client_id=config.c_client_id,
+        client_secret=config.c_client_secret,
+        oauth_base=config.c_oauth_base,
+        timeout=config.http_timeout,
     )
 
 
@@ -497,8 +496,14 @@ class _FetchTarget:
 
     @classmethod
     def of(cls, link: SocialLink) -> _FetchTarget:
-        return cls(link.platform, link.account_id, link.access_token_encrypted, link.refresh_token_encrypted,
-                   link.token_expires_at, link.scope)
+        return cls(
+            link.platform,
+            link.account_id,
+            link.access_token_encrypted,
+            link.refresh_token_encrypted,
+            link.token_expires_at,
+            link.scope,
+        )
 
 
 @dataclass(frozen=True)
@@ -609,16 +614,20 @@ def schedule_stale_refreshes(limit: int | None = None) -> int:
     config = settings()
     now = utcnow()
     cutoff = now - timedelta(seconds=config.data_max_age)
-    candidates = db.session.execute(
-        select(SocialLink)
-        .where(
-            SocialLink.status == LINKED,
-            or_(SocialLink.last_attempted_at.is_(None), SocialLink.last_attempted_at < cutoff),
-            or_(SocialLink.next_fetch_at.is_(None), SocialLink.next_fetch_at <= now),
+    candidates = (
+        db.session.execute(
+            select(SocialLink)
+            .where(
+                SocialLink.status == LINKED,
+                or_(SocialLink.last_attempted_at.is_(None), SocialLink.last_attempted_at < cutoff),
+                or_(SocialLink.next_fetch_at.is_(None), SocialLink.next_fetch_at <= now),
+            )
+            .order_by(SocialLink.last_attempted_at.asc().nulls_first(), SocialLink.id)
+            .limit(limit or config.refresh_batch)
         )
-        .order_by(SocialLink.last_attempted_at.asc().nulls_first(), SocialLink.id)
-        .limit(limit or config.refresh_batch)
-    ).scalars().all()
+        .scalars()
+        .all()
+    )
     started = sum(1 for link in candidates if pending_fetch(link) is None and request_fetch(link) is not None)
     return started
 

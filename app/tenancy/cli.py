@@ -55,8 +55,12 @@ def _check_redirect_uris(uris: tuple[str, ...]) -> None:
 )
 @click.option("--logo-url", help="https URL of the logo shown on the client's sign-in pages.")
 @click.option("--accent-color", help="Accent colour #rrggbb of the client's sign-in pages.")
-@click.option("--reads-credentials/--no-reads-credentials", default=True, show_default=True,
-              help="Whether the client reads its users' credentials once they consent.")
+@click.option(
+    "--reads-credentials/--no-reads-credentials",
+    default=True,
+    show_default=True,
+    help="Whether the client reads its users' credentials once they consent.",
+)
 @click.option("--json", "as_json", is_flag=True, help="Print one JSON object.")
 def create_master(
     name: str,
@@ -149,18 +153,36 @@ def disable_client(client_id: int) -> None:
 
 @clients_cli.command("set-release")
 @click.argument("client_id", type=click.IntRange(min=1))
-@click.option("--id-token-claim", "claims", multiple=True,
-              help="CLAIM=FIELD mapping for id_tokens and userinfo (repeatable; replaces the mapping).")
+@click.option(
+    "--id-token-claim",
+    "claims",
+    multiple=True,
+    help="CLAIM=FIELD mapping for id_tokens and userinfo (repeatable; replaces the mapping).",
+)
 @click.option("--no-claims", is_flag=True, help="Remove the claim mapping.")
-@click.option("--reads-credentials/--no-reads-credentials", default=None,
-              help="Whether the client reads its users' credentials once they consent.")
-@click.option("--grant-type", "grant_types", multiple=True, type=click.Choice(GRANT_TYPES),
-              help="A grant the client may use (repeatable; replaces the list). "
-                   "authorization_code and refresh_token are always enabled: name one alone to disable the rest.")
+@click.option(
+    "--reads-credentials/--no-reads-credentials",
+    default=None,
+    help="Whether the client reads its users' credentials once they consent.",
+)
+@click.option(
+    "--grant-type",
+    "grant_types",
+    multiple=True,
+    type=click.Choice(GRANT_TYPES),
+    help="A grant the client may use (repeatable; replaces the list). "
+    "authorization_code and refresh_token are always enabled: name one alone to disable the rest.",
+)
 @click.option("--require-pkce/--no-require-pkce", default=None, help="Refuse authorization requests without PKCE.")
 @_fail_on_domain_error
-def set_release(client_id: int, claims: tuple[str, ...], no_claims: bool, reads_credentials: bool | None,
-                grant_types: tuple[str, ...], require_pkce: bool | None) -> None:
+def set_release(
+    client_id: int,
+    claims: tuple[str, ...],
+    no_claims: bool,
+    reads_credentials: bool | None,
+    grant_types: tuple[str, ...],
+    require_pkce: bool | None,
+) -> None:
     """Set what a client may receive and use: its claim mapping, credential reading, grants, PKCE.
 
     A changed mapping or credential reading asks each user for consent again at the next sign-in.
@@ -180,9 +202,13 @@ def set_release(client_id: int, claims: tuple[str, ...], no_claims: bool, reads_
         raise click.UsageError("Nothing to change: give at least one option.")
     with transaction():
         client = service.configure_client(client_id, changes)
-        summary = {"client_id": client.id, "id_token_claims": client.id_token_claims,
-                   "reads_credentials": client.reads_credentials, "grant_types": client.allowed_grant_types,
-                   "require_pkce": client.require_pkce}
+        summary = {
+            "client_id": client.id,
+            "id_token_claims": client.id_token_claims,
+            "reads_credentials": client.reads_credentials,
+            "grant_types": client.allowed_grant_types,
+            "require_pkce": client.require_pkce,
+        }
     click.echo(json.dumps(summary))
 
 
@@ -270,8 +296,8 @@ def list_tokens(client_id: int, as_json: bool) -> None:
 
 DEMO_REDIRECT_URI = "http://127.0.0.1:8400/callback"
 _SHOW_CLAIMS = (
-    "python3 -c 'import base64,json,sys; t=json.load(sys.stdin); p=t[\"id_token\"].split(\".\")[1]; "
-    "print(json.dumps(json.loads(base64.urlsafe_b64decode(p+\"==\")), indent=2))'"
+    'python3 -c \'import base64,json,sys; t=json.load(sys.stdin); p=t["id_token"].split(".")[1]; '
+    'print(json.dumps(json.loads(base64.urlsafe_b64decode(p+"==")), indent=2))\''
 )
 
 
@@ -304,7 +330,7 @@ def create_demo(email: str, as_json: bool) -> None:
     output["authorize_url"] = f"{base}/v1/openidc/authorize?{query}"
     output["outbox_url"] = f"{base}/dev/outbox?{urlencode({'to': output['user']['email_address']})}"
     output["exchange_command"] = (
-        f"curl -sS {base}/v1/openidc/token -d grant_type=authorization_code -d \"code=$CODE\" "
+        f'curl -sS {base}/v1/openidc/token -d grant_type=authorization_code -d "code=$CODE" '
         f"-d client_id={client.id} -d client_secret={secret} --data-urlencode redirect_uri={DEMO_REDIRECT_URI} "
         f"| {_SHOW_CLAIMS}"
     )

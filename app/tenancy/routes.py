@@ -91,8 +91,7 @@ class SubClientById(MethodView):
 _SUB_CLIENT_ENVELOPE = SubClientEnvelope()
 
 
-@hot.route("GET", r"/v1/sub_client/(?P<subclient_id>[0-9]{1,10})", view="sub_clients.SubClientById",
-           cookies=False)
+@hot.route("GET", r"/v1/sub_client/(?P<subclient_id>[0-9]{1,10})", view="sub_clients.SubClientById", cookies=False)
 def read_sub_client_at_once(request: HotRequest) -> HotAnswer | None:
     """The hottest authenticated read, its plain success only: a valid token whose last use needs
     no stamp, acting in its own client, for a sub-client of its subtree. The token and sub-client

@@ -35,6 +35,7 @@ def _text(max_length: int, description: str, **kwargs: Any) -> PlainText:
         validate=ma.validate.Length(min=1, max=max_length), metadata={"description": description}, **kwargs
     )
 
+
 _SCOPE_TOKEN = r"^[\x21\x23-\x5B\x5D-\x7E]{1,64}$"
 MAX_CLIENT_CREDENTIALS_SCOPES = 20
 MAX_CLIENT_JWKS = 10
@@ -57,48 +58,62 @@ class OpenIdClientFields(ma.Schema):
     """OpenID settings of a client: refresh tokens, client_credentials, authentication, PAR, logout."""
 
     token_endpoint_auth_method = ma.fields.String(
-        validate=ma.validate.OneOf(TOKEN_ENDPOINT_AUTH_METHODS), allow_none=True,
-        metadata={"description": "The one method the client authenticates with at the token, PAR, revocation "
-                  "and introspection endpoints; when null, client_secret_basic or client_secret_post."},
+        validate=ma.validate.OneOf(TOKEN_ENDPOINT_AUTH_METHODS),
+        allow_none=True,
+        metadata={
+            "description": "The one method the client authenticates with at the token, PAR, revocation "
+            "and introspection endpoints; when null, client_secret_basic or client_secret_post."
+        },
     )
     jwks = ma.fields.Dict(
-        validate=_public_jwks, allow_none=True,
+        validate=_public_jwks,
+        allow_none=True,
         metadata={"description": "Public JWK set (RSA or EC keys with kid) verifying private_key_jwt assertions."},
     )
     # Where the client publishes its JWK set (used when jwks is null), fetched through the outbound guard.
     jwks_uri = RedirectUri(allow_none=True)
     client_credentials_scopes = ma.fields.List(
         ma.fields.String(validate=ma.validate.Regexp(_SCOPE_TOKEN, error="Not an RFC 6749 scope token.")),
-        validate=ma.validate.Length(max=MAX_CLIENT_CREDENTIALS_SCOPES), allow_none=True,
+        validate=ma.validate.Length(max=MAX_CLIENT_CREDENTIALS_SCOPES),
+        allow_none=True,
         metadata={"description": "Scopes the client may be granted with client_credentials (its own tokens)."},
     )
     grant_types = ma.fields.List(
-        ma.fields.String(validate=ma.validate.OneOf(GRANT_TYPES)), allow_none=True,
-        metadata={"description": "Grants the client may use at the token endpoint. authorization_code and "
-                  "refresh_token are always enabled; any other (client_credentials) only when listed here."},
+        ma.fields.String(validate=ma.validate.OneOf(GRANT_TYPES)),
+        allow_none=True,
+        metadata={
+            "description": "Grants the client may use at the token endpoint. authorization_code and "
+            "refresh_token are always enabled; any other (client_credentials) only when listed here."
+        },
     )
     require_pkce = ma.fields.Boolean(
-        allow_none=True, metadata={"description": "Refuse authorization requests without a PKCE code_challenge."},
+        allow_none=True,
+        metadata={"description": "Refuse authorization requests without a PKCE code_challenge."},
     )
     reads_credentials = ma.fields.Boolean(
         allow_none=True,
-        metadata={"description": "Whether the client reads its users' credentials (GET /v1/openidc/credentials) "
-                  "once they consent; true by default. Its claim mapping and this are what the consent page lists."},
+        metadata={
+            "description": "Whether the client reads its users' credentials (GET /v1/openidc/credentials) "
+            "once they consent; true by default. Its claim mapping and this are what the consent page lists."
+        },
     )
     issue_refresh_tokens = ma.fields.Boolean(
         allow_none=True,
         metadata={"description": "Issue a refresh token with every code exchange, not only with offline_access."},
     )
     refresh_token_ttl = ma.fields.Integer(
-        validate=ma.validate.Range(min=60, max=365 * _DAY), allow_none=True,
+        validate=ma.validate.Range(min=60, max=365 * _DAY),
+        allow_none=True,
         metadata={"description": "Absolute refresh-token lifetime in seconds; null for the deployment default."},
     )
     refresh_token_idle_ttl = ma.fields.Integer(
-        validate=ma.validate.Range(min=60, max=365 * _DAY), allow_none=True,
+        validate=ma.validate.Range(min=60, max=365 * _DAY),
+        allow_none=True,
         metadata={"description": "Idle refresh-token lifetime in seconds; null for the deployment default."},
     )
     require_pushed_authorization_requests = ma.fields.Boolean(
-        allow_none=True, metadata={"description": "Accept authorization requests only by a PAR request_uri."},
+        allow_none=True,
+        metadata={"description": "Accept authorization requests only by a PAR request_uri."},
     )
     # Receives OpenID back-channel logout tokens when a user's session ends.
     backchannel_logout_uri = RedirectUri(allow_none=True)
@@ -106,7 +121,11 @@ class OpenIdClientFields(ma.Schema):
 
 _OMITTED_UNSET = "Omitted while not set (never `null`)."
 _OPENID_OPTIONAL = (
-    "token_endpoint_auth_method", "jwks", "jwks_uri", "refresh_token_ttl", "refresh_token_idle_ttl",
+    "token_endpoint_auth_method",
+    "jwks",
+    "jwks_uri",
+    "refresh_token_ttl",
+    "refresh_token_idle_ttl",
     "backchannel_logout_uri",
 )
 
@@ -117,9 +136,13 @@ class OpenIdClientOut(ma.Schema):
     jwks_uri = ma.fields.String(metadata={"description": _OMITTED_UNSET})
     client_credentials_scopes = ma.fields.List(ma.fields.String(), required=True)
     grant_types = ma.fields.Function(
-        lambda client: allowed_grant_types(client.grant_types), required=True,
-        metadata={"type": "array", "items": {"type": "string"},
-                  "description": "Grants the client may use: authorization_code, refresh_token and those enabled."},
+        lambda client: allowed_grant_types(client.grant_types),
+        required=True,
+        metadata={
+            "type": "array",
+            "items": {"type": "string"},
+            "description": "Grants the client may use: authorization_code, refresh_token and those enabled.",
+        },
     )
     require_pkce = ma.fields.Boolean(required=True)
     reads_credentials = ma.fields.Boolean(required=True)
@@ -177,7 +200,6 @@ class SubClientFields(OpenIdClientFields):
             'e.g. {"edu_username": "user_name"}.',
         },
     )
-
 
     logo_url = LogoUrl(
         allow_none=True, metadata={"description": "https URL of the logo shown on this client's sign-in pages."}
@@ -249,8 +271,12 @@ class SubClientOut(OpenIdClientOut):
     privacy_link = ma.fields.Function(
         service.privacy_link,
         required=True,
-        metadata={"type": "string", "format": "uri", "description": "Default `<base_url>/privacy/<client_id>-<tag>` "
-                  "(the tag is keyed, so pages cannot be listed by walking ids)."},
+        metadata={
+            "type": "string",
+            "format": "uri",
+            "description": "Default `<base_url>/privacy/<client_id>-<tag>` "
+            "(the tag is keyed, so pages cannot be listed by walking ids).",
+        },
     )
     redirect_uris = ma.fields.List(ma.fields.String(), required=True)
     id_token_claims = ma.fields.Dict(keys=ma.fields.String(), values=ma.fields.String(), required=True)

@@ -135,11 +135,15 @@ _SUB_CLIENT_READ = (
     "created_at", "privacy_link",
 )  # fmt: skip
 # The same as `_CLIENT_IN_SUBTREE`, as a row of those columns: fewer columns cost less to read on PostgreSQL.
-_CLIENT_ROW_IN_SUBTREE = DriverStatement(select(*(Client.__table__.c[name] for name in _SUB_CLIENT_READ)).where(
-    Client.id == bindparam("client_id"),
-    Client.path.like(bindparam("subtree_pattern"), escape="/"),
-    _NO_DISABLED_ANCESTOR,
-))
+_CLIENT_ROW_IN_SUBTREE = DriverStatement(
+    select(*(Client.__table__.c[name] for name in _SUB_CLIENT_READ)).where(
+        Client.id == bindparam("client_id"),
+        Client.path.like(bindparam("subtree_pattern"), escape="/"),
+        _NO_DISABLED_ANCESTOR,
+    )
+)
+
+
 # Columns, not entities: loading two ORM objects (the clients table has 40 columns) cost more than the query.
 # One statement per number of hash keys (one bind each): an expanding IN is re-rendered on every execution.
 @cache
@@ -442,8 +446,10 @@ def client_secret_clause(hashes: Sequence[Any], now: Any) -> Any:
     """`verify_client_secret` as a condition on the outer `Client`, for statements of other features:
     `hashes` are bound parameters of the presented secret's `secret_hash_candidates` (one per hash
     key), `now` the time of the check. The caller's statement also holds `enabled_client_clause()`."""
-    return or_(Client.secret_hash.in_(hashes),
-               and_(Client.previous_secret_hash.in_(hashes), Client.previous_secret_expires_at > now))
+    return or_(
+        Client.secret_hash.in_(hashes),
+        and_(Client.previous_secret_hash.in_(hashes), Client.previous_secret_expires_at > now),
+    )
 
 
 def verify_client_secret(client: Client, secret: str) -> bool:

@@ -78,9 +78,11 @@ def require_user_by_reference(reference: str) -> User:
         if user is None:
             raise NotFound(f"No user {reference}.")
         return user
-    users = db.session.execute(
-        select(User).where(User.email_address == normalise_email(reference)).order_by(User.id)
-    ).scalars().all()
+    users = (
+        db.session.execute(select(User).where(User.email_address == normalise_email(reference)).order_by(User.id))
+        .scalars()
+        .all()
+    )
     if not users:
         raise NotFound(f"No user with the e-mail address {normalise_email(reference)}.")
     if len(users) > 1:

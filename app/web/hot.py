@@ -146,8 +146,16 @@ class HotRoutes:
     def __init__(self) -> None:
         self.routes: list[HotRoute] = []
 
-    def route(self, method: str, path: str, *, view: str, media_type: str | None = None,
-              max_body: int | None = None, cookies: bool = True) -> Callable[[Handler], Handler]:
+    def route(
+        self,
+        method: str,
+        path: str,
+        *,
+        view: str,
+        media_type: str | None = None,
+        max_body: int | None = None,
+        cookies: bool = True,
+    ) -> Callable[[Handler], Handler]:
         """Register `handler` for `method` and the path regex `path` (named groups become `params`),
         answering as the view `view` (an endpoint name) answers.
 
@@ -158,8 +166,7 @@ class HotRoutes:
 
         def register(handler: Handler) -> Handler:
             prefix = re.split(r"[(\[\\.*+?{^$|]", path, maxsplit=1)[0]
-            self.routes.append(HotRoute(method, re.compile(path), prefix, view, handler, media_type, max_body,
-                                        cookies))
+            self.routes.append(HotRoute(method, re.compile(path), prefix, view, handler, media_type, max_body, cookies))
             return handler
 
         return register
@@ -214,8 +221,9 @@ class HotLayer:
                     return self._serve(route, rule, match.groupdict(), environ, start_response)
         return self.inner(environ, start_response)
 
-    def _serve(self, route: HotRoute, rule: str, params: dict[str, str], environ: dict,
-               start_response: Callable) -> Iterable[bytes]:
+    def _serve(
+        self, route: HotRoute, rule: str, params: dict[str, str], environ: dict, start_response: Callable
+    ) -> Iterable[bytes]:
         started = time.perf_counter()
         request_id = request_id_of(environ)
         if not route.cookies and "HTTP_COOKIE" in environ:
@@ -231,16 +239,18 @@ class HotLayer:
         try:
             answer = route.handler(request)
         except (SQLAlchemyError, DomainError) as fault:
-            log.info("hot route %s %s handed to the view after %s: %s", route.method, rule,
-                     type(fault).__name__, fault)
+            log.info("hot route %s %s handed to the view after %s: %s", route.method, rule, type(fault).__name__, fault)
             return self.inner(environ, start_response)
         except Exception:
             log.exception("hot route %s %s failed", route.method, rule)
             answer = internal_error()
         if answer is None:
             return self._hand_off(route, request.reason or "declined", environ, start_response)
-        headers = [*answer.headers.items(), ("X-Request-Id", request_id),
-                   *security_headers(self.app, environ.get("wsgi.url_scheme") == "https")]
+        headers = [
+            *answer.headers.items(),
+            ("X-Request-Id", request_id),
+            *security_headers(self.app, environ.get("wsgi.url_scheme") == "https"),
+        ]
         if answer.status not in _BODILESS:
             headers.append(("Content-Length", str(len(answer.body))))
         self._metrics.observe(route.method, rule, answer.status, started)

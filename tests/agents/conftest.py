@@ -85,7 +85,12 @@ def outbox(app, monkeypatch) -> Outbox:
 @pytest.fixture
 def runner(monkeypatch) -> CliRunner:
     """A runner for the `tessera` CLI with none of its settings taken from this environment."""
-    for name in ("TESSERA_ENV", "TESSERA_API_KEY", "TESSERA_NETWORK_URL", "TESSERA_PRODUCTION_URL",
-                 "TESSERA_JOB_TIMEOUT"):
+    for name in (
+        "TESSERA_ENV",
+        "TESSERA_API_KEY",
+        "TESSERA_NETWORK_URL",
+        "TESSERA_PRODUCTION_URL",
+        "TESSERA_JOB_TIMEOUT",
+    ):
         monkeypatch.delenv(name, raising=False)
     return CliRunner()

@@ -152,8 +152,9 @@ def test_sign_in_verifies_are_rate_limited_per_address(app, client):
 
     body = {"message": "not a challenge", "signature": "0x" + "11" * 65}
     with config_changed(app, AGENT_CHALLENGE_RATE_LIMIT="3 per minute"):
-        answers = [client.post("/api/auth/verify", json=body, environ_base={"REMOTE_ADDR": "10.9.8.5"})
-                   for _ in range(5)]
+        answers = [
+            client.post("/api/auth/verify", json=body, environ_base={"REMOTE_ADDR": "10.9.8.5"}) for _ in range(5)
+        ]
         other = client.post("/api/auth/verify", json=body, environ_base={"REMOTE_ADDR": "10.9.8.4"})
     statuses = [answer.status_code for answer in answers]
     assert all(status in (401, 422) for status in statuses[:3]), statuses

@@ -37,12 +37,14 @@ def test_global_options_before_or_after_the_command(runner, args):
 
 def _card(name: str) -> bytes:
     """The smallest card the network hosts: an ERC-8004 registration file."""
-    return json.dumps({
-        "type": "https://eips.ethereum.org/EIPS/eip-8004#registration-v1",
-        "name": name,
-        "description": f"{name}, a test agent",
-        "services": [{"name": "A2A", "endpoint": "https://agent.example/a2a.json"}],
-    }).encode()
+    return json.dumps(
+        {
+            "type": "https://eips.ethereum.org/EIPS/eip-8004#registration-v1",
+            "name": name,
+            "description": f"{name}, a test agent",
+            "services": [{"name": "A2A", "endpoint": "https://agent.example/a2a.json"}],
+        }
+    ).encode()
 
 
 def test_env_after_a_nested_command_is_accepted(runner):
@@ -119,10 +121,18 @@ def test_json_missing_arguments_are_json_documents(runner):
     [
         (500, "text/html", b"<html><body>Internal Server Error</body></html>", "HTTP 500"),
         (502, "text/plain", b"Bad Gateway", "HTTP 502"),
-        (503, "application/problem+json", b'{"status": 503, "title": "Unavailable", "detail": "db down"}',
-         "HTTP 503: db down"),
-        (404, "application/problem+json", b'{"status": 404, "code": "not_found", "title": "Not Found"}',
-         "HTTP 404: Not Found"),
+        (
+            503,
+            "application/problem+json",
+            b'{"status": 503, "title": "Unavailable", "detail": "db down"}',
+            "HTTP 503: db down",
+        ),
+        (
+            404,
+            "application/problem+json",
+            b'{"status": 404, "code": "not_found", "title": "Not Found"}',
+            "HTTP 404: Not Found",
+        ),
     ],
 )
 def test_json_error_answers_of_the_network_are_json_documents(runner, status, content_type, body, message):

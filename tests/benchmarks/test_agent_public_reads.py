@@ -179,9 +179,7 @@ def test_public_reads_web_server_vs_nginx(app, real_worker):
             f"{env.get('WEB_CONCURRENCY', '2')} threads={env.get('WEB_THREADS', '2')}, "
             f"database {app.config['SQLALCHEMY_DATABASE_URI'].split(':', 1)[0]}"
         )
-        print(
-            f"{'endpoint':<18}{'server':<10}{'req/s':>10}{'p50 ms':>10}{'p99 ms':>10}{'CPU ms/req':>12}{'errors':>8}"
-        )
+        print(f"{'endpoint':<18}{'server':<10}{'req/s':>10}{'p50 ms':>10}{'p99 ms':>10}{'CPU ms/req':>12}{'errors':>8}")
         for label, path in (("agent-card", f"/api/agent-card/{did}"), ("did", f"/api/did/{did}")):
             results = {
                 "tessera": _measure(web_port, path, web.pid),

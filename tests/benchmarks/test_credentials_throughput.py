@@ -96,8 +96,7 @@ def test_verify_latency_per_suite(app, client, master):
         )
     print(
         f"\nverification latency per suite, status check included (n={LATENCY_RUNS}; engine = the verification "
-        "with its database status read, HTTP = POST /v1/vc/verify through the Flask test client):\n"
-        + "\n".join(lines)
+        "with its database status read, HTTP = POST /v1/vc/verify through the Flask test client):\n" + "\n".join(lines)
     )
 
 
@@ -158,8 +157,9 @@ def test_stored_credentials_verified_per_second_by_two_workers(app, client, mast
     workers = []
     try:
         for body in bodies:
-            response = client.post("/v1/vc/issuer/store", data=body, content_type="application/json",
-                                   headers=master.headers)
+            response = client.post(
+                "/v1/vc/issuer/store", data=body, content_type="application/json", headers=master.headers
+            )
             assert response.status_code == 201, response.get_data(as_text=True)
             cids.append(response.json["data"]["cid"])
         workers = [environment.start_worker(concurrency=1) for _ in range(2)]

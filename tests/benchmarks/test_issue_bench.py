@@ -40,8 +40,13 @@ def test_issue_and_verify_latency(suite: str, key_type: str) -> None:
 
     def sign() -> dict:
         return proofs.add_proof(
-            credential, cryptosuite=suite, key_type=key_type, private_key=private,
-            verification_method=f"did:key:{multikey}#{multikey}", ctx=ctx, mandatory_pointers=pointers,
+            credential,
+            cryptosuite=suite,
+            key_type=key_type,
+            private_key=private,
+            verification_method=f"did:key:{multikey}#{multikey}",
+            ctx=ctx,
+            mandatory_pointers=pointers,
         )
 
     vc = sign()
@@ -51,8 +56,10 @@ def test_issue_and_verify_latency(suite: str, key_type: str) -> None:
     verify_p50, verify_p99 = latency_ms(
         lambda: verify_credential(vc, resolver=resolver, loader=ctx.loader), iterations=ITERATIONS, warmup=WARMUP
     )
-    print(f"\n{suite:16s} {key_type:10s} issue p50 {issue_p50:7.2f} ms p99 {issue_p99:7.2f} ms"
-          f"   verify p50 {verify_p50:7.2f} ms p99 {verify_p99:7.2f} ms")
+    print(
+        f"\n{suite:16s} {key_type:10s} issue p50 {issue_p50:7.2f} ms p99 {issue_p99:7.2f} ms"
+        f"   verify p50 {verify_p50:7.2f} ms p99 {verify_p99:7.2f} ms"
+    )
 
 
 @pytest.mark.parametrize(("suite", "key_type"), SUITES)
@@ -75,5 +82,7 @@ def test_http_issue_and_verify_latency(client, master, suite: str, key_type: str
 
     issue_p50, _ = latency_ms(issue, iterations=ITERATIONS, warmup=WARMUP)
     verify_p50, _ = latency_ms(verify, iterations=ITERATIONS, warmup=WARMUP)
-    print(f"\nHTTP {suite:16s} {key_type:10s} POST /credentials/issue p50 {issue_p50:7.2f} ms"
-          f"   POST /credentials/verify p50 {verify_p50:7.2f} ms")
+    print(
+        f"\nHTTP {suite:16s} {key_type:10s} POST /credentials/issue p50 {issue_p50:7.2f} ms"
+        f"   POST /credentials/verify p50 {verify_p50:7.2f} ms"
+    )

@@ -42,8 +42,14 @@ def web_server_url(app):
     url = f"http://127.0.0.1:{port}"
     workers = os.environ.get("WEB_CONCURRENCY", str(os.cpu_count() or 2))
     threads = os.environ.get("WEB_THREADS", "2")
-    env = {**os.environ, "OIDC_ISSUER": url, "BASE_URL": url, "OIDC_TOKEN_RATE_LIMIT": "10000000 per minute",
-           "LOG_LEVEL": "WARNING", "DB_POOL_SIZE": threads}
+    env = {
+        **os.environ,
+        "OIDC_ISSUER": url,
+        "BASE_URL": url,
+        "OIDC_TOKEN_RATE_LIMIT": "10000000 per minute",
+        "LOG_LEVEL": "WARNING",
+        "DB_POOL_SIZE": threads,
+    }
     options = ["--workers", workers, "--blocking-threads", threads, "--backlog", "2048"]
     with web_server(port, env, options, log_name="web-oidc-bench.log"):
         yield url, f"{workers} workers x {threads} threads"
@@ -57,8 +63,16 @@ def _cpu_snapshot(url: str) -> tuple[float, float]:
 
 
 def _code_bodies(tenant, codes: list[str]) -> list[dict]:
-    return [{"grant_type": "authorization_code", "code": code, "redirect_uri": tenant.redirect_uri,
-             "client_id": str(tenant.client_id), "client_secret": tenant.client_secret} for code in codes]
+    return [
+        {
+            "grant_type": "authorization_code",
+            "code": code,
+            "redirect_uri": tenant.redirect_uri,
+            "client_id": str(tenant.client_id),
+            "client_secret": tenant.client_secret,
+        }
+        for code in codes
+    ]
 
 
 def _run(url: str, bodies: list[dict], concurrency: int) -> tuple[list[float], float, int, tuple[float, float]]:
@@ -102,8 +116,10 @@ def _run(url: str, bodies: list[dict], concurrency: int) -> tuple[list[float], f
         thread.join()
     elapsed = time.perf_counter() - began
     server_after, database_after = _cpu_snapshot(url)
-    per_request = ((server_after - server_before) * 1000 / len(bodies),
-                   (database_after - database_before) * 1000 / len(bodies))
+    per_request = (
+        (server_after - server_before) * 1000 / len(bodies),
+        (database_after - database_before) * 1000 / len(bodies),
+    )
     return latencies, elapsed, failures[0], per_request
 
 
@@ -118,8 +134,9 @@ def test_code_exchange_throughput(app, client, web_server_url, signing_alg):
     assert failures == 0
 
 
-def _report(what: str, shape: str, latencies: list[float], elapsed: float, failures: int,
-            cpu: tuple[float, float]) -> None:
+def _report(
+    what: str, shape: str, latencies: list[float], elapsed: float, failures: int, cpu: tuple[float, float]
+) -> None:
     database = "postgresql" if environment.USING_POSTGRES else "sqlite"
     print(
         f"\n[oidc bench] {what} on {database}, granian {shape}, {CONCURRENCY} connections: "
@@ -141,16 +158,32 @@ def _issue_refresh_tokens(app, tenant, count: int) -> list[str]:
     now = utcnow()
     with app.app_context(), transaction():
         client = db.session.get(Client, tenant.client_id)
-        return [refresh.add_member(
-            client, user_id=tenant.user_id, scope="openid profile offline_access", auth_time=now, sid=None,
-            family=None, family_expires_at=None, access_token_jti=f"bench-{index}",
-            access_token_expires_at=now + timedelta(hours=1),
-        )[0] for index in range(count)]
+        return [
+            refresh.add_member(
+                client,
+                user_id=tenant.user_id,
+                scope="openid profile offline_access",
+                auth_time=now,
+                sid=None,
+                family=None,
+                family_expires_at=None,
+                access_token_jti=f"bench-{index}",
+                access_token_expires_at=now + timedelta(hours=1),
+            )[0]
+            for index in range(count)
+        ]
 
 
 def _refresh_bodies(tenant, refresh_tokens: list[str]) -> list[dict]:
-    return [{"grant_type": "refresh_token", "refresh_token": token, "client_id": str(tenant.client_id),
-             "client_secret": tenant.client_secret} for token in refresh_tokens]
+    return [
+        {
+            "grant_type": "refresh_token",
+            "refresh_token": token,
+            "client_id": str(tenant.client_id),
+            "client_secret": tenant.client_secret,
+        }
+        for token in refresh_tokens
+    ]
 
 
 @pytest.mark.parametrize("signing_alg", ["RS256", "ES256"])
@@ -177,8 +210,12 @@ def test_client_credentials_grant_throughput(app, client, web_server_url, signin
     with app.app_context(), transaction():
         db.session.get(Client, tenant.client_id).client_credentials_scopes = ["reports:read"]
         db.session.get(Client, tenant.client_id).grant_types = ["client_credentials"]
-    body = {"grant_type": "client_credentials", "scope": "reports:read", "client_id": str(tenant.client_id),
-            "client_secret": tenant.client_secret}
+    body = {
+        "grant_type": "client_credentials",
+        "scope": "reports:read",
+        "client_id": str(tenant.client_id),
+        "client_secret": tenant.client_secret,
+    }
     _run(url, [body] * WARMUP, CONCURRENCY)
     latencies, elapsed, failures, cpu = _run(url, [body] * EXCHANGES, CONCURRENCY)
     _report(f"client_credentials grant {signing_alg}", shape, latencies, elapsed, failures, cpu)
@@ -199,8 +236,16 @@ def test_signature_cost_rs256_vs_es256(app, client):
             access_token, _ = tokens.issue_access_token(client_id=1, user_id=1, scope="openid", alg=alg)
             began = time.perf_counter()
             for _ in range(rounds):
-                tokens.issue_id_token(client_id=1, user_id=1, did="did:tessera:" + "0" * 40, auth_time=0,
-                                      nonce="n", access_token=access_token, extra_claims={}, alg=alg)
+                tokens.issue_id_token(
+                    client_id=1,
+                    user_id=1,
+                    did="did:tessera:" + "0" * 40,
+                    auth_time=0,
+                    nonce="n",
+                    access_token=access_token,
+                    extra_claims={},
+                    alg=alg,
+                )
             sign = (time.perf_counter() - began) / rounds
             began = time.perf_counter()
             for _ in range(rounds):

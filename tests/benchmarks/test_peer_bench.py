@@ -76,12 +76,23 @@ end
 """
 WRK_THREADS = 2
 # The client peers/oidc/provider.mjs registers.
-NODE_CLIENT = {"redirect_uri": "https://rp.example/callback", "client_id": "bench",
-               "client_secret": "bench-secret-0123456789abcdef0123456789abcdef"}
+NODE_CLIENT = {
+    "redirect_uri": "https://rp.example/callback",
+    "client_id": "bench",
+    "client_secret": "bench-secret-0123456789abcdef0123456789abcdef",
+}
 
 
-def _wrk(wrk: str, url: str, connections: int, seconds: int, script: Path | None = None,
-         script_args: list[str] | None = None, headers: dict | None = None, server_pid: int | None = None) -> dict:
+def _wrk(
+    wrk: str,
+    url: str,
+    connections: int,
+    seconds: int,
+    script: Path | None = None,
+    script_args: list[str] | None = None,
+    headers: dict | None = None,
+    server_pid: int | None = None,
+) -> dict:
     threads = min(WRK_THREADS, connections)
     command = [wrk, f"-t{threads}", f"-c{connections}", f"-d{seconds}s", "--latency", "--timeout", "10s"]
     for name, value in (headers or {}).items():
@@ -119,10 +130,14 @@ def _median(rounds: list[dict]) -> dict:
 def _print_pair(label: str, ours: dict, theirs: dict, peer: str) -> None:
     print(f"{label:<28}{'server':<22}{'req/s':>9}{'p50 ms':>9}{'p99 ms':>9}{'CPU ms/req':>12}{'failed':>8}")
     for name, row in (("tessera", ours), (peer, theirs)):
-        print(f"{'':<28}{name:<22}{row['rps']:>9.0f}{row['p50']:>9.1f}{row['p99']:>9.1f}{row['cpu_ms']:>12.2f}"
-              f"{row['failed']:>8.0f}")
-    print(f"{'':<28}ratio tessera/{peer}: throughput {ours['rps'] / theirs['rps']:.2f}, "
-          f"CPU per request {ours['cpu_ms'] / theirs['cpu_ms']:.2f}x")
+        print(
+            f"{'':<28}{name:<22}{row['rps']:>9.0f}{row['p50']:>9.1f}{row['p99']:>9.1f}{row['cpu_ms']:>12.2f}"
+            f"{row['failed']:>8.0f}"
+        )
+    print(
+        f"{'':<28}ratio tessera/{peer}: throughput {ours['rps'] / theirs['rps']:.2f}, "
+        f"CPU per request {ours['cpu_ms'] / theirs['cpu_ms']:.2f}x"
+    )
 
 
 @pytest.fixture
@@ -146,9 +161,18 @@ def _write_bodies(path: Path, bodies: list[str]) -> None:
 
 
 def _tessera_codes(app, tenant, count: int) -> list[str]:
-    return [urlencode({"grant_type": "authorization_code", "code": code, "redirect_uri": tenant.redirect_uri,
-                       "client_id": str(tenant.client_id), "client_secret": tenant.client_secret})
-            for code in issue_codes(app, tenant, count)]
+    return [
+        urlencode(
+            {
+                "grant_type": "authorization_code",
+                "code": code,
+                "redirect_uri": tenant.redirect_uri,
+                "client_id": str(tenant.client_id),
+                "client_secret": tenant.client_secret,
+            }
+        )
+        for code in issue_codes(app, tenant, count)
+    ]
 
 
 def _node_env(jwt_access_tokens: bool) -> dict:
@@ -156,24 +180,42 @@ def _node_env(jwt_access_tokens: bool) -> dict:
 
 
 def _node_codes(workdir: Path, redis_url: str, count: int, jwt_access_tokens: bool = False) -> list[str]:
-    codes = subprocess.run(["node", "provider.mjs", "mint", str(count), redis_url], cwd=workdir,
-                           env=_node_env(jwt_access_tokens), capture_output=True, text=True, check=True).stdout.split()
+    codes = subprocess.run(
+        ["node", "provider.mjs", "mint", str(count), redis_url],
+        cwd=workdir,
+        env=_node_env(jwt_access_tokens),
+        capture_output=True,
+        text=True,
+        check=True,
+    ).stdout.split()
     return [urlencode({"grant_type": "authorization_code", "code": code, **NODE_CLIENT}) for code in codes]
 
 
 def _npm_ci(peer: Path, workdir: Path) -> None:
     for source in peer.iterdir():
         shutil.copy(source, workdir / source.name)
-    subprocess.run(["npm", "ci", "--ignore-scripts", "--no-audit", "--no-fund"], cwd=workdir, check=True,
-                   stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    subprocess.run(
+        ["npm", "ci", "--ignore-scripts", "--no-audit", "--no-fund"],
+        cwd=workdir,
+        check=True,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
 
 
 def _install_peer(workdir: Path) -> None:
     _npm_ci(PEER_DIR, workdir)
     key = subprocess.run(
-        ["node", "-e", "const c=require('crypto');const k=c.generateKeyPairSync('rsa',{modulusLength:2048})"
-         ".privateKey.export({format:'jwk'});console.log(JSON.stringify({...k,kid:'bench',use:'sig',alg:'RS256'}))"],
-        capture_output=True, text=True, check=True).stdout
+        [
+            "node",
+            "-e",
+            "const c=require('crypto');const k=c.generateKeyPairSync('rsa',{modulusLength:2048})"
+            ".privateKey.export({format:'jwk'});console.log(JSON.stringify({...k,kid:'bench',use:'sig',alg:'RS256'}))",
+        ],
+        capture_output=True,
+        text=True,
+        check=True,
+    ).stdout
     (workdir / "key.json").write_text(key)
 
 
@@ -196,9 +238,14 @@ def test_code_exchange_vs_node_oidc_provider(app, client, peer_workdir):
     # As configured by default (opaque access tokens kept in Redis: one signature per exchange), and
     # with RS256 JWT access tokens (RFC 9068), the work Tessera does (two signatures).
     nodes = {
-        jwt: subprocess.Popen(["node", "provider.mjs", "serve", str(port), redis_url, "key.json"],
-                              cwd=peer_workdir, env=_node_env(jwt), stdout=subprocess.DEVNULL,
-                              stderr=subprocess.DEVNULL, start_new_session=True)
+        jwt: subprocess.Popen(
+            ["node", "provider.mjs", "serve", str(port), redis_url, "key.json"],
+            cwd=peer_workdir,
+            env=_node_env(jwt),
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.DEVNULL,
+            start_new_session=True,
+        )
         for jwt, port in ((False, node_port), (True, node_jwt_port))
     }
     try:
@@ -208,15 +255,35 @@ def test_code_exchange_vs_node_oidc_provider(app, client, peer_workdir):
         ours, theirs, theirs_jwt = [], [], []
         for _ in range(ROUNDS):
             _write_bodies(peer_workdir / "tessera", _tessera_codes(app, tenant, budget))
-            ours.append(_wrk(wrk, f"http://127.0.0.1:{tessera_port}/v1/openidc/token", connections,
-                             EXCHANGE_SECONDS, script, [str(peer_workdir / "tessera")], server_pid=tessera.pid))
+            ours.append(
+                _wrk(
+                    wrk,
+                    f"http://127.0.0.1:{tessera_port}/v1/openidc/token",
+                    connections,
+                    EXCHANGE_SECONDS,
+                    script,
+                    [str(peer_workdir / "tessera")],
+                    server_pid=tessera.pid,
+                )
+            )
             for jwt, port, rows in ((False, node_port, theirs), (True, node_jwt_port, theirs_jwt)):
                 _write_bodies(peer_workdir / "node", _node_codes(peer_workdir, redis_url, budget, jwt))
-                rows.append(_wrk(wrk, f"http://127.0.0.1:{port}/token", connections, EXCHANGE_SECONDS,
-                                 script, [str(peer_workdir / "node")], server_pid=nodes[jwt].pid))
-        print(f"\n[peer bench] code exchange (RS256 id_token), {connections} connections, {EXCHANGE_SECONDS} s "
-              f"rounds x {ROUNDS} interleaved, medians; load average {os.getloadavg()[0]:.1f} on "
-              f"{os.cpu_count()} CPUs")
+                rows.append(
+                    _wrk(
+                        wrk,
+                        f"http://127.0.0.1:{port}/token",
+                        connections,
+                        EXCHANGE_SECONDS,
+                        script,
+                        [str(peer_workdir / "node")],
+                        server_pid=nodes[jwt].pid,
+                    )
+                )
+        print(
+            f"\n[peer bench] code exchange (RS256 id_token), {connections} connections, {EXCHANGE_SECONDS} s "
+            f"rounds x {ROUNDS} interleaved, medians; load average {os.getloadavg()[0]:.1f} on "
+            f"{os.cpu_count()} CPUs"
+        )
         _print_pair("POST token (code grant)", _median(ours), _median(theirs), "node-oidc-provider")
         _print_pair("  node: JWT access tokens", _median(ours), _median(theirs_jwt), "node-oidc-provider JWT")
     finally:
@@ -243,17 +310,21 @@ def _forget_node_codes(redis_url: str) -> None:
 
 # -- public reads --------------------------------------------------------------------------
 
+
 def _public_reads_nginx(workdir: Path, upstream: int, root: Path, static_port: int, cache_port: int) -> str:
     """nginx with the static ceiling on `static_port` and the shipped proxy_cache in front of Tessera."""
     shipped = REPO_ROOT / "app" / "ops" / "nginx-public-cache.conf"
-    return nginx_config(workdir, f"""
+    return nginx_config(
+        workdir,
+        f"""
     upstream tessera_web {{ server 127.0.0.1:{upstream}; keepalive 64; }}
     proxy_cache_path {workdir}/cache levels=1:2 keys_zone=tessera_public:10m max_size=64m inactive=10m;
 {static_public_reads_server(static_port, root)}
     server {{
         listen 127.0.0.1:{cache_port};
         include {shipped};
-    }}""")
+    }}""",
+    )
 
 
 def test_public_card_read_vs_nginx(app, real_worker, peer_workdir):
@@ -272,31 +343,48 @@ def test_public_card_read_vs_nginx(app, real_worker, peer_workdir):
             (root / "api" / folder / did).write_bytes(body)
         config = peer_workdir / "nginx.conf"
         config.write_text(_public_reads_nginx(peer_workdir, tessera_port, root, static_port, cache_port))
-        proxy = subprocess.Popen([nginx, "-c", str(config), "-p", str(peer_workdir)], stdout=subprocess.DEVNULL,
-                                 stderr=subprocess.DEVNULL, start_new_session=True)
+        proxy = subprocess.Popen(
+            [nginx, "-c", str(config), "-p", str(peer_workdir)],
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.DEVNULL,
+            start_new_session=True,
+        )
         path = f"/api/agent-card/{did}"
         wait_for_url(f"http://127.0.0.1:{static_port}{path}", proxy, timeout=60)
         cached = httpx.get(f"http://127.0.0.1:{cache_port}{path}")
         assert cached.content == card and httpx.get(f"http://127.0.0.1:{cache_port}{path}").headers[
-            "x-cache-status"] in ("HIT", "REVALIDATED")
+            "x-cache-status"
+        ] in ("HIT", "REVALIDATED")
         did_path = f"/api/did/{did}"
-        rows: dict[str, list[dict]] = {"tessera": [], "tessera+cache": [], "nginx static": [], "tessera DID": [],
-                                       "nginx static DID": []}
+        rows: dict[str, list[dict]] = {
+            "tessera": [],
+            "tessera+cache": [],
+            "nginx static": [],
+            "tessera DID": [],
+            "nginx static DID": [],
+        }
         for _ in range(ROUNDS):
-            rows["tessera"].append(_wrk(wrk, f"http://127.0.0.1:{tessera_port}{path}", 64, READ_SECONDS,
-                                        server_pid=tessera.pid))
-            rows["tessera DID"].append(_wrk(wrk, f"http://127.0.0.1:{tessera_port}{did_path}", 64, READ_SECONDS,
-                                            server_pid=tessera.pid))
-            rows["nginx static DID"].append(_wrk(wrk, f"http://127.0.0.1:{static_port}{did_path}", 64,
-                                                 READ_SECONDS, server_pid=proxy.pid))
-            rows["tessera+cache"].append(_wrk(wrk, f"http://127.0.0.1:{cache_port}{path}", 64, READ_SECONDS,
-                                              server_pid=proxy.pid))
-            rows["nginx static"].append(_wrk(wrk, f"http://127.0.0.1:{static_port}{path}", 64, READ_SECONDS,
-                                             server_pid=proxy.pid))
+            rows["tessera"].append(
+                _wrk(wrk, f"http://127.0.0.1:{tessera_port}{path}", 64, READ_SECONDS, server_pid=tessera.pid)
+            )
+            rows["tessera DID"].append(
+                _wrk(wrk, f"http://127.0.0.1:{tessera_port}{did_path}", 64, READ_SECONDS, server_pid=tessera.pid)
+            )
+            rows["nginx static DID"].append(
+                _wrk(wrk, f"http://127.0.0.1:{static_port}{did_path}", 64, READ_SECONDS, server_pid=proxy.pid)
+            )
+            rows["tessera+cache"].append(
+                _wrk(wrk, f"http://127.0.0.1:{cache_port}{path}", 64, READ_SECONDS, server_pid=proxy.pid)
+            )
+            rows["nginx static"].append(
+                _wrk(wrk, f"http://127.0.0.1:{static_port}{path}", 64, READ_SECONDS, server_pid=proxy.pid)
+            )
         medians = {name: _median(values) for name, values in rows.items()}
-        print(f"\n[peer bench] GET /api/agent-card/<did>, 64 connections, {READ_SECONDS} s rounds x {ROUNDS} "
-              f"interleaved, medians; load average {os.getloadavg()[0]:.1f} on {os.cpu_count()} CPUs "
-              "(CPU ms of the nginx rows is nginx's own)")
+        print(
+            f"\n[peer bench] GET /api/agent-card/<did>, 64 connections, {READ_SECONDS} s rounds x {ROUNDS} "
+            f"interleaved, medians; load average {os.getloadavg()[0]:.1f} on {os.cpu_count()} CPUs "
+            "(CPU ms of the nginx rows is nginx's own)"
+        )
         _print_pair("app path", medians["tessera"], medians["nginx static"], "nginx static")
         _print_pair("behind shipped proxy_cache", medians["tessera+cache"], medians["nginx static"], "nginx static")
         _print_pair("DID document, app path", medians["tessera DID"], medians["nginx static DID"], "nginx static")
@@ -370,11 +458,33 @@ def test_jobs_vs_bare_celery(app, real_worker, peer_workdir):
     noop_env = {**os.environ, "NOOP_BROKER": broker, "NOOP_QUEUE": queue_name}
     real_worker.stop()
     ours = [environment.start_worker(concurrency=1) for _ in range(2)]
-    bare = [subprocess.Popen(
-        [sys.executable, "-m", "celery", "-A", "noop_app", "worker", "--concurrency", "1", "--pool", "prefork",
-         "--loglevel", "WARNING", "--without-gossip", "--without-mingle", "--without-heartbeat"],
-        cwd=peer_workdir, env=noop_env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
-        start_new_session=True) for _ in range(2)]
+    bare = [
+        subprocess.Popen(
+            [
+                sys.executable,
+                "-m",
+                "celery",
+                "-A",
+                "noop_app",
+                "worker",
+                "--concurrency",
+                "1",
+                "--pool",
+                "prefork",
+                "--loglevel",
+                "WARNING",
+                "--without-gossip",
+                "--without-mingle",
+                "--without-heartbeat",
+            ],
+            cwd=peer_workdir,
+            env=noop_env,
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.DEVNULL,
+            start_new_session=True,
+        )
+        for _ in range(2)
+    ]
     try:
         client_id = make_master(app, "Peer benchmark jobs").client_id
         _tessera_jobs_round(app, client_id, ours, 0)  # warm-up: imports and connections
@@ -390,11 +500,15 @@ def test_jobs_vs_bare_celery(app, real_worker, peer_workdir):
             stop_process(process)
         real_worker.start()
     tessera, celery_noop = _median(tessera_rows), _median(bare_rows)
-    print(f"\n[peer bench] jobs, {JOBS_PER_ROUND} per round x {ROUNDS} interleaved, 2 worker processes each, "
-          f"medians; load average {os.getloadavg()[0]:.1f} on {os.cpu_count()} CPUs")
+    print(
+        f"\n[peer bench] jobs, {JOBS_PER_ROUND} per round x {ROUNDS} interleaved, 2 worker processes each, "
+        f"medians; load average {os.getloadavg()[0]:.1f} on {os.cpu_count()} CPUs"
+    )
     print(f"{'':<28}{'tessera jobs':<22}{tessera['rps']:>9.0f} jobs/s{tessera['cpu_ms']:>9.2f} CPU ms/job (workers)")
-    print(f"{'':<28}{'bare Celery no-op':<22}{celery_noop['rps']:>9.0f} jobs/s"
-          f"{celery_noop['cpu_ms']:>9.2f} CPU ms/job (workers)")
+    print(
+        f"{'':<28}{'bare Celery no-op':<22}{celery_noop['rps']:>9.0f} jobs/s"
+        f"{celery_noop['cpu_ms']:>9.2f} CPU ms/job (workers)"
+    )
     print(f"{'':<28}ratio tessera/bare Celery: throughput {tessera['rps'] / celery_noop['rps']:.2f}")
 
 
@@ -423,11 +537,21 @@ def test_authenticated_read_cpu(app):
         assert httpx.get(f"http://127.0.0.1:{port}/v1/sub_client/{child}", headers=headers).status_code == 200
         reads, bare = [], []
         for _ in range(ROUNDS):
-            reads.append(_wrk(wrk, f"http://127.0.0.1:{port}/v1/sub_client/{child}", 32, READ_SECONDS,
-                              headers=headers, server_pid=tessera.pid))
+            reads.append(
+                _wrk(
+                    wrk,
+                    f"http://127.0.0.1:{port}/v1/sub_client/{child}",
+                    32,
+                    READ_SECONDS,
+                    headers=headers,
+                    server_pid=tessera.pid,
+                )
+            )
             bare.append(_wrk(wrk, f"http://127.0.0.1:{port}/healthz", 32, READ_SECONDS, server_pid=tessera.pid))
-        print(f"\n[peer bench] authenticated read, 32 connections, {READ_SECONDS} s rounds x {ROUNDS} interleaved, "
-              f"medians; load average {os.getloadavg()[0]:.1f} on {os.cpu_count()} CPUs (target <= 1 ms CPU)")
+        print(
+            f"\n[peer bench] authenticated read, 32 connections, {READ_SECONDS} s rounds x {ROUNDS} interleaved, "
+            f"medians; load average {os.getloadavg()[0]:.1f} on {os.cpu_count()} CPUs (target <= 1 ms CPU)"
+        )
         _print_pair("GET /v1/sub_client/{id}", _median(reads), _median(bare), "/healthz")
     finally:
         stop_process(tessera)
@@ -466,25 +590,38 @@ def test_verification_vs_digital_bazaar(app, peer_workdir):
     master = make_master(app, "Peer benchmark verification")
     tessera_port, node_port = free_port(), free_port()
     tessera = start_procfile_web(tessera_port, {})
-    node = subprocess.Popen(["node", "verifier.mjs", str(node_port), "contexts.json"], cwd=peer_workdir,
-                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True)
+    node = subprocess.Popen(
+        ["node", "verifier.mjs", str(node_port), "contexts.json"],
+        cwd=peer_workdir,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+        start_new_session=True,
+    )
     try:
         headers = {"x-api-token": master.api_token}
         ours_url, theirs_url = f"http://127.0.0.1:{tessera_port}/v1/vc/verify", f"http://127.0.0.1:{node_port}/verify"
         wait_for_url(theirs_url, node)  # a GET is a malformed verification (400): the server is up
         assert httpx.post(theirs_url, content=body.read_bytes(), timeout=10).json() == {"verified": True}
-        assert httpx.post(ours_url, content=body.read_bytes(), headers={**headers, "Content-Type": "application/json"},
-                          timeout=10).json()["verified"] is True
+        assert (
+            httpx.post(
+                ours_url, content=body.read_bytes(), headers={**headers, "Content-Type": "application/json"}, timeout=10
+            ).json()["verified"]
+            is True
+        )
         ours, theirs = [], []
         for _ in range(ROUNDS):
             ours.append(_wrk(wrk, ours_url, 1, READ_SECONDS, script, headers=headers, server_pid=tessera.pid))
             theirs.append(_wrk(wrk, theirs_url, 1, READ_SECONDS, script, server_pid=node.pid))
-        print(f"\n[peer bench] eddsa-rdfc-2022 verification over HTTP, 1 connection, {READ_SECONDS} s rounds "
-              f"x {ROUNDS} interleaved, medians; load average {os.getloadavg()[0]:.1f} on {os.cpu_count()} CPUs")
+        print(
+            f"\n[peer bench] eddsa-rdfc-2022 verification over HTTP, 1 connection, {READ_SECONDS} s rounds "
+            f"x {ROUNDS} interleaved, medians; load average {os.getloadavg()[0]:.1f} on {os.cpu_count()} CPUs"
+        )
         mine, peer = _median(ours), _median(theirs)
         _print_pair("POST verify (c=1)", mine, peer, "digitalbazaar")
-        print(f"{'':<28}p50 tessera {mine['p50']:.2f} ms, digitalbazaar {peer['p50']:.2f} ms: "
-              f"digitalbazaar/tessera {peer['p50'] / mine['p50']:.2f}")
+        print(
+            f"{'':<28}p50 tessera {mine['p50']:.2f} ms, digitalbazaar {peer['p50']:.2f} ms: "
+            f"digitalbazaar/tessera {peer['p50'] / mine['p50']:.2f}"
+        )
     finally:
         stop_process(node)
         stop_process(tessera)

@@ -46,8 +46,15 @@ def _link_users(app, master_id: int, fakes: tuple[FakeGameStore, FakeChat, FakeS
     game_store, chat, streaming = fakes
     with app.app_context(), transaction():
         client = db.session.get(Client, master_id)
-        caller = Caller(client_id=client.id, token_id=0, is_master=True, root_id=client.id, path=client.path,
-                        acting_client_id=client.id, acting_path=client.path)
+        caller = Caller(
+            client_id=client.id,
+            token_id=0,
+            is_master=True,
+            root_id=client.id,
+            path=client.path,
+            acting_client_id=client.id,
+            acting_path=client.path,
+        )
         for index in range(USERS):
             user = create_user(caller, {"email_address": f"bench-{index}-{secrets.token_hex(4)}@example.org"})
             db.session.flush()
@@ -55,11 +62,25 @@ def _link_users(app, master_id: int, fakes: tuple[FakeGameStore, FakeChat, FakeS
             game_store.add_player(steamid)
             chat.add_user(account, guild_count=5)
             streaming.add_user(account, followed_count=20)
-            db.session.add(SocialLink(user_id=user.id, client_id=client.id, platform="platform_a",
-                                      account_id=steamid, status="linked", linked_at=utcnow()))
+            db.session.add(
+                SocialLink(
+                    user_id=user.id,
+                    client_id=client.id,
+                    platform="platform_a",
+                    account_id=steamid,
+                    status="linked",
+                    linked_at=utcnow(),
+                )
+            )
             for platform, fake in (("platform_b", chat), ("platform_c", streaming)):
-                oauth_link = SocialLink(user_id=user.id, client_id=client.id, platform=platform,
-                                        account_id=account, status="linked", linked_at=utcnow())
+                oauth_link = SocialLink(
+                    user_id=user.id,
+                    client_id=client.id,
+                    platform=platform,
+                    account_id=account,
+                    status="linked",
+                    linked_at=utcnow(),
+                )
                 service.store_tokens(oauth_link, TokenSet.from_token_response(fake.issue_tokens(account)))
                 db.session.add(oauth_link)
 
@@ -69,7 +90,8 @@ def _wait_for_jobs(app, since, expected: int, timeout: float) -> dict[str, int]:
     while True:
         with app.app_context():
             rows = db.session.execute(
-                select(Job.state, func.count()).where(Job.kind == "social.fetch", Job.created_at >= since)
+                select(Job.state, func.count())
+                .where(Job.kind == "social.fetch", Job.created_at >= since)
                 .group_by(Job.state)
             ).all()
             db.session.rollback()
@@ -82,10 +104,12 @@ def _wait_for_jobs(app, since, expected: int, timeout: float) -> dict[str, int]:
 
 def _attempt_counts(app, since) -> tuple[int, int]:
     with app.app_context():
-        total = db.session.scalar(select(func.sum(Job.attempts)).where(Job.kind == "social.fetch",
-                                                                      Job.created_at >= since))
-        fetched = db.session.scalar(select(func.count()).select_from(SocialLink)
-                                    .where(SocialLink.last_fetched_at >= since))
+        total = db.session.scalar(
+            select(func.sum(Job.attempts)).where(Job.kind == "social.fetch", Job.created_at >= since)
+        )
+        fetched = db.session.scalar(
+            select(func.count()).select_from(SocialLink).where(SocialLink.last_fetched_at >= since)
+        )
         db.session.rollback()
     return int(total or 0), int(fetched or 0)
 
@@ -97,11 +121,16 @@ def test_refresh_thousand_linked_users(app, master, real_worker):
         fake.set_quota(PLATFORM_LIMITS[platform], 1.0)
         fake.response_delay = 0.002
     env = {
-        "PLATFORM_A_API_BASE": game_store.api_base, "PLATFORM_A_API_KEY": game_store.api_key,
-        "PLATFORM_B_API_BASE": chat.api_base, "PLATFORM_B_OAUTH_BASE": chat.oauth_base,
-        "PLATFORM_B_CLIENT_ID": chat.oauth.client_id, "PLATFORM_B_CLIENT_SECRET": chat.oauth.client_secret,
-        "PLATFORM_C_API_BASE": streaming.api_base, "PLATFORM_C_OAUTH_BASE": streaming.oauth_base,
-        "PLATFORM_C_CLIENT_ID": streaming.oauth.client_id, "PLATFORM_C_CLIENT_SECRET": streaming.oauth.client_secret,
+        "PLATFORM_A_API_BASE": game_store.api_base,
+        "PLATFORM_A_API_KEY": game_store.api_key,
+        "PLATFORM_B_API_BASE": chat.api_base,
+        "PLATFORM_B_OAUTH_BASE": chat.oauth_base,
+        "PLATFORM_B_CLIENT_ID": chat.oauth.client_id,
+        "PLATFORM_B_CLIENT_SECRET": chat.oauth.client_secret,
+        "PLATFORM_C_API_BASE": streaming.api_base,
+        "PLATFORM_C_OAUTH_BASE": streaming.oauth_base,
+        "PLATFORM_C_CLIENT_ID": streaming.oauth.client_id,
+        "PLATFORM_C_CLIENT_SECRET": streaming.oauth.client_secret,
         "SOCIAL_BUDGETS": _budgets(),
     }
     _link_users(app, master.client_id, fakes)
@@ -125,12 +154,16 @@ def test_refresh_thousand_linked_users(app, master, real_worker):
             fake.stop()
 
     print(f"\nsocial refresh: {USERS} users, {jobs} fetch jobs on 2 worker processes (PostgreSQL + Redis)")
-    print(f"  wall time {wall:.1f} s, {jobs / wall:.0f} jobs/s; job states {states}; "
-          f"{attempts - jobs} re-schedules (budget waits); {fetched} links fetched")
+    print(
+        f"  wall time {wall:.1f} s, {jobs / wall:.0f} jobs/s; job states {states}; "
+        f"{attempts - jobs} re-schedules (budget waits); {fetched} links fetched"
+    )
     for fake, platform in zip(fakes, PLATFORM_LIMITS, strict=True):
-        print(f"  {platform}: {fake.api_calls} API calls, peak {fake.peak_calls(1.0)} in any 1 s "
-              f"(budget {int(PLATFORM_LIMITS[platform] * BUDGET_SHARE)}/s, platform limit "
-              f"{PLATFORM_LIMITS[platform]}/s), refused by the platform: {fake.quota_refusals}")
+        print(
+            f"  {platform}: {fake.api_calls} API calls, peak {fake.peak_calls(1.0)} in any 1 s "
+            f"(budget {int(PLATFORM_LIMITS[platform] * BUDGET_SHARE)}/s, platform limit "
+            f"{PLATFORM_LIMITS[platform]}/s), refused by the platform: {fake.quota_refusals}"
+        )
     assert states.get("failed", 0) == 0
     assert fetched == jobs == 3 * USERS
     assert all(fake.quota_refusals == 0 for fake in fakes)

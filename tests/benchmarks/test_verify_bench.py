@@ -92,8 +92,9 @@ def test_verify_over_http(app) -> None:
                 cpu_before = server_cpu_seconds(server.pid)
                 p50, p99 = latency_ms(verify, iterations=ITERATIONS, warmup=WARMUP)
                 cpu_ms = (server_cpu_seconds(server.pid) - cpu_before) * 1e3 / (ITERATIONS + WARMUP)
-                print(f"\nverify over HTTP {suite:16s} p50 {p50:6.2f} ms  p99 {p99:6.2f} ms  "
-                      f"server CPU {cpu_ms:5.2f} ms per request")
+                print(
+                    f"\nverify over HTTP {suite:16s} p50 {p50:6.2f} ms  p99 {p99:6.2f} ms  "
+                    f"server CPU {cpu_ms:5.2f} ms per request"
+                )
     finally:
         stop_process(server)
-

@@ -67,8 +67,9 @@ def fresh_client(app):
         patch.delenv("JSONLD_CONTEXTS_DIR", raising=False)
         # The rate limiter is one shared extension that every create_app reconfigures: keep it as the
         # session app has it (disabling it here would disable it for every later test).
-        fresh = create_app({"TESTING": True, "VC_VERIFY_OPEN": "1",
-                            "RATELIMIT_KEY_PREFIX": app.config["RATELIMIT_KEY_PREFIX"]})
+        fresh = create_app(
+            {"TESTING": True, "VC_VERIFY_OPEN": "1", "RATELIMIT_KEY_PREFIX": app.config["RATELIMIT_KEY_PREFIX"]}
+        )
     celery.flask_app = app  # create_app rebinds the shared Celery app; the session app stays its owner
     assert setting_of(fresh, "JSONLD_CONTEXTS_DIR") == ""
     return fresh.test_client()

@@ -237,13 +237,23 @@ def test_cached_context_processing_never_serves_stale_results(loader) -> None:
 
 def test_memoised_iri_expansions_follow_the_context_in_force(loader) -> None:
     def canonical(vocab: str, scoped: str) -> str:
-        return canonicalize({
-            "@context": [V2, {"@vocab": vocab, "Thing": {"@id": "https://ex.org/Thing", "@context": {"q": scoped}}}],
-            "type": "VerifiableCredential", "colour": "n",
-            "credentialSubject": {"type": "Thing", "q": "v", "colour": "m"},
-        }, loader)
+        return canonicalize(
+            {
+                "@context": [
+                    V2,
+                    {"@vocab": vocab, "Thing": {"@id": "https://ex.org/Thing", "@context": {"q": scoped}}},
+                ],
+                "type": "VerifiableCredential",
+                "colour": "n",
+                "credentialSubject": {"type": "Thing", "q": "v", "colour": "m"},
+            },
+            loader,
+        )
 
-    first, second = canonical("https://a.example/", "https://ex.org/q1"), canonical("https://b.example/", "https://ex.org/q2")
+    first, second = (
+        canonical("https://a.example/", "https://ex.org/q1"),
+        canonical("https://b.example/", "https://ex.org/q2"),
+    )
     assert "<https://a.example/colour>" in first and "<https://b.example/colour>" not in first
     assert "<https://b.example/colour>" in second and "<https://a.example/colour>" not in second
     assert "<https://ex.org/q1>" in first and "<https://ex.org/q2>" in second

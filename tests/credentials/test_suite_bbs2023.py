@@ -503,6 +503,7 @@ def test_base_proof_over_too_many_statements_is_refused(ctx, issuer_key, monkeyp
 
 # --- issuing and deriving (the issuer's and holder's side, checked against the vectors) --------
 
+
 def _secret_key() -> bytes:
     return bytes.fromhex(_json(SUITE_DIR / "BBSKeyMaterial.json")["privateKeyHex"])
 

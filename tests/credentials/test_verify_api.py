@@ -16,6 +16,7 @@ from tests.support.vectors import EXPIRED_VECTORS, VECTORS, VERIFIED_VECTORS
 
 UNBOUND = {"issuerMustControlKeys": False}
 
+
 def _vector(name: str) -> dict:
     return json.loads((VECTORS / name).read_text(encoding="utf-8"))
 

@@ -19,8 +19,9 @@ UNBOUND = {"issuerMustControlKeys": False}
 @pytest.fixture
 def view_calls(client, master, monkeypatch) -> list[dict]:
     """Calls of the views' verification; the master token's first use (a stamp, the view's) is done."""
-    first = client.post("/v1/vc/verify", json={"verifiableCredential": _credential(), "options": UNBOUND},
-                        headers=master.headers)
+    first = client.post(
+        "/v1/vc/verify", json={"verifiableCredential": _credential(), "options": UNBOUND}, headers=master.headers
+    )
     assert first.status_code == 200  # a refusal would roll the stamp back on SQLite
     calls: list[dict] = []
     verify = routes._verify
@@ -58,8 +59,9 @@ def test_the_answer_is_the_views(client, master, view_calls, changed, path):
     assert before.headers["X-Request-Id"] == "req-fast"
     # Without options, the default proof purpose and issuer binding apply, as in the view.
     plain = client.post(path, json={"verifiableCredential": _credential(changed)}, headers=master.headers)
-    plain_by_view = to_the_view(client, path, json={"verifiableCredential": _credential(changed)},
-                                headers=master.headers)
+    plain_by_view = to_the_view(
+        client, path, json={"verifiableCredential": _credential(changed)}, headers=master.headers
+    )
     assert (plain.status_code, plain.get_json()) == (plain_by_view.status_code, plain_by_view.get_json())
 
 
@@ -82,8 +84,9 @@ def test_everything_else_reaches_the_view(client, master, view_calls, headers, b
 
 
 def test_malformed_json_and_other_media_types_reach_the_view(client, master, view_calls):
-    broken = client.post("/v1/vc/verify", data=b'{"verifiableCredential": ', headers=master.headers,
-                         content_type="application/json")
+    broken = client.post(
+        "/v1/vc/verify", data=b'{"verifiableCredential": ', headers=master.headers, content_type="application/json"
+    )
     assert broken.status_code == 400 and broken.headers["Content-Type"] == "application/problem+json"
     form = client.post("/v1/vc/verify", data={"verifiableCredential": "x"}, headers=master.headers)
     assert form.status_code == 415

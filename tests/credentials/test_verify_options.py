@@ -42,8 +42,11 @@ def _signed(issuer: Issuer, **proof_members: object) -> dict:
 def view_calls(client, master, monkeypatch) -> list[dict]:
     """Calls of the views' verification, once the master token's first use (stamped by a view) is done."""
     issuer = Issuer()
-    first = client.post("/v1/vc/verify", json={"verifiableCredential": issuer.sign(issuer.credential("did:ex:1"))},
-                        headers=master.headers)
+    first = client.post(
+        "/v1/vc/verify",
+        json={"verifiableCredential": issuer.sign(issuer.credential("did:ex:1"))},
+        headers=master.headers,
+    )
     assert first.status_code == 200, first.get_data(as_text=True)
     calls: list[dict] = []
     verify = routes._verify
@@ -106,8 +109,9 @@ def test_another_challenge_or_domain_fails(client, master, view_calls, bound_cre
 
 
 @pytest.mark.parametrize("path", PATHS)
-@pytest.mark.parametrize(("options", "code"), [({"challenge": "c-1"}, "invalid_challenge"),
-                                               ({"domain": "a.example"}, "invalid_domain")])
+@pytest.mark.parametrize(
+    ("options", "code"), [({"challenge": "c-1"}, "invalid_challenge"), ({"domain": "a.example"}, "invalid_domain")]
+)
 def test_a_proof_without_the_expected_challenge_or_domain_fails(client, master, view_calls, path, options, code):
     issuer = Issuer()
     vc = issuer.sign(issuer.credential("did:example:holder"))
@@ -143,8 +147,11 @@ def test_an_option_the_verifier_does_not_honour_is_refused(
 
 
 @pytest.mark.parametrize("path", PATHS)
-@pytest.mark.parametrize("encode", [lambda text: b"\xef\xbb\xbf" + text.encode(), lambda text: text.encode("utf-16")],
-                         ids=["utf-8-bom", "utf-16"])
+@pytest.mark.parametrize(
+    "encode",
+    [lambda text: b"\xef\xbb\xbf" + text.encode(), lambda text: text.encode("utf-16")],
+    ids=["utf-8-bom", "utf-16"],
+)
 def test_a_body_not_in_plain_utf8_is_refused_alike_before_dispatch_and_by_the_view(
     client, master, view_calls, path, encode
 ):

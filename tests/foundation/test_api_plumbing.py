@@ -65,9 +65,7 @@ def test_wrong_type_is_422(client, master):
 
 
 def test_malformed_json_is_400(client, master):
-    response = client.post(
-        "/v1/jobs/canary", data="{not json", content_type="application/json", headers=master.headers
-    )
+    response = client.post("/v1/jobs/canary", data="{not json", content_type="application/json", headers=master.headers)
     assert_problem(response, 400, "malformed_json")
 
 

@@ -41,7 +41,6 @@ print(job_id)
 """
 
 
-
 def procfile_line(name: str) -> str:
     for line in (REPO_ROOT / "Procfile").read_text().splitlines():
         if line.startswith(f"{name}:"):

@@ -65,11 +65,23 @@ def test_the_procfile_web_server_keeps_the_outbox_from_the_network(app):
     _mail_a_code(app, to)
     port = _free_port()
     log_path = environment.TMP_DIR / f"web-outbox-{port}.log"
-    env = {**os.environ, "PORT": str(port), "WEB_CONCURRENCY": "1", "DEV_OUTBOX": "1", "BASE_URL": f"http://127.0.0.1:{port}"}
+    env = {
+        **os.environ,
+        "PORT": str(port),
+        "WEB_CONCURRENCY": "1",
+        "DEV_OUTBOX": "1",
+        "BASE_URL": f"http://127.0.0.1:{port}",
+    }
     assert "--host 0.0.0.0" in procfile_web_command()
     with open(log_path, "wb") as log:
-        server = subprocess.Popen(["sh", "-c", "exec " + procfile_web_command()], cwd=environment.REPO_ROOT, env=env,
-                                  stdout=log, stderr=subprocess.STDOUT, start_new_session=True)
+        server = subprocess.Popen(
+            ["sh", "-c", "exec " + procfile_web_command()],
+            cwd=environment.REPO_ROOT,
+            env=env,
+            stdout=log,
+            stderr=subprocess.STDOUT,
+            start_new_session=True,
+        )
     try:
         deadline = time.monotonic() + 60
         while True:

@@ -52,8 +52,10 @@ def test_docs_show_the_operation_list_with_the_network_blocked(served, offline_b
     WebDriverWait(offline_browser, 30).until(
         lambda driver: driver.find_elements(By.CSS_SELECTOR, ".opblock .opblock-summary-path")
     )
-    paths = {element.text.replace("\u200b", "") for element in offline_browser.find_elements(
-        By.CSS_SELECTOR, ".opblock .opblock-summary-path")}
+    paths = {
+        element.text.replace("\u200b", "")
+        for element in offline_browser.find_elements(By.CSS_SELECTOR, ".opblock .opblock-summary-path")
+    }
     assert "/v1/jobs/canary" in paths
     assert "/v1/sub_client" in paths
 

@@ -79,10 +79,14 @@ def _agent(app, *, card: bytes | None, deactivated: bool = False) -> str:
     address = "0x" + secrets.token_hex(20)
     with app.app_context():
         now = utcnow()
-        db.session.add(AgentAccount(address=address, did=did, did_bound_at=now,
-                                    deactivated_at=now if deactivated else None))
-        db.session.add(RegistryRecord(did=did, address=address, card_uri="https://agent.example/card.json",
-                                      created_at=now, updated_at=now))
+        db.session.add(
+            AgentAccount(address=address, did=did, did_bound_at=now, deactivated_at=now if deactivated else None)
+        )
+        db.session.add(
+            RegistryRecord(
+                did=did, address=address, card_uri="https://agent.example/card.json", created_at=now, updated_at=now
+            )
+        )
         if card is not None:
             db.session.add(PublicCard(did=did, body=card, etag=f'"{secrets.token_hex(8)}"', job_id="test"))
         db.session.commit()
@@ -108,8 +112,9 @@ def _tenancy_cases(app, http) -> list[Case]:
         Case("read", lambda h: h.get(path, headers=master.headers), at_once=True),
         Case("unknown token", lambda h: h.get(path, headers={"x-api-token": "tsk_unknown"}), at_once=False),
         Case("another tenant's", lambda h: h.get(path, headers=other.headers), at_once=False),
-        Case("acting node", lambda h: h.get(path, headers={**master.headers, "x-api-subclient-id": "0"}),
-             at_once=False),
+        Case(
+            "acting node", lambda h: h.get(path, headers={**master.headers, "x-api-subclient-id": "0"}), at_once=False
+        ),
         Case("id out of range", lambda h: h.get(f"/v1/sub_client/{2**31}", headers=master.headers), at_once=False),
     ]
 
@@ -117,8 +122,9 @@ def _tenancy_cases(app, http) -> list[Case]:
 def _verify_cases(path: str):
     def cases(app, http) -> list[Case]:
         master = make_master(app)
-        first = http.post(path, json={"verifiableCredential": _credential(), "options": UNBOUND},
-                          headers=master.headers)
+        first = http.post(
+            path, json={"verifiableCredential": _credential(), "options": UNBOUND}, headers=master.headers
+        )
         assert first.status_code == 200  # the token's use is stamped
 
         def post(body, headers=master.headers):
@@ -129,8 +135,11 @@ def _verify_cases(path: str):
             Case("not verified", post({"verifiableCredential": _credential(True), "options": UNBOUND}), at_once=True),
             Case("no token", post({"verifiableCredential": {}}, {}), at_once=False),
             Case("refused by the schema", post({"options": {}}), at_once=False),
-            Case("not JSON", lambda h: h.post(path, data=b"{", headers=master.headers,
-                                              content_type="application/json"), at_once=False),
+            Case(
+                "not JSON",
+                lambda h: h.post(path, data=b"{", headers=master.headers, content_type="application/json"),
+                at_once=False,
+            ),
         ]
 
     return cases
@@ -154,14 +163,18 @@ def _token_cases(app, http) -> list[Case]:
 
     def basic_wrong_secret(h):
         credentials = base64.b64encode(f"{tenant.client_id}:wrong".encode()).decode()
-        return h.post("/v1/openidc/token", headers={"Authorization": f"Basic {credentials}"}, data={
-            "grant_type": "authorization_code", "code": code(), "redirect_uri": tenant.redirect_uri})
+        return h.post(
+            "/v1/openidc/token",
+            headers={"Authorization": f"Basic {credentials}"},
+            data={"grant_type": "authorization_code", "code": code(), "redirect_uri": tenant.redirect_uri},
+        )
 
     def with_pkce(verifier_sent: str | None):
         def send(h):
             verifier, challenge = pkce_pair()
             issued = code(code_challenge=challenge, code_challenge_method="S256")
             return exchange(h, tenant, issued, code_verifier=verifier if verifier_sent is None else verifier_sent)
+
         return send
 
     return [
@@ -171,12 +184,19 @@ def _token_cases(app, http) -> list[Case]:
         Case("wrong secret by Basic", basic_wrong_secret, at_once=True),
         Case("unknown client", lambda h: exchange(h, tenant, code(), client_id="999999999"), at_once=True),
         Case("unknown code", lambda h: exchange(h, tenant, "unknown"), at_once=True),
-        Case("another redirect_uri", lambda h: exchange(h, tenant, code(), redirect_uri="https://elsewhere.test/cb"),
-             at_once=True),
+        Case(
+            "another redirect_uri",
+            lambda h: exchange(h, tenant, code(), redirect_uri="https://elsewhere.test/cb"),
+            at_once=True,
+        ),
         Case("wrong verifier", with_pkce("x" * 43), at_once=True),
         Case("replayed code", replayed, at_once=False),
-        Case("refresh token issued", lambda h: exchange(h, tenant, code(scope="openid offline_access")),
-             at_once=False, tokens=True),
+        Case(
+            "refresh token issued",
+            lambda h: exchange(h, tenant, code(scope="openid offline_access")),
+            at_once=False,
+            tokens=True,
+        ),
         Case("JSON body", lambda h: exchange(h, tenant, code(), as_json=True), at_once=False, tokens=True),
     ]
 
@@ -186,10 +206,12 @@ def _card_cases(app, http) -> list[Case]:
     etag = http.get(f"/api/agent-card/{did}").headers["ETag"]
     return [
         Case("card", lambda h: h.get(f"/api/agent-card/{did}"), at_once=True),
-        Case("not modified", lambda h: h.get(f"/api/agent-card/{did}", headers={"If-None-Match": etag}),
-             at_once=True),
-        Case("weak validator", lambda h: h.get(f"/api/agent-card/{did}", headers={"If-None-Match": f"W/{etag}"}),
-             at_once=True),
+        Case("not modified", lambda h: h.get(f"/api/agent-card/{did}", headers={"If-None-Match": etag}), at_once=True),
+        Case(
+            "weak validator",
+            lambda h: h.get(f"/api/agent-card/{did}", headers={"If-None-Match": f"W/{etag}"}),
+            at_once=True,
+        ),
         Case("no card", lambda h: h.get(f"/api/agent-card/{unknown}"), at_once=False),
     ]
 
@@ -201,8 +223,12 @@ def _did_cases(app, http) -> list[Case]:
     return [
         Case("document", lambda h: h.get(f"/api/did/{did}"), at_once=True),
         Case("not modified", lambda h: h.get(f"/api/did/{did}", headers={"If-None-Match": etag}), at_once=True),
-        Case("resolution result", lambda h: h.get(f"/api/did/{did}", headers={"Accept": "application/did-resolution"}),
-             at_once=False, without=_retrieval_time),
+        Case(
+            "resolution result",
+            lambda h: h.get(f"/api/did/{did}", headers={"Accept": "application/did-resolution"}),
+            at_once=False,
+            without=_retrieval_time,
+        ),
         Case("deactivated", lambda h: h.get(f"/api/did/{gone}"), at_once=False, without=_retrieval_time),
         Case("unknown", lambda h: h.get(f"/api/did/did:{did.split(':')[1]}:{'0' * 40}"), at_once=False),
         Case("another method", lambda h: h.get(f"/api/did/{other_method}"), at_once=False),
@@ -280,8 +306,10 @@ def _with_request_id(http, request_id: str):
 
 def _replace_handler(monkeypatch, layer: HotLayer, view: str, handler: Callable) -> None:
     for method, routes in layer._routes.items():
-        replaced = [(dataclasses.replace(route, handler=handler) if route.view == view else route, rule)
-                    for route, rule in routes]
+        replaced = [
+            (dataclasses.replace(route, handler=handler) if route.view == view else route, rule)
+            for route, rule in routes
+        ]
         monkeypatch.setitem(layer._routes, method, replaced)
 
 
@@ -312,8 +340,11 @@ def test_a_database_fault_is_logged_and_the_view_answers(app, layer, monkeypatch
     with caplog.at_level(logging.INFO, logger="app.web.hot"):
         answer = app.test_client().get(f"/api/did/{did}")
     assert answer.status_code == 200 and layer.inner.calls == 1
-    assert any(record.levelno == logging.INFO and "OperationalError" in record.getMessage()
-               for record in caplog.records if record.name == "app.web.hot")
+    assert any(
+        record.levelno == logging.INFO and "OperationalError" in record.getMessage()
+        for record in caplog.records
+        if record.name == "app.web.hot"
+    )
 
 
 def test_a_hand_off_says_why_in_the_debug_log(app, layer, caplog):

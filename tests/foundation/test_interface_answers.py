@@ -14,9 +14,7 @@ def _api_token_operations(spec: dict) -> list[tuple[str, str]]:
     for path, item in spec["paths"].items():
         for method, operation in item.items():
             # Operations that also take a Bearer access token (e.g. /credentials/derive) answer it as one.
-            if method in {"get", "post", "put", "patch", "delete"} and operation.get("security") == [
-                {"ApiToken": []}
-            ]:
+            if method in {"get", "post", "put", "patch", "delete"} and operation.get("security") == [{"ApiToken": []}]:
                 operations.append((method, re.sub(r"\{[^}]+\}", "1", path)))
     return operations
 
@@ -61,7 +59,8 @@ def test_token_endpoint_413_is_an_oauth_error_stating_the_limit(app, client, cap
     limit = app.config["MAX_CONTENT_LENGTH"]
     with caplog.at_level(logging.ERROR):
         answer = client.post(
-            "/v1/openidc/token", data="code=" + "x" * limit,
+            "/v1/openidc/token",
+            data="code=" + "x" * limit,
             headers={"Content-Type": "application/x-www-form-urlencoded"},
         )
     assert answer.status_code == 413

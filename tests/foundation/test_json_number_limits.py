@@ -35,6 +35,5 @@ def test_no_endpoint_taking_a_body_answers_it_with_a_fault(app, client, master):
     assert len(writes) > 20
     for rule, method in writes:
         path = re.sub(r"<(?:[^:>]+:)?([^>]+)>", lambda match: "1", rule.rule)
-        response = client.open(path, method=method, data=BODY, content_type="application/json",
-                               headers=master.headers)
+        response = client.open(path, method=method, data=BODY, content_type="application/json", headers=master.headers)
         assert response.status_code < 500, (method, rule.rule, response.status_code, response.get_data()[:300])

@@ -10,9 +10,17 @@ ODD = "\u00b4\u0011L\u00a6\u00e9\U0001f600"
 
 def test_a_logout_confirmation_with_a_non_ascii_csrf_token_is_refused(client):
     client.get("/v1/openidc/logout")  # the browser gets its cookie
-    response = client.post("/v1/openidc/logout", data={
-        "confirm": "yes", "csrf_token": ODD, "state": "r\u00d3", "id_token_hint": "\u009d\U000e63a4",
-        "post_logout_redirect_uri": "\u009c\u001c\u00ff", "client_id": ""})
+    response = client.post(
+        "/v1/openidc/logout",
+        data={
+            "confirm": "yes",
+            "csrf_token": ODD,
+            "state": "r\u00d3",
+            "id_token_hint": "\u009d\U000e63a4",
+            "post_logout_redirect_uri": "\u009c\u001c\u00ff",
+            "client_id": "",
+        },
+    )
     assert response.status_code == 403, response.get_data(as_text=True)[:300]
 
 

@@ -80,8 +80,12 @@ def test_the_procfile_web_process_logs_no_query_values(app):
     log_path = environment.TMP_DIR / f"web-{port}.log"
     with open(log_path, "wb") as log:
         server = subprocess.Popen(
-            command, cwd=environment.REPO_ROOT, env={**os.environ, "LOG_LEVEL": "INFO"}, stdout=log,
-            stderr=subprocess.STDOUT, start_new_session=True,
+            command,
+            cwd=environment.REPO_ROOT,
+            env={**os.environ, "LOG_LEVEL": "INFO"},
+            stdout=log,
+            stderr=subprocess.STDOUT,
+            start_new_session=True,
         )
     try:
         base = f"http://127.0.0.1:{port}"
@@ -118,8 +122,13 @@ def test_the_access_log_records_a_request_the_application_failed(caplog):
     def failing(environ, start_response):
         raise RuntimeError("boom")
 
-    environ = {"REQUEST_METHOD": "POST", "PATH_INFO": "/v1/openidc/token", "QUERY_STRING": "code=c0de-SECRET",
-               "SERVER_PROTOCOL": "HTTP/1.1", "REMOTE_ADDR": "192.0.2.7"}
+    environ = {
+        "REQUEST_METHOD": "POST",
+        "PATH_INFO": "/v1/openidc/token",
+        "QUERY_STRING": "code=c0de-SECRET",
+        "SERVER_PROTOCOL": "HTTP/1.1",
+        "REMOTE_ADDR": "192.0.2.7",
+    }
     request_id_var.set("0123456789abcdef-previous-request")
     with caplog.at_level("INFO", logger="tessera.access"), pytest.raises(RuntimeError):
         logged_access(failing, environ, lambda *args: None)
@@ -132,7 +141,11 @@ def test_the_development_server_request_log_is_redacted(app):
     import logging
 
     record = logging.LogRecord(
-        "werkzeug", logging.INFO, __file__, 1, '%s - - [%s] "%s" %s %s',
+        "werkzeug",
+        logging.INFO,
+        __file__,
+        1,
+        '%s - - [%s] "%s" %s %s',
         ("127.0.0.1", "now", f"GET /v1/openidc/authorize?state={SECRETS[1]}&code={SECRETS[0]} HTTP/1.1", "302", "-"),
         None,
     )

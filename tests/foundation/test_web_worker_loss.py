@@ -77,8 +77,14 @@ def test_killing_one_web_worker_under_load_leaves_the_server_answering():
     log_path = environment.TMP_DIR / f"web-worker-loss-{port}.log"
     env = {**os.environ, "PORT": str(port), "WEB_CONCURRENCY": "2", "WEB_THREADS": "2"}
     with open(log_path, "wb") as log:
-        server = subprocess.Popen(["sh", "-c", "exec " + command], cwd=environment.REPO_ROOT, env=env, stdout=log,
-                                  stderr=subprocess.STDOUT, start_new_session=True)
+        server = subprocess.Popen(
+            ["sh", "-c", "exec " + command],
+            cwd=environment.REPO_ROOT,
+            env=env,
+            stdout=log,
+            stderr=subprocess.STDOUT,
+            start_new_session=True,
+        )
     url = f"http://127.0.0.1:{port}"
     try:
         _wait_for(lambda: len(_children(server.pid)) == 2, 60, "two web workers")
@@ -89,8 +95,9 @@ def test_killing_one_web_worker_under_load_leaves_the_server_answering():
             victim = min(_children(server.pid))
             os.kill(victim, signal.SIGKILL)
             load.killed = True
-            _wait_for(lambda: server.poll() is not None or len(_children(server.pid) - {victim}) == 2, 30,
-                      "respawned worker")
+            _wait_for(
+                lambda: server.poll() is not None or len(_children(server.pid) - {victim}) == 2, 30, "respawned worker"
+            )
             assert server.poll() is None, log_path.read_text()[-2000:]
             _wait_for(lambda: load.answered_after_kill >= 50, 30, "answers after the kill")
         finally:

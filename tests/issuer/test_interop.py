@@ -117,8 +117,11 @@ def test_arkworks_bbs_base_proofs_verify_and_derive_with_tessera(client, master)
 def test_tessera_ecdsa_sd_derived_proofs_verify_independently(client, master):
     key = create_key(client, master.headers, "P-256")
     vc = issue(
-        client, master.headers, unsigned("did:example:holder", degree="BSc", gpa="3.9"),
-        cryptosuite="ecdsa-sd-2023", mandatoryPointers=["/issuer", "/validFrom"],
+        client,
+        master.headers,
+        unsigned("did:example:holder", degree="BSc", gpa="3.9"),
+        cryptosuite="ecdsa-sd-2023",
+        mandatoryPointers=["/issuer", "/validFrom"],
     ).json["verifiableCredential"]
     shown = _derive(client, master.headers, vc, ["/credentialSubject/degree"])
     _, public_key = ind.public_key_from_multikey(key["publicKeyMultibase"])

@@ -101,7 +101,9 @@ def test_mandatory_pointers_stay_disclosed_in_base_proofs(client, master):
 def test_a_status_entry_is_assigned_and_revocation_is_seen(client, master):
     create_key(client, master.headers, "Ed25519")
     vc = issue(
-        client, master.headers, unsigned("did:example:holder"),
+        client,
+        master.headers,
+        unsigned("did:example:holder"),
         credentialStatus={"type": "BitstringStatusListEntry", "statusPurpose": "revocation"},
     ).json["verifiableCredential"]
     status = vc["credentialStatus"]

@@ -73,14 +73,18 @@ def test_derive_refuses_what_it_cannot_derive(app, client):
     create_key(client, tenant.headers, "Bls12381G2")
     plain = client.post("/credentials/issue", json={"credential": unsigned(degree="BSc")}, headers=tenant.headers)
     base = client.post(
-        "/credentials/issue", json={"credential": unsigned(degree="BSc"), "options": {"cryptosuite": "bbs-2023"}},
+        "/credentials/issue",
+        json={"credential": unsigned(degree="BSc"), "options": {"cryptosuite": "bbs-2023"}},
         headers=tenant.headers,
     ).json["verifiableCredential"]
     cases = [
         ({"verifiableCredential": plain.json["verifiableCredential"]}, 422, "credential_not_derivable"),
         ({"verifiableCredential": {**base, "proof": "x"}}, 422, "credential_not_derivable"),
-        ({"verifiableCredential": base, "options": {"selectivePointers": ["/nothing/here"]}}, 422,
-         "credential_not_derivable"),
+        (
+            {"verifiableCredential": base, "options": {"selectivePointers": ["/nothing/here"]}},
+            422,
+            "credential_not_derivable",
+        ),
         ({"verifiableCredential": base, "options": {"selectivePointers": "x"}}, 422, "validation_failed"),
         ({"options": {}}, 422, "validation_failed"),
     ]
@@ -89,6 +93,7 @@ def test_derive_refuses_what_it_cannot_derive(app, client):
         assert response.status_code == status, (body, response.get_data(as_text=True))
         assert response.mimetype == "application/problem+json" and response.json["code"] == code
     assert client.post("/credentials/derive", json={"verifiableCredential": base}).status_code == 401
-    bad_token = client.post("/credentials/derive", json={"verifiableCredential": base},
-                            headers={"Authorization": "Bearer nope"})
+    bad_token = client.post(
+        "/credentials/derive", json={"verifiableCredential": base}, headers={"Authorization": "Bearer nope"}
+    )
     assert bad_token.status_code == 401

@@ -20,8 +20,12 @@ def test_issue_and_derive_have_the_vc_api_shapes(app):
         created = _resolve(spec, operation["responses"]["201"]["content"]["application/json"]["schema"])
         assert set(created["properties"]) == {"verifiableCredential"}
         assert {"400", "401", "422"} <= set(operation["responses"])
-    options = _resolve(spec, _resolve(spec, spec["paths"]["/credentials/issue"]["post"]["requestBody"]["content"][
-        "application/json"]["schema"])["properties"]["options"])
+    options = _resolve(
+        spec,
+        _resolve(
+            spec, spec["paths"]["/credentials/issue"]["post"]["requestBody"]["content"]["application/json"]["schema"]
+        )["properties"]["options"],
+    )
     assert {"cryptosuite", "keyId", "mandatoryPointers", "credentialStatus", "userId"} <= set(options["properties"])
 
 

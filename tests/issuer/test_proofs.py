@@ -22,15 +22,19 @@ def test_public_keys_match_independent_derivations(key_type):
     private = proofs.generate_private_key(key_type)
     public = proofs.public_key_of(key_type, private)
     if key_type == "Ed25519":
-        expected = ed25519.Ed25519PrivateKey.from_private_bytes(private).public_key().public_bytes(
-            Encoding.Raw, PublicFormat.Raw
+        expected = (
+            ed25519.Ed25519PrivateKey.from_private_bytes(private)
+            .public_key()
+            .public_bytes(Encoding.Raw, PublicFormat.Raw)
         )
     elif key_type == "Bls12381G2":
         expected = ind.bbs_public_key(int.from_bytes(private, "big"))
     else:
         curve = ec.SECP256R1() if key_type == "P-256" else ec.SECP384R1()
-        expected = ec.derive_private_key(int.from_bytes(private, "big"), curve).public_key().public_bytes(
-            Encoding.X962, PublicFormat.CompressedPoint
+        expected = (
+            ec.derive_private_key(int.from_bytes(private, "big"), curve)
+            .public_key()
+            .public_bytes(Encoding.X962, PublicFormat.CompressedPoint)
         )
     assert public == expected
     assert encode_multikey(key_type, public) == ind.multikey(key_type, public)
@@ -41,13 +45,20 @@ def _sign(suite: str, key_type: str, **extra):
     multikey = encode_multikey(key_type, proofs.public_key_of(key_type, private))
     credential = {**unsigned("did:example:holder"), "issuer": f"did:key:{multikey}"}
     return proofs.add_proof(
-        credential, cryptosuite=suite, key_type=key_type, private_key=private,
-        verification_method=f"did:key:{multikey}#{multikey}", ctx=CTX, **extra,
+        credential,
+        cryptosuite=suite,
+        key_type=key_type,
+        private_key=private,
+        verification_method=f"did:key:{multikey}#{multikey}",
+        ctx=CTX,
+        **extra,
     )
 
 
-@pytest.mark.parametrize(("suite", "key_type"), [("bbs-2023", "Ed25519"), ("ecdsa-sd-2023", "P-384"),
-                                                 ("eddsa-jcs-2022", "P-256"), ("nope", "Ed25519")])
+@pytest.mark.parametrize(
+    ("suite", "key_type"),
+    [("bbs-2023", "Ed25519"), ("ecdsa-sd-2023", "P-384"), ("eddsa-jcs-2022", "P-256"), ("nope", "Ed25519")],
+)
 def test_a_key_the_suite_cannot_use_is_refused(suite, key_type):
     with pytest.raises(ValueError):
         _sign(suite, key_type)

@@ -18,9 +18,18 @@ def _link(app, tenant, platform: str, status: str = "linked") -> None:
     with app.app_context(), transaction():
         # A link made straight in the database has no platform behind it: keep the background
         # refresh (beat's refresh_stale, run by other tests against their fakes) away from it.
-        db.session.add(SocialLink(user_id=tenant.user_id, client_id=tenant.client_id, platform=platform,
-                                  account_id="acct-42", account_name="ada", status=status, linked_at=LINKED_AT,
-                                  next_fetch_at=datetime(9999, 1, 1, tzinfo=UTC)))
+        db.session.add(
+            SocialLink(
+                user_id=tenant.user_id,
+                client_id=tenant.client_id,
+                platform=platform,
+                account_id="acct-42",
+                account_name="ada",
+                status=status,
+                linked_at=LINKED_AT,
+                next_fetch_at=datetime(9999, 1, 1, tzinfo=UTC),
+            )
+        )
 
 
 def _service_did(client) -> str:
@@ -35,8 +44,7 @@ def _service_did(client) -> str:
 def test_the_user_gets_a_credential_for_their_verified_email(app, client):
     tenant = make_tenant(app, client)
     token = access_token(client, tenant, scope="openid email")
-    response = client.post(f"/v1/user/{tenant.user_id}/credentials/email",
-                           headers={"Authorization": f"Bearer {token}"})
+    response = client.post(f"/v1/user/{tenant.user_id}/credentials/email", headers={"Authorization": f"Bearer {token}"})
     assert response.status_code == 201, response.get_data(as_text=True)
     vc = response.json["verifiableCredential"]
     assert vc["type"] == ["VerifiableCredential", "VerifiedEmailAddressCredential"]
@@ -72,8 +80,9 @@ def test_a_linked_social_account_is_vouched_for(app, client):
     assert verify(client, tenant.headers, vc)["verified"] is True
 
     token = access_token(client, tenant)
-    by_user = client.post(f"/v1/user/{tenant.user_id}/credentials/social/platform_a",
-                          headers={"Authorization": f"Bearer {token}"})
+    by_user = client.post(
+        f"/v1/user/{tenant.user_id}/credentials/social/platform_a", headers={"Authorization": f"Bearer {token}"}
+    )
     assert by_user.status_code == 201
 
     for path, headers in [

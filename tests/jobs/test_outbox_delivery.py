@@ -53,8 +53,12 @@ def job_rows(app, job_ids: list[str]) -> dict:
     with app.app_context():
         rows = db.session.query(Job).filter(Job.id.in_(job_ids)).all()
         found = {
-            row.id: {"attempts": row.attempts, "publish_count": row.publish_count,
-                     "published_at": row.published_at, "republish_at": row.republish_at}
+            row.id: {
+                "attempts": row.attempts,
+                "publish_count": row.publish_count,
+                "published_at": row.published_at,
+                "republish_at": row.republish_at,
+            }
             for row in rows
         }
         db.session.rollback()
@@ -293,8 +297,15 @@ def add_unpublished_jobs(app, master, count: int) -> list[str]:
     job_ids = [str(uuid.uuid4()) for _ in range(count)]
     with app.app_context(), transaction():
         db.session.add_all(
-            Job(id=job_id, kind="jobs.canary", state="queued", payload={}, client_id=master.client_id,
-                attempts=0, created_at=created)
+            Job(
+                id=job_id,
+                kind="jobs.canary",
+                state="queued",
+                payload={},
+                client_id=master.client_id,
+                attempts=0,
+                created_at=created,
+            )
             for job_id in job_ids
         )
     return job_ids

@@ -19,10 +19,17 @@ def add_unpublished_job(app, master, *, age: timedelta) -> str:
 
     job_id = str(uuid.uuid4())
     with app.app_context(), transaction():
-        db.session.add(Job(
-            id=job_id, kind="jobs.canary", state="queued", payload={}, client_id=master.client_id,
-            attempts=0, created_at=utcnow() - age,
-        ))
+        db.session.add(
+            Job(
+                id=job_id,
+                kind="jobs.canary",
+                state="queued",
+                payload={},
+                client_id=master.client_id,
+                attempts=0,
+                created_at=utcnow() - age,
+            )
+        )
     return job_id
 
 

@@ -28,16 +28,18 @@ def live_server(app, real_worker):
     holder: dict = {}
     server = make_server("127.0.0.1", 0, lambda environ, start: holder["app"](environ, start), threaded=True)
     url = f"http://127.0.0.1:{server.server_port}"
-    holder["app"] = create_app({
-        "TESTING": True,
-        "OIDC_ISSUER": url,
-        "BASE_URL": url,
-        "OIDC_LOGIN_RATE_LIMIT": "100000 per minute",
-        "OIDC_TOKEN_RATE_LIMIT": "100000 per minute",
-        "OIDC_KEY_CACHE_SECONDS": 0,
-        # One limiter serves both applications: its keys carry the prefix it was first given.
-        "RATELIMIT_KEY_PREFIX": app.config["RATELIMIT_KEY_PREFIX"],
-    })
+    holder["app"] = create_app(
+        {
+            "TESTING": True,
+            "OIDC_ISSUER": url,
+            "BASE_URL": url,
+            "OIDC_LOGIN_RATE_LIMIT": "100000 per minute",
+            "OIDC_TOKEN_RATE_LIMIT": "100000 per minute",
+            "OIDC_KEY_CACHE_SECONDS": 0,
+            # One limiter serves both applications: its keys carry the prefix it was first given.
+            "RATELIMIT_KEY_PREFIX": app.config["RATELIMIT_KEY_PREFIX"],
+        }
+    )
     celery.flask_app = app  # create_app rebinds the shared Celery app; the session app stays its owner
     thread = threading.Thread(target=server.serve_forever, name="live-server", daemon=True)
     thread.start()

@@ -90,19 +90,22 @@ def test_unregistered_redirect_uri_is_an_error_page_never_a_redirect(client, ten
         assert response.status_code == 400 and "Location" not in response.headers, uri
 
 
-@pytest.mark.parametrize(("params", "error"), [
-    ({"scope": "profile email"}, "invalid_scope"),
-    ({"response_type": "token"}, "unsupported_response_type"),
-    ({"code_challenge": "a" * 43, "code_challenge_method": "plain"}, "invalid_request"),
-    ({"code_challenge_method": "S256"}, "invalid_request"),
-    ({"prompt": "none login"}, "invalid_request"),
-    ({"max_age": "soon"}, "invalid_request"),
-    ({"max_age": "99999999999"}, "invalid_request"),
-    ({"max_age": "2147483648"}, "invalid_request"),
-    ({"max_age": "9" * 5000}, "invalid_request"),
-    ({"request": "eyJ..."}, "request_not_supported"),
-    ({"response_type": ""}, "invalid_request"),
-])
+@pytest.mark.parametrize(
+    ("params", "error"),
+    [
+        ({"scope": "profile email"}, "invalid_scope"),
+        ({"response_type": "token"}, "unsupported_response_type"),
+        ({"code_challenge": "a" * 43, "code_challenge_method": "plain"}, "invalid_request"),
+        ({"code_challenge_method": "S256"}, "invalid_request"),
+        ({"prompt": "none login"}, "invalid_request"),
+        ({"max_age": "soon"}, "invalid_request"),
+        ({"max_age": "99999999999"}, "invalid_request"),
+        ({"max_age": "2147483648"}, "invalid_request"),
+        ({"max_age": "9" * 5000}, "invalid_request"),
+        ({"request": "eyJ..."}, "request_not_supported"),
+        ({"response_type": ""}, "invalid_request"),
+    ],
+)
 def test_invalid_requests_redirect_with_the_error_and_state(app, client, tenant, params, error):
     response = client.get(authorize_query(tenant, state="s-1", **params))
     assert response.status_code == 302
@@ -288,8 +291,7 @@ def test_a_flow_cannot_be_finished_in_another_browser(app, client, tenant):
     other_page = other_browser.get(authorize_query(tenant))  # gets its own browser cookie and CSRF token
     own_fields = form_fields(other_browser.get(path_of(other_page.headers["Location"])).get_data(as_text=True))
     stolen = form_fields(page.get_data(as_text=True))["request"]
-    response = other_browser.post("/v1/openidc/login",
-                                  data={**own_fields, "request": stolen, "email": tenant.email})
+    response = other_browser.post("/v1/openidc/login", data={**own_fields, "request": stolen, "email": tenant.email})
     assert response.status_code == 400 and "expired" in response.get_data(as_text=True)
 
 
@@ -329,10 +331,16 @@ def test_consent_is_per_client_and_remembered(app, client, tenant):
     assert "Second App" in page.get_data(as_text=True)
     allowed = client.post("/v1/openidc/consent", data={**form_fields(page.get_data(as_text=True)), "decision": "allow"})
     code = query_of(allowed.headers["Location"])["code"]
-    tokens = client.post("/v1/openidc/token", json={
-        "grant_type": "authorization_code", "code": code, "client_id": str(sub_id), "client_secret": sub_secret,
-        "redirect_uri": second_uri,
-    })
+    tokens = client.post(
+        "/v1/openidc/token",
+        json={
+            "grant_type": "authorization_code",
+            "code": code,
+            "client_id": str(sub_id),
+            "client_secret": sub_secret,
+            "redirect_uri": second_uri,
+        },
+    )
     assert tokens.status_code == 200
     again = client.get(authorize_query(tenant, prompt="none", **sub_params))
     assert query_of(again.headers["Location"]).get("code")
@@ -355,16 +363,29 @@ def test_user_of_another_tree_cannot_sign_in(app, client, tenant):
 
 
 def test_post_to_the_authorization_endpoint_continues_as_get(client, tenant):
-    response = client.post("/v1/openidc/authorize", data={
-        "response_type": "code", "client_id": str(tenant.client_id), "redirect_uri": tenant.redirect_uri,
-        "scope": "openid",
-    })
+    response = client.post(
+        "/v1/openidc/authorize",
+        data={
+            "response_type": "code",
+            "client_id": str(tenant.client_id),
+            "redirect_uri": tenant.redirect_uri,
+            "scope": "openid",
+        },
+    )
     assert response.status_code == 303 and response.headers["Location"].startswith("/v1/openidc/authorize?")
 
 
 def test_post_fields_named_like_url_for_arguments_are_carried_as_parameters(client, tenant):
-    fields = {"response_type": "code", "client_id": str(tenant.client_id), "redirect_uri": tenant.redirect_uri,
-              "scope": "openid", "endpoint": "x", "_scheme": "javascript", "_external": "1", "_anchor": "a"}
+    fields = {
+        "response_type": "code",
+        "client_id": str(tenant.client_id),
+        "redirect_uri": tenant.redirect_uri,
+        "scope": "openid",
+        "endpoint": "x",
+        "_scheme": "javascript",
+        "_external": "1",
+        "_anchor": "a",
+    }
     response = client.post("/v1/openidc/authorize", data=fields)
     assert response.status_code == 303
     location = response.headers["Location"]
@@ -374,10 +395,16 @@ def test_post_fields_named_like_url_for_arguments_are_carried_as_parameters(clie
 
 
 def test_repeated_parameters_in_a_post_are_refused(client, tenant):
-    response = client.post("/v1/openidc/authorize", data={
-        "response_type": "code", "client_id": str(tenant.client_id), "redirect_uri": tenant.redirect_uri,
-        "scope": ["openid", "openid email"], "state": "s-2",
-    })
+    response = client.post(
+        "/v1/openidc/authorize",
+        data={
+            "response_type": "code",
+            "client_id": str(tenant.client_id),
+            "redirect_uri": tenant.redirect_uri,
+            "scope": ["openid", "openid email"],
+            "state": "s-2",
+        },
+    )
     assert response.status_code == 303
     followed = client.get(response.headers["Location"])
     query = query_of(followed.headers["Location"])
@@ -397,9 +424,14 @@ def test_nonce_and_state_round_trip(client, tenant):
 def test_logout_with_id_token_hint_ends_the_session(app, client, tenant):
     query = sign_in(client, tenant)
     id_token = exchange(client, tenant, query["code"]).get_json()["id_token"]
-    response = client.get("/v1/openidc/logout", query_string={
-        "id_token_hint": id_token, "post_logout_redirect_uri": tenant.redirect_uri, "state": "bye",
-    })
+    response = client.get(
+        "/v1/openidc/logout",
+        query_string={
+            "id_token_hint": id_token,
+            "post_logout_redirect_uri": tenant.redirect_uri,
+            "state": "bye",
+        },
+    )
     assert response.status_code == 303
     assert response.headers["Location"] == tenant.redirect_uri + "?state=bye"
     after = client.get(authorize_query(tenant, prompt="none"))
@@ -418,14 +450,22 @@ def test_logout_with_the_id_token_of_someone_else_asks_first(app, client, tenant
     sign_in(client, tenant)
     other_tree = make_tenant(app, client)
     same_tree = dataclasses.replace(tenant, email=f"second-{tenant.email}")
-    created = client.post("/v1/user/create", headers=tenant.headers,
-                          json={"profile": {"email_address": same_tree.email, "first_name": "Grace"}})
+    created = client.post(
+        "/v1/user/create",
+        headers=tenant.headers,
+        json={"profile": {"email_address": same_tree.email, "first_name": "Grace"}},
+    )
     assert created.status_code == 201, created.get_data(as_text=True)
     for someone_else in (other_tree, same_tree):
         hint = _id_token_of(app.test_client(), someone_else)
-        page = client.get("/v1/openidc/logout", query_string={
-            "id_token_hint": hint, "post_logout_redirect_uri": someone_else.redirect_uri, "state": "bye",
-        })
+        page = client.get(
+            "/v1/openidc/logout",
+            query_string={
+                "id_token_hint": hint,
+                "post_logout_redirect_uri": someone_else.redirect_uri,
+                "state": "bye",
+            },
+        )
         assert page.status_code == 200 and "Sign out?" in page.get_data(as_text=True)
         assert "Location" not in page.headers
         assert _still_signed_in(client, tenant)
@@ -443,8 +483,9 @@ def test_logout_without_hint_asks_first_and_never_redirects_to_unregistered_uris
     assert page.status_code == 200 and "Sign out?" in page.get_data(as_text=True)
     assert query_of(client.get(authorize_query(tenant, prompt="none")).headers["Location"]).get("code")
     fields = form_fields(page.get_data(as_text=True))
-    done = client.post("/v1/openidc/logout", data={**fields, "confirm": "yes",
-                                                   "post_logout_redirect_uri": "https://evil.example/"})
+    done = client.post(
+        "/v1/openidc/logout", data={**fields, "confirm": "yes", "post_logout_redirect_uri": "https://evil.example/"}
+    )
     assert done.status_code == 200 and "signed out" in done.get_data(as_text=True)
     assert query_of(client.get(authorize_query(tenant, prompt="none")).headers["Location"])["error"] == "login_required"
 
@@ -481,8 +522,14 @@ class _FakeRecaptcha:
             form = {key: values[0] for key, values in parse_qs(body.decode()).items()}
             calls.append(form)
             score = float(form["response"].split(":")[1]) if form["response"].startswith("score:") else 0.0
-            return "application/json", json.dumps({"success": form["secret"] == "captcha-secret", "score": score,
-                                                   "action": "login", "hostname": "127.0.0.1"}).encode()
+            return "application/json", json.dumps(
+                {
+                    "success": form["secret"] == "captcha-secret",
+                    "score": score,
+                    "action": "login",
+                    "hostname": "127.0.0.1",
+                }
+            ).encode()
 
         self.server = serve_on_loopback(answer)
         self.url = f"http://127.0.0.1:{self.server.server_port}/recaptcha/api/siteverify"
@@ -491,8 +538,9 @@ class _FakeRecaptcha:
 def test_recaptcha_v3_when_the_client_enables_it(app, client, tenant):
     fake = _FakeRecaptcha()
     with app.app_context(), transaction():
-        configure_recaptcha(tenant.client_id, site_key="site-key-1", secret="captcha-secret", threshold=0.7,
-                            enabled=True)
+        configure_recaptcha(
+            tenant.client_id, site_key="site-key-1", secret="captcha-secret", threshold=0.7, enabled=True
+        )
     previous = setting_of(app, "RECAPTCHA_VERIFY_URL")
     set_settings(app, RECAPTCHA_VERIFY_URL=fake.url)
     try:
@@ -501,14 +549,16 @@ def test_recaptcha_v3_when_the_client_enables_it(app, client, tenant):
         assert "render=site-key-1" in html and 'name="g-recaptcha-response"' in html
         assert "https://www.google.com/recaptcha/" in page.headers["Content-Security-Policy"]
         fields = form_fields(html)
-        low = client.post("/v1/openidc/login", data={**fields, "email": tenant.email,
-                                                     "g-recaptcha-response": "score:0.3"})
+        low = client.post(
+            "/v1/openidc/login", data={**fields, "email": tenant.email, "g-recaptcha-response": "score:0.3"}
+        )
         assert low.status_code == 400 and "robot" in low.get_data(as_text=True)
         missing = client.post("/v1/openidc/login", data={**fields, "email": tenant.email})
         assert missing.status_code == 400
         assert _outbox(client, tenant.email) == []
-        high = client.post("/v1/openidc/login", data={**fields, "email": tenant.email,
-                                                      "g-recaptcha-response": "score:0.9"})
+        high = client.post(
+            "/v1/openidc/login", data={**fields, "email": tenant.email, "g-recaptcha-response": "score:0.9"}
+        )
         assert high.status_code == 200 and len(_outbox(client, tenant.email)) == 1
         assert fake.requests[-1]["secret"] == "captcha-secret"
     finally:
@@ -552,10 +602,14 @@ class _FakeSmtp(socketserver.ThreadingTCPServer):
 
 def test_smtp_backend_sends_from_a_job_with_the_code_sealed(app, client, tenant, real_worker, wait_for_job):
     smtp = _FakeSmtp()
-    server = {"SMTP_HOST": "127.0.0.1", "SMTP_PORT": str(smtp.server_address[1]), "SMTP_STARTTLS": "0",
-              "SMTP_SSL": "0"}
-    changes = {"MAIL_BACKEND": "smtp", "SMTP_HOST": "127.0.0.1", "SMTP_PORT": smtp.server_address[1],
-               "SMTP_STARTTLS": False, "SMTP_SSL": False}
+    server = {"SMTP_HOST": "127.0.0.1", "SMTP_PORT": str(smtp.server_address[1]), "SMTP_STARTTLS": "0", "SMTP_SSL": "0"}
+    changes = {
+        "MAIL_BACKEND": "smtp",
+        "SMTP_HOST": "127.0.0.1",
+        "SMTP_PORT": smtp.server_address[1],
+        "SMTP_STARTTLS": False,
+        "SMTP_SSL": False,
+    }
     previous = {name: setting_of(app, name) for name in changes}
     set_settings(app, **changes)
     if environment.USING_POSTGRES:  # the worker process reads the SMTP server from its environment
@@ -590,8 +644,10 @@ def test_sign_in_attempts_are_rate_limited(app, client, live_server):
     previous = setting_of(live_server.app, "OIDC_LOGIN_RATE_LIMIT")
     set_settings(live_server.app, OIDC_LOGIN_RATE_LIMIT="2 per minute")
     try:
-        responses = [browser.post(live_server.url + "/v1/openidc/login", data={**fields, "email": tenant.email},
-                                  timeout=10) for _ in range(3)]
+        responses = [
+            browser.post(live_server.url + "/v1/openidc/login", data={**fields, "email": tenant.email}, timeout=10)
+            for _ in range(3)
+        ]
     finally:
         set_settings(live_server.app, OIDC_LOGIN_RATE_LIMIT=previous)
     assert [response.status_code for response in responses] == [200, 200, 429]
@@ -605,8 +661,9 @@ def test_concurrent_guesses_cannot_exceed_the_attempt_limit(app, client, live_se
     browser = requests.Session()
     response = browser.get(live_server.url + authorize_query(tenant), allow_redirects=False, timeout=10)
     page = browser.get(live_server.url + path_of(response.headers["Location"]), timeout=10)
-    code_page = browser.post(live_server.url + "/v1/openidc/login",
-                             data={**form_fields(page.text), "email": tenant.email}, timeout=10)
+    code_page = browser.post(
+        live_server.url + "/v1/openidc/login", data={**form_fields(page.text), "email": tenant.email}, timeout=10
+    )
     code = latest_code_over_http(browser, live_server.url, tenant.email)
     wrong = f"{(int(code) + 1) % 1_000_000:06d}"
     fields = {**form_fields(code_page.text), "code": wrong}
@@ -631,5 +688,7 @@ def test_concurrent_guesses_cannot_exceed_the_attempt_limit(app, client, live_se
             break
     # Four wrong answers say "not right", the fifth kills the code: never more, however concurrent.
     assert sum("not right" in text for text in answers) <= 4
-    assert "Too many wrong codes" in browser.post(live_server.url + "/v1/openidc/login/code",
-                                                  data={**fields, "code": code}, timeout=10).text
+    assert (
+        "Too many wrong codes"
+        in browser.post(live_server.url + "/v1/openidc/login/code", data={**fields, "code": code}, timeout=10).text
+    )

@@ -42,22 +42,27 @@ def _verified(client, token: str) -> dict:
 
 
 def _register(client, tenant, uri: str) -> None:
-    response = client.put(f"/v1/sub_client/{tenant.client_id}", headers=tenant.headers,
-                          json={"backchannel_logout_uri": uri})
+    response = client.put(
+        f"/v1/sub_client/{tenant.client_id}", headers=tenant.headers, json={"backchannel_logout_uri": uri}
+    )
     assert response.status_code == 200, response.get_json()
 
 
 def test_logout_tokens_reach_every_client_of_the_session(app, client, tenant, receiver):
     _register(client, tenant, receiver.url)
     second_id, second_secret = add_sub_client(client, tenant, redirect_uris=[tenant.redirect_uri])
-    response = client.put(f"/v1/sub_client/{second_id}", headers=tenant.headers,
-                          json={"backchannel_logout_uri": receiver.url + "?app=second"})
+    response = client.put(
+        f"/v1/sub_client/{second_id}",
+        headers=tenant.headers,
+        json={"backchannel_logout_uri": receiver.url + "?app=second"},
+    )
     assert response.status_code == 200
 
     id_token = exchange(client, tenant, sign_in(client, tenant)["code"]).get_json()["id_token"]
     sid = _claims(id_token)["sid"]
-    second = type(tenant)(second_id, second_secret, tenant.api_token, tenant.redirect_uri, tenant.user_id,
-                          tenant.email, tenant.did)
+    second = type(tenant)(
+        second_id, second_secret, tenant.api_token, tenant.redirect_uri, tenant.user_id, tenant.email, tenant.did
+    )
     second_token = exchange(client, second, sign_in(client, second)["code"]).get_json()["id_token"]
     assert _claims(second_token)["sid"] == sid  # single sign-on: the same session
 

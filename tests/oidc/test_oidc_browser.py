@@ -29,8 +29,14 @@ CHROMEDRIVER = os.environ.get("CHROMEDRIVER", "/usr/bin/chromedriver")
 def browser():
     options = webdriver.ChromeOptions()
     options.binary_location = CHROMIUM
-    for argument in ("--headless", "--no-sandbox", "--disable-background-networking", "--disable-dev-shm-usage",
-                     "--disable-gpu", "--window-size=1024,900"):
+    for argument in (
+        "--headless",
+        "--no-sandbox",
+        "--disable-background-networking",
+        "--disable-dev-shm-usage",
+        "--disable-gpu",
+        "--window-size=1024,900",
+    ):
         options.add_argument(argument)
     driver = webdriver.Chrome(service=Service(executable_path=CHROMEDRIVER), options=options)
     driver.set_page_load_timeout(30)
@@ -74,10 +80,17 @@ def _enter_code(driver, code: str) -> None:
 
 
 def _exchange(live_server, client_id, secret, redirect_uri, code) -> requests.Response:
-    return requests.post(live_server.url + "/v1/openidc/token", timeout=10, data={
-        "grant_type": "authorization_code", "code": code, "redirect_uri": redirect_uri,
-        "client_id": str(client_id), "client_secret": secret,
-    })
+    return requests.post(
+        live_server.url + "/v1/openidc/token",
+        timeout=10,
+        data={
+            "grant_type": "authorization_code",
+            "code": code,
+            "redirect_uri": redirect_uri,
+            "client_id": str(client_id),
+            "client_secret": secret,
+        },
+    )
 
 
 def test_login_with_a_wrong_code_then_the_right_one(app, client, live_server, callback_server, browser):
@@ -106,8 +119,11 @@ def test_login_with_a_wrong_code_then_the_right_one(app, client, live_server, ca
     assert query["state"] == "browser-state"
     tokens = _exchange(live_server, tenant.client_id, tenant.client_secret, redirect_uri, query["code"])
     assert tokens.status_code == 200
-    info = requests.get(live_server.url + "/v1/openidc/user", timeout=10,
-                        headers={"Authorization": f"Bearer {tokens.json()['access_token']}"})
+    info = requests.get(
+        live_server.url + "/v1/openidc/user",
+        timeout=10,
+        headers={"Authorization": f"Bearer {tokens.json()['access_token']}"},
+    )
     assert info.json()["email"] == tenant.email
 
 

@@ -43,30 +43,46 @@ def issuer(app) -> str:
     return setting_of(app, "OIDC_ISSUER")
 
 
-def _assertion(audience: str, client_id: int, key, alg: str, *, jti: str | None = None,
-               lifetime: int = 60, kid: str | None = None) -> str:
+def _assertion(
+    audience: str, client_id: int, key, alg: str, *, jti: str | None = None, lifetime: int = 60, kid: str | None = None
+) -> str:
     now = int(time.time())
     header = {"alg": alg, **({"kid": kid} if kid else {})}
-    claims = {"iss": str(client_id), "sub": str(client_id), "aud": audience, "iat": now,
-              "exp": now + lifetime, "jti": jti or uuid.uuid4().hex}
+    claims = {
+        "iss": str(client_id),
+        "sub": str(client_id),
+        "aud": audience,
+        "iat": now,
+        "exp": now + lifetime,
+        "jti": jti or uuid.uuid4().hex,
+    }
     return jwt.encode(header, claims, key, algorithms=[alg])
 
 
 def _with_assertion(http, assertion: str, **extra):
-    return http.post("/v1/openidc/token", data={
-        "grant_type": "client_credentials", "client_assertion_type": ASSERTION_TYPE,
-        "client_assertion": assertion, **extra,
-    })
+    return http.post(
+        "/v1/openidc/token",
+        data={
+            "grant_type": "client_credentials",
+            "client_assertion_type": ASSERTION_TYPE,
+            "client_assertion": assertion,
+            **extra,
+        },
+    )
 
 
 def _client_credentials(http, tenant, **extra):
-    return http.post("/v1/openidc/token", data={"grant_type": "client_credentials", **extra},
-                     auth=(str(tenant.client_id), tenant.client_secret))
+    return http.post(
+        "/v1/openidc/token",
+        data={"grant_type": "client_credentials", **extra},
+        auth=(str(tenant.client_id), tenant.client_secret),
+    )
 
 
 def test_client_credentials_token_has_the_client_as_subject(client, tenant, configure):
-    settings = configure(grant_types=["client_credentials"],
-                         client_credentials_scopes=["reports:read", "reports:write"])
+    settings = configure(
+        grant_types=["client_credentials"], client_credentials_scopes=["reports:read", "reports:write"]
+    )
     assert settings["client_credentials_scopes"] == ["reports:read", "reports:write"]
     response = _client_credentials(client, tenant, scope="reports:read")
     assert response.status_code == 200, response.get_json()
@@ -76,8 +92,11 @@ def test_client_credentials_token_has_the_client_as_subject(client, tenant, conf
     # RFC 9068 §2.2: a client's own token has a subject no user's id can equal.
     assert claims["sub"] == f"client:{tenant.client_id}" and claims["client_id"] == str(tenant.client_id)
     assert "user_id" not in claims
-    introspected = client.post("/v1/openidc/introspect", data={"token": body["access_token"]},
-                               auth=(str(tenant.client_id), tenant.client_secret)).get_json()
+    introspected = client.post(
+        "/v1/openidc/introspect",
+        data={"token": body["access_token"]},
+        auth=(str(tenant.client_id), tenant.client_secret),
+    ).get_json()
     assert introspected["active"] is True and introspected["sub"] == f"client:{tenant.client_id}"
     assert introspected["subject_type"] == "client" and "user_id" not in introspected
     # A machine token serves no user.
@@ -90,14 +109,18 @@ def test_client_credentials_token_has_the_client_as_subject(client, tenant, conf
 
 
 def test_client_credentials_needs_client_authentication(client, tenant):
-    response = client.post("/v1/openidc/token", data={"grant_type": "client_credentials",
-                                                      "client_id": str(tenant.client_id)})
+    response = client.post(
+        "/v1/openidc/token", data={"grant_type": "client_credentials", "client_id": str(tenant.client_id)}
+    )
     assert response.status_code == 401 and response.get_json()["error"] == "invalid_client"
 
 
 def test_client_secret_jwt_once_per_jti_and_only_that_method(client, tenant, configure, issuer):
-    configure(token_endpoint_auth_method="client_secret_jwt", grant_types=["client_credentials"],
-              client_credentials_scopes=["reports:read"])
+    configure(
+        token_endpoint_auth_method="client_secret_jwt",
+        grant_types=["client_credentials"],
+        client_credentials_scopes=["reports:read"],
+    )
     key = OctKey.import_key(tenant.client_secret.encode())
     assertion = _assertion(issuer, tenant.client_id, key, "HS256")
     first = _with_assertion(client, assertion)
@@ -119,11 +142,18 @@ def test_private_key_jwt_with_registered_jwks(client, tenant, configure, issuer)
     key = ECKey.generate_key("P-256", private=True)
     kid = key.thumbprint()
     public = {**key.as_dict(private=False), "kid": kid, "alg": "ES256", "use": "sig"}
-    private_member = client.put(f"/v1/sub_client/{tenant.client_id}", headers=tenant.headers,
-                                json={"jwks": {"keys": [{**key.as_dict(private=True), "kid": kid}]}})
+    private_member = client.put(
+        f"/v1/sub_client/{tenant.client_id}",
+        headers=tenant.headers,
+        json={"jwks": {"keys": [{**key.as_dict(private=True), "kid": kid}]}},
+    )
     assert private_member.status_code == 422
-    configure(token_endpoint_auth_method="private_key_jwt", jwks={"keys": [public]},
-              grant_types=["client_credentials"], client_credentials_scopes=["reports:read"])
+    configure(
+        token_endpoint_auth_method="private_key_jwt",
+        jwks={"keys": [public]},
+        grant_types=["client_credentials"],
+        client_credentials_scopes=["reports:read"],
+    )
     assertion = _assertion(issuer, tenant.client_id, key, "ES256", kid=kid)
     response = _with_assertion(client, assertion)
     assert response.status_code == 200, response.get_json()
@@ -158,10 +188,16 @@ def test_private_key_jwt_with_jwks_uri_through_the_outbound_guard(app, client, j
     kid = key.thumbprint()
     served["keys"] = [{**key.as_dict(private=False), "kid": kid, "alg": "ES256"}]
     uri = f"http://127.0.0.1:{port}/jwks.json"
-    response = client.put(f"/v1/sub_client/{tenant.client_id}", headers=tenant.headers, json={
-        "token_endpoint_auth_method": "private_key_jwt", "jwks_uri": uri, "grant_types": ["client_credentials"],
-        "client_credentials_scopes": ["a"],
-    })
+    response = client.put(
+        f"/v1/sub_client/{tenant.client_id}",
+        headers=tenant.headers,
+        json={
+            "token_endpoint_auth_method": "private_key_jwt",
+            "jwks_uri": uri,
+            "grant_types": ["client_credentials"],
+            "client_credentials_scopes": ["a"],
+        },
+    )
     assert response.status_code == 200, response.get_json()
 
     # Loopback is not a public address: the guard refuses it unless allow-listed.
@@ -184,7 +220,11 @@ def test_discovery_advertises_the_grants_and_methods(client):
     meta = client.get("/.well-known/openid-configuration").get_json()
     assert meta["grant_types_supported"] == ["authorization_code", "refresh_token", "client_credentials"]
     assert meta["token_endpoint_auth_methods_supported"] == [
-        "client_secret_basic", "client_secret_post", "client_secret_jwt", "private_key_jwt"]
+        "client_secret_basic",
+        "client_secret_post",
+        "client_secret_jwt",
+        "private_key_jwt",
+    ]
     assert "offline_access" in meta["scopes_supported"]
     assert "sid" in meta["claims_supported"]
 
@@ -194,9 +234,14 @@ def test_an_oversized_jwks_document_is_refused(app, client, jwks_server, issuer)
     tenant = make_tenant(app, client, name="Huge keys")
     key = ECKey.generate_key("P-256", private=True)
     served.update({"keys": [{**key.as_dict(private=False), "kid": "k", "alg": "ES256"}], "pad": "x" * 300_000})
-    response = client.put(f"/v1/sub_client/{tenant.client_id}", headers=tenant.headers, json={
-        "token_endpoint_auth_method": "private_key_jwt", "jwks_uri": f"http://127.0.0.1:{port}/big.json",
-    })
+    response = client.put(
+        f"/v1/sub_client/{tenant.client_id}",
+        headers=tenant.headers,
+        json={
+            "token_endpoint_auth_method": "private_key_jwt",
+            "jwks_uri": f"http://127.0.0.1:{port}/big.json",
+        },
+    )
     assert response.status_code == 200
     set_settings(app, OIDC_OUTBOUND_ALLOW_HOSTS=f"127.0.0.1:{port}")
     try:
@@ -214,8 +259,12 @@ def test_private_key_jwt_with_an_rsa_key(client, tenant, configure, issuer, alg)
 
     key = RSAKey.generate_key(2048, private=True)
     public = {**key.as_dict(private=False), "kid": "rsa-1"}
-    configure(token_endpoint_auth_method="private_key_jwt", jwks={"keys": [public]},
-              grant_types=["client_credentials"], client_credentials_scopes=["reports:read"])
+    configure(
+        token_endpoint_auth_method="private_key_jwt",
+        jwks={"keys": [public]},
+        grant_types=["client_credentials"],
+        client_credentials_scopes=["reports:read"],
+    )
     response = _with_assertion(client, _assertion(issuer, tenant.client_id, key, alg, kid="rsa-1"))
     assert response.status_code == 200, response.get_json()
 
@@ -224,21 +273,32 @@ def test_concurrent_uses_of_one_assertion_exactly_one_wins(app, client, live_ser
     import requests
 
     tenant = make_tenant(app, client, name="Racing assertions")
-    response = client.put(f"/v1/sub_client/{tenant.client_id}", headers=tenant.headers, json={
-        "token_endpoint_auth_method": "client_secret_jwt", "grant_types": ["client_credentials"],
-        "client_credentials_scopes": ["a"]})
+    response = client.put(
+        f"/v1/sub_client/{tenant.client_id}",
+        headers=tenant.headers,
+        json={
+            "token_endpoint_auth_method": "client_secret_jwt",
+            "grant_types": ["client_credentials"],
+            "client_credentials_scopes": ["a"],
+        },
+    )
     assert response.status_code == 200
-    assertion = _assertion(live_server.url, tenant.client_id, OctKey.import_key(tenant.client_secret.encode()),
-                           "HS256")
+    assertion = _assertion(live_server.url, tenant.client_id, OctKey.import_key(tenant.client_secret.encode()), "HS256")
     count = 8
     barrier = threading.Barrier(count)
     statuses: list[int] = []
 
     def attempt() -> None:
         barrier.wait()
-        answer = requests.post(live_server.url + "/v1/openidc/token", timeout=30, data={
-            "grant_type": "client_credentials", "client_assertion_type": ASSERTION_TYPE,
-            "client_assertion": assertion})
+        answer = requests.post(
+            live_server.url + "/v1/openidc/token",
+            timeout=30,
+            data={
+                "grant_type": "client_credentials",
+                "client_assertion_type": ASSERTION_TYPE,
+                "client_assertion": assertion,
+            },
+        )
         statuses.append(answer.status_code)
 
     threads = [threading.Thread(target=attempt) for _ in range(count)]

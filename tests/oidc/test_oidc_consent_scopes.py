@@ -43,8 +43,9 @@ def _listed(html: str, attribute: str) -> set[str]:
 
 
 def _remap(http, tenant, mapping: dict, **members) -> None:
-    response = http.put(f"/v1/sub_client/{tenant.client_id}", json={"id_token_claims": mapping, **members},
-                        headers=tenant.headers)
+    response = http.put(
+        f"/v1/sub_client/{tenant.client_id}", json={"id_token_claims": mapping, **members}, headers=tenant.headers
+    )
     assert response.status_code == 200, response.get_data(as_text=True)
 
 

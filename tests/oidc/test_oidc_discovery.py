@@ -10,9 +10,31 @@ import pytest
 from tests.support.oidc import authorize_query, query_of
 
 STANDARD_CLAIMS = [
-    "address", "at_hash", "aud", "auth_time", "birthdate", "did", "email", "email_verified", "exp",
-    "family_name", "gender", "given_name", "iat", "iss", "locale", "middle_name", "name", "nonce",
-    "phone_number", "phone_number_verified", "picture", "preferred_username", "sid", "sub", "user_id",
+    "address",
+    "at_hash",
+    "aud",
+    "auth_time",
+    "birthdate",
+    "did",
+    "email",
+    "email_verified",
+    "exp",
+    "family_name",
+    "gender",
+    "given_name",
+    "iat",
+    "iss",
+    "locale",
+    "middle_name",
+    "name",
+    "nonce",
+    "phone_number",
+    "phone_number_verified",
+    "picture",
+    "preferred_username",
+    "sid",
+    "sub",
+    "user_id",
 ]
 CLIENT_AUTH_METHODS = ["client_secret_basic", "client_secret_post", "client_secret_jwt", "private_key_jwt"]
 CLIENT_AUTH_ALGS = ["HS256", "RS256", "PS256", "ES256"]
@@ -39,8 +61,16 @@ def test_the_whole_document_is_exactly_what_is_supported(metadata):
         "introspection_endpoint": f"{base}/v1/openidc/introspect",
         "pushed_authorization_request_endpoint": f"{base}/v1/openidc/par",
         "require_pushed_authorization_requests": False,
-        "scopes_supported": ["openid", "profile", "email", "phone", "address", "app_claims", "credentials",
-                             "offline_access"],
+        "scopes_supported": [
+            "openid",
+            "profile",
+            "email",
+            "phone",
+            "address",
+            "app_claims",
+            "credentials",
+            "offline_access",
+        ],
         "response_types_supported": ["code"],
         "response_modes_supported": ["query"],
         "grant_types_supported": ["authorization_code", "refresh_token", "client_credentials"],
@@ -65,44 +95,69 @@ def test_the_whole_document_is_exactly_what_is_supported(metadata):
     }
 
 
-@pytest.mark.parametrize("grant_type", ["password", "implicit", "urn:ietf:params:oauth:grant-type:device_code",
-                                        "urn:ietf:params:oauth:grant-type:token-exchange"])
+@pytest.mark.parametrize(
+    "grant_type",
+    [
+        "password",
+        "implicit",
+        "urn:ietf:params:oauth:grant-type:device_code",
+        "urn:ietf:params:oauth:grant-type:token-exchange",
+    ],
+)
 def test_grants_not_advertised_are_unsupported(client, tenant, grant_type):
-    response = client.post("/v1/openidc/token", data={"grant_type": grant_type}, auth=(str(tenant.client_id),
-                                                                                     tenant.client_secret))
+    response = client.post(
+        "/v1/openidc/token", data={"grant_type": grant_type}, auth=(str(tenant.client_id), tenant.client_secret)
+    )
     assert response.status_code == 400 and response.get_json()["error"] == "unsupported_grant_type"
 
 
 def test_every_advertised_grant_is_served(client, tenant, metadata):
     for grant_type in metadata["grant_types_supported"]:
-        response = client.post("/v1/openidc/token", data={"grant_type": grant_type},
-                               auth=(str(tenant.client_id), tenant.client_secret))
+        response = client.post(
+            "/v1/openidc/token", data={"grant_type": grant_type}, auth=(str(tenant.client_id), tenant.client_secret)
+        )
         assert response.get_json().get("error") != "unsupported_grant_type", grant_type
 
 
 def test_a_client_may_choose_exactly_the_advertised_auth_methods(client, tenant, metadata):
-    jwks = {"keys": [{"kty": "EC", "crv": "P-256", "kid": "k1", "x": "f83OJ3D2xF1Bg8vub9tLe1gHMzV76e8Tus9uPHvRVEU",
-                      "y": "x_FEzRu9m36HLN_tue659LNpXW6pCyStikYjKIWI5a0"}]}
+    jwks = {
+        "keys": [
+            {
+                "kty": "EC",
+                "crv": "P-256",
+                "kid": "k1",
+                "x": "f83OJ3D2xF1Bg8vub9tLe1gHMzV76e8Tus9uPHvRVEU",
+                "y": "x_FEzRu9m36HLN_tue659LNpXW6pCyStikYjKIWI5a0",
+            }
+        ]
+    }
     for method in metadata["token_endpoint_auth_methods_supported"]:
         extra = {"jwks": jwks} if method == "private_key_jwt" else {}
-        response = client.put(f"/v1/sub_client/{tenant.client_id}", headers=tenant.headers,
-                              json={"token_endpoint_auth_method": method, **extra})
+        response = client.put(
+            f"/v1/sub_client/{tenant.client_id}",
+            headers=tenant.headers,
+            json={"token_endpoint_auth_method": method, **extra},
+        )
         assert response.status_code == 200, (method, response.get_json())
     for method in ("none", "tls_client_auth", "self_signed_tls_client_auth"):
-        response = client.put(f"/v1/sub_client/{tenant.client_id}", headers=tenant.headers,
-                              json={"token_endpoint_auth_method": method})
+        response = client.put(
+            f"/v1/sub_client/{tenant.client_id}", headers=tenant.headers, json={"token_endpoint_auth_method": method}
+        )
         assert response.status_code == 422, method
 
 
-@pytest.mark.parametrize(("parameters", "error"), [
-    ({"response_type": "token"}, "unsupported_response_type"),
-    ({"response_type": "code id_token"}, "unsupported_response_type"),
-    ({"response_mode": "fragment"}, "invalid_request"),
-    ({"response_mode": "form_post"}, "invalid_request"),
-    ({"code_challenge": "x" * 43, "code_challenge_method": "plain"}, "invalid_request"),
-    ({"request": "e30.e30."}, "request_not_supported"),
-    ({"prompt": "create"}, "invalid_request"),
-])
+@pytest.mark.parametrize(
+    ("parameters", "error"),
+    [
+        ({"response_type": "token"}, "unsupported_response_type"),
+        ({"response_type": "code id_token"}, "unsupported_response_type"),
+        ({"response_mode": "fragment"}, "invalid_request"),
+        ({"response_mode": "form_post"}, "invalid_request"),
+        ({"code_challenge": "x" * 43, "code_challenge_method": "plain"}, "invalid_request"),
+        ({"request": "e30.e30."}, "request_not_supported"),
+        ({"prompt": "create"}, "invalid_request"),
+    ],
+)
 def test_authorization_options_not_advertised_are_refused(client, tenant, parameters, error):
     response = client.get(authorize_query(tenant, **parameters))
     assert response.status_code == 302
@@ -112,8 +167,12 @@ def test_authorization_options_not_advertised_are_refused(client, tenant, parame
 def test_advertised_endpoints_answer(client, metadata):
     for name in ("jwks_uri", "end_session_endpoint"):
         assert client.get(urlsplit(metadata[name]).path).status_code == 200, name
-    for name in ("token_endpoint", "revocation_endpoint", "introspection_endpoint",
-                 "pushed_authorization_request_endpoint"):
+    for name in (
+        "token_endpoint",
+        "revocation_endpoint",
+        "introspection_endpoint",
+        "pushed_authorization_request_endpoint",
+    ):
         response = client.post(urlsplit(metadata[name]).path, data={"token": "x", "grant_type": "client_credentials"})
         assert response.status_code == 401 and response.get_json()["error"] == "invalid_client", name
     assert client.get(urlsplit(metadata["userinfo_endpoint"]).path).status_code == 401

@@ -42,10 +42,17 @@ def _unverified(token: str) -> dict:
 
 def test_a_form_exchange_answers_as_the_view_does(client, tenant):
     form_code, json_code = sign_in(client, tenant)["code"], sign_in(client, tenant)["code"]
-    by_form = client.post("/v1/openidc/token", headers={"X-Request-Id": "exchange-1"}, data={
-        "grant_type": "authorization_code", "code": form_code, "client_id": str(tenant.client_id),
-        "client_secret": tenant.client_secret, "redirect_uri": tenant.redirect_uri,
-    })
+    by_form = client.post(
+        "/v1/openidc/token",
+        headers={"X-Request-Id": "exchange-1"},
+        data={
+            "grant_type": "authorization_code",
+            "code": form_code,
+            "client_id": str(tenant.client_id),
+            "client_secret": tenant.client_secret,
+            "redirect_uri": tenant.redirect_uri,
+        },
+    )
     by_json = exchange(client, tenant, json_code, as_json=True)
     assert by_form.status_code == by_json.status_code == 200
     assert by_form.headers["X-Request-Id"] == "exchange-1"
@@ -111,8 +118,9 @@ def test_both_paths_spend_one_budget_and_count_each_request_once(app, client):
         set_settings(app, OIDC_TOKEN_RATE_LIMIT=previous)
 
 
-def test_a_plain_exchange_is_one_consuming_statement_and_commits_only_where_it_needs_to(app, client, tenant,
-                                                                                     monkeypatch):
+def test_a_plain_exchange_is_one_consuming_statement_and_commits_only_where_it_needs_to(
+    app, client, tenant, monkeypatch
+):
     """The same redemption on every database. PostgreSQL: one statement run by the driver on an
     autocommit connection (no BEGIN/COMMIT, nothing through the session). SQLite: the consuming
     statement and a read of the user and client, in one transaction, one commit."""
@@ -148,7 +156,8 @@ def test_a_plain_exchange_is_one_consuming_statement_and_commits_only_where_it_n
     consuming = [statement for statement in statements if "UPDATE oidc_authorization_codes" in statement]
     if engine.dialect.name == "postgresql":
         assert [(sql.count("UPDATE oidc_authorization_codes"), level) for sql, level in driver_statements] == [
-            (1, True)]
+            (1, True)
+        ]
         assert consuming == [] and commits == [], statements
     else:
         assert [sql.count("UPDATE oidc_authorization_codes") for sql, _level in driver_statements] == [1, 0]

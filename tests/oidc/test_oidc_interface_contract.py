@@ -24,26 +24,36 @@ def _configure(http, tenant, **members) -> dict:
 
 
 def _machine_token(http, tenant, **extra):
-    return http.post("/v1/openidc/token", data={"grant_type": "client_credentials", **extra},
-                     auth=(str(tenant.client_id), tenant.client_secret))
+    return http.post(
+        "/v1/openidc/token",
+        data={"grant_type": "client_credentials", **extra},
+        auth=(str(tenant.client_id), tenant.client_secret),
+    )
 
 
 def _refresh(http, tenant, refresh_token: str):
-    return http.post("/v1/openidc/token", data={
-        "grant_type": "refresh_token", "refresh_token": refresh_token, "client_id": str(tenant.client_id),
-        "client_secret": tenant.client_secret,
-    })
+    return http.post(
+        "/v1/openidc/token",
+        data={
+            "grant_type": "refresh_token",
+            "refresh_token": refresh_token,
+            "client_id": str(tenant.client_id),
+            "client_secret": tenant.client_secret,
+        },
+    )
 
 
 def test_client_credentials_only_for_a_client_that_enables_it(app, client):
     tenant = make_tenant(app, client)
     assert client.get(f"/v1/sub_client/{tenant.client_id}", headers=tenant.headers).get_json()["data"][
-        "grant_types"] == ["authorization_code", "refresh_token"]
+        "grant_types"
+    ] == ["authorization_code", "refresh_token"]
     refused = _machine_token(client, tenant)
     assert refused.status_code == 400 and refused.get_json()["error"] == "unauthorized_client"
     # A stranger learns nothing about the grant: authentication comes first.
-    stranger = client.post("/v1/openidc/token", data={"grant_type": "client_credentials"},
-                           auth=(str(tenant.client_id), "not-the-secret"))
+    stranger = client.post(
+        "/v1/openidc/token", data={"grant_type": "client_credentials"}, auth=(str(tenant.client_id), "not-the-secret")
+    )
     assert stranger.status_code == 401 and stranger.get_json()["error"] == "invalid_client"
 
     settings = _configure(client, tenant, grant_types=["client_credentials"], client_credentials_scopes=["a:read"])
@@ -55,21 +65,35 @@ def test_client_credentials_only_for_a_client_that_enables_it(app, client):
 
     _configure(client, tenant, grant_types=["authorization_code"])
     assert _machine_token(client, tenant).get_json()["error"] == "unauthorized_client"
-    unknown = client.put(f"/v1/sub_client/{tenant.client_id}", json={"grant_types": ["password"]},
-                         headers=tenant.headers)
+    unknown = client.put(
+        f"/v1/sub_client/{tenant.client_id}", json={"grant_types": ["password"]}, headers=tenant.headers
+    )
     assert unknown.status_code == 422 and "grant_types.0" in unknown.get_json()["errors"]
 
 
 def test_the_operator_sets_what_a_client_may_receive_and_use(app, client):
     tenant = make_tenant(app, client)
     runner = app.test_cli_runner()
-    result = runner.invoke(args=["clients", "set-release", str(tenant.client_id), "--id-token-claim",
-                                 "edu_mail=email_address", "--no-reads-credentials", "--grant-type",
-                                 "client_credentials", "--require-pkce"])
+    result = runner.invoke(
+        args=[
+            "clients",
+            "set-release",
+            str(tenant.client_id),
+            "--id-token-claim",
+            "edu_mail=email_address",
+            "--no-reads-credentials",
+            "--grant-type",
+            "client_credentials",
+            "--require-pkce",
+        ]
+    )
     assert result.exit_code == 0, result.output
     assert json.loads(result.output) == {
-        "client_id": tenant.client_id, "id_token_claims": {"edu_mail": "email_address"}, "reads_credentials": False,
-        "grant_types": ["authorization_code", "refresh_token", "client_credentials"], "require_pkce": True,
+        "client_id": tenant.client_id,
+        "id_token_claims": {"edu_mail": "email_address"},
+        "reads_credentials": False,
+        "grant_types": ["authorization_code", "refresh_token", "client_credentials"],
+        "require_pkce": True,
     }
     data = client.get(f"/v1/sub_client/{tenant.client_id}", headers=tenant.headers).get_json()["data"]
     assert data["id_token_claims"] == {"edu_mail": "email_address"} and data["reads_credentials"] is False
@@ -78,8 +102,7 @@ def test_the_operator_sets_what_a_client_may_receive_and_use(app, client):
     assert nothing.exit_code == 2 and "Nothing to change" in nothing.output
     missing = runner.invoke(args=["clients", "set-release", "999999999", "--require-pkce"])
     assert missing.exit_code == 1 and "No client 999999999" in missing.output
-    created = runner.invoke(args=["clients", "create-master", "--name", "No lists", "--no-reads-credentials",
-                                  "--json"])
+    created = runner.invoke(args=["clients", "create-master", "--name", "No lists", "--no-reads-credentials", "--json"])
     assert created.exit_code == 0, created.output
 
 
@@ -138,8 +161,10 @@ def test_logout_ends_the_session_refresh_tokens(app, client, offline):
     after = _refresh(client, tenant, rotated["refresh_token"])
     if not offline:
         assert after.status_code == 400 and after.get_json()["error"] == "invalid_grant"
-        assert client.get("/v1/openidc/user",
-                          headers={"Authorization": f"Bearer {rotated['access_token']}"}).status_code == 401
+        assert (
+            client.get("/v1/openidc/user", headers={"Authorization": f"Bearer {rotated['access_token']}"}).status_code
+            == 401
+        )
     else:
         # Offline access outlives the session, but no id_token names the ended session.
         assert after.status_code == 200, after.get_json()
@@ -152,24 +177,42 @@ def test_invalid_client_challenges_only_a_basic_request_and_says_nothing_to_a_st
     base = {"grant_type": "authorization_code", "code": code, "redirect_uri": tenant.redirect_uri}
     basic = client.post("/v1/openidc/token", data=base, auth=(str(tenant.client_id), "wrong"))
     assert basic.status_code == 401 and basic.headers["WWW-Authenticate"].startswith("Basic")
-    posted = client.post("/v1/openidc/token", data={**base, "client_id": str(tenant.client_id),
-                                                    "client_secret": "wrong"})
+    posted = client.post(
+        "/v1/openidc/token", data={**base, "client_id": str(tenant.client_id), "client_secret": "wrong"}
+    )
     assert posted.status_code == 401 and "WWW-Authenticate" not in posted.headers
     assert posted.get_json() == {"error": "invalid_client", "error_description": "Client authentication failed."}
     unknown = client.post("/v1/openidc/token", data={**base, "client_id": "999999999", "client_secret": "wrong"})
     assert unknown.get_json() == posted.get_json() and unknown.status_code == 401
 
     # An assertion for an existing client of another method, and for no client: the same answer.
-    forged = "eyJhbGciOiJIUzI1NiJ9." + base64.urlsafe_b64encode(json.dumps({
-        "iss": str(tenant.client_id), "sub": str(tenant.client_id), "aud": "x", "exp": 9999999999, "jti": "j",
-    }).encode()).decode().rstrip("=") + ".c2ln"
+    forged = (
+        "eyJhbGciOiJIUzI1NiJ9."
+        + base64.urlsafe_b64encode(
+            json.dumps(
+                {
+                    "iss": str(tenant.client_id),
+                    "sub": str(tenant.client_id),
+                    "aud": "x",
+                    "exp": 9999999999,
+                    "jti": "j",
+                }
+            ).encode()
+        )
+        .decode()
+        .rstrip("=")
+        + ".c2ln"
+    )
     assertion = {"client_assertion_type": "urn:ietf:params:oauth:client-assertion-type:jwt-bearer"}
     existing = client.post("/v1/openidc/token", data={**base, **assertion, "client_assertion": forged})
     assert existing.status_code == 401 and "WWW-Authenticate" not in existing.headers
     assert existing.get_json() == posted.get_json()
     stranger_claims = {"iss": "999999999", "sub": "999999999", "aud": "x", "exp": 9999999999, "jti": "j"}
-    stranger = "eyJhbGciOiJIUzI1NiJ9." + base64.urlsafe_b64encode(
-        json.dumps(stranger_claims).encode()).decode().rstrip("=") + ".c2ln"
+    stranger = (
+        "eyJhbGciOiJIUzI1NiJ9."
+        + base64.urlsafe_b64encode(json.dumps(stranger_claims).encode()).decode().rstrip("=")
+        + ".c2ln"
+    )
     answered = client.post("/v1/openidc/token", data={**base, **assertion, "client_assertion": stranger})
     assert answered.get_json() == existing.get_json() and answered.status_code == 401
     # None of it consumed the code.

@@ -44,8 +44,9 @@ def _sign_in_from(app, address: str):
     browser = FlaskClient(app, use_cookies=True)
     tenant = make_tenant(app, browser)
     page = _start_login(browser, tenant)
-    return browser.post("/v1/openidc/login", data={**form_fields(page), "email": tenant.email},
-                        environ_base={"REMOTE_ADDR": address})
+    return browser.post(
+        "/v1/openidc/login", data={**form_fields(page), "email": tenant.email}, environ_base={"REMOTE_ADDR": address}
+    )
 
 
 def _wrong(code: str) -> str:
@@ -81,8 +82,9 @@ def test_codes_per_sign_in_are_capped(app, client):
     assert "too many codes for this sign-in" in refused.get_data(as_text=True)
     assert _mails(client, tenant.email) == 3
     # The last code sent still works.
-    response = client.post("/v1/openidc/login/code",
-                           data={**form_fields(page), "code": latest_code(client, tenant.email)})
+    response = client.post(
+        "/v1/openidc/login/code", data={**form_fields(page), "code": latest_code(client, tenant.email)}
+    )
     assert response.status_code == 303
 
 
@@ -105,9 +107,13 @@ def test_codes_per_address_are_capped_whether_or_not_it_has_an_account(app, clie
 def second_process(app):
     """The application in a separate server process on the same database (no shared memory),
     behind one trusted proxy, with a sign-in limit of 4 per minute per network address."""
-    env = {**os.environ, "OIDC_ISSUER": setting_of(app, "OIDC_ISSUER"), "BASE_URL": app.config["BASE_URL"],
-           "OIDC_LOGIN_RATE_LIMIT": "4 per minute",
-           "TRUSTED_PROXIES": "1"}
+    env = {
+        **os.environ,
+        "OIDC_ISSUER": setting_of(app, "OIDC_ISSUER"),
+        "BASE_URL": app.config["BASE_URL"],
+        "OIDC_LOGIN_RATE_LIMIT": "4 per minute",
+        "TRUSTED_PROXIES": "1",
+    }
     if environment.USING_POSTGRES:
         env["DATABASE_URL"] = os.environ["DIRECT_DATABASE_URL"]
         env["REDIS_URL"] = os.environ["DIRECT_REDIS_URL"]
@@ -120,8 +126,9 @@ def _send_over_http(url: str, tenant, network: str | None = None) -> requests.Re
     browser = requests.Session()
     response = browser.get(url + authorize_query(tenant), allow_redirects=False, timeout=10, headers=headers)
     page = browser.get(url + path_of(response.headers["Location"]), timeout=10, headers=headers)
-    return browser.post(url + "/v1/openidc/login", data={**form_fields(page.text), "email": tenant.email},
-                        timeout=10, headers=headers)
+    return browser.post(
+        url + "/v1/openidc/login", data={**form_fields(page.text), "email": tenant.email}, timeout=10, headers=headers
+    )
 
 
 def test_the_address_limit_holds_across_processes(app, client, second_process):
@@ -134,8 +141,10 @@ def test_the_address_limit_holds_across_processes(app, client, second_process):
     assert _mails(client, tenant.email) == 5
 
 
-@pytest.mark.skipif(bool(os.environ.get("REDIS_URL")),
-                    reason="with Redis the rate limiter's own storage is shared; this tests the embedded default")
+@pytest.mark.skipif(
+    bool(os.environ.get("REDIS_URL")),
+    reason="with Redis the rate limiter's own storage is shared; this tests the embedded default",
+)
 def test_the_network_limit_holds_across_processes(app, client, second_process):
     """Without Redis the limiter counts in memory; the sign-in limit per network must still be shared."""
     network = f"10.8.{secrets.randbelow(250)}.{secrets.randbelow(250) + 1}"
@@ -143,8 +152,11 @@ def test_the_network_limit_holds_across_processes(app, client, second_process):
     for _ in range(2):
         tenant = make_tenant(app, client)
         page = _start_login(client, tenant)
-        response = client.post("/v1/openidc/login", data={**form_fields(page), "email": tenant.email},
-                               environ_base={"REMOTE_ADDR": network})
+        response = client.post(
+            "/v1/openidc/login",
+            data={**form_fields(page), "email": tenant.email},
+            environ_base={"REMOTE_ADDR": network},
+        )
         assert response.status_code == 200
     tenants = [make_tenant(app, client) for _ in range(3)]
     statuses = [_send_over_http(second_process, tenant, network).status_code for tenant in tenants]
@@ -167,10 +179,13 @@ def test_the_sign_in_limit_is_per_network_address_across_browsers_and_sign_ins(a
     assert other.status_code == 200
 
 
-@pytest.mark.parametrize("neighbours", [
-    ("2001:db8:{n}:{m}::1", "2001:db8:{n}:{m}:ffff:1:2:3", "2001:db8:{n}:{m}:abcd::9", "2001:db8:{n}:{m}::7"),
-    ("10.5.{n}.{m}", "::ffff:10.5.{n}.{m}", "10.5.{n}.{m}", "::ffff:10.5.{n}.{m}"),
-])
+@pytest.mark.parametrize(
+    "neighbours",
+    [
+        ("2001:db8:{n}:{m}::1", "2001:db8:{n}:{m}:ffff:1:2:3", "2001:db8:{n}:{m}:abcd::9", "2001:db8:{n}:{m}::7"),
+        ("10.5.{n}.{m}", "::ffff:10.5.{n}.{m}", "10.5.{n}.{m}", "::ffff:10.5.{n}.{m}"),
+    ],
+)
 def test_the_sign_in_limit_counts_an_ipv6_64_as_one_network(app, client, neighbours):
     """Addresses of one IPv6 /64 (one subscriber) share the limit, as an IPv4 address and its mapped
     IPv6 form do; the next /64 has its own."""

@@ -30,12 +30,14 @@ def node_rp():
     if shutil.which("node") is None or shutil.which("npm") is None:
         pytest.skip("node and npm are needed to run openid-client")
     if not (RP_DIR / "node_modules" / "openid-client" / "package.json").exists():
-        subprocess.run(["npm", "ci", "--no-audit", "--no-fund"], cwd=RP_DIR, check=True, timeout=300,
-                       capture_output=True)
+        subprocess.run(
+            ["npm", "ci", "--no-audit", "--no-fund"], cwd=RP_DIR, check=True, timeout=300, capture_output=True
+        )
 
     def run(step: str, data: dict) -> dict:
-        completed = subprocess.run(["node", "rp.mjs", step, json.dumps(data)], cwd=RP_DIR, capture_output=True,
-                                   text=True, timeout=120)
+        completed = subprocess.run(
+            ["node", "rp.mjs", step, json.dumps(data)], cwd=RP_DIR, capture_output=True, text=True, timeout=120
+        )
         assert completed.returncode == 0, completed.stderr
         return json.loads(completed.stdout)
 
@@ -55,13 +57,18 @@ def test_openid_client_private_key_jwt_with_a_jwks_uri(app, client, live_server,
     tenant, auth = _configured_tenant(app, client, callback_server.url + "/callback", "private_key_jwt")
     jwks = client.get(f"/v1/sub_client/{tenant.client_id}", headers=tenant.headers).get_json()["data"]["jwks"]
     keys = _KeySetServer(jwks)
-    response = client.put(f"/v1/sub_client/{tenant.client_id}", headers=tenant.headers,
-                          json={"jwks": None, "jwks_uri": f"http://{keys.host}/jwks.json"})
+    response = client.put(
+        f"/v1/sub_client/{tenant.client_id}",
+        headers=tenant.headers,
+        json={"jwks": None, "jwks_uri": f"http://{keys.host}/jwks.json"},
+    )
     assert response.status_code == 200
     set_settings(live_server.app, OIDC_OUTBOUND_ALLOW_HOSTS=keys.host)
     try:
-        result = node_rp("client_credentials", {"issuer": live_server.url, "clientId": str(tenant.client_id),
-                                                "auth": auth, "scope": "reports:write"})
+        result = node_rp(
+            "client_credentials",
+            {"issuer": live_server.url, "clientId": str(tenant.client_id), "auth": auth, "scope": "reports:write"},
+        )
     finally:
         set_settings(live_server.app, OIDC_OUTBOUND_ALLOW_HOSTS="")
         keys.server.shutdown()
@@ -72,8 +79,11 @@ def test_openid_client_private_key_jwt_with_a_jwks_uri(app, client, live_server,
 def _configured_tenant(app, client, redirect_uri: str, method: str, **settings) -> tuple[object, dict]:
     tenant = make_tenant(app, client, redirect_uris=[redirect_uri])
     auth: dict = {"method": method, "secret": tenant.client_secret}
-    members: dict = {"grant_types": ["client_credentials"],
-                     "client_credentials_scopes": ["reports:read", "reports:write"], **settings}
+    members: dict = {
+        "grant_types": ["client_credentials"],
+        "client_credentials_scopes": ["reports:read", "reports:write"],
+        **settings,
+    }
     if method != "client_secret_basic":
         members["token_endpoint_auth_method"] = method
     if method == "private_key_jwt":
@@ -86,19 +96,19 @@ def _configured_tenant(app, client, redirect_uri: str, method: str, **settings) 
     return tenant, auth
 
 
-@pytest.mark.parametrize(("method", "par"), [
-    ("client_secret_basic", False),
-    ("client_secret_post", True),
-    ("client_secret_jwt", True),
-    ("private_key_jwt", False),
-])
-def test_openid_client_code_flow_with_refresh_rotation(app, client, live_server, callback_server, node_rp,
-                                                       method, par):
+@pytest.mark.parametrize(
+    ("method", "par"),
+    [
+        ("client_secret_basic", False),
+        ("client_secret_post", True),
+        ("client_secret_jwt", True),
+        ("private_key_jwt", False),
+    ],
+)
+def test_openid_client_code_flow_with_refresh_rotation(app, client, live_server, callback_server, node_rp, method, par):
     redirect_uri = callback_server.url + "/callback"
-    tenant, auth = _configured_tenant(app, client, redirect_uri, method,
-                                      require_pushed_authorization_requests=par)
-    common = {"issuer": live_server.url, "clientId": str(tenant.client_id), "auth": auth,
-              "redirectUri": redirect_uri}
+    tenant, auth = _configured_tenant(app, client, redirect_uri, method, require_pushed_authorization_requests=par)
+    common = {"issuer": live_server.url, "clientId": str(tenant.client_id), "auth": auth, "redirectUri": redirect_uri}
     started = node_rp("start", {**common, "scope": "openid profile email offline_access", "par": par})
     assert started["ok"], started
     if par:
@@ -106,8 +116,16 @@ def test_openid_client_code_flow_with_refresh_rotation(app, client, live_server,
     callback = sign_in_over_http(requests.Session(), live_server.url, started["url"], tenant.email)
     assert callback.startswith(redirect_uri)
 
-    result = node_rp("finish", {**common, "callbackUrl": callback, "verifier": started["verifier"],
-                                "state": started["state"], "nonce": started["nonce"]})
+    result = node_rp(
+        "finish",
+        {
+            **common,
+            "callbackUrl": callback,
+            "verifier": started["verifier"],
+            "state": started["state"],
+            "nonce": started["nonce"],
+        },
+    )
     assert result["ok"], result
     assert result["claims"]["sub"] == str(tenant.user_id) and result["claims"]["sid"]
     assert result["userinfo"]["email"] == tenant.email
@@ -119,12 +137,15 @@ def test_openid_client_code_flow_with_refresh_rotation(app, client, live_server,
     assert result["afterReuse"]["error"] == "invalid_grant"
 
 
-@pytest.mark.parametrize("method", ["client_secret_basic", "client_secret_post", "client_secret_jwt",
-                                    "private_key_jwt"])
+@pytest.mark.parametrize(
+    "method", ["client_secret_basic", "client_secret_post", "client_secret_jwt", "private_key_jwt"]
+)
 def test_openid_client_client_credentials(app, client, live_server, callback_server, node_rp, method):
     tenant, auth = _configured_tenant(app, client, callback_server.url + "/callback", method)
-    result = node_rp("client_credentials", {"issuer": live_server.url, "clientId": str(tenant.client_id),
-                                            "auth": auth, "scope": "reports:read"})
+    result = node_rp(
+        "client_credentials",
+        {"issuer": live_server.url, "clientId": str(tenant.client_id), "auth": auth, "scope": "reports:read"},
+    )
     assert result["ok"], result
     assert result["scope"] == "reports:read" and result["tokenType"].lower() == "bearer"
     assert result["introspected"]["active"] is True
@@ -156,16 +177,24 @@ def logout_receiver(app, live_server, real_worker):
 
 def test_openid_client_back_channel_logout(app, client, live_server, callback_server, node_rp, logout_receiver):
     redirect_uri = callback_server.url + "/callback"
-    tenant, auth = _configured_tenant(app, client, redirect_uri, "client_secret_basic",
-                                      backchannel_logout_uri=logout_receiver.url)
-    common = {"issuer": live_server.url, "clientId": str(tenant.client_id), "auth": auth,
-              "redirectUri": redirect_uri}
+    tenant, auth = _configured_tenant(
+        app, client, redirect_uri, "client_secret_basic", backchannel_logout_uri=logout_receiver.url
+    )
+    common = {"issuer": live_server.url, "clientId": str(tenant.client_id), "auth": auth, "redirectUri": redirect_uri}
     started = node_rp("start", {**common, "scope": "openid profile", "par": False})
     assert started["ok"], started
     browser = requests.Session()
     callback = sign_in_over_http(browser, live_server.url, started["url"], tenant.email)
-    signed_in = node_rp("finish", {**common, "callbackUrl": callback, "verifier": started["verifier"],
-                                   "state": started["state"], "nonce": started["nonce"]})
+    signed_in = node_rp(
+        "finish",
+        {
+            **common,
+            "callbackUrl": callback,
+            "verifier": started["verifier"],
+            "state": started["state"],
+            "nonce": started["nonce"],
+        },
+    )
     assert signed_in["ok"], signed_in
     sid = signed_in["claims"]["sid"]
     assert sid and logout_receiver.tokens == []

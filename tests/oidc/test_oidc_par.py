@@ -26,8 +26,14 @@ from tests.support.oidc import (
 
 
 def _push(http, tenant, **overrides):
-    body = {"response_type": "code", "redirect_uri": tenant.redirect_uri, "scope": "openid profile",
-            "state": "pushed-state", "nonce": "pushed-nonce", **overrides}
+    body = {
+        "response_type": "code",
+        "redirect_uri": tenant.redirect_uri,
+        "scope": "openid profile",
+        "state": "pushed-state",
+        "nonce": "pushed-nonce",
+        **overrides,
+    }
     body = {key: value for key, value in body.items() if value is not None}
     return http.post("/v1/openidc/par", data=body, auth=(str(tenant.client_id), tenant.client_secret))
 
@@ -77,8 +83,9 @@ def test_an_expired_request_uri_is_refused(app, client, tenant, monkeypatch):
     pushed = _push(client, tenant).get_json()
     assert pushed["expires_in"] == 15
     with app.app_context(), transaction():
-        stored = db.session.execute(
-            select(PushedRequest).where(PushedRequest.client_id == tenant.client_id)).scalars().one()
+        stored = (
+            db.session.execute(select(PushedRequest).where(PushedRequest.client_id == tenant.client_id)).scalars().one()
+        )
         assert abs((as_utc(stored.expires_at) - utcnow()).total_seconds() - 15) < 5
         stored.expires_at = utcnow() - timedelta(seconds=1)
     expired = client.get(_authorize_url(tenant, pushed["request_uri"]))
@@ -93,9 +100,12 @@ def test_the_request_uri_belongs_to_its_client(app, client, tenant):
 
 def test_concurrent_uses_of_one_request_uri_exactly_one_proceeds(app, client, live_server):
     tenant = make_tenant(app, client, name="Racing browsers")
-    pushed = requests.post(live_server.url + "/v1/openidc/par", timeout=30, auth=(str(tenant.client_id),
-                           tenant.client_secret), data={"response_type": "code", "redirect_uri": tenant.redirect_uri,
-                                                        "scope": "openid", "state": "raced"})
+    pushed = requests.post(
+        live_server.url + "/v1/openidc/par",
+        timeout=30,
+        auth=(str(tenant.client_id), tenant.client_secret),
+        data={"response_type": "code", "redirect_uri": tenant.redirect_uri, "scope": "openid", "state": "raced"},
+    )
     assert pushed.status_code == 201, pushed.text
     url = live_server.url + _authorize_url(tenant, pushed.json()["request_uri"])
     count = 8
@@ -123,8 +133,15 @@ def test_concurrent_uses_of_one_request_uri_exactly_one_proceeds(app, client, li
 
 
 def test_push_needs_client_authentication_and_a_valid_request(client, tenant):
-    anonymous = client.post("/v1/openidc/par", data={"response_type": "code", "client_id": str(tenant.client_id),
-                                                     "redirect_uri": tenant.redirect_uri, "scope": "openid"})
+    anonymous = client.post(
+        "/v1/openidc/par",
+        data={
+            "response_type": "code",
+            "client_id": str(tenant.client_id),
+            "redirect_uri": tenant.redirect_uri,
+            "scope": "openid",
+        },
+    )
     assert anonymous.status_code == 401 and anonymous.get_json()["error"] == "invalid_client"
     no_openid = _push(client, tenant, scope="profile")
     assert no_openid.status_code == 400 and no_openid.get_json()["error"] == "invalid_scope"
@@ -135,8 +152,11 @@ def test_push_needs_client_authentication_and_a_valid_request(client, tenant):
 
 
 def test_a_client_may_require_pushed_requests(client, tenant):
-    response = client.put(f"/v1/sub_client/{tenant.client_id}", headers=tenant.headers,
-                          json={"require_pushed_authorization_requests": True})
+    response = client.put(
+        f"/v1/sub_client/{tenant.client_id}",
+        headers=tenant.headers,
+        json={"require_pushed_authorization_requests": True},
+    )
     assert response.status_code == 200 and response.get_json()["data"]["require_pushed_authorization_requests"]
     direct = client.get(authorize_query(tenant))
     assert direct.status_code == 302
@@ -160,26 +180,47 @@ def test_openapi_documents_par_and_the_new_grants(client):
     assert "request_uri" in authorize
     schemas = spec["components"]["schemas"]
     assert schemas["TokenRequest"]["properties"]["grant_type"]["enum"] == [
-        "authorization_code", "refresh_token", "client_credentials"]
+        "authorization_code",
+        "refresh_token",
+        "client_credentials",
+    ]
     assert {"refresh_token", "client_assertion", "client_assertion_type", "scope"} <= set(
-        schemas["TokenRequest"]["properties"])
+        schemas["TokenRequest"]["properties"]
+    )
     assert "refresh_token" in schemas["TokenOut"]["properties"]
     assert "id_token" not in schemas["TokenOut"].get("required", [])
-    settings = {"token_endpoint_auth_method", "jwks", "jwks_uri", "client_credentials_scopes", "issue_refresh_tokens",
-                "refresh_token_ttl", "refresh_token_idle_ttl", "require_pushed_authorization_requests",
-                "backchannel_logout_uri"}
+    settings = {
+        "token_endpoint_auth_method",
+        "jwks",
+        "jwks_uri",
+        "client_credentials_scopes",
+        "issue_refresh_tokens",
+        "refresh_token_ttl",
+        "refresh_token_idle_ttl",
+        "require_pushed_authorization_requests",
+        "backchannel_logout_uri",
+    }
     assert settings <= set(schemas["SubClientOut"]["properties"])
     assert settings <= set(schemas["SubClientUpdateIn"]["properties"])
     assert "secret_encrypted" not in schemas["SubClientOut"]["properties"]
     assert schemas["SubClientUpdateIn"]["properties"]["token_endpoint_auth_method"]["enum"] == [
-        "client_secret_basic", "client_secret_post", "client_secret_jwt", "private_key_jwt", None]
+        "client_secret_basic",
+        "client_secret_post",
+        "client_secret_jwt",
+        "private_key_jwt",
+        None,
+    ]
 
 
 def test_openapi_documents_logout_and_the_back_channel(client):
     spec = client.get("/openapi.json").get_json()
     logout = spec["paths"]["/v1/openidc/logout"]
     assert {parameter["name"] for parameter in logout["get"]["parameters"]} == {
-        "id_token_hint", "client_id", "post_logout_redirect_uri", "state"}
+        "id_token_hint",
+        "client_id",
+        "post_logout_redirect_uri",
+        "state",
+    }
     form = logout["post"]["requestBody"]["content"]["application/x-www-form-urlencoded"]["schema"]
     assert {"id_token_hint", "confirm", "csrf_token"} <= set(form["properties"])
     assert set(logout["post"]["responses"]) == {"200", "303", "403"}

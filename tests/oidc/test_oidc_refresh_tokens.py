@@ -41,8 +41,13 @@ def _tokens(client, tenant, scope="openid profile offline_access") -> dict:
 
 
 def _refresh(http, tenant, refresh_token: str, **extra):
-    body = {"grant_type": "refresh_token", "refresh_token": refresh_token, "client_id": str(tenant.client_id),
-            "client_secret": tenant.client_secret, **extra}
+    body = {
+        "grant_type": "refresh_token",
+        "refresh_token": refresh_token,
+        "client_id": str(tenant.client_id),
+        "client_secret": tenant.client_secret,
+        **extra,
+    }
     return http.post("/v1/openidc/token", data=body)
 
 
@@ -51,8 +56,9 @@ def _userinfo(http, access_token: str):
 
 
 def _introspect(http, tenant, token: str) -> dict:
-    response = http.post("/v1/openidc/introspect", data={"token": token}, auth=(str(tenant.client_id),
-                                                                               tenant.client_secret))
+    response = http.post(
+        "/v1/openidc/introspect", data={"token": token}, auth=(str(tenant.client_id), tenant.client_secret)
+    )
     assert response.status_code == 200
     return response.get_json()
 
@@ -111,21 +117,31 @@ def test_idle_and_absolute_lifetimes_per_client(app, client, tenant):
     first = _tokens(client, tenant)
     with app.app_context(), transaction():
         row = db.session.query(RefreshToken).order_by(RefreshToken.id.desc()).first()
-        assert abs((row.expires_at.replace(tzinfo=None) - row.created_at.replace(tzinfo=None)).total_seconds()
-                   - 600) < 5
-        assert abs((row.family_expires_at.replace(tzinfo=None) - row.created_at.replace(tzinfo=None))
-                   .total_seconds() - 3600) < 5
+        assert (
+            abs((row.expires_at.replace(tzinfo=None) - row.created_at.replace(tzinfo=None)).total_seconds() - 600) < 5
+        )
+        assert (
+            abs(
+                (row.family_expires_at.replace(tzinfo=None) - row.created_at.replace(tzinfo=None)).total_seconds()
+                - 3600
+            )
+            < 5
+        )
         # Idle for longer than the idle lifetime.
-        db.session.execute(update(RefreshToken).where(RefreshToken.id == row.id)
-                           .values(expires_at=utcnow() - timedelta(seconds=1)))
+        db.session.execute(
+            update(RefreshToken).where(RefreshToken.id == row.id).values(expires_at=utcnow() - timedelta(seconds=1))
+        )
     expired = _refresh(client, tenant, first["refresh_token"])
     assert expired.status_code == 400 and "expired" in expired.get_json()["error_description"]
     assert _introspect(client, tenant, first["refresh_token"]) == {"active": False}
 
     again = _tokens(client, tenant)
     with app.app_context(), transaction():
-        db.session.execute(update(RefreshToken).values(family_expires_at=utcnow() - timedelta(seconds=1))
-                           .where(RefreshToken.client_id == tenant.client_id))
+        db.session.execute(
+            update(RefreshToken)
+            .values(family_expires_at=utcnow() - timedelta(seconds=1))
+            .where(RefreshToken.client_id == tenant.client_id)
+        )
     assert _refresh(client, tenant, again["refresh_token"]).status_code == 400
 
 
@@ -134,9 +150,11 @@ def test_revocation_and_introspection_cover_refresh_tokens(client, tenant):
     active = _introspect(client, tenant, first["refresh_token"])
     assert active["active"] is True and active["token_type"] == "refresh_token"
     assert active["sub"] == str(tenant.user_id) and active["client_id"] == str(tenant.client_id)
-    revoked = client.post("/v1/openidc/revoke", data={"token": first["refresh_token"],
-                                                      "token_type_hint": "refresh_token"},
-                          auth=(str(tenant.client_id), tenant.client_secret))
+    revoked = client.post(
+        "/v1/openidc/revoke",
+        data={"token": first["refresh_token"], "token_type_hint": "refresh_token"},
+        auth=(str(tenant.client_id), tenant.client_secret),
+    )
     assert revoked.status_code == 200
     assert _introspect(client, tenant, first["refresh_token"]) == {"active": False}
     assert _refresh(client, tenant, first["refresh_token"]).status_code == 400
@@ -178,10 +196,16 @@ def _race(url: str, tenant, refresh_token: str, count: int = 8) -> list[requests
 
     def attempt() -> None:
         barrier.wait()
-        response = requests.post(url + "/v1/openidc/token", timeout=30, data={
-            "grant_type": "refresh_token", "refresh_token": refresh_token, "client_id": str(tenant.client_id),
-            "client_secret": tenant.client_secret,
-        })
+        response = requests.post(
+            url + "/v1/openidc/token",
+            timeout=30,
+            data={
+                "grant_type": "refresh_token",
+                "refresh_token": refresh_token,
+                "client_id": str(tenant.client_id),
+                "client_secret": tenant.client_secret,
+            },
+        )
         with lock:
             results.append(response)
 
@@ -222,15 +246,21 @@ def test_purge_keeps_rotated_tokens_until_their_family_ends(app, client, tenant)
     first = _tokens(client, tenant)
     second = _refresh(client, tenant, first["refresh_token"]).get_json()
     with app.app_context(), transaction():
-        db.session.execute(update(RefreshToken).where(RefreshToken.client_id == tenant.client_id)
-                           .values(expires_at=utcnow() - timedelta(seconds=1)))
+        db.session.execute(
+            update(RefreshToken)
+            .where(RefreshToken.client_id == tenant.client_id)
+            .values(expires_at=utcnow() - timedelta(seconds=1))
+        )
     purge_expired()
     # Idle-expired but the family lives: the rotated token is still recognised as a reuse.
     reuse = _refresh(client, tenant, first["refresh_token"])
     assert "already used" in reuse.get_json()["error_description"]
     with app.app_context(), transaction():
-        db.session.execute(update(RefreshToken).where(RefreshToken.client_id == tenant.client_id)
-                           .values(family_expires_at=utcnow() - timedelta(seconds=1)))
+        db.session.execute(
+            update(RefreshToken)
+            .where(RefreshToken.client_id == tenant.client_id)
+            .values(family_expires_at=utcnow() - timedelta(seconds=1))
+        )
     purge_expired()
     with app.app_context():
         remaining = db.session.query(RefreshToken).filter_by(client_id=tenant.client_id).count()

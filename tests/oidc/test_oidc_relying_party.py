@@ -37,8 +37,10 @@ def _validate_id_token(id_token: str, *, meta: dict, client_id: str, nonce: str,
             id_token,
             JsonWebKey.import_key_set(jwks),
             claims_cls=CodeIDToken,
-            claims_options={"iss": {"essential": True, "value": meta["issuer"]},
-                            "aud": {"essential": True, "value": client_id}},
+            claims_options={
+                "iss": {"essential": True, "value": meta["issuer"]},
+                "aud": {"essential": True, "value": client_id},
+            },
             claims_params={"nonce": nonce, "client_id": client_id, "access_token": access_token},
         )
         claims.validate(leeway=5)  # iss, aud, exp, iat, nonce, at_hash, auth_time
@@ -56,9 +58,12 @@ def test_authlib_relying_party_full_flow(app, client, live_server, callback_serv
     assert {"RS256", "ES256"} <= set(meta["id_token_signing_alg_values_supported"])
 
     rp = OAuth2Session(
-        str(tenant.client_id), tenant.client_secret, scope="openid profile email app_claims",
+        str(tenant.client_id),
+        tenant.client_secret,
+        scope="openid profile email app_claims",
         redirect_uri=redirect_uri,
-        code_challenge_method="S256", token_endpoint_auth_method="client_secret_basic",
+        code_challenge_method="S256",
+        token_endpoint_auth_method="client_secret_basic",
     )
     nonce, verifier = generate_token(20), generate_token(48)
     authorization_url, state = rp.create_authorization_url(
@@ -68,14 +73,14 @@ def test_authlib_relying_party_full_flow(app, client, live_server, callback_serv
     callback = sign_in_over_http(browser, live_server.url, authorization_url, tenant.email)
     assert callback.startswith(redirect_uri)
 
-    token = rp.fetch_token(meta["token_endpoint"], authorization_response=callback, code_verifier=verifier,
-                           state=state)
+    token = rp.fetch_token(meta["token_endpoint"], authorization_response=callback, code_verifier=verifier, state=state)
     assert token["token_type"] == "Bearer"
     assert token["expire_in"] == token["expires_in"] == 3600
     assert token["scope"] == "openid profile email app_claims"
 
-    claims = _validate_id_token(token["id_token"], meta=meta, client_id=str(tenant.client_id), nonce=nonce,
-                                access_token=token["access_token"])
+    claims = _validate_id_token(
+        token["id_token"], meta=meta, client_id=str(tenant.client_id), nonce=nonce, access_token=token["access_token"]
+    )
     assert claims["sub"] == str(tenant.user_id)
     assert claims["user_id"] == tenant.user_id
     assert claims["did"] == tenant.did
@@ -95,8 +100,9 @@ def test_authlib_relying_party_full_flow(app, client, live_server, callback_serv
     assert document["given_name"] == "Ada" and document["family_name"] == "Lovelace"
     assert document["did"] == tenant.did
 
-    posted = requests.post(meta["userinfo_endpoint"], headers={"Authorization": f"Bearer {token['access_token']}"},
-                           timeout=10)
+    posted = requests.post(
+        meta["userinfo_endpoint"], headers={"Authorization": f"Bearer {token['access_token']}"}, timeout=10
+    )
     assert posted.status_code == 200 and posted.json()["sub"] == str(tenant.user_id)
 
 
@@ -104,15 +110,22 @@ def test_authlib_client_secret_post_and_single_sign_on(app, client, live_server,
     redirect_uri = callback_server.url + "/callback"
     tenant = make_tenant(app, client, redirect_uris=[redirect_uri])
     meta = _discover(live_server.url)
-    rp = OAuth2Session(str(tenant.client_id), tenant.client_secret, scope="openid", redirect_uri=redirect_uri,
-                       token_endpoint_auth_method="client_secret_post")
+    rp = OAuth2Session(
+        str(tenant.client_id),
+        tenant.client_secret,
+        scope="openid",
+        redirect_uri=redirect_uri,
+        token_endpoint_auth_method="client_secret_post",
+    )
     browser = requests.Session()
     nonce = generate_token(20)
     url, _ = rp.create_authorization_url(meta["authorization_endpoint"], nonce=nonce)
-    token = rp.fetch_token(meta["token_endpoint"],
-                           authorization_response=sign_in_over_http(browser, live_server.url, url, tenant.email))
-    _validate_id_token(token["id_token"], meta=meta, client_id=str(tenant.client_id), nonce=nonce,
-                       access_token=token["access_token"])
+    token = rp.fetch_token(
+        meta["token_endpoint"], authorization_response=sign_in_over_http(browser, live_server.url, url, tenant.email)
+    )
+    _validate_id_token(
+        token["id_token"], meta=meta, client_id=str(tenant.client_id), nonce=nonce, access_token=token["access_token"]
+    )
     assert token["scope"] == "openid"
 
     # Signed in and consented: the next authorization goes straight back with a code.

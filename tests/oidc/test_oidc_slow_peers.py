@@ -52,10 +52,12 @@ def _idle_in_transaction(app) -> int:
     from app.extensions import db
 
     with app.app_context(), db.engine.connect() as connection:
-        return connection.execute(text(
-            "SELECT count(*) FROM pg_stat_activity WHERE datname = current_database() "
-            "AND state LIKE 'idle in transaction%' AND pid <> pg_backend_pid()"
-        )).scalar()
+        return connection.execute(
+            text(
+                "SELECT count(*) FROM pg_stat_activity WHERE datname = current_database() "
+                "AND state LIKE 'idle in transaction%' AND pid <> pg_backend_pid()"
+            )
+        ).scalar()
 
 
 def _create_user(app, tenant):
@@ -88,26 +90,42 @@ def slow_peer_settings(app, drip, real_worker):
 
 def _assertion(issuer: str, client_id: int, key: ECKey) -> str:
     now = int(time.time())
-    claims = {"iss": str(client_id), "sub": str(client_id), "aud": issuer, "iat": now, "exp": now + 60,
-              "jti": uuid.uuid4().hex}
+    claims = {
+        "iss": str(client_id),
+        "sub": str(client_id),
+        "aud": issuer,
+        "iat": now,
+        "exp": now + 60,
+        "jti": uuid.uuid4().hex,
+    }
     return jwt.encode({"alg": "ES256", "kid": "k1"}, claims, key, algorithms=["ES256"])
 
 
 def _private_key_jwt_tenant(app, client, jwks_uri: str):
     tenant = make_tenant(app, client, name="Slow keys")
-    response = client.put(f"/v1/sub_client/{tenant.client_id}", headers=tenant.headers, json={
-        "token_endpoint_auth_method": "private_key_jwt", "jwks_uri": jwks_uri, "client_credentials_scopes": ["a"],
-    })
+    response = client.put(
+        f"/v1/sub_client/{tenant.client_id}",
+        headers=tenant.headers,
+        json={
+            "token_endpoint_auth_method": "private_key_jwt",
+            "jwks_uri": jwks_uri,
+            "client_credentials_scopes": ["a"],
+        },
+    )
     assert response.status_code == 200, response.get_json()
     return tenant
 
 
 def _token_request(app, tenant, key: ECKey):
     issuer = setting_of(app, "OIDC_ISSUER")
-    return app.test_client().post("/v1/openidc/token", data={
-        "grant_type": "client_credentials", "client_assertion_type": ASSERTION_TYPE,
-        "client_assertion": _assertion(issuer, tenant.client_id, key),
-    })
+    return app.test_client().post(
+        "/v1/openidc/token",
+        data={
+            "grant_type": "client_credentials",
+            "client_assertion_type": ASSERTION_TYPE,
+            "client_assertion": _assertion(issuer, tenant.client_id, key),
+        },
+    )
 
 
 def test_a_dripping_jwks_uri_is_cut_at_the_deadline_and_blocks_no_write(app, client, drip, slow_peer_settings):
@@ -191,19 +209,22 @@ def test_a_dripping_logout_endpoint_stops_neither_jobs_nor_writes(
 ):
     uri = drip.url("/backchannel-logout")
     clients = {tenant.client_id}
-    response = client.put(f"/v1/sub_client/{tenant.client_id}", headers=tenant.headers,
-                          json={"backchannel_logout_uri": uri})
+    response = client.put(
+        f"/v1/sub_client/{tenant.client_id}", headers=tenant.headers, json={"backchannel_logout_uri": uri}
+    )
     assert response.status_code == 200, response.get_json()
     if USING_POSTGRES:  # two logouts: as many as the worker has slots
         second_id, second_secret = add_sub_client(client, tenant, redirect_uris=[tenant.redirect_uri])
-        response = client.put(f"/v1/sub_client/{second_id}", headers=tenant.headers,
-                              json={"backchannel_logout_uri": uri + "?app=second"})
+        response = client.put(
+            f"/v1/sub_client/{second_id}", headers=tenant.headers, json={"backchannel_logout_uri": uri + "?app=second"}
+        )
         assert response.status_code == 200
         clients.add(second_id)
     id_token = exchange(client, tenant, sign_in(client, tenant)["code"]).get_json()["id_token"]
     if USING_POSTGRES:
-        second = type(tenant)(second_id, second_secret, tenant.api_token, tenant.redirect_uri, tenant.user_id,
-                              tenant.email, tenant.did)
+        second = type(tenant)(
+            second_id, second_secret, tenant.api_token, tenant.redirect_uri, tenant.user_id, tenant.email, tenant.did
+        )
         assert exchange(client, second, sign_in(client, second)["code"]).status_code == 200
 
     logout = Timed(lambda: client.get("/v1/openidc/logout", query_string={"id_token_hint": id_token}))

@@ -156,10 +156,17 @@ def test_token_endpoint_is_rate_limited_per_client(app, client, live_server):
     url = live_server.url + "/v1/openidc/token"
 
     def attempt(tenant):
-        return requests.post(url, timeout=10, data={
-            "grant_type": "authorization_code", "code": "nope", "redirect_uri": tenant.redirect_uri,
-            "client_id": str(tenant.client_id), "client_secret": tenant.client_secret,
-        })
+        return requests.post(
+            url,
+            timeout=10,
+            data={
+                "grant_type": "authorization_code",
+                "code": "nope",
+                "redirect_uri": tenant.redirect_uri,
+                "client_id": str(tenant.client_id),
+                "client_secret": tenant.client_secret,
+            },
+        )
 
     previous = setting_of(live_server.app, "OIDC_TOKEN_RATE_LIMIT")
     set_settings(live_server.app, OIDC_TOKEN_RATE_LIMIT="3 per minute")
@@ -189,8 +196,13 @@ def test_concurrent_exchanges_exactly_one_succeeds(app, client, live_server, enc
         lock = threading.Lock()
 
         def contend(code=code, barrier=barrier, results=results, lock=lock):
-            body = {"grant_type": "authorization_code", "code": code, "client_id": str(tenant.client_id),
-                    "client_secret": tenant.client_secret, "redirect_uri": tenant.redirect_uri}
+            body = {
+                "grant_type": "authorization_code",
+                "code": code,
+                "client_id": str(tenant.client_id),
+                "client_secret": tenant.client_secret,
+                "redirect_uri": tenant.redirect_uri,
+            }
             barrier.wait()
             response = requests.post(token_url, timeout=30, **{encoding: body})
             with lock:
@@ -206,8 +218,11 @@ def test_concurrent_exchanges_exactly_one_succeeds(app, client, live_server, enc
         assert len(winners) == 1, [(r.status_code, r.text) for r in results]
         assert all(r.status_code == 400 and r.json()["error"] == "invalid_grant" for r in losers)
         # The code was used more than once, so the winner's token is revoked as for any replay.
-        revoked = requests.get(base + "/v1/openidc/user", timeout=10,
-                               headers={"Authorization": f"Bearer {winners[0].json()['access_token']}"})
+        revoked = requests.get(
+            base + "/v1/openidc/user",
+            timeout=10,
+            headers={"Authorization": f"Bearer {winners[0].json()['access_token']}"},
+        )
         assert revoked.status_code == 401
 
 
@@ -215,8 +230,10 @@ def test_nul_bytes_and_lone_surrogates_in_the_body_are_invalid_request(client, t
     for code in ("a\x00b", "a\ud800b"):
         response = exchange(client, tenant, code, as_json=True)
         assert response.status_code == 400 and response.get_json()["error"] == "invalid_request", code
-    form = client.post("/v1/openidc/token", data={"grant_type": "authorization_code", "code": "x",
-                                                  "redirect_uri": tenant.redirect_uri + "\x00"})
+    form = client.post(
+        "/v1/openidc/token",
+        data={"grant_type": "authorization_code", "code": "x", "redirect_uri": tenant.redirect_uri + "\x00"},
+    )
     assert form.status_code == 400 and form.get_json()["error"] == "invalid_request"
 
 
@@ -224,14 +241,21 @@ def test_junk_requests_from_elsewhere_do_not_spend_a_clients_budget(app, client,
     code = sign_in(client, tenant)["code"]
     attacker = app.test_client()
     victim = app.test_client()
-    junk = {"grant_type": "authorization_code", "code": "nope", "redirect_uri": tenant.redirect_uri,
-            "client_id": str(tenant.client_id), "client_secret": "wrong"}
+    junk = {
+        "grant_type": "authorization_code",
+        "code": "nope",
+        "redirect_uri": tenant.redirect_uri,
+        "client_id": str(tenant.client_id),
+        "client_secret": "wrong",
+    }
     real = {**junk, "code": code, "client_secret": tenant.client_secret}
     previous = setting_of(app, "OIDC_TOKEN_RATE_LIMIT")
     set_settings(app, OIDC_TOKEN_RATE_LIMIT="3 per minute")
     try:
-        answers = [attacker.post("/v1/openidc/token", data=junk, environ_base={"REMOTE_ADDR": "203.0.113.66"})
-                   for _ in range(4)]
+        answers = [
+            attacker.post("/v1/openidc/token", data=junk, environ_base={"REMOTE_ADDR": "203.0.113.66"})
+            for _ in range(4)
+        ]
         assert [answer.status_code for answer in answers] == [401, 401, 401, 429]
         exchanged = victim.post("/v1/openidc/token", data=real, environ_base={"REMOTE_ADDR": "198.51.100.10"})
         assert exchanged.status_code == 200, exchanged.get_json()

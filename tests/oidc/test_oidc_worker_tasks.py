@@ -32,8 +32,9 @@ def test_rotate_keys_task_rotates_due_keys_and_drops_dead_ones(app):
         assert db.session.get(SigningKey, due_kid).state == KEY_RETIRED
         states = {(key.alg, key.state) for key in db.session.query(SigningKey).all()}
         assert {("RS256", "active"), ("RS256", "next"), ("ES256", "active"), ("ES256", "next")} <= states
-        assert all(as_utc(key.publish_until) > utcnow()
-                   for key in db.session.query(SigningKey).filter_by(state=KEY_RETIRED))
+        assert all(
+            as_utc(key.publish_until) > utcnow() for key in db.session.query(SigningKey).filter_by(state=KEY_RETIRED)
+        )
         db.session.rollback()
 
 

@@ -127,8 +127,9 @@ def test_replayed_openid_callback_is_refused(app, client, master, platforms: Pla
 
     # The same assertion carried into a fresh link attempt of someone else's.
     other_user = create_user(client, master)
-    fresh_state = dict(parse_qsl(urlsplit(
-        visit_platform(start_link(client, master, other_user, "platform_a"))).query))["state"]
+    fresh_state = dict(parse_qsl(urlsplit(visit_platform(start_link(client, master, other_user, "platform_a"))).query))[
+        "state"
+    ]
     assertion = dict(parse_qsl(urlsplit(callback).query))
     smuggled = client.get("/v1/social/platform_a/callback?" + urlencode({**assertion, "state": fresh_state}))
     assert smuggled.status_code == 302
@@ -209,8 +210,9 @@ def test_another_tenants_user_is_not_found(app, client, master, platforms: Platf
     for answer in (
         client.get(f"/v1/user/{user_id}/social_data", headers=stranger.headers),
         client.get(f"/v1/user/{user_id}/social", headers=stranger.headers),
-        client.post(f"/v1/user/{user_id}/social/platform_a/link", json={"return_to": RETURN_TO},
-                    headers=stranger.headers),
+        client.post(
+            f"/v1/user/{user_id}/social/platform_a/link", json={"return_to": RETURN_TO}, headers=stranger.headers
+        ),
         client.delete(f"/v1/user/{user_id}/social/platform_a", headers=stranger.headers),
     ):
         assert answer.status_code == 404
@@ -219,12 +221,14 @@ def test_another_tenants_user_is_not_found(app, client, master, platforms: Platf
 
 def test_link_request_is_validated(app, client, master) -> None:
     user_id = create_user(client, master)
-    answer = client.post(f"/v1/user/{user_id}/social/platform_a/link", json={"return_to": "http://evil.example/"},
-                         headers=master.headers)
+    answer = client.post(
+        f"/v1/user/{user_id}/social/platform_a/link", json={"return_to": "http://evil.example/"}, headers=master.headers
+    )
     assert answer.status_code == 422
     assert "return_to" in answer.json["errors"]
-    answer = client.post(f"/v1/user/{user_id}/social/myspace/link", json={"return_to": RETURN_TO},
-                         headers=master.headers)
+    answer = client.post(
+        f"/v1/user/{user_id}/social/myspace/link", json={"return_to": RETURN_TO}, headers=master.headers
+    )
     assert answer.status_code == 404
     assert answer.json["code"] == "unknown_platform"
 
@@ -252,8 +256,11 @@ def test_unlink_deletes_the_data(app, client, master, platforms: Platforms) -> N
 def fetch_job_attempts(app, user_id: int, platform: str) -> int:
     with app.app_context():
         jobs = db.session.execute(select(Job).where(Job.kind == "social.fetch")).scalars().all()
-        attempts = [job.attempts for job in jobs if job.payload.get("user_id") == user_id
-                    and job.payload.get("platform") == platform]
+        attempts = [
+            job.attempts
+            for job in jobs
+            if job.payload.get("user_id") == user_id and job.payload.get("platform") == platform
+        ]
         db.session.rollback()
     assert len(attempts) == 1
     return attempts[0]
@@ -328,7 +335,8 @@ def test_tokens_rotated_before_a_rate_limit_survive_the_deferred_fetch(
     platforms.chat.expire_tokens(account)
     with app.app_context(), transaction():
         db.session.execute(
-            update(SocialLink).where(SocialLink.id == before.id)
+            update(SocialLink)
+            .where(SocialLink.id == before.id)
             .values(token_expires_at=utcnow() - timedelta(minutes=5))
         )
     age_links(app, user_id)
@@ -363,7 +371,8 @@ def pass_fetch_deferral(app, user_id: int) -> None:
     """Move the user's links past any deferral after a configuration fault."""
     with app.app_context(), transaction():
         db.session.execute(
-            update(SocialLink).where(SocialLink.user_id == user_id)
+            update(SocialLink)
+            .where(SocialLink.user_id == user_id)
             .values(next_fetch_at=utcnow() - timedelta(seconds=1))
         )
 
@@ -509,8 +518,9 @@ def test_a_failing_platform_keeps_the_others_last_good_data(app, client, master,
     second = social_data(client, master, user_id).json
     assert second["platform_a"]["personaname"] == "renamed"
     assert second["platform_b"] == first["platform_b"]
-    statuses = {item["platform"]: item for item in client.get(
-        f"/v1/user/{user_id}/social", headers=master.headers).json["data"]}
+    statuses = {
+        item["platform"]: item for item in client.get(f"/v1/user/{user_id}/social", headers=master.headers).json["data"]
+    }
     assert statuses["platform_a"]["status"] == "linked"
     assert statuses["platform_b"]["status"] == "broken"
     assert statuses["platform_b"]["last_error"]["code"] == "link_broken"

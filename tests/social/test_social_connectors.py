@@ -137,8 +137,9 @@ def chat_connector(fake: FakeChat, **kwargs) -> ChatConnector:
 
 
 def chat_oauth(fake: FakeChat):
-    return platform_b.oauth_app(client_id=fake.oauth.client_id, client_secret=fake.oauth.client_secret,
-                                oauth_base=fake.oauth_base)
+    return platform_b.oauth_app(
+        client_id=fake.oauth.client_id, client_secret=fake.oauth.client_secret, oauth_base=fake.oauth_base
+    )
 
 
 def test_chat_user_and_every_guild_page(chat: FakeChat) -> None:
@@ -255,8 +256,9 @@ def streaming_connector(fake: FakeStreaming, **kwargs) -> StreamingConnector:
 
 
 def streaming_oauth(fake: FakeStreaming):
-    return platform_c.oauth_app(client_id=fake.oauth.client_id, client_secret=fake.oauth.client_secret,
-                                oauth_base=fake.oauth_base)
+    return platform_c.oauth_app(
+        client_id=fake.oauth.client_id, client_secret=fake.oauth.client_secret, oauth_base=fake.oauth_base
+    )
 
 
 def test_streaming_user_follows_every_page(streaming: FakeStreaming) -> None:
@@ -271,8 +273,7 @@ def test_streaming_user_follows_every_page(streaming: FakeStreaming) -> None:
     assert member["follower_count"] == 1234
     assert member["followed_channels"]["total"] == 250
     assert member["followed_channels"]["broadcasters"] == [
-        {key: item[key] for key in ("broadcaster_login", "broadcaster_name", "followed_at")}
-        for item in user.followed
+        {key: item[key] for key in ("broadcaster_login", "broadcaster_name", "followed_at")} for item in user.followed
     ]
     assert streaming.calls == {"users": 1, "channels/followers": 1, "channels/followed": 3}
 
@@ -326,8 +327,9 @@ def test_streaming_link_flow_and_refresh_rotation(streaming: FakeStreaming) -> N
 def test_streaming_wrong_client_secret_is_a_broken_link(streaming: FakeStreaming) -> None:
     streaming.add_user("9001")
     issued = streaming.issue_tokens("9001")
-    oauth = platform_c.oauth_app(client_id=streaming.oauth.client_id, client_secret="wrong",
-                                 oauth_base=streaming.oauth_base)
+    oauth = platform_c.oauth_app(
+        client_id=streaming.oauth.client_id, client_secret="wrong", oauth_base=streaming.oauth_base
+    )
     with pytest.raises(LinkBroken):
         oauth.refresh(issued["refresh_token"])
 

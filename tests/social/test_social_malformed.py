@@ -23,21 +23,32 @@ STEAMID = "76561197960287930"
     [
         ("GetPlayerSummaries", [], "answer should be an object"),
         ("GetPlayerSummaries", {"response": {"players": ["x"]}}, "players[0] should be an object"),
-        ("GetPlayerSummaries", {"response": {"players": [{"steamid": STEAMID, "personaname": 5}]}},
-         "player.personaname should be a string"),
-        ("GetOwnedGames", {"response": {"game_count": 1, "games": [{"name": "TF2", "playtime_forever": 1}]}},
-         "GetOwnedGames game.appid should be an integer, found nothing"),
+        (
+            "GetPlayerSummaries",
+            {"response": {"players": [{"steamid": STEAMID, "personaname": 5}]}},
+            "player.personaname should be a string",
+        ),
+        (
+            "GetOwnedGames",
+            {"response": {"game_count": 1, "games": [{"name": "TF2", "playtime_forever": 1}]}},
+            "GetOwnedGames game.appid should be an integer, found nothing",
+        ),
         ("GetOwnedGames", {"response": {"game_count": "1", "games": []}}, "game_count should be an integer"),
         ("GetOwnedGames", {"response": {"game_count": 1, "games": {"appid": 440}}}, "games should be an array"),
-        ("GetRecentlyPlayedGames", {"response": {"total_count": 1, "games": [{"appid": 440, "playtime_2weeks": "9"}]}},
-         "playtime_2weeks should be an integer"),
+        (
+            "GetRecentlyPlayedGames",
+            {"response": {"total_count": 1, "games": [{"appid": 440, "playtime_2weeks": "9"}]}},
+            "playtime_2weeks should be an integer",
+        ),
     ],
 )
 def test_malformed_game_store_answer(game_store: FakeGameStore, endpoint: str, body: Any, named: str) -> None:
     game_store.add_player(STEAMID, games=[SteamGame(440, "TF2", 10, 1)])
     game_store.answer_next(endpoint, body)
-    with GameStoreConnector(api_key=game_store.api_key, api_base=game_store.api_base) as connector, \
-            pytest.raises(MalformedAnswer) as raised:
+    with (
+        GameStoreConnector(api_key=game_store.api_key, api_base=game_store.api_base) as connector,
+        pytest.raises(MalformedAnswer) as raised,
+    ):
         connector.fetch_social_data(STEAMID)
     assert named in raised.value.detail
     assert raised.value.detail.startswith("platform_a: ")
@@ -72,19 +83,27 @@ def test_malformed_chat_answer(chat: FakeChat, endpoint: str, body: Any, named: 
         ("users", {"data": []}, "users.data is empty"),
         ("users", {"data": [{"id": "9001"}]}, "users.data[0].login should be a string"),
         ("channels/followers", {"total": "5", "data": []}, "channels/followers.total should be an integer"),
-        ("channels/followed", {"total": 1, "data": [{"broadcaster_login": "a", "broadcaster_name": "A"}]},
-         "followed channel.followed_at should be a string"),
+        (
+            "channels/followed",
+            {"total": 1, "data": [{"broadcaster_login": "a", "broadcaster_name": "A"}]},
+            "followed channel.followed_at should be a string",
+        ),
         ("channels/followed", {"total": 1, "data": "none"}, "channels/followed data should be an array"),
-        ("channels/followed", {"total": 0, "data": [], "pagination": "abc"},
-         "channels/followed.pagination should be an object"),
+        (
+            "channels/followed",
+            {"total": 0, "data": [], "pagination": "abc"},
+            "channels/followed.pagination should be an object",
+        ),
     ],
 )
 def test_malformed_streaming_answer(streaming: FakeStreaming, endpoint: str, body: Any, named: str) -> None:
     streaming.add_user("9001")
     token = streaming.issue_tokens("9001")["access_token"]
     streaming.answer_next(endpoint, body)
-    with StreamingConnector(client_id=streaming.oauth.client_id, api_base=streaming.api_base) as connector, \
-            pytest.raises(MalformedAnswer) as raised:
+    with (
+        StreamingConnector(client_id=streaming.oauth.client_id, api_base=streaming.api_base) as connector,
+        pytest.raises(MalformedAnswer) as raised,
+    ):
         connector.fetch_social_data(token)
     assert named in raised.value.detail
     assert raised.value.detail.startswith("platform_c: ")
@@ -102,8 +121,9 @@ def test_malformed_token_answer(chat: FakeChat, body: Any, named: str) -> None:
     chat.add_user("111")
     refresh_token = chat.issue_tokens("111")["refresh_token"]
     chat.answer_next("oauth2.token", body)
-    oauth = platform_b.oauth_app(client_id=chat.oauth.client_id, client_secret=chat.oauth.client_secret,
-                                 oauth_base=chat.oauth_base)
+    oauth = platform_b.oauth_app(
+        client_id=chat.oauth.client_id, client_secret=chat.oauth.client_secret, oauth_base=chat.oauth_base
+    )
     with pytest.raises(MalformedAnswer) as raised:
         oauth.refresh(refresh_token)
     assert named in raised.value.detail

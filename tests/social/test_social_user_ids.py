@@ -41,7 +41,11 @@ def test_largest_possible_user_id_is_an_ordinary_404(client, master) -> None:
 
 def test_user_id_parameter_is_documented_as_a_bounded_integer(client) -> None:
     paths = client.get("/openapi.json").json["paths"]
-    for path in ("/v1/user/{user_id}/social", "/v1/user/{user_id}/social_data",
-                 "/v1/user/{user_id}/social/{platform}", "/v1/user/{user_id}/social/{platform}/link"):
+    for path in (
+        "/v1/user/{user_id}/social",
+        "/v1/user/{user_id}/social_data",
+        "/v1/user/{user_id}/social/{platform}",
+        "/v1/user/{user_id}/social/{platform}/link",
+    ):
         parameters = [p for p in paths[path]["parameters"] if p["name"] == "user_id"]
         assert parameters and parameters[0]["schema"] == {"type": "integer", "minimum": 1, "maximum": 2**31 - 1}

@@ -94,8 +94,14 @@ def start_procfile_web(port: int, extra: dict) -> subprocess.Popen:
     """The Procfile's web process on `port` with `extra` settings, once it answers `/healthz`."""
     url = f"http://127.0.0.1:{port}"
     env = {**server_env(), "PORT": str(port), "BASE_URL": url, "OIDC_ISSUER": url, **extra}
-    process = subprocess.Popen(["sh", "-c", "exec " + procfile_web_command()], cwd=REPO_ROOT, env=env,
-                               stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True)
+    process = subprocess.Popen(
+        ["sh", "-c", "exec " + procfile_web_command()],
+        cwd=REPO_ROOT,
+        env=env,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+        start_new_session=True,
+    )
     wait_for_url(f"http://127.0.0.1:{port}/healthz", process, timeout=60)
     return process
 

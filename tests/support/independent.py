@@ -60,7 +60,7 @@ def public_key_from_multikey(text: str) -> tuple[str, bytes]:
     raw = b58decode(text[1:])
     for key_type, prefix in MULTICODEC.items():
         if raw.startswith(prefix):
-            return key_type, raw[len(prefix):]
+            return key_type, raw[len(prefix) :]
     raise ValueError("unknown multicodec")
 
 

@@ -37,8 +37,15 @@ class Tenant:
         return {"x-api-token": self.api_token}
 
 
-def make_tenant(app, http, *, redirect_uris: list[str] | None = None, signing_alg: str = "RS256",
-                id_token_claims: dict | None = None, name: str = "Example University") -> Tenant:
+def make_tenant(
+    app,
+    http,
+    *,
+    redirect_uris: list[str] | None = None,
+    signing_alg: str = "RS256",
+    id_token_claims: dict | None = None,
+    name: str = "Example University",
+) -> Tenant:
     """A master client with redirect URIs and a user created through the API."""
     uris = redirect_uris or [REDIRECT_URI]
     with app.app_context(), transaction():
@@ -65,8 +72,7 @@ def make_tenant(app, http, *, redirect_uris: list[str] | None = None, signing_al
 
 def add_sub_client(http, parent: Tenant, *, redirect_uris: list[str], name: str = "Second App") -> tuple[int, str]:
     """A sub-client of `parent`'s tree made through the API, with its client secret: (client_id, secret)."""
-    created = http.post("/v1/sub_client", json={"name": name, "redirect_uris": redirect_uris},
-                        headers=parent.headers)
+    created = http.post("/v1/sub_client", json={"name": name, "redirect_uris": redirect_uris}, headers=parent.headers)
     assert created.status_code == 201, created.get_data(as_text=True)
     client_id = created.get_json()["data"]["client_id"]
     secret = http.post(f"/v1/sub_client/{client_id}/client_secret", headers=parent.headers)
@@ -82,8 +88,12 @@ def pkce_pair() -> tuple[str, str]:
 
 def authorize_query(tenant: Tenant, **extra) -> str:
     params = {
-        "response_type": "code", "client_id": str(tenant.client_id), "redirect_uri": tenant.redirect_uri,
-        "scope": "openid profile email", "state": secrets.token_urlsafe(8), "nonce": secrets.token_urlsafe(8),
+        "response_type": "code",
+        "client_id": str(tenant.client_id),
+        "redirect_uri": tenant.redirect_uri,
+        "scope": "openid profile email",
+        "state": secrets.token_urlsafe(8),
+        "nonce": secrets.token_urlsafe(8),
     }
     params.update({key: value for key, value in extra.items() if value is not None})
     return "/v1/openidc/authorize?" + urlencode(params)
@@ -145,8 +155,11 @@ def exchange(http, tenant: Tenant, code: str, *, as_json: bool = False, **overri
     """Redeem `code` at the token endpoint: a form body (RFC 6749; answered before dispatch when it
     succeeds, see the hot route of app/oidc/routes.py), or a JSON one (always the Flask view)."""
     body = {
-        "grant_type": "authorization_code", "code": code, "client_id": str(tenant.client_id),
-        "client_secret": tenant.client_secret, "redirect_uri": tenant.redirect_uri,
+        "grant_type": "authorization_code",
+        "code": code,
+        "client_id": str(tenant.client_id),
+        "client_secret": tenant.client_secret,
+        "redirect_uri": tenant.redirect_uri,
     }
     body.update(overrides)
     body = {key: value for key, value in body.items() if value is not None}
@@ -168,15 +181,23 @@ def sign_in_over_http(browser, base_url: str, authorize_url: str, email: str, *,
         page = browser.post(base_url + "/v1/openidc/login", data={**fields, "email": email}, timeout=10)
         assert page.status_code == 200, page.text
         code = latest_code_over_http(browser, base_url, email)
-        response = browser.post(base_url + "/v1/openidc/login/code", data={**form_fields(page.text), "code": code},
-                                allow_redirects=False, timeout=10)
+        response = browser.post(
+            base_url + "/v1/openidc/login/code",
+            data={**form_fields(page.text), "code": code},
+            allow_redirects=False,
+            timeout=10,
+        )
         assert response.status_code == 303, response.text
         location = response.headers["Location"]
         if not location.startswith("/v1/openidc/consent"):
             return location
         page = browser.get(base_url + location, timeout=10)
-    response = browser.post(base_url + "/v1/openidc/consent", data={**form_fields(page.text), "decision": consent},
-                            allow_redirects=False, timeout=10)
+    response = browser.post(
+        base_url + "/v1/openidc/consent",
+        data={**form_fields(page.text), "decision": consent},
+        allow_redirects=False,
+        timeout=10,
+    )
     assert response.status_code == 303, response.text
     return response.headers["Location"]
 

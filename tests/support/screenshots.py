@@ -50,8 +50,9 @@ def start_chromium():
                      "--disable-gpu", "--hide-scrollbars"):  # fmt: skip
         options.add_argument(argument)
     driver = webdriver.Chrome(
-        service=Service(executable_path=os.environ.get("CHROMEDRIVER") or shutil.which("chromedriver")
-                        or "/usr/bin/chromedriver"),  # fmt: skip
+        service=Service(
+            executable_path=os.environ.get("CHROMEDRIVER") or shutil.which("chromedriver") or "/usr/bin/chromedriver"
+        ),  # fmt: skip
         options=options,
     )
     driver.set_page_load_timeout(30)

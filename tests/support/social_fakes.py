@@ -284,8 +284,9 @@ class FakeGameStore(FakePlatform):
     def openid_endpoint(self) -> str:
         return f"{self.base_url}/openid/login"
 
-    def add_player(self, steamid: str, *, public: bool = True, games: list[SteamGame] | None = None,
-                   personaname: str | None = None) -> SteamPlayer:
+    def add_player(
+        self, steamid: str, *, public: bool = True, games: list[SteamGame] | None = None, personaname: str | None = None
+    ) -> SteamPlayer:
         player = SteamPlayer(
             steamid=steamid,
             personaname=personaname or f"player-{steamid[-4:]}",
@@ -297,8 +298,7 @@ class FakeGameStore(FakePlatform):
 
     def rate_limited_response(self, retry_after: float | None) -> Response:
         # The game store gives no hint at all: no Retry-After, an HTML page.
-        return Response("<html><body><h1>Too Many Requests</h1></body></html>", status=429,
-                        content_type="text/html")
+        return Response("<html><body><h1>Too Many Requests</h1></body></html>", status=429, content_type="text/html")
 
     # --- Web API -----------------------------------------------------------------------------------
 
@@ -329,8 +329,12 @@ class FakeGameStore(FakePlatform):
             }
             if player.public:
                 summary.update(
-                    {"timecreated": player.timecreated, "primaryclanid": "103582791429521408",
-                     "loccountrycode": "DE", "lastlogoff": 1700000000}
+                    {
+                        "timecreated": player.timecreated,
+                        "primaryclanid": "103582791429521408",
+                        "loccountrycode": "DE",
+                        "lastlogoff": 1700000000,
+                    }
                 )
             players.append(summary)
         return json_response({"response": {"players": players}})
@@ -344,9 +348,12 @@ class FakeGameStore(FakePlatform):
         with_info = request.args.get("include_appinfo") in ("1", "true")
         games = []
         for game in player.games:
-            item: dict[str, Any] = {"appid": game.appid, "playtime_forever": game.playtime_forever,
-                                    "playtime_windows_forever": game.playtime_forever,
-                                    "rtime_last_played": 1700000000}
+            item: dict[str, Any] = {
+                "appid": game.appid,
+                "playtime_forever": game.playtime_forever,
+                "playtime_windows_forever": game.playtime_forever,
+                "rtime_last_played": 1700000000,
+            }
             if with_info:
                 item.update({"name": game.name, "img_icon_url": "0123abcd", "has_community_visible_stats": True})
             if game.playtime_2weeks:
@@ -364,8 +371,13 @@ class FakeGameStore(FakePlatform):
         body: dict[str, Any] = {"total_count": len(recent)}
         if recent:
             body["games"] = [
-                {"appid": game.appid, "name": game.name, "playtime_2weeks": game.playtime_2weeks,
-                 "playtime_forever": game.playtime_forever, "img_icon_url": "0123abcd"}
+                {
+                    "appid": game.appid,
+                    "name": game.name,
+                    "playtime_2weeks": game.playtime_2weeks,
+                    "playtime_forever": game.playtime_forever,
+                    "img_icon_url": "0123abcd",
+                }
                 for game in recent
             ]
         return json_response({"response": body})
@@ -376,8 +388,13 @@ class FakeGameStore(FakePlatform):
         args = request.args
         return_to = args.get("openid.return_to", "")
         realm = args.get("openid.realm", "")
-        if (args.get("openid.ns") != OPENID_NS or args.get("openid.mode") != "checkid_setup"
-                or not return_to or not realm or not return_to.startswith(realm)):
+        if (
+            args.get("openid.ns") != OPENID_NS
+            or args.get("openid.mode") != "checkid_setup"
+            or not return_to
+            or not realm
+            or not return_to.startswith(realm)
+        ):
             return Response("bad OpenID request", status=400, content_type="text/plain")
         if self.openid_user is None:
             return _redirect(return_to, {"openid.ns": OPENID_NS, "openid.mode": "cancel"})
@@ -490,8 +507,13 @@ class _OAuthProvider:
         access, refresh = secrets.token_urlsafe(24), secrets.token_urlsafe(24)
         self._access[access] = _AccessToken(user_id, time.time() + self.lifetime)
         self._refresh[refresh] = (user_id, scope)
-        return {"access_token": access, "token_type": "Bearer", "expires_in": self.lifetime,
-                "refresh_token": refresh, "scope": scope}
+        return {
+            "access_token": access,
+            "token_type": "Bearer",
+            "expires_in": self.lifetime,
+            "refresh_token": refresh,
+            "scope": scope,
+        }
 
     def user_of(self, request: Request) -> str | None:
         """The user whose valid bearer token the request carries (None → 401)."""
@@ -569,12 +591,23 @@ class FakeChat(_OAuthFakePlatform):
 
     def add_user(self, user_id: str, *, guild_count: int = 3, verified: bool | None = True) -> DiscordUser:
         guilds = [
-            {"id": str(800000000000000000 + index), "name": f"Guild {index}", "icon": None,
-             "owner": index % 5 == 0, "permissions": "2147483647", "features": []}
+            {
+                "id": str(800000000000000000 + index),
+                "name": f"Guild {index}",
+                "icon": None,
+                "owner": index % 5 == 0,
+                "permissions": "2147483647",
+                "features": [],
+            }
             for index in range(guild_count)
         ]
-        user = DiscordUser(user_id, f"chatter{user_id[-4:]}", email=f"{user_id}@chat.example"
-                           if verified is not None else None, verified=verified, guilds=guilds)
+        user = DiscordUser(
+            user_id,
+            f"chatter{user_id[-4:]}",
+            email=f"{user_id}@chat.example" if verified is not None else None,
+            verified=verified,
+            guilds=guilds,
+        )
         self.users[user_id] = user
         return user
 
@@ -590,9 +623,14 @@ class FakeChat(_OAuthFakePlatform):
         return json_response(
             {"message": "You are being rate limited.", "retry_after": round(delay, 3), "global": False},
             status=429,
-            headers={"Retry-After": str(max(1, round(delay))), "X-RateLimit-Limit": "5",
-                     "X-RateLimit-Remaining": "0", "X-RateLimit-Reset-After": f"{delay:.3f}",
-                     "X-RateLimit-Bucket": "fakebucket", "X-RateLimit-Scope": "user"},
+            headers={
+                "Retry-After": str(max(1, round(delay))),
+                "X-RateLimit-Limit": "5",
+                "X-RateLimit-Remaining": "0",
+                "X-RateLimit-Reset-After": f"{delay:.3f}",
+                "X-RateLimit-Bucket": "fakebucket",
+                "X-RateLimit-Scope": "user",
+            },
         )
 
     def _token(self, request: Request) -> Response:
@@ -614,15 +652,26 @@ class FakeChat(_OAuthFakePlatform):
         return self.users[user_id]
 
     def _bucket_headers(self) -> dict[str, str]:
-        return {"X-RateLimit-Limit": "5", "X-RateLimit-Remaining": "4", "X-RateLimit-Reset":
-                f"{time.time() + 1:.3f}", "X-RateLimit-Reset-After": "1.000", "X-RateLimit-Bucket": "fakebucket"}
+        return {
+            "X-RateLimit-Limit": "5",
+            "X-RateLimit-Remaining": "4",
+            "X-RateLimit-Reset": f"{time.time() + 1:.3f}",
+            "X-RateLimit-Reset-After": "1.000",
+            "X-RateLimit-Bucket": "fakebucket",
+        }
 
     def _me(self, request: Request) -> Response:
         user = self._authorized_user(request)
         if isinstance(user, Response):
             return user
-        body: dict[str, Any] = {"id": user.id, "username": user.username, "discriminator": "0",
-                                "global_name": user.username.title(), "avatar": None, "mfa_enabled": False}
+        body: dict[str, Any] = {
+            "id": user.id,
+            "username": user.username,
+            "discriminator": "0",
+            "global_name": user.username.title(),
+            "avatar": None,
+            "mfa_enabled": False,
+        }
         if user.verified is not None:
             body.update({"email": user.email, "verified": user.verified})
         return json_response(body, headers=self._bucket_headers())
@@ -682,8 +731,12 @@ class FakeStreaming(_OAuthFakePlatform):
 
     def add_user(self, user_id: str, *, followed_count: int = 3, follower_count: int = 42) -> TwitchUser:
         followed = [
-            {"broadcaster_id": str(5000 + index), "broadcaster_login": f"caster{index}",
-             "broadcaster_name": f"Caster{index}", "followed_at": f"2024-01-{1 + index % 28:02d}T10:00:00Z"}
+            {
+                "broadcaster_id": str(5000 + index),
+                "broadcaster_login": f"caster{index}",
+                "broadcaster_name": f"Caster{index}",
+                "followed_at": f"2024-01-{1 + index % 28:02d}T10:00:00Z",
+            }
             for index in range(followed_count)
         ]
         user = TwitchUser(user_id, f"streamer{user_id}", follower_count=follower_count, followed=followed)
@@ -702,8 +755,11 @@ class FakeStreaming(_OAuthFakePlatform):
         return json_response(
             {"error": "Too Many Requests", "status": 429, "message": "Too Many Requests"},
             status=429,
-            headers={"Ratelimit-Limit": str(self.points_per_minute), "Ratelimit-Remaining": "0",
-                     "Ratelimit-Reset": str(reset)},
+            headers={
+                "Ratelimit-Limit": str(self.points_per_minute),
+                "Ratelimit-Remaining": "0",
+                "Ratelimit-Reset": str(reset),
+            },
         )
 
     def _token(self, request: Request) -> Response:
@@ -732,8 +788,11 @@ class FakeStreaming(_OAuthFakePlatform):
         return self.users[user_id]
 
     def _helix_headers(self) -> dict[str, str]:
-        return {"Ratelimit-Limit": str(self.points_per_minute), "Ratelimit-Remaining": "799",
-                "Ratelimit-Reset": str(int(time.time()) + 60)}
+        return {
+            "Ratelimit-Limit": str(self.points_per_minute),
+            "Ratelimit-Remaining": "799",
+            "Ratelimit-Reset": str(int(time.time()) + 60),
+        }
 
     def _users(self, request: Request) -> Response:
         user = self._authorized_user(request)
@@ -741,10 +800,20 @@ class FakeStreaming(_OAuthFakePlatform):
             return user
         wanted = request.args.getlist("id") or [user.id]
         data = [
-            {"id": found.id, "login": found.login, "display_name": found.login.title(), "type": "",
-             "broadcaster_type": "", "description": "", "profile_image_url": "", "offline_image_url": "",
-             "view_count": 0, "created_at": found.created_at}
-            for found in (self.users.get(user_id) for user_id in wanted) if found is not None
+            {
+                "id": found.id,
+                "login": found.login,
+                "display_name": found.login.title(),
+                "type": "",
+                "broadcaster_type": "",
+                "description": "",
+                "profile_image_url": "",
+                "offline_image_url": "",
+                "view_count": 0,
+                "created_at": found.created_at,
+            }
+            for found in (self.users.get(user_id) for user_id in wanted)
+            if found is not None
         ]
         return json_response({"data": data}, headers=self._helix_headers())
 
@@ -756,10 +825,11 @@ class FakeStreaming(_OAuthFakePlatform):
             return self._unauthorized("The ID in user_id must match the user ID found in the request's OAuth token.")
         first = min(100, max(1, int(request.args.get("first", "20"))))
         offset = _decode_cursor(request.args.get("after"))
-        page = user.followed[offset:offset + first]
+        page = user.followed[offset : offset + first]
         pagination = {"cursor": _encode_cursor(offset + first)} if offset + first < len(user.followed) else {}
-        return json_response({"total": len(user.followed), "data": page, "pagination": pagination},
-                             headers=self._helix_headers())
+        return json_response(
+            {"total": len(user.followed), "data": page, "pagination": pagination}, headers=self._helix_headers()
+        )
 
     def _followers(self, request: Request) -> Response:
         user = self._authorized_user(request)
@@ -769,8 +839,9 @@ class FakeStreaming(_OAuthFakePlatform):
         if target is None:
             return json_response({"error": "Bad Request", "status": 400, "message": "invalid broadcaster_id"}, 400)
         # Without moderator:read:followers the data stays empty, the total is still given.
-        return json_response({"total": target.follower_count, "data": [], "pagination": {}},
-                             headers=self._helix_headers())
+        return json_response(
+            {"total": target.follower_count, "data": [], "pagination": {}}, headers=self._helix_headers()
+        )
 
 
 def _encode_cursor(offset: int) -> str:

@@ -98,8 +98,9 @@ def test_every_response_field_of_spec_2_2(client, master, app):
     assert sub["recaptcha_enabled"] is False
     assert sub["created_at"].endswith("Z")
     # The default link carries a keyed tag after the id, so privacy pages cannot be listed by id.
-    assert re.fullmatch(rf"{re.escape(app.config['BASE_URL'])}/privacy/{sub['client_id']}-[0-9a-f]{{32}}",
-                        sub["privacy_link"])
+    assert re.fullmatch(
+        rf"{re.escape(app.config['BASE_URL'])}/privacy/{sub['client_id']}-[0-9a-f]{{32}}", sub["privacy_link"]
+    )
     assert sub["redirect_uris"] == [] and sub["id_token_claims"] == {}
 
 

@@ -34,8 +34,16 @@ def test_invalid_tags_are_refused(tag):
 
 @pytest.mark.parametrize(
     ("value", "expected"),
-    [("US", True), ("FR", True), ("fr", False), ("Fr", False), ("FR ", False), ("XX", False), ("USA", False),
-     ("", False)],  # fmt: skip
+    [
+        ("US", True),
+        ("FR", True),
+        ("fr", False),
+        ("Fr", False),
+        ("FR ", False),
+        ("XX", False),
+        ("USA", False),
+        ("", False),
+    ],  # fmt: skip
 )
 def test_countries(value, expected):
     assert is_country_code(value) is expected

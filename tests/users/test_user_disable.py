@@ -21,16 +21,23 @@ def cli(app):
 
 
 def _introspect(http, tenant, token: str) -> dict:
-    response = http.post("/v1/openidc/introspect", data={"token": token},
-                         auth=(str(tenant.client_id), tenant.client_secret))
+    response = http.post(
+        "/v1/openidc/introspect", data={"token": token}, auth=(str(tenant.client_id), tenant.client_secret)
+    )
     assert response.status_code == 200
     return response.get_json()
 
 
 def _refresh(http, tenant, refresh_token: str):
-    return http.post("/v1/openidc/token", data={
-        "grant_type": "refresh_token", "refresh_token": refresh_token, "client_id": str(tenant.client_id),
-        "client_secret": tenant.client_secret})
+    return http.post(
+        "/v1/openidc/token",
+        data={
+            "grant_type": "refresh_token",
+            "refresh_token": refresh_token,
+            "client_id": str(tenant.client_id),
+            "client_secret": tenant.client_secret,
+        },
+    )
 
 
 def _outbox_size(http, email: str) -> int:
@@ -96,8 +103,11 @@ def test_a_code_mailed_before_the_user_was_disabled_does_not_sign_in(app, client
 def test_disable_refuses_unknown_and_ambiguous_users(app, client, cli):
     tenant = make_tenant(app, client)
     other = make_tenant(app, client, name="Other tree")
-    created = client.post("/v1/user/create", headers={"x-api-token": other.api_token},
-                          json={"profile": {**tenant.profile, "user_name": "twin"}})
+    created = client.post(
+        "/v1/user/create",
+        headers={"x-api-token": other.api_token},
+        json={"profile": {**tenant.profile, "user_name": "twin"}},
+    )
     assert created.status_code == 201, created.get_json()
     twin = created.get_json()["data"]["user_id"]
 

@@ -117,9 +117,7 @@ class OAuthApp:
     def authorization_url(self, *, redirect_uri: str, state: str, **extra: str) -> str:
         """The URL to send the user to; `state` must be checked on the callback by the caller."""
         with self._client(redirect_uri=redirect_uri) as client:
-            url, _ = client.create_authorization_url(
-                self.authorize_url, state=state, scope=self.scope, **extra
-            )
+            url, _ = client.create_authorization_url(self.authorize_url, state=state, scope=self.scope, **extra)
         return url
 
     def exchange_code(self, *, code: str, redirect_uri: str) -> TokenSet:
@@ -160,9 +158,7 @@ class OAuthApp:
             body = response.read()
             if _oauth_error(body) == "invalid_client":
                 raise PlatformMisconfigured(f"{self.platform}: token endpoint refused the service's client credentials")
-            raise_for_platform_status(
-                self.platform, response, body, self._read_retry_after, unauthorized=LinkBroken
-            )
+            raise_for_platform_status(self.platform, response, body, self._read_retry_after, unauthorized=LinkBroken)
         return response
 
     def _call(self, fetch: Callable[[], Mapping[str, Any]]) -> Mapping[str, Any]:

@@ -91,9 +91,7 @@ class GameStoreConnector(PlatformConnector):
         return data
 
     def _get(self, path: str, params: dict[str, Any]) -> Any:
-        return self._http.get_json(
-            f"{self._api_base}{path}", params={"key": self._api_key, "format": "json", **params}
-        )
+        return self._http.get_json(f"{self._api_base}{path}", params={"key": self._api_key, "format": "json", **params})
 
 
 def _response(body: Any) -> dict[str, Any]:
