@@ -14,7 +14,11 @@ import json
 import logging
 import re
 import smtplib
+import socket
 import ssl
+import threading
+from collections.abc import Iterator
+from contextlib import contextmanager, suppress
 from email.message import EmailMessage
 
 from sqlalchemy import select
@@ -57,20 +61,49 @@ def deliver_sealed(payload: dict) -> dict:
     email["Subject"] = message["subject"]
     email.set_content(message["text"])
     config = current(OidcSettings)
-    timeout = config.smtp_timeout
-    if config.smtp_ssl:
-        server: smtplib.SMTP = smtplib.SMTP_SSL(
-            config.smtp_host, config.smtp_port, timeout=timeout, context=ssl.create_default_context()
-        )
-    else:
-        server = smtplib.SMTP(config.smtp_host, config.smtp_port, timeout=timeout)
-    with server:
+    with _smtp_session(config) as server:
         if config.smtp_starttls and not config.smtp_ssl:
             server.starttls(context=ssl.create_default_context())
         if config.smtp_username:
             server.login(config.smtp_username, config.smtp_password)
         server.send_message(email)
     return {"sent_to": message["to"]}
+
+
+@contextmanager
+def _smtp_session(config: OidcSettings) -> Iterator[smtplib.SMTP]:
+    """A connection to the SMTP server whose whole exchange ends by `SMTP_TIMEOUT`.
+
+    smtplib bounds each socket operation only, so a server dripping its replies could hold the
+    worker for as long as it likes; at the deadline the socket is shut instead, and the exchange
+    fails with TimeoutError (an OSError: retried like any transient fault).
+    """
+    timeout = config.smtp_timeout
+    if config.smtp_ssl:
+        server: smtplib.SMTP = smtplib.SMTP_SSL(timeout=timeout, context=ssl.create_default_context())
+    else:
+        server = smtplib.SMTP(timeout=timeout)
+    watchdog = threading.Timer(timeout, _shut, args=(server,))
+    watchdog.daemon = True
+    watchdog.start()
+    try:
+        server.connect(config.smtp_host, config.smtp_port)
+        yield server
+        server.quit()
+    except (OSError, smtplib.SMTPException) as error:
+        if watchdog.finished.is_set():  # it fired: the deadline passed
+            raise TimeoutError(f"the SMTP exchange took longer than SMTP_TIMEOUT ({timeout:g} s)") from error
+        raise
+    finally:
+        watchdog.cancel()
+        server.close()
+
+
+def _shut(server: smtplib.SMTP) -> None:
+    sock = server.sock
+    if sock is not None:
+        with suppress(OSError):  # already closed
+            sock.shutdown(socket.SHUT_RDWR)
 
 
 def outbox_messages(to: str | None, limit: int = 50) -> list[OutboxMail]:

@@ -47,3 +47,55 @@ def test_console_backend_never_logs_the_login_code(app, client, tenant, caplog):
         # The recipient's own address may hold digits; nothing else may.
         message = record.getMessage().replace(tenant.email, "<to>")
         assert not re.search(r"\d{6}", message) and "valid for" not in message
+
+
+def test_an_smtp_server_dripping_its_greeting_is_cut_at_smtp_timeout(app):
+    """smtplib bounds each socket read only: a greeting of endless continuation lines, a byte at a
+    time, must still end by SMTP_TIMEOUT."""
+    import json
+    import socket
+    import threading
+    import time
+
+    from app.oidc.mail import _PURPOSE, deliver_sealed
+    from app.security import encrypt
+
+    listener = socket.create_server(("127.0.0.1", 0))
+    stop = threading.Event()
+
+    def drip() -> None:
+        connection, _ = listener.accept()
+        with connection:
+            line = b"220-slow\r\n"
+            sent = 0
+            while not stop.wait(0.05):
+                try:
+                    connection.sendall(line[sent % len(line) : sent % len(line) + 1])
+                except OSError:
+                    return
+                sent += 1
+
+    threading.Thread(target=drip, daemon=True).start()
+    previous = {
+        name: setting_of(app, name) for name in ("SMTP_HOST", "SMTP_PORT", "SMTP_TIMEOUT", "SMTP_SSL", "SMTP_STARTTLS")
+    }
+    set_settings(
+        app,
+        SMTP_HOST="127.0.0.1",
+        SMTP_PORT=listener.getsockname()[1],
+        SMTP_TIMEOUT=1.0,
+        SMTP_SSL=False,
+        SMTP_STARTTLS=False,
+    )
+    with app.app_context():
+        message = {"from": "a@example.org", "to": "b@example.org", "subject": "s", "text": "t"}
+        sealed = encrypt(json.dumps(message).encode(), _PURPOSE)
+    started = time.monotonic()
+    try:
+        with app.app_context(), pytest.raises(TimeoutError):
+            deliver_sealed({"sealed": sealed})
+        assert time.monotonic() - started < 3
+    finally:
+        stop.set()
+        listener.close()
+        set_settings(app, **previous)
