@@ -321,15 +321,34 @@ class _DeadlineBackend(httpcore.NetworkBackend):
         local_address: str | None = None,
         socket_options: Iterable | None = None,
     ) -> httpcore.NetworkStream:
-        stream = self.sockets.connect_tcp(
-            host, port, _until(self.deadline, timeout), local_address=local_address, socket_options=socket_options
-        )
-        return _DeadlineStream(stream, self)
+        last_error: Exception | None = None
+        for address in _addresses_by(host, port, self.deadline):
+            try:
+                stream = self.sockets.connect_tcp(
+                    address, port, _until(self.deadline, timeout), local_address=local_address,
+                    socket_options=socket_options,
+                )  # fmt: skip
+            except (httpcore.ConnectError, httpcore.ConnectTimeout) as error:
+                last_error = error
+                continue
+            return _DeadlineStream(stream, self)
+        raise last_error or httpcore.ConnectError(f"{host} has no address")
 
     def connect_unix_socket(
         self, path: str, timeout: float | None = None, socket_options: Iterable | None = None
     ) -> httpcore.NetworkStream:
         raise httpcore.ConnectError("unix sockets are not outbound calls")
+
+
+def _addresses_by(host: str, port: int, deadline: float) -> list[str]:
+    """The addresses of `host` (TLS still checks the name itself), looked up by `deadline`."""
+    lookup = _resolvers.submit(system_addresses, host, port)
+    try:
+        return lookup.result(timeout=max(deadline - time.monotonic(), 0.001))
+    except FutureTimeout:
+        raise httpcore.ConnectTimeout(f"looking up {host[:100]} took longer than the deadline") from None
+    except (OSError, UnicodeError) as error:
+        raise httpcore.ConnectError(f"{host[:100]} does not resolve") from error
 
 
 class _DeadlineStream(httpcore.NetworkStream):

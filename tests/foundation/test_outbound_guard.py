@@ -85,3 +85,19 @@ def test_a_resolver_that_never_answers_is_cut_at_the_total_deadline():
     with pytest.raises(outbound.TooSlow):
         outbound.fetch(policy, "GET", "https", "slow-dns.example", 443, "/", headers={})
     assert time.monotonic() - started < 1.5
+
+
+def test_a_platform_client_s_name_lookup_is_inside_its_deadline(monkeypatch):
+    """Clients of fixed platforms (social connectors) use the deadline transport: its lookup is bounded too."""
+    import httpx
+
+    def silent_resolver(_host: str, _port: int) -> list[str]:
+        time.sleep(5)
+        return ["192.0.2.1"]
+
+    monkeypatch.setattr(outbound, "system_addresses", silent_resolver)
+    transport = outbound.DeadlineTransport.per_request(0.5, verify=True)
+    started = time.monotonic()
+    with httpx.Client(transport=transport) as client, pytest.raises(httpx.ConnectTimeout):
+        client.get("http://slow-dns.example/")
+    assert time.monotonic() - started < 1.5
