@@ -16,7 +16,6 @@ from flask import Flask, Response, current_app, g, request
 from prometheus_client import (
     CONTENT_TYPE_LATEST,
     CollectorRegistry,
-    Counter,
     Histogram,
     generate_latest,
     multiprocess,
@@ -28,15 +27,6 @@ from app.http import is_loopback_client
 from app.ops.queue import queue_reader
 from app.web.edge import request_metrics
 
-REQUEST_LATENCY = Histogram(
-    "tessera_http_request_duration_seconds",
-    "HTTP request latency",
-    ["method", "endpoint"],
-    buckets=(0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5),
-)
-REQUEST_STATUS = Counter(
-    "tessera_http_responses_total", "HTTP responses by status code", ["method", "endpoint", "status"]
-)
 JOB_DURATION = Histogram(
     "tessera_job_duration_seconds",
     "Time from a job being queued to it being final",

@@ -10,6 +10,7 @@ import time
 from typing import Any
 
 from flask import Flask
+from prometheus_client import Counter, Histogram
 
 from app.ops.logging import new_request_id, request_id_var
 
@@ -37,6 +38,17 @@ def security_headers(app: Flask, secure: bool) -> tuple[tuple[str, str], ...]:
     return ()
 
 
+REQUEST_LATENCY = Histogram(
+    "tessera_http_request_duration_seconds",
+    "HTTP request latency",
+    ["method", "endpoint"],
+    buckets=(0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5),
+)
+REQUEST_STATUS = Counter(
+    "tessera_http_responses_total", "HTTP responses by status code", ["method", "endpoint", "status"]
+)
+
+
 class RequestMetrics:
     """Request latency and status counts, labelled by method and route rule (the view's rule)."""
 
@@ -46,8 +58,6 @@ class RequestMetrics:
 
     def observe(self, method: str, rule: str | None, status: int, started: float | None) -> None:
         """Count one answer; `rule` None is a request no route matched (not kept: methods are the caller's)."""
-        from app.ops.metrics import REQUEST_LATENCY, REQUEST_STATUS
-
         key = (method, rule or "unmatched", status)
         children = self._children.get(key)
         if children is None:
