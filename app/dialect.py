@@ -124,7 +124,7 @@ def driver_pipeline(connection: Connection, steps: Sequence[Step]) -> list[tuple
         else:
             form = _driver_form(step[0], connection)
             commands.append((form.sql, form.parameters(step[1])))
-    with _driver_errors(connection, "; ".join(sql for sql, _ in commands)) as driver, driver.pipeline():
+    with driver_errors(connection, "; ".join(sql for sql, _ in commands)) as driver, driver.pipeline():
         cursors = [driver.execute(sql, parameters, prepare=True) for sql, parameters in commands]
     results: list[tuple[int, tuple | None] | None] = []
     for step, cursor in zip(steps, cursors, strict=True):
@@ -169,9 +169,10 @@ def _driver_form(statement: Executable, connection: Connection) -> _DriverForm:
 
 
 @contextmanager
-def _driver_errors(connection: Connection, statement: str) -> Iterator[Any]:
-    """The driver's connection under `connection`; its errors raised as SQLAlchemy's `DBAPIError`, as
-    statements run through SQLAlchemy raise them, and a connection an error broke left the pool."""
+def driver_errors(connection: Connection, statement: str, parameters: Any = None) -> Iterator[Any]:
+    """The driver's (psycopg's) connection under `connection`; its errors raised as SQLAlchemy's
+    `DBAPIError`, as statements run through SQLAlchemy raise them, and a connection an error broke
+    discarded from the pool."""
     driver_connection = connection.connection.driver_connection
     dbapi_error = connection.dialect.loaded_dbapi.Error
     try:
@@ -179,4 +180,4 @@ def _driver_errors(connection: Connection, statement: str) -> Iterator[Any]:
     except dbapi_error as error:
         if driver_connection.closed or driver_connection.broken:
             connection.invalidate(error)
-        raise DBAPIError.instance(statement, None, error, dbapi_error, dialect=connection.dialect) from error
+        raise DBAPIError.instance(statement, parameters, error, dbapi_error, dialect=connection.dialect) from error

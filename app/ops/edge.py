@@ -4,16 +4,15 @@ the engine their statements share, and their statements run by the driver itself
 
 from __future__ import annotations
 
-from collections.abc import Iterator
-from contextlib import contextmanager
 from typing import Any
 
 from flask import Flask
 from psycopg.rows import namedtuple_row
 from sqlalchemy import Executable, Float, create_engine
 from sqlalchemy.engine import Connection, Dialect, Engine
-from sqlalchemy.exc import DBAPIError
 from sqlalchemy.types import TypeEngine
+
+from app.dialect import driver_errors
 
 _EDGE_ENGINE = "tessera.edge_engine"
 
@@ -82,21 +81,6 @@ class DriverStatement:
         with driver_errors(connection, self._sql, parameters) as driver_connection:
             cursor = driver_connection.cursor(row_factory=namedtuple_row)
             return cursor.execute(self._sql, {**self._constants, **parameters}, prepare=True).fetchone()
-
-
-@contextmanager
-def driver_errors(connection: Connection, statement: str, parameters: Any = None) -> Iterator[Any]:
-    """The driver's (psycopg's) connection under `connection`; its errors raised as SQLAlchemy's
-    `DBAPIError`, as statements run through SQLAlchemy raise them, and a connection an error broke
-    discarded from the pool."""
-    driver_connection = connection.connection.driver_connection
-    dbapi_error = connection.dialect.loaded_dbapi.Error
-    try:
-        yield driver_connection
-    except dbapi_error as error:
-        if driver_connection.closed or driver_connection.broken:
-            connection.invalidate(error)
-        raise DBAPIError.instance(statement, parameters, error, dbapi_error, dialect=connection.dialect) from error
 
 
 def _converts_results(column_type: TypeEngine, dialect: Dialect) -> bool:
