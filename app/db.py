@@ -43,13 +43,16 @@ from contextvars import ContextVar
 from datetime import UTC, datetime
 from enum import StrEnum
 from functools import wraps
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from sqlalchemy import Executable, Update, create_engine, event
 from sqlalchemy.engine import Connection, Engine
 from sqlalchemy.exc import DBAPIError
 from sqlalchemy.exc import TimeoutError as PoolTimeout
 from sqlalchemy.orm import Session
+
+if TYPE_CHECKING:
+    from flask import Flask
 
 from app import dialect
 
@@ -296,7 +299,7 @@ def transaction() -> Any:
 def _statement_unit() -> Iterator[Connection]:
     token = _unit_of_work.set(Mode.STATEMENT)
     try:
-        with _statement_engine().connect() as connection:
+        with statement_engine().connect() as connection:
             yield connection
             if connection.in_transaction():
                 connection.commit()
@@ -304,22 +307,23 @@ def _statement_unit() -> Iterator[Connection]:
         _unit_of_work.reset(token)
 
 
-def _statement_engine() -> Engine:
-    """The engine of `STATEMENT` units, made at the first one.
+def statement_engine(app: Flask | None = None) -> Engine:
+    """The engine of `STATEMENT` units and of the hot routes' statements, made at the first one.
 
     On PostgreSQL a pool of its own whose connections stay in autocommit: one round trip per
     statement, and no isolation level set and reset per statement. It has the session engine's
     options (deadlines: app/ops/database.py). SQLite shares the session's engine (its connections
-    are set up for its transactions, which autocommit would undo).
+    are set up for its transactions, which autocommit would undo). `app` defaults to the current one.
     """
     from flask import current_app
 
     from app.extensions import db
 
-    app = current_app._get_current_object()
+    app = app or current_app._get_current_object()
     engine = app.extensions.get(_STATEMENT_ENGINE)
     if engine is None:
-        engine = db.engine
+        with app.app_context():
+            engine = db.engine
         if engine.dialect.name == "postgresql":
             engine = create_engine(
                 engine.url,

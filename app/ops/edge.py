@@ -8,41 +8,19 @@ from typing import Any
 
 from flask import Flask
 from psycopg.rows import namedtuple_row
-from sqlalchemy import Executable, Float, create_engine
+from sqlalchemy import Executable, Float
 from sqlalchemy.engine import Connection, Dialect, Engine
 from sqlalchemy.types import TypeEngine
 
+from app.db import statement_engine
 from app.dialect import driver_errors
-
-_EDGE_ENGINE = "tessera.edge_engine"
 
 
 def edge_engine(app: Flask) -> Engine:
-    """The engine of statements run before dispatch, made at the first one; each statement is a
-    unit of work of its own (a read, or the one write of the code exchange).
-
-    One round trip per statement on PostgreSQL (no BEGIN, no COMMIT), from a pool of its own whose
-    connections stay in autocommit: no isolation level set and reset, nor a reset on return, per
-    statement. It opens at most one connection per thread serving these requests. Its connections
-    have the session engine's deadlines (statement timeout, `DB_CALL_TIMEOUT`: app/ops/database.py).
-    SQLite keeps the isolation its connections are set up with (app/__init__.py), which autocommit
-    would undo.
-    """
-    engine = app.extensions.get(_EDGE_ENGINE)
-    if engine is None:
-        from app.extensions import db
-
-        with app.app_context():
-            engine = db.engine
-        if engine.dialect.name == "postgresql":
-            engine = create_engine(
-                engine.url,
-                **app.config["SQLALCHEMY_ENGINE_OPTIONS"],
-                isolation_level="AUTOCOMMIT",
-                pool_reset_on_return=None,
-            )
-        engine = app.extensions.setdefault(_EDGE_ENGINE, engine)
-    return engine
+    """The engine of statements run before dispatch: the database package's autocommit engine
+    (`app.db.statement_engine`); each statement is a unit of work of its own (a read, or the one
+    write of the code exchange)."""
+    return statement_engine(app)
 
 
 class DriverStatement:
