@@ -9,7 +9,7 @@ import sys
 from pathlib import Path
 
 from celery import signals as celery_signals
-from flask import Flask, Response, g, has_app_context, request
+from flask import Flask, Response, has_app_context, request
 from sqlalchemy.exc import DataError, IntegrityError, OperationalError
 
 from app.config import INSTANCE_DIR, Config, UnsafeConfiguration, check_startup_safety
@@ -82,12 +82,14 @@ def _import_models() -> None:
 
 
 def _init_extensions(app: Flask) -> None:
-    from app.errors import register_error_handlers
     from app.extensions import api, celery, db, limiter, migrate
     from app.ops.broker import set_polling_interval
     from app.ops.metrics import init_metrics
     from app.ops.settings import OpsSettings
+    from app.web.edge import install_edge_hooks
+    from app.web.problem import register_error_handlers
 
+    install_edge_hooks(app)  # first: its hooks open every request and close its final response
     db.init_app(app)
     migrate.init_app(app, db, directory=str(MIGRATIONS_DIR), render_as_batch=True, compare_type=True)
     api.init_app(app)
@@ -138,13 +140,9 @@ def _connect_features(app: Flask) -> None:
 
 def _register_request_hooks(app: Flask) -> None:
     from app.db import commit, nothing_to_commit, release, rollback
-    from app.errors import Conflict, NotFound, ServiceUnavailable, handle_domain_error, handle_unstorable_value
+    from app.errors import Conflict, NotFound, ServiceUnavailable
     from app.http import enforce_content_type
-    from app.web.edge import request_id_of, security_headers
-
-    @app.before_request
-    def _request_id() -> None:
-        g.request_id = request_id_of(request.environ)
+    from app.web.problem import handle_domain_error, handle_unstorable_value
 
     @app.before_request
     def _refuse_nul_in_path() -> None:
@@ -171,14 +169,6 @@ def _register_request_hooks(app: Flask) -> None:
                 response = handle_unstorable_value(error)
             except OperationalError:
                 response = handle_domain_error(ServiceUnavailable("The database is unreachable; try again shortly."))
-        response.headers["X-Request-Id"] = g.get("request_id", "")
-        return response
-
-    @app.after_request
-    def _security_headers(response: Response) -> Response:
-        # `request.is_secure` trusts X-Forwarded-Proto only from the TRUSTED_PROXIES hops.
-        for name, value in security_headers(app, request.is_secure):
-            response.headers.setdefault(name, value)
         return response
 
 
@@ -186,6 +176,7 @@ def _register_blueprints(app: Flask) -> None:
     from app.agents.routes import blp as agents_blp
     from app.credentials.routes import blp as credentials_blp
     from app.extensions import api
+    from app.home.routes import blp as home_blp
     from app.issuer.routes import blp as issuer_blp
     from app.jobs.routes import blp as jobs_blp
     from app.oidc.pages import blp as oidc_pages_blp
@@ -196,7 +187,6 @@ def _register_blueprints(app: Flask) -> None:
     from app.tenancy.routes import blp as tenancy_blp
     from app.tenancy.routes import tokens_blp
     from app.users.routes import blp as users_blp
-    from app.web.home import blp as home_blp
 
     app.register_blueprint(home_blp)
     app.register_blueprint(ops_blp)
@@ -232,11 +222,12 @@ def _register_tasks(app: Flask) -> None:
 def _register_commands(app: Flask) -> None:
     from app.agents.cli import agents_cli
     from app.jobs.cli import outbox_cli
-    from app.oidc.cli import keys_cli
+    from app.oidc.cli import create_demo, keys_cli
     from app.ops.schema import require_current_schema
     from app.tenancy.cli import clients_cli
     from app.users.cli import users_cli
 
+    clients_cli.add_command(create_demo)  # the demo sign-in needs OpenID, above the clients feature
     for group in (clients_cli, outbox_cli, keys_cli, agents_cli, users_cli):
         require_current_schema(group, MIGRATIONS_DIR)
         app.cli.add_command(group)

@@ -54,7 +54,7 @@ from sqlalchemy.orm import Session
 if TYPE_CHECKING:
     from flask import Flask
 
-from app import dialect
+import app.dialect as dialect
 
 # Models import these from here, beside the time helpers they use.
 from app.orm import Base as Base

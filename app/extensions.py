@@ -13,8 +13,8 @@ from flask_smorest import Api
 from flask_smorest.utils import prepare_response
 from flask_sqlalchemy import SQLAlchemy
 
+from app.errors import PROBLEM_MIMETYPE, ProblemSchema
 from app.orm import Base
-from app.web.problem import PROBLEM_MIMETYPE, ProblemSchema
 
 
 class ProblemApi(Api):

@@ -28,7 +28,7 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import urlsplit
 
-from app import outbound
+import app.outbound as outbound
 from app.cache import Cache
 from app.config import CoreSettings
 from app.credentials.cryptosuites.base import ProofCheckFailed

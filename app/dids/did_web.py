@@ -11,7 +11,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from urllib.parse import unquote
 
-from app import outbound
+import app.outbound as outbound
 from app.dids.errors import DidResolutionFailed
 from app.outbound import OutboundPolicy, no_preparation
 

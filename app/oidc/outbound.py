@@ -13,7 +13,7 @@ from urllib.parse import urlsplit
 
 import httpx
 
-from app import outbound
+import app.outbound as outbound
 from app.config import CoreSettings
 from app.oidc.settings import OidcSettings
 from app.outbound import OutboundPolicy, host_list

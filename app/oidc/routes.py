@@ -16,7 +16,7 @@ from werkzeug.datastructures import Authorization
 from werkzeug.exceptions import RequestEntityTooLarge
 
 from app.db import commit_before_the_edge
-from app.errors import BadRequest, NotFound, handle_domain_error, handle_http_exception, rate_limit_retry_after
+from app.errors import BadRequest, NotFound
 from app.extensions import limiter
 from app.http import UnsupportedMediaType, accepts, is_loopback_client, no_store, problem_doc
 from app.oidc import client_auth, keys, mail, par, service
@@ -42,6 +42,7 @@ from app.ops.edge import edge_engine
 from app.settings import current
 from app.tenancy.models import Client
 from app.web.hot import HotAnswer, HotRequest, counted_before_dispatch, hot, json_answer
+from app.web.problem import handle_domain_error, handle_http_exception, rate_limit_retry_after
 
 blp = Blueprint("oidc", __name__, description="OpenID Connect provider: tokens, userinfo, keys")
 

@@ -10,9 +10,8 @@ from __future__ import annotations
 
 import hmac
 import os
-import time
 
-from flask import Flask, Response, current_app, g, request
+from flask import Flask, Response, current_app, request
 from prometheus_client import (
     CONTENT_TYPE_LATEST,
     CollectorRegistry,
@@ -25,7 +24,6 @@ from prometheus_client.core import GaugeMetricFamily
 from app.extensions import db
 from app.http import is_loopback_client
 from app.ops.queue import queue_reader
-from app.web.edge import request_metrics
 
 JOB_DURATION = Histogram(
     "tessera_job_duration_seconds",
@@ -60,25 +58,13 @@ class QueueDepthCollector:
 
 
 def init_metrics(app: Flask) -> None:
-    """Time every request and expose `/metrics`."""
+    """Expose `/metrics` (the request metrics are kept by app/web/edge.py)."""
     queue_registry = CollectorRegistry()
     queue_registry.register(QueueDepthCollector(app))
     # Not an application setting: prometheus_client itself reads PROMETHEUS_MULTIPROC_DIR from the
     # process environment (at import, to decide where every metric's values live), so `/metrics`
     # must follow that same variable; a `create_app(config=...)` value could only contradict it.
     multiprocess_dir = os.environ.get("PROMETHEUS_MULTIPROC_DIR")
-
-    @app.before_request
-    def _start_timer() -> None:
-        g.request_started = time.perf_counter()
-
-    request_counts = request_metrics(app)  # the hot routes' too (app/web/hot.py)
-
-    @app.after_request
-    def _observe(response: Response) -> Response:
-        rule = request.url_rule.rule if request.url_rule else None
-        request_counts.observe(request.method, rule, response.status_code, g.pop("request_started", None))
-        return response
 
     @app.get("/metrics")
     def metrics() -> Response:

@@ -4,9 +4,7 @@ from __future__ import annotations
 
 import functools
 import json
-import secrets
 from datetime import timedelta
-from urllib.parse import urlencode
 
 import click
 from flask.cli import AppGroup
@@ -292,56 +290,3 @@ def list_tokens(client_id: int, as_json: bool) -> None:
     for row in rows:
         state = "revoked" if row["revoked_at"] else f"expires {row['expires_at']}" if row["expires_at"] else "active"
         click.echo(f"{row['id']:>6}  {row['prefix']}…  {row['name']}  ({state}; last used {row['last_used_at']})")
-
-
-DEMO_REDIRECT_URI = "http://127.0.0.1:8400/callback"
-_SHOW_CLAIMS = (
-    'python3 -c \'import base64,json,sys; t=json.load(sys.stdin); p=t["id_token"].split(".")[1]; '
-    'print(json.dumps(json.loads(base64.urlsafe_b64decode(p+"==")), indent=2))\''
-)
-
-
-@clients_cli.command("demo")
-@click.option("--email", default="ada@example.org", show_default=True, help="E-mail address of the demo user.")
-@click.option("--json", "as_json", is_flag=True, help="Print one JSON object.")
-def create_demo(email: str, as_json: bool) -> None:
-    """Create a demo organisation and user; prints the authorize URL and how to exchange the code.
-
-    The organisation's redirect URI is a loopback address nothing listens on: after the sign-in the
-    browser shows the code in its address bar. Login codes are readable at /dev/outbox when the
-    service runs with DEV_OUTBOX=1 (the README's run command does).
-    """
-    from flask import current_app
-
-    from app.tenancy.auth import caller_of
-    from app.users.service import create_user
-
-    base = current_app.config["BASE_URL"].rstrip("/")
-    with transaction():
-        client, secret = service.create_master_client("Demo organisation", redirect_uris=[DEMO_REDIRECT_URI])
-        issued = service.issue_api_token(client.id, name="demo")
-        caller = caller_of(service.find_active_token(issued.plaintext))
-        user = create_user(caller, {"email_address": email, "first_name": "Ada", "last_name": "Lovelace"})
-        output = {"client_id": client.id, "client_secret": secret, "api_token": issued.plaintext,
-                  "user": {"user_id": user.id, "email_address": user.email_address, "did": user.did}}  # fmt: skip
-    query = urlencode({"response_type": "code", "client_id": client.id, "redirect_uri": DEMO_REDIRECT_URI,
-                       "scope": "openid profile email", "state": "demo",
-                       "nonce": secrets.token_urlsafe(8)})  # fmt: skip
-    output["authorize_url"] = f"{base}/v1/openidc/authorize?{query}"
-    output["outbox_url"] = f"{base}/dev/outbox?{urlencode({'to': output['user']['email_address']})}"
-    output["exchange_command"] = (
-        f'curl -sS {base}/v1/openidc/token -d grant_type=authorization_code -d "code=$CODE" '
-        f"-d client_id={client.id} -d client_secret={secret} --data-urlencode redirect_uri={DEMO_REDIRECT_URI} "
-        f"| {_SHOW_CLAIMS}"
-    )
-    if as_json:
-        click.echo(json.dumps(output))
-        return
-    click.echo(f"Demo organisation: client_id {client.id}; user {output['user']['email_address']}\n")
-    click.echo(f"1. Open this URL in a browser and sign in as {output['user']['email_address']}:\n   "
-               f"{output['authorize_url']}")  # fmt: skip
-    click.echo(f"2. The login code is at {output['outbox_url']}; then allow the demo organisation.")
-    click.echo(f"3. The browser lands on {DEMO_REDIRECT_URI}?code=...&state=demo (nothing listens there):"
-               "\n   copy the code from the address bar.")  # fmt: skip
-    click.echo("4. Within a minute, exchange it for tokens; this prints the id_token's claims:")
-    click.echo(f"   CODE=<the code>\n   {output['exchange_command']}")

@@ -1,1 +1,2 @@
-"""HTTP pieces with no dependency on the rest of the application (importable from `app.errors`)."""
+"""The request pipeline's shared pieces: problem+json responses, the edge every response passes
+(request id, security headers, metrics) and the hot-route layer in front of Flask's dispatch."""

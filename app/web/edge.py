@@ -9,7 +9,7 @@ import re
 import time
 from typing import Any
 
-from flask import Flask
+from flask import Flask, Response, g, request
 from prometheus_client import Counter, Histogram
 
 from app.ops.logging import new_request_id, request_id_var
@@ -78,3 +78,25 @@ def request_metrics(app: Flask) -> RequestMetrics:
     if metrics is None:
         metrics = app.extensions.setdefault(_METRICS, RequestMetrics())
     return metrics
+
+
+def install_edge_hooks(app: Flask) -> None:
+    """The Flask door's edge, installed before any other hook: the request id and the clock first,
+    and on the final response (also one a later hook refused or replaced) its `X-Request-Id`, the
+    security headers and the request metrics, under the view's rule."""
+    metrics = request_metrics(app)
+
+    @app.before_request
+    def _begin() -> None:
+        g.request_started = time.perf_counter()
+        g.request_id = request_id_of(request.environ)
+
+    @app.after_request
+    def _finish(response: Response) -> Response:
+        response.headers["X-Request-Id"] = request_id_of(request.environ)
+        # `request.is_secure` trusts X-Forwarded-Proto only from the TRUSTED_PROXIES hops.
+        for name, value in security_headers(app, request.is_secure):
+            response.headers.setdefault(name, value)
+        rule = request.url_rule.rule if request.url_rule else None
+        metrics.observe(request.method, rule, response.status_code, g.pop("request_started", None))
+        return response

@@ -47,11 +47,11 @@ from limits import RateLimitItem
 from limits import parse as parse_limit
 from sqlalchemy.exc import SQLAlchemyError
 
-from app.errors import DomainError
+from app.errors import PROBLEM_MIMETYPE, DomainError
 from app.extensions import limiter
 from app.ops.logging import logged_access
 from app.web.edge import request_id_of, request_metrics, security_headers
-from app.web.problem import PROBLEM_MIMETYPE
+from app.web.problem import internal_error_body
 
 log = logging.getLogger(__name__)
 
@@ -273,9 +273,7 @@ def json_answer(app: Flask, status: int, document: object, headers: dict[str, st
 
 
 def internal_error() -> HotAnswer:
-    """The application's problem+json 500 (as `app.errors.handle_unexpected` answers it)."""
-    from app.errors import internal_error_body
-
+    """The application's problem+json 500 (as `app.web.problem.handle_unexpected` answers it)."""
     return HotAnswer(500, json.dumps(internal_error_body()).encode(), {"Content-Type": PROBLEM_MIMETYPE})
 
 

@@ -68,3 +68,16 @@ def test_users_never_reach_up_into_sign_in():
     graph = _import_graph()
     assert "app.oidc" not in graph["app.users"]
     assert "app.users" in graph["app.oidc"]  # the one direction: sign-in builds on users
+
+
+def test_the_packages_form_layers():
+    """No package reaches back to one that imports it: each import runs down the layers (the
+    application factory `app` on top, features below it, shared modules at the bottom)."""
+    graph = _import_graph()
+    loops = sorted(
+        f"{package} -> {target}"
+        for package, imported in graph.items()
+        for target in imported
+        if _reaches(graph, target, package)
+    )
+    assert loops == []

@@ -22,7 +22,7 @@ def home() -> Response:
     issuer = current(OidcSettings).issuer.rstrip("/")
     agents = current(AgentSettings)
     html = render_template(
-        "web/home.html",
+        "home/home.html",
         discovery_url=f"{issuer}/.well-known/openid-configuration",
         issuer=issuer,
         testnet=agents.is_testnet,

@@ -1,0 +1,1 @@
+"""The home page at `/`: what this instance is and where to go next."""
