@@ -257,7 +257,7 @@ def rollback() -> None:
 
 
 @contextmanager
-def unit_of_work(mode: Mode = Mode.WRITE) -> Iterator[Connection | None]:
+def unit_of_work(mode: Mode = Mode.WRITE, app: Flask | None = None) -> Iterator[Connection | None]:
     """The unit of work of an edge that is not a request: a task, a CLI command, a job, a hot route.
 
     `WRITE`, `JOB`: the session's transaction, committed (then the after-commit callbacks run)
@@ -266,12 +266,13 @@ def unit_of_work(mode: Mode = Mode.WRITE) -> Iterator[Connection | None]:
     its own for one statement (on PostgreSQL in autocommit, from a pool that stays so; elsewhere
     committed when the block ends), leaving the session alone. Every transaction begun inside a
     unit counts as one that may write: on SQLite it takes the write lock at BEGIN, like a request's.
-    Opened once per edge: a unit opened inside another raises `RuntimeError`.
+    Opened once per edge: a unit opened inside another raises `RuntimeError`. `app` (a `STATEMENT`
+    unit only, which needs no application context: a hot route's) defaults to the current one.
     """
     if _unit_of_work.get() is not None:
         raise RuntimeError(f"a {mode} unit of work opened inside a {_unit_of_work.get()} one")
     if mode is Mode.STATEMENT:
-        with _statement_unit() as connection:
+        with _statement_unit(app) as connection:
             yield connection
         return
     token = _unit_of_work.set(mode)
@@ -296,10 +297,10 @@ def transaction() -> Any:
 
 
 @contextmanager
-def _statement_unit() -> Iterator[Connection]:
+def _statement_unit(app: Flask | None) -> Iterator[Connection]:
     token = _unit_of_work.set(Mode.STATEMENT)
     try:
-        with statement_engine().connect() as connection:
+        with statement_engine(app).connect() as connection:
             yield connection
             if connection.in_transaction():
                 connection.commit()
@@ -308,7 +309,7 @@ def _statement_unit() -> Iterator[Connection]:
 
 
 def statement_engine(app: Flask | None = None) -> Engine:
-    """The engine of `STATEMENT` units and of the hot routes' statements, made at the first one.
+    """The engine of `STATEMENT` units (a hot route's, app/web/hot.py), made at the first one.
 
     On PostgreSQL a pool of its own whose connections stay in autocommit: one round trip per
     statement, and no isolation level set and reset per statement. It has the session engine's

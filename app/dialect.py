@@ -9,6 +9,8 @@ in SQLAlchemy Core from the table definitions, and runs it on either database.
   `synchronous_commit` for the transaction; SQLite has no such setting.
 - Several statements in one round trip (`driver_pipeline`): psycopg's pipeline mode, each
   statement prepared; elsewhere the unit of work runs them one after another through SQLAlchemy.
+- A statement run by the driver itself (`DriverStatement`), prepared, without SQLAlchemy's
+  execution context: psycopg on PostgreSQL; elsewhere SQLAlchemy as usual.
 
 `FOR UPDATE` (with `SKIP LOCKED`) is written in the statements themselves: SQLite's compiler leaves
 it out, its write lock already serialising the writers. Transaction boundaries are the unit of
@@ -21,9 +23,12 @@ from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from typing import Any
 
-from sqlalchemy import Executable, Table, Update, event, false, func, select, true, update
-from sqlalchemy.engine import Connection, Engine
+from psycopg.rows import namedtuple_row
+from sqlalchemy import Executable, Float, Table, Update, event, false, func, select, true, update
+from sqlalchemy.dialects.postgresql.psycopg import dialect as psycopg_dialect
+from sqlalchemy.engine import Connection, Dialect, Engine
 from sqlalchemy.exc import DBAPIError
+from sqlalchemy.types import TypeEngine
 
 
 def configure_sqlite(engine: Engine, writes: Callable[[], bool]) -> None:
@@ -181,3 +186,51 @@ def driver_errors(connection: Connection, statement: str, parameters: Any = None
         if driver_connection.closed or driver_connection.broken:
             connection.invalidate(error)
         raise DBAPIError.instance(statement, parameters, error, dbapi_error, dialect=connection.dialect) from error
+
+
+_PSYCOPG = psycopg_dialect()
+
+
+class DriverStatement:
+    """A Core statement that psycopg runs itself on PostgreSQL, compiled once, as a prepared statement.
+
+    On the hottest statements SQLAlchemy's execution context and result objects cost more CPU than
+    the statement's round trip; psycopg alone needs none of them, given SQL and parameters that
+    need no conversion. Construction refuses statements whose parameters or columns SQLAlchemy
+    would convert for PostgreSQL (e.g. JSON parameters), so a row is the same either way, and
+    expanding IN lists (use `= any_(array)`). Other dialects run the statement through
+    SQLAlchemy as usual. Driver errors surface as SQLAlchemy's `DBAPIError`, and a connection
+    the error broke is discarded from the pool.
+    """
+
+    def __init__(self, statement: Executable) -> None:
+        self.statement = statement
+        compiled = statement.compile(dialect=_PSYCOPG)
+        if compiled.literal_execute_params or compiled.post_compile_params:
+            raise TypeError("a DriverStatement takes no expanding or literal-execute parameters")
+        dialect = compiled.dialect
+        converted = [name for name, bind in compiled.binds.items()
+                     if bind.type.dialect_impl(dialect).bind_processor(dialect)]  # fmt: skip
+        converted += [column.key for column in statement.exported_columns if _converts_results(column.type, dialect)]
+        if converted:
+            raise TypeError(f"SQLAlchemy would convert {converted}: not a DriverStatement")
+        self._sql = str(compiled)
+        # Parameters the statement fixes itself (literals SQLAlchemy binds), beside the caller's.
+        self._constants = {name: value for name, value in compiled.params.items() if value is not None}
+
+    def first(self, connection: Connection, parameters: dict[str, Any]) -> Any:
+        """The statement's first row, or None: a tuple whose members are named as in SQLAlchemy's row."""
+        if connection.dialect.name != "postgresql" or connection.dialect.driver != "psycopg":
+            return connection.execute(self.statement, parameters).first()
+        with driver_errors(connection, self._sql, parameters) as driver_connection:
+            cursor = driver_connection.cursor(row_factory=namedtuple_row)
+            return cursor.execute(self._sql, {**self._constants, **parameters}, prepare=True).fetchone()
+
+
+def _converts_results(column_type: TypeEngine, dialect: Dialect) -> bool:
+    if isinstance(column_type, Float) and not column_type.asdecimal:
+        return False  # double precision: psycopg reads a float, as SQLAlchemy would (which needs the column's OID)
+    try:
+        return column_type.dialect_impl(dialect).result_processor(dialect, None) is not None
+    except TypeError:  # a processor chosen by the column's OID (numeric types): not known here
+        return True

@@ -30,12 +30,12 @@ from app.agents.models import (
 )
 from app.agents.settings import AgentSettings
 from app.db import isoformat, utcnow
+from app.dialect import DriverStatement
 from app.dids.agents import agent_did_document, deactivated_agent_document
 from app.dids.resolution import NetworkDid
 from app.errors import NotFound
 from app.extensions import db
 from app.jobs.models import Job
-from app.ops.edge import DriverStatement
 from app.settings import current
 
 REGISTRY_CONTRACT = "agent-registry"

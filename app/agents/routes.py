@@ -38,6 +38,7 @@ from app.agents.schemas import (
 from app.agents.settings import AgentSettings
 from app.cache import Cache
 from app.db import read_only
+from app.dialect import DriverStatement
 from app.dids import resolution as did_resolution
 from app.dids.method import is_network_did
 from app.dids.syntax import NETWORK_DID
@@ -47,7 +48,6 @@ from app.idempotency.service import idempotent
 from app.jobs.models import Job
 from app.jobs.schemas import JobEnvelope
 from app.jobs.service import require_job_for_agent
-from app.ops.edge import DriverStatement, edge_engine
 from app.security import random_token, texts_equal
 from app.settings import current
 from app.web.hot import HotAnswer, HotRequest, hot
@@ -441,7 +441,7 @@ def read_public_card_at_once(request: HotRequest) -> HotAnswer | None:
     did = request.params["did"]
     if not is_network_did(did, request.app):
         return request.hand_off("a DID of another method")
-    with edge_engine(request.app).connect() as connection:
+    with request.unit_of_work() as connection:
         row = _PUBLIC_CARD.first(connection, {"did": did})
     if row is None:
         return request.hand_off("no published card")
@@ -460,7 +460,7 @@ def read_agent_did_at_once(request: HotRequest) -> HotAnswer | None:
         return request.hand_off("the resolution result carries its time of retrieval")
     if not is_network_did(did, request.app):
         return request.hand_off("a DID of another method")
-    with edge_engine(request.app).connect() as connection:
+    with request.unit_of_work() as connection:
         version = registry.agent_did_version(did, connection, request.app)
     if version is None:
         return request.hand_off("no active agent of this DID")

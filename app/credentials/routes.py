@@ -29,7 +29,6 @@ from app.http import BARE_LOCATION_HEADER, parse_json_body, problem_doc
 from app.idempotency.service import idempotent
 from app.oidc.auth import require_grant
 from app.oidc.claims import CREDENTIALS_SCOPE
-from app.ops.edge import edge_engine
 from app.settings import current
 from app.tenancy.auth import api_token_required, current_caller, unstamped_caller
 from app.web.hot import HotAnswer, HotRequest, hot, json_answer
@@ -218,7 +217,7 @@ def verify_at_once(request: HotRequest) -> HotAnswer | None:
     or bad token, a body the schema refuses, a credential over the budget) is the view's."""
     with request.app.app_context():
         if not (request.environ["PATH_INFO"] == "/credentials/verify" and current(CredentialSettings).verify_open):
-            with edge_engine(request.app).connect() as connection:
+            with request.unit_of_work() as connection:
                 if unstamped_caller(request.header("HTTP_X_API_TOKEN"), connection) is None:
                     return request.hand_off("token unknown, revoked, expired or its use to stamp")
         try:

@@ -38,7 +38,6 @@ from app.oidc.schemas import (
 )
 from app.oidc.settings import OidcSettings
 from app.oidc.text import has_unstorable
-from app.ops.edge import edge_engine
 from app.settings import current
 from app.tenancy.models import Client
 from app.web.hot import HotAnswer, HotRequest, counted_before_dispatch, hot, json_answer
@@ -228,7 +227,7 @@ def exchange_code_at_once(request: HotRequest) -> HotAnswer | None:
     with request.app.app_context():
         if not keys.signing_keys_loaded():
             return request.hand_off("the signing keys are not loaded yet (the view may create them)")
-        with edge_engine(request.app).begin() as connection:
+        with request.unit_of_work() as connection:
             answer = service.redeem_code_by_secret(exchange.credentials, connection, **redeem)
         if answer is None:
             refusal = service.explain_refused_code(exchange.credentials, **redeem)

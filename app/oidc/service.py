@@ -20,6 +20,7 @@ from sqlalchemy.engine import Connection
 from sqlalchemy.orm import load_only
 
 from app.db import as_utc, utcnow
+from app.dialect import DriverStatement
 from app.extensions import db
 from app.oidc import client_auth, grants, keys, refresh, tokens
 from app.oidc.client_auth import (
@@ -42,7 +43,6 @@ from app.oidc.errors import (
 from app.oidc.models import AuthorizationCode, LoginSession, RefreshToken, RevokedToken
 from app.oidc.settings import OidcSettings
 from app.oidc.tokens import AccessTokenClaims, TokenInvalid
-from app.ops.edge import DriverStatement
 from app.security import hash_secret, secret_hash_candidates
 from app.settings import current
 from app.tenancy.models import GRANT_TYPES, Client

@@ -13,7 +13,7 @@ pool, the pool is renewed, a request answers 503 with `Retry-After` and a job re
 
 The deadline rides in the engine's connect arguments (`CALL_TIMEOUT_ARG`, see
 `app.config._engine_options`), so every engine made from the settings has it: the session's and
-the pre-dispatch engine (`app.ops.edge`), in web and worker processes alike.
+the statement engine (`app.db.statement_engine`), in web and worker processes alike.
 
 A server that let a round trip or a connection attempt time out is presumed silent: for
 `SILENCE_HOLD_SECONDS` this process makes no new connection (each would wait out the connect

@@ -9,7 +9,6 @@ from flask_smorest import Blueprint
 from app.db import read_only
 from app.http import LOCATION_HEADER, MAX_ID, id_parameter, no_store, path_id, problem_doc
 from app.idempotency.service import idempotent
-from app.ops.edge import edge_engine
 from app.pagination import PageArgs
 from app.tenancy import service
 from app.tenancy.auth import api_token_required, current_caller, unstamped_caller
@@ -102,7 +101,7 @@ def read_sub_client_at_once(request: HotRequest) -> HotAnswer | None:
     if not token or "HTTP_X_API_SUBCLIENT_ID" in request.environ or not 0 < client_id <= MAX_ID:
         return request.hand_off("no token, another acting node or an id out of range")
     with request.app.app_context():
-        with edge_engine(request.app).connect() as connection:
+        with request.unit_of_work() as connection:
             caller = unstamped_caller(token, connection)
             if caller is None:
                 return request.hand_off("token unknown, revoked, expired or its use to stamp")

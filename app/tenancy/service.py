@@ -21,9 +21,9 @@ from sqlalchemy.exc import IntegrityError
 from sqlalchemy.orm import aliased
 
 from app.db import as_utc, utcnow
+from app.dialect import DriverStatement
 from app.errors import NotFound
 from app.extensions import db
-from app.ops.edge import DriverStatement
 from app.pagination import Page, paginate
 from app.security import encrypt, hash_secret, random_token, secret_hash_candidates, texts_equal, verify_secret
 from app.settings import current

@@ -38,6 +38,7 @@ import logging
 import re
 import time
 from collections.abc import Callable, Iterable
+from contextlib import AbstractContextManager
 from dataclasses import dataclass, field
 from http import HTTPStatus
 from io import BytesIO
@@ -45,8 +46,10 @@ from io import BytesIO
 from flask import Flask
 from limits import RateLimitItem
 from limits import parse as parse_limit
+from sqlalchemy.engine import Connection
 from sqlalchemy.exc import SQLAlchemyError
 
+from app.db import Mode, unit_of_work
 from app.errors import PROBLEM_MIMETYPE, DomainError
 from app.extensions import limiter
 from app.ops.logging import logged_access
@@ -107,6 +110,11 @@ class HotRequest:
         if allowed:
             self.environ[COUNTED] = True
         return allowed
+
+    def unit_of_work(self) -> AbstractContextManager[Connection]:
+        """The hot route's one unit of work: a connection for one self-contained statement (a read,
+        or one write), committed by itself (`Mode.STATEMENT`)."""
+        return unit_of_work(Mode.STATEMENT, app=self.app)
 
     def hand_off(self, reason: str) -> None:
         """Hand the request to the view (returned by the handler), saying why in the debug log."""

@@ -115,12 +115,12 @@ def test_a_frozen_postgresql_answers_503_with_retry_after_within_the_deadline(ap
 def test_the_session_and_pre_dispatch_engines_connections_carry_the_deadlines(app):
     from sqlalchemy import text
 
+    from app.db import statement_engine
     from app.extensions import db
     from app.ops.database import DeadlineConnection
-    from app.ops.edge import edge_engine
 
     with app.app_context():
-        engines = {"session": db.engine, "pre-dispatch": edge_engine(app)}
+        engines = {"session": db.engine, "pre-dispatch": statement_engine(app)}
     for name, engine in engines.items():
         with engine.connect() as connection:
             driver = connection.connection.driver_connection

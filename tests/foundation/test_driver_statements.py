@@ -1,4 +1,4 @@
-"""`app.ops.edge.DriverStatement`: the same rows as SQLAlchemy, refused where SQLAlchemy would convert,
+"""`app.dialect.DriverStatement`: the same rows as SQLAlchemy, refused where SQLAlchemy would convert,
 SQLAlchemy's errors, and a connection a fault broke never reused."""
 
 from __future__ import annotations
@@ -7,7 +7,8 @@ import pytest
 from sqlalchemy import bindparam, select, text, update
 from sqlalchemy.exc import DBAPIError, SQLAlchemyError
 
-from app.ops.edge import DriverStatement, edge_engine
+from app.db import statement_engine
+from app.dialect import DriverStatement
 from app.tenancy.models import Client
 from app.users.models import User
 from tests.support import environment
@@ -16,7 +17,7 @@ from tests.support import environment
 def test_rows_are_sqlalchemys_on_either_database(app, master):
     statement = select(Client.id, Client.name, Client.created_at, Client.path).where(Client.id == bindparam("id"))
     driver = DriverStatement(statement)
-    with app.app_context(), edge_engine(app).connect() as connection:
+    with app.app_context(), statement_engine(app).connect() as connection:
         expected = tuple(connection.execute(statement, {"id": master.client_id}).first())
         assert driver.first(connection, {"id": master.client_id}) == expected
         assert driver.first(connection, {"id": 2**31 - 1}) is None
@@ -31,7 +32,7 @@ def test_statements_sqlalchemy_would_convert_are_refused():
 
 def test_a_missing_parameter_is_sqlalchemys_error(app):
     driver = DriverStatement(select(Client.id).where(Client.id == bindparam("id")))
-    with app.app_context(), edge_engine(app).connect() as connection, pytest.raises(SQLAlchemyError):
+    with app.app_context(), statement_engine(app).connect() as connection, pytest.raises(SQLAlchemyError):
         driver.first(connection, {})
 
 
@@ -40,7 +41,7 @@ def test_a_connection_the_server_dropped_is_discarded(app, master):
     from app.extensions import db
 
     driver = DriverStatement(select(Client.id).where(Client.id == bindparam("id")))
-    engine = edge_engine(app)
+    engine = statement_engine(app)
     with app.app_context():
         with engine.connect() as connection:
             backend = connection.connection.driver_connection.info.backend_pid

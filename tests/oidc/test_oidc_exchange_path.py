@@ -126,8 +126,8 @@ def test_a_plain_exchange_is_one_consuming_statement_and_commits_only_where_it_n
     statement and a read of the user and client, in one transaction, one commit."""
     from sqlalchemy import event
 
+    from app.dialect import DriverStatement
     from app.extensions import db
-    from app.ops.edge import DriverStatement
 
     with app.app_context():
         engine = db.engine
