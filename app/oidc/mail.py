@@ -83,7 +83,8 @@ def _smtp_session(config: OidcSettings) -> Iterator[smtplib.SMTP]:
         server: smtplib.SMTP = smtplib.SMTP_SSL(timeout=timeout, context=ssl.create_default_context())
     else:
         server = smtplib.SMTP(timeout=timeout)
-    watchdog = threading.Timer(timeout, _shut, args=(server,))
+    expired = threading.Event()  # set before the socket is shut (a Timer's own flag is set after)
+    watchdog = threading.Timer(timeout, _shut, args=(server, expired))
     watchdog.daemon = True
     watchdog.start()
     try:
@@ -91,7 +92,7 @@ def _smtp_session(config: OidcSettings) -> Iterator[smtplib.SMTP]:
         yield server
         server.quit()
     except (OSError, smtplib.SMTPException) as error:
-        if watchdog.finished.is_set():  # it fired: the deadline passed
+        if expired.is_set():  # the deadline passed
             raise TimeoutError(f"the SMTP exchange took longer than SMTP_TIMEOUT ({timeout:g} s)") from error
         raise
     finally:
@@ -99,7 +100,8 @@ def _smtp_session(config: OidcSettings) -> Iterator[smtplib.SMTP]:
         server.close()
 
 
-def _shut(server: smtplib.SMTP) -> None:
+def _shut(server: smtplib.SMTP, expired: threading.Event) -> None:
+    expired.set()
     sock = server.sock
     if sock is not None:
         with suppress(OSError):  # already closed

@@ -10,14 +10,14 @@ import hashlib
 import hmac
 import time
 import uuid
+from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any, NoReturn
 
-from sqlalchemy import Executable, Update, bindparam, func, not_, select, update
+from sqlalchemy import Update, bindparam, func, not_, select, update
 from sqlalchemy.dialects import postgresql, sqlite
 from sqlalchemy.engine import Connection
-from sqlalchemy.orm import load_only
 
 from app.db import as_utc, utcnow
 from app.dialect import DriverStatement
@@ -144,46 +144,30 @@ def grant_token(values: dict[str, str], authenticate: Authenticator) -> TokenRes
 def exchange_code(
     authenticate: Authenticator, *, code: str | None, redirect_uri: str | None, code_verifier: str | None
 ) -> TokenResponse:
-    """Authenticate the client and redeem an authorization code for tokens (a refresh token with
-    `offline_access` or when the client always gets one).
+    """The view's code exchange: authenticate the client, redeem the code (`redeem_code`) and add a
+    refresh token (with `offline_access` or when the client always gets one).
 
-    A missing parameter raises InvalidRequest before anything is read.
-
-    The code is consumed by the transaction's first statement, one conditional UPDATE that also
-    checks the client, redirect URI, expiry, PKCE verifier and user, so of concurrent exchanges
-    exactly one wins (PostgreSQL row lock; SQLite write lock taken before any read could go
-    stale); on PostgreSQL the same statement reads the user and the client. A refused client
-    raises, and the edge's rollback un-consumes the code. When nothing was consumed the code is
-    read again to say why; a code already used answers `invalid_grant` and revokes the tokens
-    issued from it (access token and refresh family); that error has `keep_changes` set so the
-    edge commits it.
+    A missing parameter raises InvalidRequest before anything is read. When nothing was redeemed
+    the code is read again to say why; a code already used answers `invalid_grant` and revokes the
+    tokens issued from it (access token and refresh family); that error has `keep_changes` set so
+    the edge commits it.
     """
     redemption = _Redemption.of(
         require_token_parameter(code, "code"), require_token_parameter(redirect_uri, "redirect_uri"), code_verifier
     )
-    claimed = authenticate.claimed_id
-    consumed = _consume_code(redemption, claimed) if claimed is not None else None
-    client = authenticate(consumed.client if consumed else None)
-    if consumed is None and claimed != client.id:
-        consumed = _consume_code(redemption, client.id)  # an assertion that named its client only inside
-    if consumed is None:
-        _refuse_code(
-            redemption.code_hash,
-            client,
-            redirect_uri=redemption.redirect_uri,
-            code_verifier=code_verifier,
-            now=redemption.now,
-        )
-    user = consumed.user
-    auth_time = as_utc(consumed.auth_time)
+    client = authenticate()
+    redeemed = redeem_code(db.session.connection(), redemption, client.id, refresh_tokens=True)
+    if redeemed is None:
+        _refuse_code(redemption.code_hash, client, redirect_uri=redemption.redirect_uri,
+                     code_verifier=code_verifier, now=redemption.now)  # fmt: skip
     refresh_token = None
-    if refresh.wanted(client, consumed.scope):
+    if refresh.wanted(client, redeemed.scope):
         refresh_token, family = refresh.add_member(
             client,
-            user_id=user.id,
-            scope=consumed.scope,
-            auth_time=auth_time,
-            sid=consumed.sid,
+            user_id=redeemed.user.id,
+            scope=redeemed.scope,
+            auth_time=redeemed.auth_time,
+            sid=redeemed.sid,
             family=None,
             family_expires_at=None,
             access_token_jti=redemption.jti,
@@ -195,17 +179,7 @@ def exchange_code(
             .values(refresh_family=family)
             .execution_options(synchronize_session=False)
         )
-    return _user_tokens(
-        client,
-        user,
-        scope=consumed.scope,
-        auth_time=auth_time,
-        nonce=consumed.nonce,
-        sid=consumed.sid,
-        jti=redemption.jti,
-        issued_at=redemption.issued_at,
-        refresh_token=refresh_token,
-    )
+    return _redeemed_tokens(client, redeemed, redemption, refresh_token)
 
 
 @dataclass(frozen=True)
@@ -238,38 +212,9 @@ class _Redemption:
                 "given_jti": self.jti, "given_access_token_expires_at": self.access_token_expires_at}  # fmt: skip
 
 
-@dataclass(frozen=True)
-class _ConsumedCode:
-    scope: str
-    nonce: str | None
-    auth_time: datetime
-    sid: str | None
-    user: User
-    client: Client
-
-
 def _pkce_challenge(verifier: str) -> str:
     digest = hashlib.sha256(verifier.encode("ascii", "replace")).digest()
     return base64.urlsafe_b64encode(digest).rstrip(b"=").decode("ascii")
-
-
-# What an exchange by secret reads of its client (any other attribute loads when first used):
-# every column read costs the driver and the ORM on each request.
-_EXCHANGE_CLIENT_COLUMNS = (
-    Client.id,
-    Client.root_id,
-    Client.disabled_at,
-    Client.secret_hash,
-    Client.previous_secret_hash,
-    Client.previous_secret_expires_at,
-    Client.token_endpoint_auth_method,
-    Client.signing_alg,
-    Client.issue_refresh_tokens,
-    Client.refresh_token_ttl,
-    Client.refresh_token_idle_ttl,
-    Client.id_token_claims,
-    Client.reads_credentials,
-)
 
 
 def redeem_code_by_secret(
@@ -280,28 +225,42 @@ def redeem_code_by_secret(
     redirect_uri: str,
     code_verifier: str | None,
 ) -> TokenResponse | None:
-    """A code exchange by client secret in one statement on `connection`, on every database: the
-    hot door's (app/oidc/routes.py), once this process knows its signing keys
-    (`keys.signing_keys_loaded`). None when it consumed nothing, and then nothing was changed:
-    `explain_refused_code` says why, or the view's `exchange_code` does it.
-
-    The statement consumes the code only when everything `exchange_code` checks holds and, besides,
-    the client authenticates with this secret and method (`client_auth.secret_authentication_clause`)
-    and the grant issues no refresh token (`refresh.wanted_clause`): the use of the code is then
-    the statement's one write, committed by the caller (autocommit on PostgreSQL), and what follows
-    only reads and signs (with keys this process already knows, so none is created here).
-    """
+    """The hot door's code exchange (app/oidc/routes.py), once this process knows its signing keys
+    (`keys.signing_keys_loaded`): `redeem_code` with the client authenticated by the statement
+    itself, for grants without a refresh token. None when it redeemed nothing, and then nothing was
+    changed: `explain_refused_code` says why, or the view answers."""
     client_id = parse_client_id(credentials.client_id)
     if credentials.method not in SECRET_METHODS or not credentials.secret or client_id is None:
         return None
     redemption = _Redemption.of(code, redirect_uri, code_verifier)
-    hashes = secret_hash_candidates(credentials.secret)
-    parameters = {
-        **redemption.parameters(client_id),
-        "given_method": credentials.method,
-        **{f"given_secret_hash_{index}": value for index, value in enumerate(hashes)},
-    }
-    consume, read = _redeem_statements(connection.dialect.name, len(hashes))
+    secret = (credentials.method, secret_hash_candidates(credentials.secret))
+    redeemed = redeem_code(connection, redemption, client_id, secret=secret, refresh_tokens=False)
+    return None if redeemed is None else _redeemed_tokens(redeemed.client, redeemed, redemption, None)
+
+
+def redeem_code(
+    connection: Connection,
+    redemption: _Redemption,
+    client_id: int,
+    *,
+    secret: tuple[str, Sequence[str]] | None = None,
+    refresh_tokens: bool,
+) -> _RedeemedCode | None:
+    """The one redemption of an authorization code, for both doors and every database: one
+    statement consumes the code when it is unused, unexpired, of this enabled client, redirect URI
+    and PKCE challenge, its user enabled and in the client's tree, and the conditions of the rules'
+    owners hold: with `secret` (method, hash candidates) the client authenticates with it
+    (`client_auth.secret_authentication_clause`); without `refresh_tokens` the grant issues no
+    refresh token (`refresh.wanted_clause`). Of concurrent redemptions exactly one wins (PostgreSQL
+    row lock; SQLite's write lock). It returns the code's fields with what the tokens need of the
+    user and client (read in the same round trip on PostgreSQL), or None: nothing was changed.
+    """
+    hashes = secret[1] if secret else ()
+    consume, read = _redeem_statements(connection.dialect.name, len(hashes), secret is not None, refresh_tokens)
+    parameters = redemption.parameters(client_id)
+    if secret is not None:
+        parameters["given_method"] = secret[0]
+        parameters.update({f"given_secret_hash_{index}": value for index, value in enumerate(hashes)})
     row = consume.first(connection, parameters)
     if row is None:
         return None
@@ -309,18 +268,8 @@ def redeem_code_by_secret(
         user_id, scope, nonce, auth_time, sid = row
         row = (scope, nonce, auth_time, sid, *read.first(connection, {"user_id": user_id, **parameters}))
     scope, nonce, auth_time, sid, *user_and_client = row
-    user, client = _TokenUser(*user_and_client[:4]), _TokenClient(*user_and_client[4:])
-    return _user_tokens(
-        client,
-        user,
-        scope=scope,
-        auth_time=as_utc(auth_time),
-        nonce=nonce,
-        sid=sid,
-        jti=redemption.jti,
-        issued_at=redemption.issued_at,
-        refresh_token=None,
-    )
+    return _RedeemedCode(scope, nonce, as_utc(auth_time), sid, _TokenUser(*user_and_client[:4]),
+                         _TokenClient(*user_and_client[4:]))  # fmt: skip
 
 
 def explain_refused_code(
@@ -366,6 +315,18 @@ class _TokenClient:
     reads_credentials: bool | None
 
 
+@dataclass(frozen=True, slots=True)
+class _RedeemedCode:
+    """A redeemed code: its grant's fields, and what its tokens need of its user and client."""
+
+    scope: str
+    nonce: str | None
+    auth_time: datetime
+    sid: str | None
+    user: _TokenUser
+    client: _TokenClient
+
+
 def _consume_update(*conditions: Any) -> Update:
     """Consume the code if it is unused, unexpired, of this enabled client, redirect URI and PKCE
     challenge, its user enabled and in the client's tree, and `conditions` hold."""
@@ -400,25 +361,6 @@ def _consume_update(*conditions: Any) -> Update:
     )
 
 
-def _with_user_and_client(consume: Update) -> Executable:
-    """PostgreSQL: the consumed code's fields with its user and client, in the same round trip."""
-    code = consume.cte("consumed")
-    return (
-        select(code.c.scope, code.c.nonce, code.c.auth_time, code.c.sid, User, Client)
-        .join(User, User.id == code.c.user_id)
-        .join(Client, Client.id == bindparam("given_client_id"))
-        .options(load_only(*_EXCHANGE_CLIENT_COLUMNS))
-    )
-
-
-@functools.cache
-def _consume_statement(dialect: str) -> Executable:
-    """The statement of `_consume_code`, built once per dialect: building it costs more than running it."""
-    if dialect != "postgresql":
-        return _consume_update().execution_options(synchronize_session=False)
-    return _with_user_and_client(_consume_update())
-
-
 _TOKEN_FIELDS = (
     User.id,
     User.did,
@@ -432,20 +374,25 @@ _TOKEN_FIELDS = (
 
 
 @functools.cache
-def _redeem_statements(dialect: str, hash_keys: int) -> tuple[DriverStatement, DriverStatement | None]:
-    """The statements of `redeem_code_by_secret`: `_consume_update`'s with the conditions of the
-    rules' owners (the client authenticates with this secret and method; no refresh token is
-    issued), returning the code's fields then `_TokenUser`'s and `_TokenClient`'s. PostgreSQL
-    reads the user and client in the same statement; SQLite, which has no data-modifying CTE,
-    in a second one (then the first returns the user's id first)."""
-    consume = _consume_update(
-        client_auth.secret_authentication_clause(
-            bindparam("given_method"),
-            [bindparam(f"given_secret_hash_{index}") for index in range(hash_keys)],
-            bindparam("given_now", type_=Client.previous_secret_expires_at.type),
-        ),
-        not_(refresh.wanted_clause(AuthorizationCode.scope)),
-    )
+def _redeem_statements(
+    dialect: str, hash_keys: int, by_secret: bool, refresh_tokens: bool
+) -> tuple[DriverStatement, DriverStatement | None]:
+    """The statements of `redeem_code`, built once per shape: `_consume_update`'s with the
+    conditions of the rules' owners, returning the code's fields then `_TokenUser`'s and
+    `_TokenClient`'s. PostgreSQL reads the user and client in the same statement; SQLite, which
+    has no data-modifying CTE, in a second one (then the first returns the user's id first)."""
+    conditions = []
+    if by_secret:
+        conditions.append(
+            client_auth.secret_authentication_clause(
+                bindparam("given_method"),
+                [bindparam(f"given_secret_hash_{index}") for index in range(hash_keys)],
+                bindparam("given_now", type_=Client.previous_secret_expires_at.type),
+            )
+        )
+    if not refresh_tokens:
+        conditions.append(not_(refresh.wanted_clause(AuthorizationCode.scope)))
+    consume = _consume_update(*conditions)
     if dialect != "postgresql":
         read = (
             select(*_TOKEN_FIELDS)
@@ -459,29 +406,6 @@ def _redeem_statements(dialect: str, hash_keys: int) -> tuple[DriverStatement, D
         .join(User, User.id == code.c.user_id)
         .join(Client, Client.id == bindparam("given_client_id"))
     ), None
-
-
-def _consume_code(redemption: _Redemption, client_id: int) -> _ConsumedCode | None:
-    """Mark the code used if it is unused, unexpired, of this enabled client and redirect URI, its
-    PKCE challenge is the redemption's and its user belongs to the client's tree.
-
-    None when any of that fails (nothing is changed then). On PostgreSQL one statement does it
-    all, the user and client read in the same round trip; elsewhere they are read after it.
-    """
-    dialect = db.session.get_bind().dialect.name
-    row = db.session.execute(_consume_statement(dialect), redemption.parameters(client_id)).first()
-    if row is None:
-        return None
-    if dialect == "postgresql":
-        return _ConsumedCode(*row)
-    return _ConsumedCode(
-        row.scope,
-        row.nonce,
-        row.auth_time,
-        row.sid,
-        db.session.get(User, row.user_id),
-        db.session.get(Client, client_id),
-    )
 
 
 _USER_GONE = "The user of this authorization code no longer exists or was disabled."
@@ -561,6 +485,14 @@ def _user_tokens(
         refresh_token=refresh_token,
         expires_in=current(OidcSettings).access_token_ttl,
     )
+
+
+def _redeemed_tokens(
+    client: Client | _TokenClient, redeemed: _RedeemedCode, redemption: _Redemption, refresh_token: str | None
+) -> TokenResponse:
+    return _user_tokens(client, redeemed.user, scope=redeemed.scope, auth_time=redeemed.auth_time,
+                        nonce=redeemed.nonce, sid=redeemed.sid, jti=redemption.jti, issued_at=redemption.issued_at,
+                        refresh_token=refresh_token)  # fmt: skip
 
 
 def refresh_grant(authenticate: Authenticator, *, refresh_token: str | None, scope: str | None) -> TokenResponse:
