@@ -46,6 +46,13 @@ class Registration(Protocol):
     reads_credentials: bool | None
 
 
+class RememberedConsent(Protocol):
+    """What the gate reads of a remembered consent (`Consent`, or its columns read with a code)."""
+
+    scope: str
+    claims_fingerprint: str | None
+
+
 class Holder(Protocol):
     """What the gate reads of a user."""
 
@@ -86,7 +93,7 @@ def _consent(user_id: int, client_id: int) -> Consent | None:
     ).scalar_one_or_none()
 
 
-def _still_consented(consent: Consent | None, client: Registration, items: Iterable[str]) -> set[str]:
+def _still_consented(consent: RememberedConsent | None, client: Registration, items: Iterable[str]) -> set[str]:
     """The items among `items` that the remembered consent covers today."""
     if consent is None:
         return set()
@@ -158,8 +165,16 @@ def grant_for(client: Registration, user: Holder, scopes: Iterable[str]) -> Gran
     claims and the credential list are checked against the remembered consent at every read, so a
     changed mapping or a registration that stopped reading credentials releases nothing more.
     """
+    return grant_of_consent(client, user, scopes, _consent(user.id, client.id))
+
+
+def grant_of_consent(
+    client: Registration, user: Holder, scopes: Iterable[str], consent: RememberedConsent | None
+) -> Grant:
+    """`grant_for` with the remembered consent (None: none) already read, as a code's redemption
+    reads it in its one statement (`Consent`'s columns)."""
     scopes = tuple(scopes)
     items = requested_items(client, scopes)
     standard = {scope for scope in items if scope in SCOPE_CLAIMS or scope == "openid"}
-    consented = _still_consented(_consent(user.id, client.id), client, [i for i in items if i in RELEASE_ITEMS])
+    consented = _still_consented(consent, client, [i for i in items if i in RELEASE_ITEMS])
     return Grant(client=client, user=user, scopes=scopes, items=frozenset(standard | consented))

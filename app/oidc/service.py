@@ -15,7 +15,7 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any, NoReturn
 
-from sqlalchemy import Update, bindparam, func, not_, select, update
+from sqlalchemy import Update, and_, bindparam, func, not_, select, update
 from sqlalchemy.dialects import postgresql, sqlite
 from sqlalchemy.engine import Connection
 
@@ -40,7 +40,7 @@ from app.oidc.errors import (
     UnauthorizedClient,
     UnsupportedGrantType,
 )
-from app.oidc.models import AuthorizationCode, LoginSession, RefreshToken, RevokedToken
+from app.oidc.models import AuthorizationCode, Consent, LoginSession, RefreshToken, RevokedToken
 from app.oidc.settings import OidcSettings
 from app.oidc.tokens import AccessTokenClaims, TokenInvalid
 from app.security import hash_secret, secret_hash_candidates
@@ -267,9 +267,10 @@ def redeem_code(
     if read is not None:  # no data-modifying CTE: the user and client are read after the update
         user_id, scope, nonce, auth_time, sid = row
         row = (scope, nonce, auth_time, sid, *read.first(connection, {"user_id": user_id, **parameters}))
-    scope, nonce, auth_time, sid, *user_and_client = row
+    scope, nonce, auth_time, sid, *user_and_client, consented_scope, claims_fingerprint = row
+    consent = None if consented_scope is None else _RememberedConsent(consented_scope, claims_fingerprint)
     return _RedeemedCode(scope, nonce, as_utc(auth_time), sid, _TokenUser(*user_and_client[:4]),
-                         _TokenClient(*user_and_client[4:]))  # fmt: skip
+                         _TokenClient(*user_and_client[4:]), consent)  # fmt: skip
 
 
 def explain_refused_code(
@@ -325,6 +326,15 @@ class _RedeemedCode:
     sid: str | None
     user: _TokenUser
     client: _TokenClient
+    consent: _RememberedConsent | None
+
+
+@dataclass(frozen=True, slots=True)
+class _RememberedConsent:
+    """The user's remembered consent to the client (`Consent`'s fields of the same names)."""
+
+    scope: str
+    claims_fingerprint: str | None
 
 
 def _consume_update(*conditions: Any) -> Update:
@@ -378,9 +388,10 @@ def _redeem_statements(
     dialect: str, hash_keys: int, by_secret: bool, refresh_tokens: bool
 ) -> tuple[DriverStatement, DriverStatement | None]:
     """The statements of `redeem_code`, built once per shape: `_consume_update`'s with the
-    conditions of the rules' owners, returning the code's fields then `_TokenUser`'s and
-    `_TokenClient`'s. PostgreSQL reads the user and client in the same statement; SQLite, which
-    has no data-modifying CTE, in a second one (then the first returns the user's id first)."""
+    conditions of the rules' owners, returning the code's fields, `_TokenUser`'s, `_TokenClient`'s
+    and the remembered consent (for `grants.grant_of_consent`). PostgreSQL reads them in the same
+    statement; SQLite, which has no data-modifying CTE, in a second one (then the first returns
+    the user's id first)."""
     conditions = []
     if by_secret:
         conditions.append(
@@ -393,19 +404,24 @@ def _redeem_statements(
     if not refresh_tokens:
         conditions.append(not_(refresh.wanted_clause(AuthorizationCode.scope)))
     consume = _consume_update(*conditions)
+    consent = and_(Consent.user_id == User.id, Consent.client_id == Client.id)
     if dialect != "postgresql":
         read = (
-            select(*_TOKEN_FIELDS)
+            select(*_TOKEN_FIELDS, Consent.scope, Consent.claims_fingerprint)
+            .select_from(User)
             .join(Client, Client.id == bindparam("given_client_id"))
+            .outerjoin(Consent, consent)
             .where(User.id == bindparam("user_id"))
         )
         return DriverStatement(consume), DriverStatement(read)
     code = consume.cte("consumed")
     return DriverStatement(
-        select(code.c.scope, code.c.nonce, code.c.auth_time, code.c.sid, *_TOKEN_FIELDS)
+        select(code.c.scope, code.c.nonce, code.c.auth_time, code.c.sid, *_TOKEN_FIELDS, Consent.scope,
+               Consent.claims_fingerprint)
         .join(User, User.id == code.c.user_id)
         .join(Client, Client.id == bindparam("given_client_id"))
-    ), None
+        .outerjoin(Consent, consent)
+    ), None  # fmt: skip
 
 
 _USER_GONE = "The user of this authorization code no longer exists or was disabled."
@@ -459,7 +475,9 @@ def _user_tokens(
     jti: str,
     issued_at: int,
     refresh_token: str | None,
+    grant: grants.Grant | None = None,
 ) -> TokenResponse:
+    """The token response; `grant` (what the tokens may release) is read when not given."""
     alg = client_alg(client)
     access_token, _ = tokens.issue_access_token(
         client_id=client.id, user_id=user.id, scope=scope, alg=alg, now=issued_at, jti=jti
@@ -473,7 +491,7 @@ def _user_tokens(
             auth_time=int(auth_time.timestamp()),
             nonce=nonce,
             access_token=access_token,
-            extra_claims=grants.grant_for(client, user, scope.split()).application_claims(),
+            extra_claims=(grant or grants.grant_for(client, user, scope.split())).application_claims(),
             alg=alg,
             now=issued_at,
             sid=sid,
@@ -492,7 +510,9 @@ def _redeemed_tokens(
 ) -> TokenResponse:
     return _user_tokens(client, redeemed.user, scope=redeemed.scope, auth_time=redeemed.auth_time,
                         nonce=redeemed.nonce, sid=redeemed.sid, jti=redemption.jti, issued_at=redemption.issued_at,
-                        refresh_token=refresh_token)  # fmt: skip
+                        refresh_token=refresh_token,
+                        grant=grants.grant_of_consent(client, redeemed.user, redeemed.scope.split(),
+                                                      redeemed.consent))  # fmt: skip
 
 
 def refresh_grant(authenticate: Authenticator, *, refresh_token: str | None, scope: str | None) -> TokenResponse:
