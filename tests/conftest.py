@@ -8,6 +8,7 @@ Each test makes its own tenant, so tests stay isolated without a global clean-up
 
 from __future__ import annotations
 
+import compileall
 import os
 import subprocess
 import sys
@@ -20,6 +21,15 @@ from tests.support.environment import RUN_ID, TMP_DIR, USING_POSTGRES, fetch_job
 from tests.support.tenancy import MasterClient, make_master
 
 environment.configure()
+
+
+def pytest_sessionstart(session) -> None:
+    """Compile the application's sources once: the suite starts hundreds of processes of it (CLI
+    commands, web servers, workers), and where PYTHONDONTWRITEBYTECODE is set each of them would
+    compile every module again (seconds of CPU per process). The installed packages are compiled by
+    `uv sync --compile-bytecode` (the README's commands)."""
+    for package in ("app", "worker", "migrations"):
+        compileall.compile_dir(environment.REPO_ROOT / package, quiet=1, workers=0)
 
 
 def pytest_collection_modifyitems(config, items) -> None:

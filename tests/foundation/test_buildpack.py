@@ -1,7 +1,7 @@
 """Tessera built as a Heroku-style Python buildpack builds it, then run from its Procfile.
 
 The repository's files (no virtual environment, no instance) are copied into an empty directory;
-`uv sync --frozen --no-dev` installs `uv.lock` into a clean environment of its own (as the buildpack
+`uv sync --frozen --no-dev --compile-bytecode` installs `uv.lock` into a clean environment of its own (as the buildpack
 does for a `uv.lock` with `.python-version`); the Procfile's `release` line migrates a new
 PostgreSQL database; `web` and `worker` start from their lines with `PORT`, `DATABASE_URL` and
 `REDIS_URL`, and a canary job runs end to end over HTTP. uv's package cache makes the install quick.
@@ -77,7 +77,7 @@ def test_built_from_the_lock_and_run_from_the_procfile(tmp_path: Path, database_
     app_dir.mkdir()
     _copy_repository(app_dir)
     assert not (app_dir / ".venv").exists() and (app_dir / "uv.lock").exists()
-    built = subprocess.run([_uv(), "sync", "--frozen", "--no-dev", "--python", sys.executable], cwd=app_dir,
+    built = subprocess.run([_uv(), "sync", "--frozen", "--no-dev", "--compile-bytecode", "--python", sys.executable], cwd=app_dir,
                            env={**os.environ, "UV_PROJECT_ENVIRONMENT": str(venv)}, capture_output=True, text=True,
                            timeout=600)  # fmt: skip
     assert built.returncode == 0, built.stderr
