@@ -77,9 +77,9 @@ def test_built_from_the_lock_and_run_from_the_procfile(tmp_path: Path, database_
     app_dir.mkdir()
     _copy_repository(app_dir)
     assert not (app_dir / ".venv").exists() and (app_dir / "uv.lock").exists()
-    built = subprocess.run([_uv(), "sync", "--frozen", "--no-dev", "--compile-bytecode", "--python", sys.executable], cwd=app_dir,
-                           env={**os.environ, "UV_PROJECT_ENVIRONMENT": str(venv)}, capture_output=True, text=True,
-                           timeout=600)  # fmt: skip
+    built = subprocess.run([_uv(), "sync", "--frozen", "--no-dev", "--compile-bytecode", "--python", sys.executable],
+                           cwd=app_dir, env={**os.environ, "UV_PROJECT_ENVIRONMENT": str(venv)}, capture_output=True,
+                           text=True, timeout=600)  # fmt: skip
     assert built.returncode == 0, built.stderr
 
     port = free_port()
