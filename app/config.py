@@ -34,7 +34,7 @@ def _default_instance_dir() -> Path:
 
 
 # Needed before any application exists (Flask's instance path, operator commands); declared with
-# the other core settings below (`CoreSettings.instance_dir`) so the README table lists it.
+# the other core settings below (`CoreSettings.instance_dir`) so the settings table of docs/settings.md lists it.
 INSTANCE_DIR = Path(os.environ.get("TESSERA_INSTANCE_DIR") or _default_instance_dir()).resolve()
 
 

@@ -10,7 +10,7 @@ A feature declares its settings in `app/<feature>/settings.py`:
 `create_app` builds every declared class once (`install_settings`): a value given to
 `create_app(config=...)` wins, then the environment, then the default. Services and tasks read
 `current(AgentSettings)`; nothing else reads `os.environ`. `declared_settings()` lists every
-variable with its default and description (the README's settings table is tested against it).
+variable with its default and description (the settings table of docs/settings.md is tested against it).
 """
 
 from __future__ import annotations
@@ -47,7 +47,7 @@ class Derived:
 
 @dataclass(frozen=True)
 class DeclaredSetting:
-    """One environment variable of a feature, as the README's settings table lists it."""
+    """One environment variable of a feature, as the settings table of docs/settings.md lists it."""
 
     feature: str
     name: str

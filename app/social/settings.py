@@ -58,7 +58,7 @@ class SocialSettings:
     )
 
     def __post_init__(self) -> None:
-        # The default is declared as text (the README shows it); the object holds parsed budgets.
+        # The default is declared as text (docs/settings.md shows it); the object holds parsed budgets.
         if isinstance(self.budgets, str):
             object.__setattr__(self, "budgets", parse_budgets(self.budgets))
 

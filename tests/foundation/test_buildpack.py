@@ -24,7 +24,7 @@ import pytest
 import sqlalchemy as sa
 
 from tests.support.bench import free_port, wait_for_url
-from tests.support.environment import REPO_ROOT
+from tests.support.environment import REPO_ROOT, copy_repository
 
 pytestmark = pytest.mark.realworker
 
@@ -39,13 +39,6 @@ def _uv() -> str:
     if not found:
         pytest.skip("uv is not installed (the README's commands and .ci/run install it)")
     return found
-
-
-def _copy_repository(target: Path) -> None:
-    """The files a push carries: not the virtual environment, instance data, caches or artefacts."""
-    ignored = shutil.ignore_patterns(".git", ".venv", "instance", "__pycache__", "*.pyc", ".pytest_cache",
-                                     ".ruff_cache", "artifacts", "*.egg-info")  # fmt: skip
-    shutil.copytree(REPO_ROOT, target, ignore=ignored, symlinks=True, dirs_exist_ok=True)
 
 
 @pytest.fixture
@@ -75,7 +68,7 @@ def test_built_from_the_lock_and_run_from_the_procfile(tmp_path: Path, database_
     assert (REPO_ROOT / ".python-version").read_text().strip() == f"{sys.version_info[0]}.{sys.version_info[1]}"
     app_dir, venv = tmp_path / "app", tmp_path / "venv"
     app_dir.mkdir()
-    _copy_repository(app_dir)
+    copy_repository(app_dir)
     assert not (app_dir / ".venv").exists() and (app_dir / "uv.lock").exists()
     built = subprocess.run([_uv(), "sync", "--frozen", "--no-dev", "--compile-bytecode", "--python", sys.executable],
                            cwd=app_dir, env={**os.environ, "UV_PROJECT_ENVIRONMENT": str(venv)}, capture_output=True,

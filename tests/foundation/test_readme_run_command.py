@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import os
-import re
 import signal
 import subprocess
 import sys
@@ -14,6 +13,7 @@ import httpx
 from app.client.library import TesseraClient
 from tests.support.agents import LiveServer, claim_key_over_http, registration_card
 from tests.support.bench import free_port, wait_for_url
+from tests.support.docs import quickstart_block
 from tests.support.environment import REPO_ROOT
 
 INSTALL_AND_MIGRATE = "flask --app app db upgrade && "
@@ -21,12 +21,6 @@ INSTALL_AND_MIGRATE = "flask --app app db upgrade && "
 _RUN_SETTINGS = ("DATABASE_URL", "REDIS_URL", "DIRECT_DATABASE_URL", "DIRECT_REDIS_URL", "CELERY_ALWAYS_EAGER",
                  "CELERY_QUEUE", "BASE_URL", "PORT", "SECRET_KEY", "ENCRYPTION_KEYS", "SECRET_HASH_KEY",
                  "AGENT_NETWORK_URL", "OIDC_ISSUER")  # fmt: skip
-
-
-def _run_command() -> str:
-    match = re.search(r"<!-- quickstart:run -->\n```bash\n(.*?)\n```", (REPO_ROOT / "README.md").read_text(), re.S)
-    assert match, "README has no quickstart:run block"
-    return match.group(1)
 
 
 def _stop(process: subprocess.Popen) -> None:
@@ -43,7 +37,7 @@ def _stop(process: subprocess.Popen) -> None:
 
 
 def test_run_command_is_one_line_that_starts_the_three_processes():
-    command = _run_command()
+    command = quickstart_block("run")
     assert "\n" not in command, ".ci/run takes the first line under the marker"
     assert INSTALL_AND_MIGRATE in command and command.endswith("honcho start web worker beat")
     assert "BASE_URL=${BASE_URL:-http://127.0.0.1:${PORT:-5000}} honcho start" in command, "one BASE_URL for all"
@@ -51,7 +45,7 @@ def test_run_command_is_one_line_that_starts_the_three_processes():
 
 def test_run_command_on_another_port_serves_pages_discovery_and_worker_urls_there(tmp_path: Path):
     """honcho gives the worker and beat PORT+100 and PORT+200: BASE_URL must still name the web's port."""
-    service = _run_command().split(INSTALL_AND_MIGRATE, 1)[1]
+    service = quickstart_block("run").split(INSTALL_AND_MIGRATE, 1)[1]
     port = free_port()
     url = f"http://127.0.0.1:{port}"
     env = {name: value for name, value in os.environ.items() if name not in _RUN_SETTINGS}

@@ -3,7 +3,7 @@
 Each test names the suite tests it mirrors (w3c/vc-di-eddsa-test-suite, w3c/vc-di-ecdsa-test-suite,
 w3c/vc-di-bbs-test-suite and their shared w3c-ccg/data-integrity-test-suite-assertion, "DITA"):
 the suites drive a VC API issuer with the key's did:key as `issuer` and `options` naming the key
-and the suite, exactly as `tests/support/w3c_di_suites.py` configures them for the real run (README,
+and the suite, exactly as `tests/support/w3c_di_suites.py` configures them for the real run (docs/credentials.md,
 "W3C Data Integrity test suites"). Issued credentials are checked with independent code
 (tests/support/independent.py), not with Tessera's verifier only.
 """

@@ -11,6 +11,7 @@ with `from tests.support.environment import REDIS_PROXY` at import time.
 from __future__ import annotations
 
 import os
+import shutil
 import subprocess
 import sys
 import tempfile
@@ -27,8 +28,18 @@ RUN_ID = uuid.uuid4().hex[:10]
 TMP_DIR = Path(tempfile.mkdtemp(prefix=f"tessera-test-{RUN_ID}-"))
 REPO_ROOT = Path(__file__).resolve().parents[2]
 USING_POSTGRES = os.environ.get("DATABASE_URL", "").startswith(("postgres", "postgresql"))
+# Left out of a copy of the repository: what a checkout gets by being used, not by being cloned.
+_NOT_COPIED = (".git", ".venv", "instance", "__pycache__", "*.pyc", ".pytest_cache", ".ruff_cache", "artifacts",
+               "*.egg-info")  # fmt: skip
 DB_PROXY: TcpProxy | None = None
 REDIS_PROXY: TcpProxy | None = None
+
+
+def copy_repository(target: Path) -> Path:
+    """The repository's files as a push carries them into `target`: not the virtual environment,
+    instance data, caches or artefacts."""
+    shutil.copytree(REPO_ROOT, target, ignore=shutil.ignore_patterns(*_NOT_COPIED), symlinks=True, dirs_exist_ok=True)
+    return target
 
 
 def _create_postgres_database(server_url: str) -> str:

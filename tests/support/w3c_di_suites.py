@@ -3,7 +3,7 @@
 Creates one issuer key per key type for the client of `--token` (POST /v1/issuer/keys) and writes
 a `localConfig.cjs` into each suite checkout given, so that the suites (w3c/vc-di-eddsa-test-suite,
 w3c/vc-di-ecdsa-test-suite, w3c/vc-di-bbs-test-suite) drive `POST /credentials/issue` with the
-key's did:key as issuer. Standard library only; see the README ("W3C Data Integrity test suites").
+key's did:key as issuer. Standard library only; see docs/credentials.md ("W3C Data Integrity test suites").
 
     python tests/support/w3c_di_suites.py --base-url http://127.0.0.1:5077 --token "$TOKEN" \
         --eddsa /tmp/w3c/eddsa --ecdsa /tmp/w3c/ecdsa --bbs /tmp/w3c/bbs
