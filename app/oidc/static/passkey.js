@@ -81,6 +81,7 @@
     button.hidden = false;
     button.addEventListener("click", function () {
       if (pending) { pending.abort(); }
+      button.disabled = true;
       navigator.credentials.get({ publicKey: requestOptions(options) })
         .then(function (credential) { if (credential) { submit(form, credential); } })
         .catch(function () { button.disabled = false; });
