@@ -8,6 +8,7 @@ leaked from one browser cannot be completed in another.
 
 from __future__ import annotations
 
+import json
 import re
 import secrets
 from collections.abc import Mapping
@@ -21,7 +22,7 @@ from sqlalchemy.orm.attributes import set_committed_value
 
 from app.db import as_utc, utcnow
 from app.extensions import db
-from app.oidc import grants, recaptcha, tokens
+from app.oidc import acr, grants, recaptcha, tokens
 from app.oidc.backchannel import queue_logouts, remember_session_client
 from app.oidc.claims import parse_scope
 from app.oidc.errors import AuthorizationPageError, AuthorizationRedirectError
@@ -41,9 +42,11 @@ from app.oidc.models import (
 from app.oidc.service import get_relying_party, revoke_session_refresh_tokens, revoke_user_refresh_tokens
 from app.oidc.settings import OidcSettings
 from app.oidc.text import has_unstorable
+from app.passkeys import service as passkey_service
+from app.passkeys.errors import PasskeyRefused
 from app.security import hash_secret, random_token, texts_equal
 from app.settings import current
-from app.tenancy.models import Client
+from app.tenancy.models import POLICY_EMAIL_CODE, Client
 from app.tenancy.service import from_email_address
 from app.users.models import User
 from app.users.service import find_user_by_email, get_enabled_user_in_tree
@@ -65,6 +68,8 @@ _KNOWN_PARAMETERS = frozenset(
         "response_mode",
         "request",
         "request_uri",
+        "acr_values",
+        "claims",
     }
 )
 _CODE_CHALLENGE = re.compile(r"[A-Za-z0-9._~-]{43,128}")
@@ -72,9 +77,13 @@ _CODE_CHALLENGE = re.compile(r"[A-Za-z0-9._~-]{43,128}")
 _EMAIL_CHAR = r"[^@\s\x00-\x1f\x7f\ud800-\udfff]"
 _EMAIL = re.compile(rf"{_EMAIL_CHAR}{{1,64}}@{_EMAIL_CHAR}{{1,253}}\.{_EMAIL_CHAR}{{1,63}}")
 _MAX_STATE = 2048
+_MAX_ACR_VALUES = 512
 # The request row keeps max_age in a 32-bit column.
 MAX_AGE_LIMIT = 2**31 - 1
 _RESTART = "Too many wrong codes. Go back to the application and start again."
+_PASSKEY_RESTART = "Too many sign-in attempts. Go back to the application and start again."
+# Any passkey with user verification: what adding one to a sign-in contributes to its level.
+_A_PASSKEY = ("hwk", "user")
 
 
 @dataclass(frozen=True)
@@ -90,6 +99,8 @@ class AuthorizationParams:
     prompt: frozenset[str] = field(default_factory=frozenset)
     max_age: int | None = None
     login_hint: str | None = None
+    acr_values: tuple[str, ...] = ()
+    acr_essential: bool = False
 
 
 @dataclass(frozen=True)
@@ -219,6 +230,11 @@ def _validated_parameters(
     # A hint is only a convenience: one we could not store is dropped rather than refused.
     hint = raw.get("login_hint") or ""
     login_hint = None if has_unstorable(hint) else hint.strip()[:254] or None
+    acr_values, acr_essential = _requested_acr(raw)
+    if acr.target(sign_in_policy(client), acr_values, acr_essential) is None:
+        raise AuthorizationRedirectError(
+            "unmet_authentication_requirements", "The essential acr cannot be met by this application's sign-in."
+        )
     return AuthorizationParams(
         client=client,
         redirect_uri=redirect_uri,
@@ -229,7 +245,58 @@ def _validated_parameters(
         prompt=prompt,
         max_age=max_age,
         login_hint=login_hint,
+        acr_values=acr_values,
+        acr_essential=acr_essential,
     )
+
+
+def _requested_acr(raw: Mapping[str, str]) -> tuple[tuple[str, ...], bool]:
+    """The acr values asked for, in order of preference, and whether one of them is essential.
+
+    The `claims` parameter's id_token `acr` (OpenID Connect Core 5.5.1.1) wins over `acr_values`;
+    other requested claims are not honoured beyond what the scopes release.
+    """
+    values = tuple(dict.fromkeys((raw.get("acr_values") or "").split()))
+    if len(" ".join(values)) > _MAX_ACR_VALUES:
+        raise AuthorizationRedirectError("invalid_request", "acr_values is too long.")
+    if not raw.get("claims"):
+        return values, False
+    try:
+        claims = json.loads(raw["claims"])
+    except (ValueError, RecursionError):
+        raise AuthorizationRedirectError("invalid_request", "claims is not a JSON object.") from None
+    if not isinstance(claims, dict) or not isinstance(claims.get("id_token", {}), dict):
+        raise AuthorizationRedirectError("invalid_request", "claims is not a JSON object of objects.")
+    asked = (claims.get("id_token") or {}).get("acr")
+    if asked is None:
+        return values, False
+    if not isinstance(asked, dict):
+        raise AuthorizationRedirectError("invalid_request", "claims.id_token.acr must be an object or null.")
+    named = [asked["value"]] if "value" in asked else asked.get("values", [])
+    if not isinstance(named, list) or not all(isinstance(value, str) for value in named):
+        raise AuthorizationRedirectError("invalid_request", "claims.id_token.acr values must be strings.")
+    named = tuple(dict.fromkeys(named))
+    if len(" ".join(named)) > _MAX_ACR_VALUES:
+        raise AuthorizationRedirectError("invalid_request", "claims.id_token.acr has too many values.")
+    if not named:
+        return values, False
+    return named, asked.get("essential") is True
+
+
+def sign_in_policy(client: Client) -> str:
+    """The sign-in policy of the client's tree: its master client's."""
+    root = client if client.root_id is None else db.session.get(Client, client.root_id)
+    return root.sign_in_policy if root is not None and root.sign_in_policy else POLICY_EMAIL_CODE
+
+
+def request_target(request: AuthorizationRequest, client: Client) -> acr.Target:
+    """What the sign-in of `request` must and should reach under its tree's policy."""
+    found = acr.target(sign_in_policy(client), _acr_values(request), request.acr_essential)
+    return found or acr.Target(wanted=3, required=4)
+
+
+def _acr_values(request: AuthorizationRequest) -> tuple[str, ...]:
+    return tuple((request.acr_values or "").split())
 
 
 def redirect_uri_with(redirect_uri: str, params: Mapping[str, str | None]) -> str:
@@ -253,7 +320,7 @@ def error_redirect(params_or_request: AuthorizationParams | AuthorizationRequest
     )
 
 
-def _live_session(session_token: str | None) -> LoginSession | None:
+def find_live_session(session_token: str | None) -> LoginSession | None:
     """The unexpired, not ended single sign-on session behind this browser's cookie, if any."""
     if not session_token:
         return None
@@ -267,7 +334,7 @@ def _live_session(session_token: str | None) -> LoginSession | None:
 
 def find_session(session_token: str | None, root_client_id: int) -> LoginSession | None:
     """The live single sign-on session of this browser for the client tree, if any."""
-    session = _live_session(session_token)
+    session = find_live_session(session_token)
     if session is None or session.root_client_id != root_client_id:
         return None
     return session
@@ -292,6 +359,8 @@ def _new_request(params: AuthorizationParams, browser_token: str, **fields) -> t
         prompt=" ".join(sorted(params.prompt)),
         max_age=params.max_age,
         login_hint=params.login_hint,
+        acr_values=" ".join(params.acr_values) or None,
+        acr_essential=params.acr_essential,
         created_at=now,
         expires_at=now + timedelta(seconds=current(OidcSettings).auth_request_ttl),
         **fields,
@@ -312,6 +381,8 @@ def _issue_code(
     auth_time: datetime,
     state: str | None,
     sid: str | None,
+    amr: str,
+    acr_claim: str | None,
 ) -> str:
     code = random_token(32)
     now = utcnow()
@@ -330,6 +401,8 @@ def _issue_code(
             created_at=now,
             expires_at=now + timedelta(seconds=current(OidcSettings).code_ttl),
             sid=sid,
+            amr=amr,
+            acr=acr_claim,
         )
     )
     db.session.flush()
@@ -347,6 +420,22 @@ def start_authorization(params: AuthorizationParams, *, browser_token: str, sess
         or "login" in params.prompt
         or (params.max_age is not None and (now - as_utc(session.auth_time)).total_seconds() > params.max_age)
     )
+    policy = sign_in_policy(client)
+    goal = acr.target(policy, params.acr_values, params.acr_essential)
+    assert goal is not None  # an unreachable essential acr was refused by the validation
+    amr = session_amr(session)
+    # prompt=none accepts a session that reaches what is required; otherwise it must reach what is wanted.
+    enough = goal.required if "none" in params.prompt else goal.wanted
+    if not login_needed and acr.level_of(amr) < enough:
+        if "none" in params.prompt:
+            return Outcome(
+                redirect_to=error_redirect(params, "login_required", "The session does not meet the acr asked for.")
+            )
+        if acr.passkeys_allowed(policy) and acr.level_of(acr.combine(amr, _A_PASSKEY)) >= enough:
+            # Step up: the signed-in user confirms with a passkey, on top of how they signed in.
+            _, handle = _new_request(params, browser_token, candidate_user_id=user.id, amr=amr, sid=session.sid)
+            return Outcome(page="passkey", handle=handle)
+        login_needed = True
     if login_needed:
         if "none" in params.prompt:
             return Outcome(redirect_to=error_redirect(params, "login_required", "The user is not signed in."))
@@ -356,7 +445,9 @@ def start_authorization(params: AuthorizationParams, *, browser_token: str, sess
     if "consent" in params.prompt or not grants.consent_covers(user.id, client, params.scopes):
         if "none" in params.prompt:
             return Outcome(redirect_to=error_redirect(params, "consent_required", "The user has not consented."))
-        _, handle = _new_request(params, browser_token, user_id=user.id, auth_time=session.auth_time, sid=session.sid)
+        _, handle = _new_request(
+            params, browser_token, user_id=user.id, auth_time=session.auth_time, sid=session.sid, amr=amr
+        )
         return Outcome(page="consent", handle=handle)
     return Outcome(
         redirect_to=_issue_code(
@@ -369,8 +460,17 @@ def start_authorization(params: AuthorizationParams, *, browser_token: str, sess
             auth_time=as_utc(session.auth_time),
             state=params.state,
             sid=session.sid,
+            amr=amr,
+            acr_claim=acr.claimed_acr(amr, params.acr_values),
         )
     )
+
+
+def session_amr(session: LoginSession | None) -> str:
+    """How the session's user signed in (sessions from before methods were recorded: the e-mail code)."""
+    if session is None:
+        return ""
+    return session.amr or acr.LEGACY_AMR
 
 
 def require_request(handle: str | None, browser_token: str | None) -> tuple[AuthorizationRequest, Client]:
@@ -483,7 +583,25 @@ def verify_login_code(request: AuthorizationRequest, client: Client, code: str) 
     if as_utc(request.login_code_expires_at) <= utcnow():
         return LoginStep(request, client, "This code has expired. Request a new code.", error=True)
     limit = current(OidcSettings).login_code_attempts
-    # Counted atomically, so concurrent guesses cannot share one attempt.
+    if not _count_attempt(request):
+        return LoginStep(request, client, _RESTART, error=True)
+    submitted = re.sub(r"\s", "", code or "")
+    expected = hash_secret(f"login:{request.id}:{submitted}")
+    matches = secrets.compare_digest(expected, request.login_code_hash)
+    if not matches or request.candidate_user_id is None or _disabled_user(request.candidate_user_id):
+        left = limit - request.login_code_attempts
+        message = f"That code is not right. {left} attempt{'s' if left != 1 else ''} left." if left else _RESTART
+        return LoginStep(request, client, message, error=True)
+    request.login_code_hash = None
+    return _signed_in(request, client, request.candidate_user_id, (acr.OTP,))
+
+
+def _count_attempt(request: AuthorizationRequest) -> bool:
+    """Count one sign-in attempt (a code or a passkey) against the request's limit; False once used up.
+
+    Counted atomically, so concurrent guesses cannot share one attempt.
+    """
+    limit = current(OidcSettings).login_code_attempts
     attempts = db.session.execute(
         update(AuthorizationRequest)
         .where(AuthorizationRequest.id == request.id, AuthorizationRequest.login_code_attempts < limit)
@@ -492,37 +610,158 @@ def verify_login_code(request: AuthorizationRequest, client: Client, code: str) 
         .execution_options(synchronize_session=False)
     ).scalar_one_or_none()
     if attempts is None:
-        return LoginStep(request, client, _RESTART, error=True)
+        return False
     set_committed_value(request, "login_code_attempts", attempts)
-    submitted = re.sub(r"\s", "", code or "")
-    expected = hash_secret(f"login:{request.id}:{submitted}")
-    matches = secrets.compare_digest(expected, request.login_code_hash)
-    if not matches or request.candidate_user_id is None or _disabled_user(request.candidate_user_id):
-        left = limit - request.login_code_attempts
-        message = f"That code is not right. {left} attempt{'s' if left != 1 else ''} left." if left else _RESTART
-        return LoginStep(request, client, message, error=True)
+    return True
+
+
+def _signed_in(request: AuthorizationRequest, client: Client, user_id: int, methods: tuple[str, ...]) -> Outcome:
+    """The user passed `methods`: sign the browser in (a new single sign-on session, or the one this
+    request began with, now also holding the new methods) and continue the authorization."""
     now = utcnow()
-    session_token, sid = random_token(32), random_token(16)
-    db.session.add(
-        LoginSession(
-            sid=sid,
-            token_hash=hash_secret("sso:" + session_token),
-            user_id=request.candidate_user_id,
-            root_client_id=_root_id(client),
-            auth_time=now,
-            created_at=now,
-            expires_at=now + timedelta(seconds=current(OidcSettings).session_ttl),
+    amr = acr.combine(request.amr or "", methods)
+    session = _request_session(request, user_id)
+    session_token = None
+    if session is None:
+        session_token, sid = random_token(32), random_token(16)
+        db.session.add(
+            LoginSession(
+                sid=sid,
+                token_hash=hash_secret("sso:" + session_token),
+                user_id=user_id,
+                root_client_id=_root_id(client),
+                auth_time=now,
+                created_at=now,
+                expires_at=now + timedelta(seconds=current(OidcSettings).session_ttl),
+                amr=amr,
+            )
         )
-    )
-    request.login_code_hash = None
-    request.user_id = request.candidate_user_id
+        request.sid = sid
+    else:
+        session.amr = acr.combine(session_amr(session), methods)
+        session.auth_time = now
+        amr = session.amr
+    request.candidate_user_id = user_id
+    request.amr = amr
     request.auth_time = now
-    request.sid = sid
     db.session.flush()
     outcome = continue_after_login(request, client)
     return Outcome(
         redirect_to=outcome.redirect_to, page=outcome.page, handle=outcome.handle, session_token=session_token
     )
+
+
+def _request_session(request: AuthorizationRequest, user_id: int) -> LoginSession | None:
+    """The live session this request began with or created, if it is `user_id`'s."""
+    if request.sid is None:
+        return None
+    session = db.session.execute(select(LoginSession).where(LoginSession.sid == request.sid)).scalar_one_or_none()
+    if session is None or session.ended_at is not None or as_utc(session.expires_at) <= utcnow():
+        return None
+    return session if session.user_id == user_id else None
+
+
+@dataclass(frozen=True)
+class PasskeyStep:
+    """The passkey step of a sign-in: the ceremony's options, or why the request cannot pass it."""
+
+    options: str | None
+    refusal: str | None = None
+
+
+def login_passkey_options(request: AuthorizationRequest, client: Client) -> str | None:
+    """Options of "Sign in with a passkey" on the login page, when the tree accepts a passkey alone
+    and one is enough for this request; None otherwise (the page then offers the e-mail code only).
+
+    Starts a new ceremony: its challenge replaces the request's previous one.
+    """
+    if not acr.passkey_alone_allowed(sign_in_policy(client)) or request_target(request, client).wanted > 2:
+        return None
+    options, request.passkey_challenge = passkey_service.authentication_options()
+    db.session.flush()
+    return options
+
+
+def passkey_step(request: AuthorizationRequest, client: Client) -> PasskeyStep:
+    """The second step of a sign-in whose first one is not enough: the signed-in user's passkey.
+
+    Starts a new ceremony for the user's passkeys; a user without any, or a request whose tree does
+    not use passkeys, gets a refusal to show instead.
+    """
+    if request.candidate_user_id is None or not request.amr:
+        raise AuthorizationPageError(
+            "Sign in first. Go back to the application and start again.",
+            code="login_required",
+            detail="The passkey step needs a first sign-in step.",
+        )
+    if not acr.passkeys_allowed(sign_in_policy(client)) or not _has_passkey(request.candidate_user_id):
+        return PasskeyStep(
+            None,
+            f"{client.name} requires a passkey to sign in, and you have none yet. Add one on your account page, "
+            "then go back to the application and sign in again.",
+        )
+    options, request.passkey_challenge = passkey_service.authentication_options(request.candidate_user_id)
+    db.session.flush()
+    return PasskeyStep(options)
+
+
+def _has_passkey(user_id: int | None) -> bool:
+    return user_id is not None and passkey_service.count_passkeys(user_id) > 0
+
+
+def _take_passkey_challenge(request: AuthorizationRequest) -> str | None:
+    """The request's passkey challenge, cleared in the same statement so it serves one answer only."""
+    challenge = request.passkey_challenge
+    if challenge is None:
+        return None
+    taken = db.session.execute(
+        update(AuthorizationRequest)
+        .where(AuthorizationRequest.id == request.id, AuthorizationRequest.passkey_challenge == challenge)
+        .values(passkey_challenge=None)
+        .returning(AuthorizationRequest.id)
+        .execution_options(synchronize_session=False)
+    ).scalar_one_or_none()
+    set_committed_value(request, "passkey_challenge", None)
+    return challenge if taken is not None else None
+
+
+def verify_login_passkey(request: AuthorizationRequest, client: Client, credential: str) -> LoginStep | Outcome:
+    """Check a passkey answer of the login page (the first step, when the tree accepts a passkey
+    alone) or of the passkey step (then it must be the signed-in user's): a LoginStep to show again
+    on failure, the next Outcome on success.
+
+    Every answer counts against the same attempts as the e-mail code, before it is checked.
+    """
+    second_step = request.candidate_user_id is not None and bool(request.amr)
+    policy = sign_in_policy(client)
+    if not (acr.passkeys_allowed(policy) if second_step else acr.passkey_alone_allowed(policy)):
+        return LoginStep(request, client, "Passkeys are not used to sign in here.", error=True)
+    if not _count_attempt(request):
+        return LoginStep(request, client, _PASSKEY_RESTART, error=True, status=429)
+    challenge = _take_passkey_challenge(request)
+    if challenge is None:
+        return LoginStep(request, client, "This passkey request has expired. Try again.", error=True)
+    try:
+        verified = passkey_service.verify_passkey(
+            credential,
+            challenge,
+            root_client_id=_root_id(client),
+            user_id=request.candidate_user_id if second_step else None,
+        )
+    except PasskeyRefused:
+        return LoginStep(request, client, "That passkey was not accepted. Try again.", error=True)
+    return _signed_in(request, client, verified.user_id, verified.amr)
+
+
+def cancel_sign_in(request: AuthorizationRequest) -> str:
+    """Give up a sign-in that could not reach what its client requires: back to the client with
+    `unmet_authentication_requirements` (OpenID Connect Unmet Authentication Requirements 1.0)."""
+    location = error_redirect(
+        request, "unmet_authentication_requirements", "The user could not sign in as this application requires."
+    )
+    db.session.delete(request)
+    db.session.flush()
+    return location
 
 
 def _disabled_user(user_id: int) -> bool:
@@ -532,7 +771,23 @@ def _disabled_user(user_id: int) -> bool:
 
 
 def continue_after_login(request: AuthorizationRequest, client: Client) -> Outcome:
-    """After sign-in: the consent page if needed, else the code back to the client."""
+    """After a sign-in step: the passkey step when the request should reach more and a passkey
+    gets it there, then the consent page if needed, else the code back to the client.
+
+    A request that reached less than it requires stays on the passkey step, which refuses it
+    (`passkey_step`); one that reached what it requires but not what it wanted continues, claiming
+    what it met.
+    """
+    goal = request_target(request, client)
+    level = acr.level_of(request.amr)
+    with_passkey = acr.level_of(acr.combine(request.amr, _A_PASSKEY))
+    can_step_up = with_passkey > level and acr.passkeys_allowed(sign_in_policy(client))
+    if level < goal.wanted and can_step_up and (level < goal.required or _has_passkey(request.candidate_user_id)):
+        return Outcome(page="passkey")
+    if level < goal.required:
+        return Outcome(page="passkey")
+    request.user_id = request.candidate_user_id
+    db.session.flush()
     scopes = request.scope.split()
     if "consent" in request.prompt.split() or not grants.consent_covers(request.user_id, client, scopes):
         return Outcome(page="consent")
@@ -550,6 +805,8 @@ def _finish(request: AuthorizationRequest, client: Client) -> str:
         auth_time=as_utc(request.auth_time),
         state=request.rp_state,
         sid=request.sid,
+        amr=request.amr or acr.LEGACY_AMR,
+        acr_claim=acr.claimed_acr(request.amr or acr.LEGACY_AMR, _acr_values(request)),
     )
     db.session.delete(request)
     db.session.flush()
@@ -616,7 +873,7 @@ def signed_in_user(request: AuthorizationRequest) -> User | None:
 
 def end_session(session_token: str | None) -> bool:
     """End the browser's single sign-on session and queue back-channel logouts; True if there was one."""
-    session = _live_session(session_token)
+    session = find_live_session(session_token)
     if session is None:
         return False
     session.ended_at = utcnow()
@@ -685,7 +942,7 @@ def plan_logout(
     target = None
     if client is not None and post_logout_redirect_uri and post_logout_redirect_uri in (client.redirect_uris or []):
         target = redirect_uri_with(post_logout_redirect_uri, {"state": state})
-    session = _live_session(session_token)
+    session = find_live_session(session_token)
     hint_proves_request = (
         hint is not None
         and client is not None

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from datetime import datetime
 
-from sqlalchemy import DateTime, ForeignKey, Index, Integer, String, Text, UniqueConstraint, text
+from sqlalchemy import Boolean, DateTime, ForeignKey, Index, Integer, String, Text, UniqueConstraint, false, text
 from sqlalchemy.orm import Mapped, mapped_column
 
 from app.db import Base, JSONType, utcnow
@@ -79,6 +79,14 @@ class AuthorizationRequest(Base):
     user_id: Mapped[int | None] = mapped_column(ForeignKey("users.id", ondelete="CASCADE"), nullable=True)
     auth_time: Mapped[datetime | None] = mapped_column(DateTime(timezone=True), nullable=True)
     sid: Mapped[str | None] = mapped_column(String(64), nullable=True)
+    # Methods (RFC 8176 `amr` values, space-separated) the user has passed for this request so far.
+    amr: Mapped[str] = mapped_column(String(64), default="", server_default="")
+    # The acr values asked for (`acr_values`, or the `claims` parameter's id_token acr), in order of
+    # preference; `acr_essential` when the client cannot accept any other.
+    acr_values: Mapped[str | None] = mapped_column(String(512), nullable=True)
+    acr_essential: Mapped[bool] = mapped_column(Boolean, default=False, server_default=false())
+    # The challenge of the passkey ceremony the login page offers (base64url), single use.
+    passkey_challenge: Mapped[str | None] = mapped_column(String(128), nullable=True)
 
 
 class AuthorizationCode(Base):
@@ -101,6 +109,10 @@ class AuthorizationCode(Base):
     access_token_expires_at: Mapped[datetime | None] = mapped_column(DateTime(timezone=True), nullable=True)
     sid: Mapped[str | None] = mapped_column(String(64), nullable=True)
     refresh_family: Mapped[str | None] = mapped_column(String(64), nullable=True)
+    # How the user signed in (RFC 8176 values, space-separated) and the acr claimed for it; None on
+    # codes older than the columns.
+    amr: Mapped[str | None] = mapped_column(String(64), nullable=True)
+    acr: Mapped[str | None] = mapped_column(String(64), nullable=True)
 
 
 class RevokedToken(Base):
@@ -129,6 +141,10 @@ class LoginSession(Base):
     ended_at: Mapped[datetime | None] = mapped_column(DateTime(timezone=True), nullable=True)
     # OpenID `sid`: names this session to relying parties (id tokens, back-channel logout).
     sid: Mapped[str | None] = mapped_column(String(64), nullable=True, unique=True)
+    # How the user signed in (RFC 8176 values, space-separated); None on sessions older than the column.
+    amr: Mapped[str | None] = mapped_column(String(64), nullable=True)
+    # The challenge of a passkey registration started on the account page (base64url), single use.
+    passkey_challenge: Mapped[str | None] = mapped_column(String(128), nullable=True)
 
 
 class Consent(Base):
@@ -195,6 +211,8 @@ class RefreshToken(Base):
     revoked_at: Mapped[datetime | None] = mapped_column(DateTime(timezone=True), nullable=True)
     access_token_jti: Mapped[str | None] = mapped_column(String(64), nullable=True)
     access_token_expires_at: Mapped[datetime | None] = mapped_column(DateTime(timezone=True), nullable=True)
+    amr: Mapped[str | None] = mapped_column(String(64), nullable=True)
+    acr: Mapped[str | None] = mapped_column(String(64), nullable=True)
 
 
 class ClientAssertion(Base):

@@ -18,7 +18,7 @@ from werkzeug.routing import Rule
 from app.db import commit_before_the_edge
 from app.extensions import api, limiter
 from app.http import accepts
-from app.oidc import authorize, branding, par
+from app.oidc import account, authorize, branding, par
 from app.oidc.authorize import LoginStep, Outcome
 from app.oidc.claims import APP_CLAIMS_SCOPE, SCOPE_CLAIMS
 from app.oidc.errors import AuthorizationPageError, AuthorizationRedirectError
@@ -427,10 +427,13 @@ def _limit_network_in_database() -> None:
         raise AuthorizationPageError(_TOO_MANY_ATTEMPTS, status=429, retry_after=retry_after)
 
 
+_STEP_PAGES = {"consent": "oidc_pages.consent", "passkey": "oidc_pages.passkey_step", "login": "oidc_pages.login"}
+
+
 def _step_page(handle: str, outcome: Outcome, browser_token: str, *, code: int = 303) -> Response:
     if outcome.redirect_to:
         return _redirect(outcome.redirect_to, code=code, session_token=outcome.session_token)
-    endpoint = "oidc_pages.consent" if outcome.page == "consent" else "oidc_pages.login"
+    endpoint = _STEP_PAGES.get(outcome.page or "login", "oidc_pages.login")
     return _redirect(url_for(endpoint, request=handle), code=code, session_token=outcome.session_token)
 
 
@@ -458,7 +461,7 @@ def authorization():
     )
     if outcome.redirect_to:
         return _redirect(outcome.redirect_to, browser_token=browser_token, new_browser=new_browser)
-    endpoint = "oidc_pages.consent" if outcome.page == "consent" else "oidc_pages.login"
+    endpoint = _STEP_PAGES.get(outcome.page or "login", "oidc_pages.login")
     return _redirect(url_for(endpoint, request=outcome.handle), browser_token=browser_token, new_browser=new_browser)
 
 
@@ -475,6 +478,7 @@ def _login_page(step: LoginStep, handle: str, browser_token: str, *, code_sent: 
         message=step.message,
         error=step.error,
         ttl_minutes=current(OidcSettings).login_code_ttl // 60,
+        passkey_options=None if code_sent else authorize.login_passkey_options(request_row, step.client),
     )
 
 
@@ -531,6 +535,119 @@ def check_code():
         commit_before_the_edge("a refused login code still counts as an attempt")
         return _login_page(result, handle, browser_token, code_sent=True)
     return _step_page(handle, result, browser_token)
+
+
+@blp.route("/v1/openidc/login/passkey", methods=["GET"])
+def passkey_step():
+    """The passkey step of a sign-in that needs more than its first step (or a refusal to show)."""
+    browser_token, _ = _browser_token()
+    handle = request.args.get("request", "")
+    request_row, client = authorize.require_request(handle, browser_token)
+    return _passkey_step_page(request_row, client, handle, browser_token)
+
+
+def _passkey_step_page(
+    request_row: AuthorizationRequest,
+    client: Client,
+    handle: str,
+    browser_token: str,
+    *,
+    message: str | None = None,
+    status: int = 200,
+) -> Response:
+    step = authorize.passkey_step(request_row, client)
+    return _page(
+        "passkey_step.html",
+        status,
+        browser_token=browser_token,
+        client=client,
+        redirect_uri=request_row.redirect_uri,
+        handle=handle,
+        passkey_options=step.options,
+        refusal=step.refusal,
+        message=message,
+        error=bool(message),
+    )
+
+
+@blp.route("/v1/openidc/login/passkey", methods=["POST"])
+@limiter.limit(_login_rate_limit, key_func=_login_rate_key)
+@accepts(FORM)
+def check_passkey():
+    """Check a passkey answer (from the login page or the passkey step); on success continue as the
+    e-mail code does. Counted against the same limits as the e-mail code."""
+    _limit_network_in_database()
+    browser_token, handle, request_row, client = _posted_request()
+    second_step = request_row.candidate_user_id is not None and bool(request_row.amr)
+    result = authorize.verify_login_passkey(request_row, client, request.form.get("credential", ""))
+    if isinstance(result, LoginStep):
+        commit_before_the_edge("a refused passkey still counts as an attempt")
+        if second_step:
+            return _passkey_step_page(request_row, client, handle, browser_token, message=result.message)
+        # Answered like a wrong code (200), so the page's new ceremony is kept; a used-up request is 429.
+        status = 429 if result.status == 429 else 200
+        return _login_page(result, handle, browser_token, code_sent=False, status=status)
+    return _step_page(handle, result, browser_token)
+
+
+@blp.route("/v1/openidc/login/cancel", methods=["POST"])
+@accepts(FORM)
+def cancel_sign_in():
+    """Give up a sign-in that cannot meet what the application requires: back to it with an error."""
+    browser_token, handle, request_row, client = _posted_request()
+    return _redirect(authorize.cancel_sign_in(request_row), code=303)
+
+
+@blp.route("/v1/openidc/account", methods=["GET"])
+def account_page():
+    """The signed-in user's passkeys: list, add, remove."""
+    browser_token, new_browser = _browser_token()
+    return _account_page(account.require_account(request.cookies.get(SESSION_COOKIE)), browser_token, new_browser)
+
+
+def _account_page(
+    signed_in: account.Account,
+    browser_token: str,
+    new_browser: bool = False,
+    *,
+    message: str | None = None,
+    error: bool = False,
+    status: int = 200,
+) -> Response:
+    return _page(
+        "account.html",
+        status,
+        browser_token=browser_token,
+        new_browser=new_browser,
+        client=signed_in.client,
+        email=signed_in.user.email_address,
+        passkeys=account.passkeys_of(signed_in),
+        passkey_options=account.start_registration(signed_in),
+        message=message,
+        error=error,
+    )
+
+
+@blp.route("/v1/openidc/account/passkeys", methods=["POST"])
+@accepts(FORM)
+def add_passkey():
+    """Register the passkey the account page's browser created."""
+    browser_token, _ = _browser_token()
+    _check_csrf(browser_token)
+    signed_in = account.require_account(request.cookies.get(SESSION_COOKIE))
+    refusal = account.finish_registration(signed_in, request.form.get("credential", ""), request.form.get("name"))
+    return _account_page(signed_in, browser_token, message=refusal or "Your passkey was added.", error=bool(refusal))
+
+
+@blp.route("/v1/openidc/account/passkeys/remove", methods=["POST"])
+@accepts(FORM)
+def remove_passkey():
+    """Remove one of the signed-in user's passkeys (not the last one where sign-in requires one)."""
+    browser_token, _ = _browser_token()
+    _check_csrf(browser_token)
+    signed_in = account.require_account(request.cookies.get(SESSION_COOKIE))
+    refusal = account.remove_passkey(signed_in, request.form.get("passkey_id", ""))
+    return _account_page(signed_in, browser_token, message=refusal or "The passkey was removed.", error=bool(refusal))
 
 
 @blp.route("/v1/openidc/consent", methods=["GET"])

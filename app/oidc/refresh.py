@@ -41,6 +41,8 @@ class ConsumedToken:
     sid: str | None
     family_expires_at: datetime
     expires_at: datetime
+    amr: str | None = None
+    acr: str | None = None
 
 
 def _hash(raw: str) -> str:
@@ -76,6 +78,8 @@ def add_member(
     scope: str,
     auth_time: datetime,
     sid: str | None,
+    amr: str | None,
+    acr: str | None,
     family: str | None,
     family_expires_at: datetime | None,
     access_token_jti: str,
@@ -95,6 +99,8 @@ def add_member(
             scope=scope,
             auth_time=auth_time,
             sid=sid,
+            amr=amr,
+            acr=acr,
             created_at=now,
             family_expires_at=family_end,
             expires_at=min(family_end, now + timedelta(seconds=idle)),
@@ -124,6 +130,8 @@ def consume(raw: str) -> ConsumedToken | None:
             RefreshToken.sid,
             RefreshToken.family_expires_at,
             RefreshToken.expires_at,
+            RefreshToken.amr,
+            RefreshToken.acr,
         )
         .execution_options(synchronize_session=False)
     ).first()
@@ -138,6 +146,8 @@ def consume(raw: str) -> ConsumedToken | None:
         row.sid,
         as_utc(row.family_expires_at),
         as_utc(row.expires_at),
+        row.amr,
+        row.acr,
     )
 
 

@@ -19,7 +19,7 @@ from app.db import commit_before_the_edge
 from app.errors import BadRequest, NotFound
 from app.extensions import limiter
 from app.http import UnsupportedMediaType, accepts, is_loopback_client, no_store, problem_doc
-from app.oidc import client_auth, keys, mail, par, service
+from app.oidc import acr, client_auth, keys, mail, par, service
 from app.oidc.auth import require_grant
 from app.oidc.claims import SCOPE_CLAIMS, SUPPORTED_SCOPES
 from app.oidc.errors import BodyTooLarge, InvalidClient, InvalidRequest, OAuthError, UnsupportedBodyType
@@ -386,7 +386,8 @@ def discovery():
         "code_challenge_methods_supported": ["S256"],
         "prompt_values_supported": ["none", "login", "consent", "select_account"],
         "claims_supported": claims,
-        "claims_parameter_supported": False,
+        "claims_parameter_supported": True,
+        "acr_values_supported": list(acr.ACR_VALUES),
         "backchannel_logout_supported": True,
         "backchannel_logout_session_supported": True,
         "request_parameter_supported": False,

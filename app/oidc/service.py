@@ -168,6 +168,8 @@ def exchange_code(
             scope=redeemed.scope,
             auth_time=redeemed.auth_time,
             sid=redeemed.sid,
+            amr=redeemed.amr,
+            acr=redeemed.acr,
             family=None,
             family_expires_at=None,
             access_token_jti=redemption.jti,
@@ -265,11 +267,11 @@ def redeem_code(
     if row is None:
         return None
     if read is not None:  # no data-modifying CTE: the user and client are read after the update
-        user_id, scope, nonce, auth_time, sid = row
-        row = (scope, nonce, auth_time, sid, *read.first(connection, {"user_id": user_id, **parameters}))
-    scope, nonce, auth_time, sid, *user_and_client, consented_scope, claims_fingerprint = row
+        user_id, scope, nonce, auth_time, sid, amr, acr = row
+        row = (scope, nonce, auth_time, sid, amr, acr, *read.first(connection, {"user_id": user_id, **parameters}))
+    scope, nonce, auth_time, sid, amr, acr, *user_and_client, consented_scope, claims_fingerprint = row
     consent = None if consented_scope is None else _RememberedConsent(consented_scope, claims_fingerprint)
-    return _RedeemedCode(scope, nonce, as_utc(auth_time), sid, _TokenUser(*user_and_client[:4]),
+    return _RedeemedCode(scope, nonce, as_utc(auth_time), sid, amr, acr, _TokenUser(*user_and_client[:4]),
                          _TokenClient(*user_and_client[4:]), consent)  # fmt: skip
 
 
@@ -324,6 +326,8 @@ class _RedeemedCode:
     nonce: str | None
     auth_time: datetime
     sid: str | None
+    amr: str | None
+    acr: str | None
     user: _TokenUser
     client: _TokenClient
     consent: _RememberedConsent | None
@@ -367,6 +371,8 @@ def _consume_update(*conditions: Any) -> Update:
             AuthorizationCode.nonce,
             AuthorizationCode.auth_time,
             AuthorizationCode.sid,
+            AuthorizationCode.amr,
+            AuthorizationCode.acr,
         )
     )
 
@@ -416,8 +422,8 @@ def _redeem_statements(
         return DriverStatement(consume), DriverStatement(read)
     code = consume.cte("consumed")
     return DriverStatement(
-        select(code.c.scope, code.c.nonce, code.c.auth_time, code.c.sid, *_TOKEN_FIELDS, Consent.scope,
-               Consent.claims_fingerprint)
+        select(code.c.scope, code.c.nonce, code.c.auth_time, code.c.sid, code.c.amr, code.c.acr, *_TOKEN_FIELDS,
+               Consent.scope, Consent.claims_fingerprint)
         .join(User, User.id == code.c.user_id)
         .join(Client, Client.id == bindparam("given_client_id"))
         .outerjoin(Consent, consent)
@@ -472,6 +478,8 @@ def _user_tokens(
     auth_time: datetime,
     nonce: str | None,
     sid: str | None,
+    amr: str | None,
+    acr: str | None,
     jti: str,
     issued_at: int,
     refresh_token: str | None,
@@ -495,6 +503,8 @@ def _user_tokens(
             alg=alg,
             now=issued_at,
             sid=sid,
+            amr=amr.split() if amr else None,
+            acr=acr,
         )
     return TokenResponse(
         scope=scope,
@@ -509,7 +519,8 @@ def _redeemed_tokens(
     client: Client | _TokenClient, redeemed: _RedeemedCode, redemption: _Redemption, refresh_token: str | None
 ) -> TokenResponse:
     return _user_tokens(client, redeemed.user, scope=redeemed.scope, auth_time=redeemed.auth_time,
-                        nonce=redeemed.nonce, sid=redeemed.sid, jti=redemption.jti, issued_at=redemption.issued_at,
+                        nonce=redeemed.nonce, sid=redeemed.sid, amr=redeemed.amr, acr=redeemed.acr,
+                        jti=redemption.jti, issued_at=redemption.issued_at,
                         refresh_token=refresh_token,
                         grant=grants.grant_of_consent(client, redeemed.user, redeemed.scope.split(),
                                                       redeemed.consent))  # fmt: skip
@@ -548,6 +559,8 @@ def refresh_grant(authenticate: Authenticator, *, refresh_token: str | None, sco
         scope=consumed.scope,
         auth_time=consumed.auth_time,
         sid=consumed.sid,
+        amr=consumed.amr,
+        acr=consumed.acr,
         family=consumed.family,
         family_expires_at=consumed.family_expires_at,
         access_token_jti=jti,
@@ -560,6 +573,8 @@ def refresh_grant(authenticate: Authenticator, *, refresh_token: str | None, sco
         auth_time=consumed.auth_time,
         nonce=None,
         sid=_live_sid(consumed.sid),
+        amr=consumed.amr,
+        acr=consumed.acr,
         jti=jti,
         issued_at=issued_at,
         refresh_token=rotated,

@@ -106,8 +106,13 @@ def issue_id_token(
     alg: str,
     now: int | None = None,
     sid: str | None = None,
+    amr: list[str] | None = None,
+    acr: str | None = None,
 ) -> str:
-    """Sign an id_token; `extra_claims` (the client's application claims) never override ours."""
+    """Sign an id_token; `extra_claims` (the client's application claims) never override ours.
+
+    `amr` (RFC 8176 methods) and `acr` say how the user signed in; tokens of sign-ins from before
+    they were recorded carry neither."""
     now = int(time.time()) if now is None else now
     claims = dict(extra_claims)
     claims.update(
@@ -127,6 +132,10 @@ def issue_id_token(
         claims["nonce"] = nonce
     if sid:
         claims["sid"] = sid
+    if amr:
+        claims["amr"] = amr
+    if acr:
+        claims["acr"] = acr
     return sign(claims, alg, "JWT")
 
 

@@ -13,7 +13,7 @@ from app.db import isoformat, transaction, utcnow
 from app.errors import DomainError
 from app.profile.schemas import PROFILE_FIELDS
 from app.tenancy import service, validation
-from app.tenancy.models import GRANT_TYPES
+from app.tenancy.models import GRANT_TYPES, SIGN_IN_POLICIES
 
 clients_cli = AppGroup("clients", help="Clients (organisations) and their API tokens.")
 
@@ -222,6 +222,18 @@ def set_recaptcha(client_id: int, site_key: str, secret: str | None, threshold: 
     with transaction():
         service.configure_recaptcha(client_id, site_key=site_key, secret=secret, threshold=threshold, enabled=enabled)
     click.echo(f"reCAPTCHA {'enabled' if enabled else 'disabled'} for client {client_id}.")
+
+
+@clients_cli.command("set-sign-in-policy")
+@click.argument("client_id", type=click.IntRange(min=1))
+@click.argument("policy", type=click.Choice(SIGN_IN_POLICIES))
+@_fail_on_domain_error
+def set_sign_in_policy(client_id: int, policy: str) -> None:
+    """Set how users of a master client's tree sign in: the e-mail code only (the default), a
+    passkey after the e-mail code every time, or a passkey accepted on its own beside the e-mail code."""
+    with transaction():
+        service.set_sign_in_policy(client_id, policy)
+    click.echo(f"Sign-in policy of client {client_id} and its sub-clients: {policy}.")
 
 
 tokens_cli = AppGroup("tokens", help="API tokens (x-api-token) of a client.")

@@ -13,6 +13,14 @@ from app.db import Base, JSONType, utcnow
 # Grants of the token endpoint; every client has the first two, any other only when its registration enables it.
 GRANT_TYPES = ("authorization_code", "refresh_token", "client_credentials")
 BASE_GRANT_TYPES = ("authorization_code", "refresh_token")
+# Sign-in policies of a client tree: the e-mail code alone (today's default), a passkey after the
+# e-mail code on every sign-in, or a passkey accepted on its own beside the e-mail code.
+POLICY_EMAIL_CODE, POLICY_PASSKEY_SECOND_FACTOR, POLICY_PASSKEY_ALONE = (
+    "email_code",
+    "passkey_second_factor",
+    "passkey_alone",
+)
+SIGN_IN_POLICIES = (POLICY_EMAIL_CODE, POLICY_PASSKEY_SECOND_FACTOR, POLICY_PASSKEY_ALONE)
 
 
 class Client(Base):
@@ -72,6 +80,8 @@ class Client(Base):
     refresh_token_idle_ttl: Mapped[int | None] = mapped_column(Integer, nullable=True)
     require_pushed_authorization_requests: Mapped[bool] = mapped_column(Boolean, default=False)
     backchannel_logout_uri: Mapped[str | None] = mapped_column(String(2048), nullable=True)
+    # How users of the tree sign in (`SIGN_IN_POLICIES`); set on the master client, read from the root.
+    sign_in_policy: Mapped[str] = mapped_column(String(24), default=POLICY_EMAIL_CODE, server_default=POLICY_EMAIL_CODE)
     created_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), default=utcnow)
 
     @property

@@ -22,14 +22,14 @@ from sqlalchemy.orm import aliased
 
 from app.db import as_utc, utcnow
 from app.dialect import DriverStatement
-from app.errors import NotFound
+from app.errors import BadRequest, NotFound
 from app.extensions import db
 from app.pagination import Page, paginate
 from app.security import encrypt, hash_secret, random_token, secret_hash_candidates, texts_equal, verify_secret
 from app.settings import current
 from app.tenancy.caller import Caller
 from app.tenancy.errors import ClientTreeTooDeep, MasterClientRequired, SubdomainTaken, TooManyApiTokens
-from app.tenancy.models import BASE_GRANT_TYPES, GRANT_TYPES, ApiToken, Client
+from app.tenancy.models import BASE_GRANT_TYPES, GRANT_TYPES, SIGN_IN_POLICIES, ApiToken, Client
 from app.tenancy.settings import TenancySettings
 
 TOKEN_PREFIX = "tsk_"
@@ -413,6 +413,22 @@ def configure_recaptcha(
         client.recaptcha_secret_encrypted = encrypt(secret.encode(), "recaptcha-secret")
     client.recaptcha_threshold = threshold
     client.recaptcha_enabled = enabled
+    db.session.flush()
+    return client
+
+
+def set_sign_in_policy(client_id: int, policy: str) -> Client:
+    """Set how users of a master client's tree sign in (one of `SIGN_IN_POLICIES`; sub-clients
+    inherit it). Raises `NotFound` (an unknown id) and `BadRequest` (a sub-client or an unknown
+    policy). Flushes, never commits."""
+    client = db.session.get(Client, client_id)
+    if client is None:
+        raise NotFound(f"No client {client_id}.")
+    if not client.is_master:
+        raise BadRequest("A sign-in policy is set on the master client; its sub-clients inherit it.")
+    if policy not in SIGN_IN_POLICIES:
+        raise BadRequest(f"The sign-in policy must be one of {', '.join(SIGN_IN_POLICIES)}.")
+    client.sign_in_policy = policy
     db.session.flush()
     return client
 

@@ -1,0 +1,90 @@
+"""Authentication context classes (acr) and methods (amr, RFC 8176) of a sign-in; pure, no Flask.
+
+Three classes, each stronger than the one before: the e-mail code alone, a passkey with user
+verification, and both. What a tree offers is its sign-in policy (`app.tenancy.models`); what a
+request asks for is `acr_values` (voluntary, in order of preference) or the `claims` parameter's
+id_token `acr` (essential when it says so). A sign-in always claims the class it met, never one
+asked for but not met.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+
+from app.tenancy.models import POLICY_EMAIL_CODE, POLICY_PASSKEY_ALONE, POLICY_PASSKEY_SECOND_FACTOR
+
+ACR_EMAIL_CODE = "urn:tessera:acr:email-code"
+ACR_PASSKEY = "urn:tessera:acr:passkey"
+ACR_MFA = "urn:tessera:acr:mfa"
+ACR_VALUES = (ACR_EMAIL_CODE, ACR_PASSKEY, ACR_MFA)
+_LEVELS = {ACR_EMAIL_CODE: 1, ACR_PASSKEY: 2, ACR_MFA: 3}
+
+OTP = "otp"
+PASSKEY_METHODS = frozenset({"hwk", "swk"})
+# The method of every sign-in before methods were recorded: the e-mail code was the only one.
+LEGACY_AMR = OTP
+
+_REACHABLE = {POLICY_EMAIL_CODE: (1,), POLICY_PASSKEY_SECOND_FACTOR: (3,), POLICY_PASSKEY_ALONE: (1, 2, 3)}
+
+
+@dataclass(frozen=True)
+class Target:
+    """What a request must reach (`required`, else it is refused) and should reach (`wanted`)."""
+
+    wanted: int
+    required: int
+
+
+def combine(*methods: Iterable[str]) -> str:
+    """The amr of passing all `methods` (space-separated text), with `mfa` once there are two factors."""
+    seen: list[str] = []
+    for group in methods:
+        for method in group.split() if isinstance(group, str) else group:
+            if method and method != "mfa" and method not in seen:
+                seen.append(method)
+    if OTP in seen and PASSKEY_METHODS & set(seen):
+        seen.append("mfa")
+    return " ".join(seen)
+
+
+def level_of(amr: str | None) -> int:
+    """0 (not signed in), 1 (e-mail code), 2 (passkey) or 3 (both)."""
+    methods = set((amr or "").split())
+    passkey = bool(PASSKEY_METHODS & methods) and "user" in methods
+    if passkey and OTP in methods:
+        return 3
+    return 2 if passkey else 1 if OTP in methods else 0
+
+
+def acr_of(amr: str | None) -> str | None:
+    level = level_of(amr)
+    return next((value for value, at in _LEVELS.items() if at == level), None)
+
+
+def claimed_acr(amr: str | None, requested: Sequence[str]) -> str | None:
+    """The acr an id_token claims: the first requested class the sign-in met, else the one it met."""
+    level = level_of(amr)
+    met = [value for value in requested if value in _LEVELS and _LEVELS[value] <= level]
+    return met[0] if met else acr_of(amr)
+
+
+def passkeys_allowed(policy: str) -> bool:
+    return policy in (POLICY_PASSKEY_SECOND_FACTOR, POLICY_PASSKEY_ALONE)
+
+
+def passkey_alone_allowed(policy: str) -> bool:
+    return policy == POLICY_PASSKEY_ALONE
+
+
+def target(policy: str, requested: Sequence[str], essential: bool) -> Target | None:
+    """The classes a request of a tree with `policy` must and should reach; None when the request's
+    essential acr cannot be reached under the policy (it must then be refused)."""
+    reachable = _REACHABLE.get(policy, _REACHABLE[POLICY_EMAIL_CODE])
+    floor, ceiling = min(reachable), max(reachable)
+    meetable = [_LEVELS[value] for value in requested if value in _LEVELS and _LEVELS[value] <= ceiling]
+    if essential and requested:
+        if not meetable:
+            return None
+        return Target(wanted=max(floor, meetable[0]), required=max(floor, min(meetable)))
+    return Target(wanted=max(floor, meetable[0]) if meetable else floor, required=floor)
