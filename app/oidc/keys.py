@@ -1,6 +1,6 @@
 """Signing keys: generation, encrypted storage, the published key set, rotation and a cache.
 
-Per algorithm (RS256, ES256) there is one `active` key that signs and one `next` key that is
+Per algorithm (RS256, ES256, EdDSA with Ed25519) there is one `active` key that signs and one `next` key that is
 already published, so relying parties have it cached before it signs anything. Rotation retires
 the active key, promotes the next one and creates a new next key; a retired key stays published
 (and accepted) until every token it signed has expired, then it is deleted.
@@ -19,7 +19,7 @@ from dataclasses import dataclass
 from datetime import datetime, timedelta
 
 from flask import current_app
-from joserfc.jwk import ECKey, RSAKey
+from joserfc.jwk import ECKey, OKPKey, RSAKey
 from sqlalchemy import delete, or_, select
 from sqlalchemy.exc import IntegrityError
 
@@ -31,7 +31,7 @@ from app.oidc.settings import OidcSettings
 from app.security import decrypt, encrypt
 from app.settings import current
 
-ALGORITHMS = ("RS256", "ES256")
+ALGORITHMS = ("RS256", "ES256", "EdDSA")
 _PURPOSE = "oidc-signing-key"
 _EXTENSION = "oidc_keys"
 # The published set: until OIDC_KEY_CACHE_SECONDS old, and the last one read, however old.
@@ -41,7 +41,8 @@ _VERIFICATION_KEYS = 64
 # A kid the cache does not know triggers a reload at most this often (no reload storm from junk).
 _MISS_RELOAD_SECONDS = 1.0
 
-SigningJWK = RSAKey | ECKey
+SigningJWK = RSAKey | ECKey | OKPKey
+_KEY_CLASSES: dict[str, type[SigningJWK]] = {"RS256": RSAKey, "ES256": ECKey, "EdDSA": OKPKey}
 
 
 @dataclass(frozen=True)
@@ -97,6 +98,8 @@ def generate_key(alg: str) -> tuple[str, SigningJWK]:
         key: SigningJWK = RSAKey.generate_key(2048, private=True)
     elif alg == "ES256":
         key = ECKey.generate_key("P-256", private=True)
+    elif alg == "EdDSA":
+        key = OKPKey.generate_key("Ed25519", private=True)
     else:
         raise ValueError(f"unsupported signing algorithm {alg!r}")
     kid = key.thumbprint()
@@ -147,10 +150,7 @@ def signing_keys_loaded() -> bool:
     read in a transaction of its own, whose snapshot must not begin before its statement's.
     """
     last = _caches().published.get(_LAST_READ)
-    published = {} if last is None else last.keys
-    return all(
-        any(entry.alg == alg and entry.state == KEY_ACTIVE for entry in published.values()) for alg in ALGORITHMS
-    )
+    return last is not None and _active_kids(last).keys() >= set(ALGORITHMS)
 
 
 def ensure_keys() -> None:
@@ -178,8 +178,8 @@ def ensure_keys() -> None:
     invalidate_key_cache()
 
 
-def _key_class(alg: str) -> type[RSAKey] | type[ECKey]:
-    return RSAKey if alg == "RS256" else ECKey
+def _key_class(alg: str) -> type[SigningJWK]:
+    return _KEY_CLASSES[alg]
 
 
 def private_key(kid: str) -> SigningJWK:
@@ -195,18 +195,24 @@ def _public_key(entry: PublishedKey) -> SigningJWK:
     return _key_class(entry.alg).import_key(entry.public_jwk)
 
 
+def _active_kids(published: _PublishedSet) -> dict[str, str]:
+    """The active kid of each algorithm that has one."""
+    return {entry.alg: entry.kid for entry in published.keys.values() if entry.state == KEY_ACTIVE}
+
+
 def signing_key(alg: str) -> SigningJWK:
     """The private key that signs new tokens with `alg`.
 
-    With no key yet, the first keys are created in the caller's transaction and deliberately
-    not cached: should that transaction roll back, no process may keep using them.
+    While an algorithm has no key yet (the first start, or an algorithm added since), the missing
+    keys are created in the caller's transaction and deliberately not cached: should that
+    transaction roll back, no process may keep using them.
     """
     caches = _caches()
     for attempt in range(2):
-        published = _published(caches, force=attempt > 0)
-        for entry in published.keys.values():
-            if entry.alg == alg and entry.state == KEY_ACTIVE:
-                return caches.signing.get_or_build(entry.kid, lambda kid=entry.kid: private_key(kid))
+        active = _active_kids(_published(caches, force=attempt > 0))
+        if active.keys() >= set(ALGORITHMS):
+            kid = active[alg]
+            return caches.signing.get_or_build(kid, lambda kid=kid: private_key(kid))
     ensure_keys()
     kid = db.session.execute(
         select(SigningKey.kid).where(SigningKey.alg == alg, SigningKey.state == KEY_ACTIVE)
@@ -231,8 +237,9 @@ def verification_key(kid: str, now: datetime | None = None) -> tuple[PublishedKe
 def published_jwks() -> dict:
     """The JWK Set of every key a token may be verified with: next, active and retired-but-live."""
     now = utcnow()
-    published = _published(_caches()).keys
-    if not any(entry.state == KEY_ACTIVE for entry in published.values()):
+    current_set = _published(_caches())
+    published = current_set.keys
+    if not _active_kids(current_set).keys() >= set(ALGORITHMS):
         ensure_keys()
         published = _load_published(now)  # uncached until committed, as in `signing_key`
     order = {KEY_ACTIVE: 0, KEY_NEXT: 1, KEY_RETIRED: 2}

@@ -44,7 +44,7 @@ _SUB_CLIENT_MEMBERS = (
 )  # fmt: skip
 # Client secrets are also kept sealed under this purpose: client_secret_jwt checks an HMAC with them.
 CLIENT_SECRET_PURPOSE = "client-secret"
-SIGNING_ALGORITHMS = ("RS256", "ES256")
+SIGNING_ALGORITHMS = ("RS256", "ES256", "EdDSA")
 DEFAULT_SIGNING_ALG = "RS256"
 
 
