@@ -37,7 +37,7 @@ MAX_TREE_DEPTH = 32
 MAX_ACTIVE_TOKENS_PER_CLIENT = 100
 _SUB_CLIENT_MEMBERS = (
     "name", "address_1", "address_2", "country", "province", "city", "timezone", "domain", "subdomain",
-    "redirect_uris", "id_token_claims", "signing_alg", "logo_url", "accent_color",
+    "redirect_uris", "id_token_claims", "signing_alg", "access_token_signed_response_alg", "logo_url", "accent_color",
     "token_endpoint_auth_method", "jwks", "jwks_uri", "client_credentials_scopes", "grant_types", "require_pkce",
     "reads_credentials", "issue_refresh_tokens", "refresh_token_ttl", "refresh_token_idle_ttl",
     "require_pushed_authorization_requests", "backchannel_logout_uri",
