@@ -153,7 +153,7 @@ class _GuardedProcessor(JsonLdProcessor):
         if memoise:
             local_key = (tuple(local_ctx) if isinstance(local_ctx, list) else local_ctx) if by_value else id(local_ctx)
             key = (id(active_ctx), local_key, override_protected, propagate, validate_scoped)
-            entry = self._processed.get(key)
+            entry = self._processed.peek(key)
             if entry is not None and entry[0] is active_ctx and (by_value or entry[1] is local_ctx):
                 self._keep_expanded_iris(entry[2])
                 return entry[2]
@@ -166,8 +166,8 @@ class _GuardedProcessor(JsonLdProcessor):
         return processed
 
     def _keep_expanded_iris(self, processed: dict) -> None:
-        """Give a processed context a cache of IRI expansions, or mark its cache recently used."""
-        known = self._expanded_iris.get(id(processed))
+        """Give a processed context a cache of IRI expansions unless it has one."""
+        known = self._expanded_iris.peek(id(processed))
         if known is None or known[0] is not processed:
             self._expanded_iris.put(
                 id(processed), (processed, Cache("jsonld_expanded_iris", maxsize=_IRIS_PER_CONTEXT))

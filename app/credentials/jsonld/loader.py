@@ -65,7 +65,9 @@ class DocumentLoader:
     `resolved_contexts` is the cache pyld's ContextResolver keeps for this loader, and
     `processed_contexts` and `expanded_iris` the canonicalizer's caches of processed contexts and
     of IRIs expanded against them (see `canon._GuardedProcessor`). None needs a version: the
-    loader's documents never change, and a processed context is never mutated.
+    loader's documents never change, and a processed context is never mutated. The canonicalizer
+    looks its caches up with `Cache.peek` (they lie on its hot path), so they forget entries in the
+    order they came.
 
     The caches are not safe to share (processed contexts are matched by identity), so each
     thread has its own: threads never wait for one another, and a small
