@@ -28,7 +28,6 @@ from pyld.identifier_issuer import IdentifierIssuer
 from pyld.jsonld import JsonLdError, JsonLdProcessor
 from pyld.nquads import ParserError, parse_nquads, serialize_nquad
 
-from app.cache import Cache
 from app.credentials.failures import ProofCheckFailed
 from app.credentials.jsonld.loader import DocumentLoader
 
@@ -36,7 +35,6 @@ T = TypeVar("T")
 
 HASH_NAMES = frozenset({"sha256", "sha384"})
 _ABSOLUTE_IRI = re.compile(r"^[A-Za-z][A-Za-z0-9+.\-]*:")
-_IRIS_PER_CONTEXT = 512
 _MEMO_IRI_LENGTH = 200
 
 
@@ -124,6 +122,7 @@ class _GuardedProcessor(JsonLdProcessor):
         super().__init__(on_property_dropped=_drop_is_undefined_term)
         self._budget = budget
         self._processed = loader.processed_contexts
+        self._iri_contexts = loader.iri_contexts
         self._expanded_iris = loader.expanded_iris
 
     def _expand(self, *args: Any, **kwargs: Any) -> Any:
@@ -155,23 +154,20 @@ class _GuardedProcessor(JsonLdProcessor):
             key = (id(active_ctx), local_key, override_protected, propagate, validate_scoped)
             entry = self._processed.peek(key)
             if entry is not None and entry[0] is active_ctx and (by_value or entry[1] is local_ctx):
-                self._keep_expanded_iris(entry[2])
+                self._keep_iri_context(entry[2])
                 return entry[2]
         processed = super()._process_context(
             active_ctx, local_ctx, options, override_protected, propagate, validate_scoped, cycles
         )
         if memoise:
             self._processed.put(key, (active_ctx, local_ctx, processed))
-            self._keep_expanded_iris(processed)
+            self._keep_iri_context(processed)
         return processed
 
-    def _keep_expanded_iris(self, processed: dict) -> None:
-        """Give a processed context a cache of IRI expansions unless it has one."""
-        known = self._expanded_iris.peek(id(processed))
-        if known is None or known[0] is not processed:
-            self._expanded_iris.put(
-                id(processed), (processed, Cache("jsonld_expanded_iris", maxsize=_IRIS_PER_CONTEXT))
-            )
+    def _keep_iri_context(self, processed: dict) -> None:
+        """Let IRIs expanded against a processed context be kept."""
+        if self._iri_contexts.peek(id(processed)) is not processed:
+            self._iri_contexts.put(id(processed), processed)
 
     def _expand_iri(
         self,
@@ -186,13 +182,15 @@ class _GuardedProcessor(JsonLdProcessor):
         # context, which is never mutated again, always gives the same IRI: a verification
         # expands the same hundred keys and types against the same few contexts every time.
         if local_ctx is None and isinstance(value, str) and len(value) <= _MEMO_IRI_LENGTH:
-            known = self._expanded_iris.peek(id(active_ctx))
+            # An entry keeps its context alive, so a kept id is that context's; only contexts
+            # `_process_context` finished (`iri_contexts`) get entries.
+            key = (id(active_ctx), value, base, vocab)
+            known = self._expanded_iris.peek(key)
             if known is not None and known[0] is active_ctx:
-                key = (value, base, vocab)
-                expanded = known[1].peek(key)
-                if expanded is None:
-                    expanded = super()._expand_iri(active_ctx, value, base, vocab)
-                    known[1].put(key, expanded)
+                return known[1]
+            if self._iri_contexts.peek(id(active_ctx)) is active_ctx:
+                expanded = super()._expand_iri(active_ctx, value, base, vocab)
+                self._expanded_iris.put(key, (active_ctx, expanded))
                 return expanded
         return super()._expand_iri(active_ctx, value, base, vocab, local_ctx, defined)
 

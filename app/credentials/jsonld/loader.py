@@ -28,6 +28,10 @@ BUILTIN_CONTEXTS_DIR = Path(__file__).resolve().parent / "contexts"
 MANIFEST_FILE = "manifest.json"
 _PROCESSED_CONTEXT_CACHE_SIZE = 512
 _IRI_MEMO_CONTEXTS = 64  # a verification expands against a handful of contexts
+# A verification expands about a hundred IRIs. Each entry keeps its processed context alive (so its
+# id is not reused): this bounds how many contexts the expansions can hold, as the size above
+# bounds those of the processed contexts.
+_EXPANDED_IRIS = 1024
 
 
 class ContextNotAllowed(ProofCheckFailed):
@@ -63,15 +67,15 @@ class DocumentLoader:
 
     Use `make_document_loader` to build one from a directory. `urls` lists what is allowed.
     `resolved_contexts` is the cache pyld's ContextResolver keeps for this loader, and
-    `processed_contexts` and `expanded_iris` the canonicalizer's caches of processed contexts and
-    of IRIs expanded against them (see `canon._GuardedProcessor`). None needs a version: the
-    loader's documents never change, and a processed context is never mutated. The canonicalizer
-    looks its caches up with `Cache.peek` (they lie on its hot path), so they forget entries in the
-    order they came.
+    `processed_contexts`, `iri_contexts` and `expanded_iris` the canonicalizer's caches of
+    processed contexts, of those IRIs are expanded against, and of the expansions (see
+    `canon._GuardedProcessor`). None needs a version: the loader's documents never change, and a
+    processed context is never mutated. The canonicalizer looks its caches up with `Cache.peek`
+    (they lie on its hot path), so they forget entries in the order they came.
 
-    The caches are not safe to share (processed contexts are matched by identity), so each
-    thread has its own: threads never wait for one another, and a small
-    verification is not held up by a large one running in another thread of the process.
+    The caches are not safe to share (processed contexts are matched by identity), so each thread
+    has its own: threads never wait for one another, and a small verification is not held up by a
+    large one running in another thread of the process.
     """
 
     def __init__(self, documents: dict[str, Any]) -> None:
@@ -89,9 +93,14 @@ class DocumentLoader:
         return self._thread_local("processed_contexts", lambda: _thread_cache("processed_contexts"))
 
     @property
+    def iri_contexts(self) -> Cache[dict]:
+        """This thread's processed contexts whose IRI expansions are kept, by identity."""
+        return self._thread_local("iri_contexts", lambda: _thread_cache("iri_contexts", _IRI_MEMO_CONTEXTS))
+
+    @property
     def expanded_iris(self) -> Cache[tuple]:
-        """This thread's IRI expansions, a `Cache` per processed context (at most `_IRI_MEMO_CONTEXTS`)."""
-        return self._thread_local("expanded_iris", lambda: _thread_cache("iri_contexts", _IRI_MEMO_CONTEXTS))
+        """This thread's IRI expansions, by processed context (identity), value, base and vocab."""
+        return self._thread_local("expanded_iris", lambda: _thread_cache("expanded_iris", _EXPANDED_IRIS))
 
     def _thread_local(self, name: str, build: Callable[[], T]) -> T:
         value = getattr(self._local, name, None)
