@@ -30,6 +30,8 @@ from sqlalchemy.engine import Connection, Dialect, Engine
 from sqlalchemy.exc import DBAPIError
 from sqlalchemy.types import TypeEngine
 
+from app.cache import Cache
+
 
 def configure_sqlite(engine: Engine, writes: Callable[[], bool]) -> None:
     """Give SQLite real transactions: BEGIN at the first statement, WAL, foreign keys.
@@ -70,15 +72,21 @@ def relaxed_durability(connection: Connection, statement: Update) -> Update:
     """
     if not is_postgresql(connection):
         return statement
-    known = _relaxed.get(id(statement))
+    # By identity (a statement is never changed once built); the entry keeps it, so its id is not reused.
+    known = _RELAXED.peek(id(statement))
     if known is None or known[0] is not statement:
-        setting = select(func.set_config("synchronous_commit", "off", true()).label("setting")).cte("relaxed")
-        # Read from, so the CTE is evaluated: the setting's new value is never null.
-        known = _relaxed[id(statement)] = (statement, statement.where(setting.c.setting.is_not(None)))
+        known = (statement, _relaxed(statement))
+        _RELAXED.put(id(statement), known)
     return known[1]
 
 
-_relaxed: dict[int, tuple[Update, Update]] = {}
+def _relaxed(statement: Update) -> Update:
+    setting = select(func.set_config("synchronous_commit", "off", true()).label("setting")).cte("relaxed")
+    # Read from, so the CTE is evaluated: the setting's new value is never null.
+    return statement.where(setting.c.setting.is_not(None))
+
+
+_RELAXED: Cache[tuple[Update, Update]] = Cache("relaxed_statements", maxsize=64)
 
 
 def try_transaction_lock(connection: Connection, key: int, table: Table) -> bool:
@@ -163,13 +171,15 @@ class _DriverForm:
         return parameters
 
 
-_driver_forms: dict[int, tuple[Executable, _DriverForm]] = {}
+_DRIVER_FORMS: Cache[tuple[Executable, _DriverForm]] = Cache("driver_forms", maxsize=256)
 
 
 def _driver_form(statement: Executable, connection: Connection) -> _DriverForm:
-    known = _driver_forms.get(id(statement))
+    # By identity, as `relaxed_durability`; only psycopg connections ask, so the dialect is always the same.
+    known = _DRIVER_FORMS.peek(id(statement))
     if known is None or known[0] is not statement:
-        known = _driver_forms[id(statement)] = (statement, _DriverForm(statement, connection))
+        known = (statement, _DriverForm(statement, connection))
+        _DRIVER_FORMS.put(id(statement), known)
     return known[1]
 
 

@@ -4,11 +4,10 @@ verification-method lookup the verifier uses.
 
 from __future__ import annotations
 
-import threading
-import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
+from app.cache import Cache
 from app.dids.did_key import resolve_did_key
 from app.dids.did_web import DidWebResolver
 from app.dids.errors import DidResolutionFailed
@@ -39,8 +38,10 @@ class DidResolver:
     methods: dict[str, MethodResolver] = field(default_factory=dict)
     cache_ttl: float = 300.0
     cache_size: int = 1024
-    _cache: dict[str, tuple[float, dict]] = field(default_factory=dict, init=False, repr=False)
-    _lock: threading.Lock = field(default_factory=threading.Lock, init=False, repr=False)
+    _documents: Cache[dict] = field(init=False, repr=False)
+
+    def __post_init__(self) -> None:
+        self._documents = Cache("did_documents", maxsize=self.cache_size, ttl=self.cache_ttl)
 
     def resolve(self, did: str) -> dict:
         """The DID document of `did`; raises `DidResolutionFailed("did_resolution_failed")`."""
@@ -97,17 +98,7 @@ class DidResolver:
         return document
 
     def _cached(self, did: str, resolver: MethodResolver) -> dict:
-        now = time.monotonic()
-        with self._lock:
-            entry = self._cache.get(did)
-            if entry and entry[0] > now:
-                return entry[1]
-        document = resolver(did)
-        with self._lock:
-            if len(self._cache) >= self.cache_size:
-                self._cache.clear()
-            self._cache[did] = (now + self.cache_ttl, document)
-        return document
+        return self._documents.get_or_build(did, lambda: resolver(did))
 
 
 def resolve_verification_method(

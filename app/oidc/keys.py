@@ -1,6 +1,6 @@
 """Signing keys: generation, encrypted storage, the published key set, rotation and a cache.
 
-Per algorithm (RS256, ES256) there is one `active` key that signs and one `next` key that is
+Per algorithm (RS256, ES256, EdDSA with Ed25519) there is one `active` key that signs and one `next` key that is
 already published, so relying parties have it cached before it signs anything. Rotation retires
 the active key, promotes the next one and creates a new next key; a retired key stays published
 (and accepted) until every token it signed has expired, then it is deleted.
@@ -14,16 +14,16 @@ the first refresh after it stops being active.
 
 from __future__ import annotations
 
-import threading
 import time
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 
 from flask import current_app
-from joserfc.jwk import ECKey, RSAKey
+from joserfc.jwk import ECKey, OKPKey, RSAKey
 from sqlalchemy import delete, or_, select
 from sqlalchemy.exc import IntegrityError
 
+from app.cache import Cache
 from app.db import as_utc, utcnow
 from app.extensions import db
 from app.oidc.models import KEY_ACTIVE, KEY_NEXT, KEY_RETIRED, SigningKey
@@ -31,12 +31,18 @@ from app.oidc.settings import OidcSettings
 from app.security import decrypt, encrypt
 from app.settings import current
 
-ALGORITHMS = ("RS256", "ES256")
+ALGORITHMS = ("RS256", "ES256", "EdDSA")
 _PURPOSE = "oidc-signing-key"
+_EXTENSION = "oidc_keys"
+# The published set: until OIDC_KEY_CACHE_SECONDS old, and the last one read, however old.
+_PUBLISHED, _LAST_READ = "published", "last read"
+# Published kids: an active and a next key per algorithm, and retired keys still in their retention.
+_VERIFICATION_KEYS = 64
 # A kid the cache does not know triggers a reload at most this often (no reload storm from junk).
 _MISS_RELOAD_SECONDS = 1.0
 
-SigningJWK = RSAKey | ECKey
+SigningJWK = RSAKey | ECKey | OKPKey
+_KEY_CLASSES: dict[str, type[SigningJWK]] = {"RS256": RSAKey, "ES256": ECKey, "EdDSA": OKPKey}
 
 
 @dataclass(frozen=True)
@@ -50,22 +56,40 @@ class PublishedKey:
     public_jwk: dict
 
 
-class _KeyCache:
+@dataclass(frozen=True)
+class _PublishedSet:
+    """The published keys by kid, as read from the database at `loaded_at` (`time.monotonic()`)."""
+
+    keys: dict[str, PublishedKey]
+    loaded_at: float
+
+
+class _KeyCaches:
+    """This application's key caches (its own: each application has its own database).
+
+    `published` holds the published set for `OIDC_KEY_CACHE_SECONDS` (`_load_published`) and the
+    last one read; `signing` the decrypted private keys of active kids (`private_key`) and
+    `verifying` the public keys of published kids (`_public_key`). A kid is the RFC 7638 thumbprint
+    of its key, so an entry of either never goes stale; a re-read of the set forgets the private
+    keys of kids that are no longer active.
+    """
+
     def __init__(self) -> None:
-        self.lock = threading.Lock()
-        self.signing: dict[str, SigningJWK] = {}  # private keys, of active kids only
-        self.verifying: dict[str, SigningJWK] = {}  # public keys, of published kids only
-        self.published: dict[str, PublishedKey] = {}
-        self.loaded_at = float("-inf")
+        self.published: Cache[_PublishedSet] = Cache("oidc_published_keys", maxsize=2)
+        self.signing: Cache[SigningJWK] = Cache("oidc_signing_keys", maxsize=len(ALGORITHMS))
+        self.verifying: Cache[SigningJWK] = Cache("oidc_verification_keys", maxsize=_VERIFICATION_KEYS)
 
 
-def _cache() -> _KeyCache:
-    return current_app.extensions.setdefault("oidc_keys", _KeyCache())
+def _caches() -> _KeyCaches:
+    caches = current_app.extensions.get(_EXTENSION)
+    if caches is None:
+        caches = current_app.extensions.setdefault(_EXTENSION, _KeyCaches())
+    return caches
 
 
 def invalidate_key_cache() -> None:
     """Forget which keys are published (call after changing keys in this process)."""
-    _cache().loaded_at = float("-inf")
+    _caches().published.discard(_PUBLISHED)
 
 
 def generate_key(alg: str) -> tuple[str, SigningJWK]:
@@ -74,6 +98,8 @@ def generate_key(alg: str) -> tuple[str, SigningJWK]:
         key: SigningJWK = RSAKey.generate_key(2048, private=True)
     elif alg == "ES256":
         key = ECKey.generate_key("P-256", private=True)
+    elif alg == "EdDSA":
+        key = OKPKey.generate_key("Ed25519", private=True)
     else:
         raise ValueError(f"unsupported signing algorithm {alg!r}")
     kid = key.thumbprint()
@@ -104,28 +130,27 @@ def _load_published(now: datetime) -> dict[str, PublishedKey]:
     }
 
 
-def _refresh(cache: _KeyCache, *, force: bool = False) -> dict[str, PublishedKey]:
-    ttl = current(OidcSettings).key_cache_seconds
-    if force or time.monotonic() - cache.loaded_at >= ttl:
-        published = _load_published(utcnow())
-        with cache.lock:
-            cache.published = published
-            cache.signing = {
-                kid: key
-                for kid, key in cache.signing.items()
-                if kid in published and published[kid].state == KEY_ACTIVE
-            }
-            cache.verifying = {kid: key for kid, key in cache.verifying.items() if kid in published}
-            cache.loaded_at = time.monotonic()
-    return cache.published
+def _published(caches: _KeyCaches, *, force: bool = False) -> _PublishedSet:
+    """The published set, re-read once `OIDC_KEY_CACHE_SECONDS` old (or when `force`d)."""
+    published = None if force else caches.published.get(_PUBLISHED)
+    if published is None:
+        published = _PublishedSet(_load_published(utcnow()), time.monotonic())
+        for kid, entry in published.keys.items():
+            if entry.state != KEY_ACTIVE:
+                caches.signing.discard(kid)
+        caches.published.put(_PUBLISHED, published, ttl=current(OidcSettings).key_cache_seconds)
+        caches.published.put(_LAST_READ, published)
+    return published
 
 
 def signing_keys_loaded() -> bool:
-    """Whether this process already knows an active key of every algorithm: signing then only reads."""
-    published = _cache().published
-    return all(
-        any(entry.alg == alg and entry.state == KEY_ACTIVE for entry in published.values()) for alg in ALGORITHMS
-    )
+    """Whether this process already knows an active key of every algorithm: signing then only reads.
+
+    Answered from memory (the last set read), never from the database: a caller may be about to
+    read in a transaction of its own, whose snapshot must not begin before its statement's.
+    """
+    last = _caches().published.get(_LAST_READ)
+    return last is not None and _active_kids(last).keys() >= set(ALGORITHMS)
 
 
 def ensure_keys() -> None:
@@ -153,8 +178,8 @@ def ensure_keys() -> None:
     invalidate_key_cache()
 
 
-def _key_class(alg: str) -> type[RSAKey] | type[ECKey]:
-    return RSAKey if alg == "RS256" else ECKey
+def _key_class(alg: str) -> type[SigningJWK]:
+    return _KEY_CLASSES[alg]
 
 
 def private_key(kid: str) -> SigningJWK:
@@ -166,27 +191,28 @@ def private_key(kid: str) -> SigningJWK:
     return _key_class(row.alg).import_key(pem, parameters={"kid": row.kid, "use": "sig", "alg": row.alg})
 
 
-def _active_private_key(cache: _KeyCache, kid: str) -> SigningJWK:
-    key = cache.signing.get(kid)
-    if key is None:
-        key = private_key(kid)
-        with cache.lock:
-            cache.signing[kid] = key
-    return key
+def _public_key(entry: PublishedKey) -> SigningJWK:
+    return _key_class(entry.alg).import_key(entry.public_jwk)
+
+
+def _active_kids(published: _PublishedSet) -> dict[str, str]:
+    """The active kid of each algorithm that has one."""
+    return {entry.alg: entry.kid for entry in published.keys.values() if entry.state == KEY_ACTIVE}
 
 
 def signing_key(alg: str) -> SigningJWK:
     """The private key that signs new tokens with `alg`.
 
-    With no key yet, the first keys are created in the caller's transaction and deliberately
-    not cached: should that transaction roll back, no process may keep using them.
+    While an algorithm has no key yet (the first start, or an algorithm added since), the missing
+    keys are created in the caller's transaction and deliberately not cached: should that
+    transaction roll back, no process may keep using them.
     """
-    cache = _cache()
+    caches = _caches()
     for attempt in range(2):
-        published = _refresh(cache, force=attempt > 0)
-        for entry in published.values():
-            if entry.alg == alg and entry.state == KEY_ACTIVE:
-                return _active_private_key(cache, entry.kid)
+        active = _active_kids(_published(caches, force=attempt > 0))
+        if active.keys() >= set(ALGORITHMS):
+            kid = active[alg]
+            return caches.signing.get_or_build(kid, lambda kid=kid: private_key(kid))
     ensure_keys()
     kid = db.session.execute(
         select(SigningKey.kid).where(SigningKey.alg == alg, SigningKey.state == KEY_ACTIVE)
@@ -196,28 +222,24 @@ def signing_key(alg: str) -> SigningJWK:
 
 def verification_key(kid: str, now: datetime | None = None) -> tuple[PublishedKey, SigningJWK] | None:
     """The published key `kid` and its public key, or None if it is unknown or no longer published."""
-    cache = _cache()
-    published = _refresh(cache)
-    entry = published.get(kid)
-    if entry is None and time.monotonic() - cache.loaded_at >= _MISS_RELOAD_SECONDS:
-        entry = _refresh(cache, force=True).get(kid)
+    caches = _caches()
+    published = _published(caches)
+    entry = published.keys.get(kid)
+    if entry is None and time.monotonic() - published.loaded_at >= _MISS_RELOAD_SECONDS:
+        entry = _published(caches, force=True).keys.get(kid)
     if entry is None:
         return None
     if entry.state == KEY_RETIRED and (entry.publish_until is None or entry.publish_until <= (now or utcnow())):
         return None
-    key = cache.verifying.get(kid)
-    if key is None:
-        key = _key_class(entry.alg).import_key(entry.public_jwk)
-        with cache.lock:
-            cache.verifying[kid] = key
-    return entry, key
+    return entry, caches.verifying.get_or_build(kid, lambda: _public_key(entry))
 
 
 def published_jwks() -> dict:
     """The JWK Set of every key a token may be verified with: next, active and retired-but-live."""
     now = utcnow()
-    published = _refresh(_cache())
-    if not any(entry.state == KEY_ACTIVE for entry in published.values()):
+    current_set = _published(_caches())
+    published = current_set.keys
+    if not _active_kids(current_set).keys() >= set(ALGORITHMS):
         ensure_keys()
         published = _load_published(now)  # uncached until committed, as in `signing_key`
     order = {KEY_ACTIVE: 0, KEY_NEXT: 1, KEY_RETIRED: 2}

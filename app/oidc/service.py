@@ -54,9 +54,16 @@ TOKEN_TYPE = "Bearer"
 
 
 def client_alg(client: Client | _TokenClient) -> str:
-    """The JWS algorithm this client's tokens are signed with (RS256 unless it chose ES256)."""
+    """The JWS algorithm of this client's id_tokens and logout tokens (`OIDC_DEFAULT_ALG` unless it chose one)."""
     alg = client.signing_alg or current(OidcSettings).default_alg
     return alg if alg in keys.ALGORITHMS else "RS256"
+
+
+def access_token_alg(client: Client | _TokenClient) -> str:
+    """The JWS algorithm of this client's access tokens: its `access_token_signed_response_alg`,
+    else that of its id_tokens."""
+    alg = client.access_token_signed_response_alg
+    return alg if alg in keys.ALGORITHMS else client_alg(client)
 
 
 def get_relying_party(client_id: str | None) -> Client | None:
@@ -314,6 +321,7 @@ class _TokenClient:
 
     id: int
     signing_alg: str | None
+    access_token_signed_response_alg: str | None
     id_token_claims: dict | None
     reads_credentials: bool | None
 
@@ -384,6 +392,7 @@ _TOKEN_FIELDS = (
     User.email_address,
     Client.id,
     Client.signing_alg,
+    Client.access_token_signed_response_alg,
     Client.id_token_claims,
     Client.reads_credentials,
 )
@@ -486,9 +495,8 @@ def _user_tokens(
     grant: grants.Grant | None = None,
 ) -> TokenResponse:
     """The token response; `grant` (what the tokens may release) is read when not given."""
-    alg = client_alg(client)
     access_token, _ = tokens.issue_access_token(
-        client_id=client.id, user_id=user.id, scope=scope, alg=alg, now=issued_at, jti=jti
+        client_id=client.id, user_id=user.id, scope=scope, alg=access_token_alg(client), now=issued_at, jti=jti
     )
     id_token = None
     if "openid" in scope.split():
@@ -500,7 +508,7 @@ def _user_tokens(
             nonce=nonce,
             access_token=access_token,
             extra_claims=(grant or grants.grant_for(client, user, scope.split())).application_claims(),
-            alg=alg,
+            alg=client_alg(client),
             now=issued_at,
             sid=sid,
             amr=amr.split() if amr else None,
@@ -606,7 +614,7 @@ def client_credentials_grant(client: Client, *, scope: str | None) -> TokenRespo
     issued_at = int(time.time())
     granted = " ".join(requested)
     access_token = tokens.issue_client_access_token(
-        client_id=client.id, scope=granted, alg=client_alg(client), jti=uuid.uuid4().hex, now=issued_at
+        client_id=client.id, scope=granted, alg=access_token_alg(client), jti=uuid.uuid4().hex, now=issued_at
     )
     return TokenResponse(scope=granted, access_token=access_token, expires_in=current(OidcSettings).access_token_ttl)
 

@@ -7,10 +7,11 @@ import hashlib
 import json
 import time
 import uuid
+import warnings
 from dataclasses import dataclass, field
 
 from joserfc import jwt
-from joserfc.errors import JoseError
+from joserfc.errors import JoseError, SecurityWarning
 
 from app.oidc import keys
 from app.oidc.settings import OidcSettings
@@ -20,6 +21,12 @@ ACCESS_TOKEN_TYPE = "at+jwt"
 CLIENT_SUBJECT_PREFIX = "client:"
 # Verification never trusts the token's own `alg`: only these, and only with a key of that alg.
 ALLOWED_ALGORITHMS = frozenset(keys.ALGORITHMS)
+# The half of which digest an `at_hash` is (OpenID Core 3.1.3.6): the hash of the alg; EdDSA's
+# with Ed25519 is SHA-512 (as oidc-token-hash, the hash of node-oidc-provider, computes it).
+_AT_HASH_DIGESTS = {"RS256": "sha256", "ES256": "sha256", "EdDSA": "sha512"}
+# joserfc warns at every use that RFC 9864 deprecates "EdDSA" for the fully specified "Ed25519":
+# relying parties verify "EdDSA" today, so it is offered knowingly (Ed25519 keys only).
+warnings.filterwarnings("ignore", message="EdDSA is deprecated via RFC 9864", category=SecurityWarning)
 
 
 class TokenInvalid(Exception):
@@ -47,9 +54,9 @@ def issuer() -> str:
     return current(OidcSettings).issuer
 
 
-def at_hash(access_token: str) -> str:
-    """OpenID `at_hash`: left half of the SHA-256 of the token (RS256 and ES256 both hash with SHA-256)."""
-    digest = hashlib.sha256(access_token.encode("ascii")).digest()
+def at_hash(access_token: str, alg: str) -> str:
+    """OpenID `at_hash` of an id_token signed with `alg`: the left half of the token's digest."""
+    digest = hashlib.new(_AT_HASH_DIGESTS[alg], access_token.encode("ascii")).digest()
     return base64.urlsafe_b64encode(digest[: len(digest) // 2]).rstrip(b"=").decode("ascii")
 
 
@@ -123,7 +130,7 @@ def issue_id_token(
             "exp": now + current(OidcSettings).id_token_ttl,
             "iat": now,
             "auth_time": auth_time,
-            "at_hash": at_hash(access_token),
+            "at_hash": at_hash(access_token, alg),
             "user_id": user_id,
             "did": did,
         }

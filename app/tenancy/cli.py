@@ -210,6 +210,41 @@ def set_release(
     click.echo(json.dumps(summary))
 
 
+_AS_ID_TOKENS = "as-id-token"
+
+
+@clients_cli.command("set-signing")
+@click.argument("client_id", type=click.IntRange(min=1))
+@click.option(
+    "--signing-alg",
+    type=click.Choice(service.SIGNING_ALGORITHMS),
+    help="JWS algorithm of the client's id_tokens (and of its access tokens when they follow them).",
+)
+@click.option(
+    "--access-token-alg",
+    type=click.Choice((*service.SIGNING_ALGORITHMS, _AS_ID_TOKENS)),
+    help=f"JWS algorithm of the client's access tokens; {_AS_ID_TOKENS} (the default) signs them as its id_tokens.",
+)
+@_fail_on_domain_error
+def set_signing(client_id: int, signing_alg: str | None, access_token_alg: str | None) -> None:
+    """Set the JWS algorithms of a client's tokens (the keys of every algorithm are in the JWKS)."""
+    changes: dict = {}
+    if signing_alg is not None:
+        changes["signing_alg"] = signing_alg
+    if access_token_alg is not None:
+        changes["access_token_signed_response_alg"] = None if access_token_alg == _AS_ID_TOKENS else access_token_alg
+    if not changes:
+        raise click.UsageError("Nothing to change: give --signing-alg or --access-token-alg.")
+    with transaction():
+        client = service.configure_client(client_id, changes)
+        summary = {
+            "client_id": client.id,
+            "signing_alg": client.signing_alg,
+            "access_token_signed_response_alg": client.access_token_signed_response_alg,
+        }
+    click.echo(json.dumps(summary))
+
+
 @clients_cli.command("set-recaptcha")
 @click.argument("client_id", type=click.IntRange(min=1))
 @click.option("--site-key", required=True, help="Public reCAPTCHA v3 site key.")

@@ -59,6 +59,8 @@ class Client(Base):
     redirect_uris: Mapped[list] = mapped_column(JSONType, default=list)
     id_token_claims: Mapped[dict] = mapped_column(JSONType, default=dict)
     signing_alg: Mapped[str] = mapped_column(String(8), default="RS256")
+    # The JWS algorithm of its access tokens when not that of its id_tokens (`signing_alg`).
+    access_token_signed_response_alg: Mapped[str | None] = mapped_column(String(8), nullable=True)
     secret_hash: Mapped[str | None] = mapped_column(String(128), nullable=True)
     previous_secret_hash: Mapped[str | None] = mapped_column(String(128), nullable=True)
     previous_secret_expires_at: Mapped[datetime | None] = mapped_column(DateTime(timezone=True), nullable=True)

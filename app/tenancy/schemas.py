@@ -117,6 +117,11 @@ class OpenIdClientFields(ma.Schema):
     )
     # Receives OpenID back-channel logout tokens when a user's session ends.
     backchannel_logout_uri = RedirectUri(allow_none=True)
+    access_token_signed_response_alg = ma.fields.String(
+        validate=ma.validate.OneOf(SIGNING_ALGORITHMS),
+        allow_none=True,
+        metadata={"description": "JWS algorithm of this client's access tokens; when null, that of its id_tokens."},
+    )
 
 
 _OMITTED_UNSET = "Omitted while not set (never `null`)."
@@ -127,6 +132,7 @@ _OPENID_OPTIONAL = (
     "refresh_token_ttl",
     "refresh_token_idle_ttl",
     "backchannel_logout_uri",
+    "access_token_signed_response_alg",
 )
 
 
@@ -151,6 +157,7 @@ class OpenIdClientOut(ma.Schema):
     refresh_token_idle_ttl = ma.fields.Integer(metadata={"description": _OMITTED_UNSET})
     require_pushed_authorization_requests = ma.fields.Boolean(required=True)
     backchannel_logout_uri = ma.fields.String(metadata={"description": _OMITTED_UNSET})
+    access_token_signed_response_alg = ma.fields.String(metadata={"description": _OMITTED_UNSET})
 
     @ma.post_dump
     def _omit_unset(self, data: dict, **_kwargs: Any) -> dict:
@@ -189,7 +196,10 @@ class SubClientFields(OpenIdClientFields):
     signing_alg = ma.fields.String(
         validate=ma.validate.OneOf(SIGNING_ALGORITHMS),
         allow_none=True,
-        metadata={"description": "JWS algorithm of this client's id_tokens and access tokens; `RS256` when null."},
+        metadata={
+            "description": "JWS algorithm of this client's id_tokens, and of its access tokens unless "
+            "access_token_signed_response_alg is set; `RS256` when null."
+        },
     )
     id_token_claims = ma.fields.Dict(
         keys=ma.fields.String(metadata={"pattern": validation.CLAIM_NAME_PATTERN}),

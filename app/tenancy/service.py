@@ -37,14 +37,14 @@ MAX_TREE_DEPTH = 32
 MAX_ACTIVE_TOKENS_PER_CLIENT = 100
 _SUB_CLIENT_MEMBERS = (
     "name", "address_1", "address_2", "country", "province", "city", "timezone", "domain", "subdomain",
-    "redirect_uris", "id_token_claims", "signing_alg", "logo_url", "accent_color",
+    "redirect_uris", "id_token_claims", "signing_alg", "access_token_signed_response_alg", "logo_url", "accent_color",
     "token_endpoint_auth_method", "jwks", "jwks_uri", "client_credentials_scopes", "grant_types", "require_pkce",
     "reads_credentials", "issue_refresh_tokens", "refresh_token_ttl", "refresh_token_idle_ttl",
     "require_pushed_authorization_requests", "backchannel_logout_uri",
 )  # fmt: skip
 # Client secrets are also kept sealed under this purpose: client_secret_jwt checks an HMAC with them.
 CLIENT_SECRET_PURPOSE = "client-secret"
-SIGNING_ALGORITHMS = ("RS256", "ES256")
+SIGNING_ALGORITHMS = ("RS256", "ES256", "EdDSA")
 DEFAULT_SIGNING_ALG = "RS256"
 
 

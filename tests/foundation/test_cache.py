@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 from prometheus_client import REGISTRY
 
-from app.cache import Cache
+from app.cache import PEEK_BATCH, Cache
 
 
 def _count(name: str, result: str) -> float:
@@ -56,6 +56,32 @@ def test_hits_and_misses_are_counted_per_cache():
     cache.get("present", version="other")
     assert _count("test_metrics", "hit") == hits + 1
     assert _count("test_metrics", "miss") == misses + 2
+
+
+def test_a_peek_serves_like_get_but_marks_nothing_used():
+    now = [0.0]
+    cache: Cache[int] = Cache("test_peek", maxsize=2, clock=lambda: now[0])
+    cache.put("a", 1, version=1)
+    cache.put("b", 2, ttl=5)
+    assert cache.peek("a", version=1) == 1 and cache.peek("a") is None and cache.peek("absent") is None
+    now[0] = 5.0
+    assert cache.peek("b") is None  # expired
+    cache.put("c", 3)
+    assert cache.get("a", version=1) is None, "peeking left 'a' the least recently used"
+
+
+def test_peeks_are_counted_in_batches():
+    cache: Cache[int] = Cache("test_peek_metrics", maxsize=4)
+    cache.put("present", 1)
+    hits, misses = _count("test_peek_metrics", "hit"), _count("test_peek_metrics", "miss")
+    for _ in range(PEEK_BATCH - 1):
+        cache.peek("present")
+        cache.peek("absent")
+    assert (_count("test_peek_metrics", "hit"), _count("test_peek_metrics", "miss")) == (hits, misses)
+    cache.peek("present")
+    cache.peek("absent")
+    assert _count("test_peek_metrics", "hit") == hits + PEEK_BATCH
+    assert _count("test_peek_metrics", "miss") == misses + PEEK_BATCH
 
 
 def test_a_cache_holds_something():

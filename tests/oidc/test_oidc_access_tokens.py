@@ -256,8 +256,8 @@ def test_jwks_publishes_active_and_next_keys_without_private_parts(client):
     response = client.get("/certs/jwks.json")
     assert response.status_code == 200
     keys = response.get_json()["keys"]
-    assert {key["alg"] for key in keys} == {"RS256", "ES256"}
-    assert len(keys) >= 4
+    assert {key["alg"] for key in keys} == {"RS256", "ES256", "EdDSA"}
+    assert len(keys) >= 6
     for key in keys:
         assert key["use"] == "sig" and key["kid"]
         assert not {"d", "p", "q", "dp", "dq", "qi"} & set(key)
@@ -297,7 +297,7 @@ def _age_retired_keys(app, kids: set[str]) -> None:
         invalidate_key_cache()
 
 
-@pytest.mark.parametrize("alg", ["RS256", "ES256"])
+@pytest.mark.parametrize("alg", ["RS256", "ES256", "EdDSA"])
 def test_rotation_keeps_live_tokens_valid_until_their_key_retires(app, client, alg):
     tenant = make_tenant(app, client, signing_alg=alg)
     before = _tokens(client, tenant)["access_token"]
@@ -390,6 +390,6 @@ def test_verification_uses_public_keys_and_retired_private_keys_leave_memory(app
         signing_keys.invalidate_key_cache()
         published, key = signing_keys.verification_key(old_kid)
         assert published.state == "retired" and not key.is_private
-        cache = app.extensions["oidc_keys"]
-        assert old_kid not in cache.signing and all(not held.is_private for held in cache.verifying.values())
+        caches = app.extensions["oidc_keys"]
+        assert caches.signing.get(old_kid) is None and caches.verifying.get(old_kid) is key
         db.session.rollback()

@@ -75,7 +75,7 @@ def test_the_whole_document_is_exactly_what_is_supported(metadata):
         "response_modes_supported": ["query"],
         "grant_types_supported": ["authorization_code", "refresh_token", "client_credentials"],
         "subject_types_supported": ["public"],
-        "id_token_signing_alg_values_supported": ["RS256", "ES256"],
+        "id_token_signing_alg_values_supported": ["RS256", "ES256", "EdDSA"],
         "token_endpoint_auth_methods_supported": CLIENT_AUTH_METHODS,
         "token_endpoint_auth_signing_alg_values_supported": CLIENT_AUTH_ALGS,
         "revocation_endpoint_auth_methods_supported": CLIENT_AUTH_METHODS,

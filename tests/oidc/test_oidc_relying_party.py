@@ -48,7 +48,7 @@ def _validate_id_token(id_token: str, *, meta: dict, client_id: str, nonce: str,
     return dict(claims)
 
 
-@pytest.mark.parametrize("signing_alg", ["RS256", "ES256"])
+@pytest.mark.parametrize("signing_alg", ["RS256", "ES256", "EdDSA"])
 def test_authlib_relying_party_full_flow(app, client, live_server, callback_server, signing_alg):
     redirect_uri = callback_server.url + "/callback"
     tenant = make_tenant(app, client, redirect_uris=[redirect_uri], signing_alg=signing_alg)

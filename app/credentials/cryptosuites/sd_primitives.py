@@ -483,7 +483,7 @@ def _compact(expanded: list, context: Any, ctx: SuiteContext) -> dict:
     loader = ctx.loader
     options = {
         "documentLoader": loader,
-        "contextResolver": ContextResolver(loader.resolved_context_cache, loader),
+        "contextResolver": ContextResolver(loader.resolved_contexts, loader),
         "base": "",
         "processingMode": "json-ld-1.1",
         "compactArrays": True,

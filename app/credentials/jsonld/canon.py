@@ -35,7 +35,6 @@ T = TypeVar("T")
 
 HASH_NAMES = frozenset({"sha256", "sha384"})
 _ABSOLUTE_IRI = re.compile(r"^[A-Za-z][A-Za-z0-9+.\-]*:")
-_IRIS_PER_CONTEXT = 512
 _MEMO_IRI_LENGTH = 200
 
 
@@ -122,8 +121,9 @@ class _GuardedProcessor(JsonLdProcessor):
     def __init__(self, budget: _Budget, loader: DocumentLoader) -> None:
         super().__init__(on_property_dropped=_drop_is_undefined_term)
         self._budget = budget
-        self._memo = loader.processed_context_memo
-        self._iri_memos = loader.expanded_iri_memo
+        self._processed = loader.processed_contexts
+        self._iri_contexts = loader.iri_contexts
+        self._expanded_iris = loader.expanded_iris
 
     def _expand(self, *args: Any, **kwargs: Any) -> Any:
         self._budget.step()
@@ -152,23 +152,22 @@ class _GuardedProcessor(JsonLdProcessor):
         if memoise:
             local_key = (tuple(local_ctx) if isinstance(local_ctx, list) else local_ctx) if by_value else id(local_ctx)
             key = (id(active_ctx), local_key, override_protected, propagate, validate_scoped)
-            entry = self._memo.get(key)
+            entry = self._processed.peek(key)
             if entry is not None and entry[0] is active_ctx and (by_value or entry[1] is local_ctx):
-                self._keep_iri_memo(entry[2])
+                self._keep_iri_context(entry[2])
                 return entry[2]
         processed = super()._process_context(
             active_ctx, local_ctx, options, override_protected, propagate, validate_scoped, cycles
         )
         if memoise:
-            self._memo[key] = (active_ctx, local_ctx, processed)
-            self._keep_iri_memo(processed)
+            self._processed.put(key, (active_ctx, local_ctx, processed))
+            self._keep_iri_context(processed)
         return processed
 
-    def _keep_iri_memo(self, processed: dict) -> None:
-        """Give a processed context an IRI memo, or mark its memo recently used."""
-        known = self._iri_memos.get(id(processed))
-        if known is None or known[0] is not processed:
-            self._iri_memos[id(processed)] = (processed, {})
+    def _keep_iri_context(self, processed: dict) -> None:
+        """Let IRIs expanded against a processed context be kept."""
+        if self._iri_contexts.peek(id(processed)) is not processed:
+            self._iri_contexts.put(id(processed), processed)
 
     def _expand_iri(
         self,
@@ -183,17 +182,16 @@ class _GuardedProcessor(JsonLdProcessor):
         # context, which is never mutated again, always gives the same IRI: a verification
         # expands the same hundred keys and types against the same few contexts every time.
         if local_ctx is None and isinstance(value, str) and len(value) <= _MEMO_IRI_LENGTH:
-            known = dict.get(self._iri_memos, id(active_ctx))  # no LRU bookkeeping on the hot path
+            # An entry keeps its context alive, so a kept id is that context's; only contexts
+            # `_process_context` finished (`iri_contexts`) get entries.
+            key = (id(active_ctx), value, base, vocab)
+            known = self._expanded_iris.peek(key)
             if known is not None and known[0] is active_ctx:
-                memo = known[1]
-                key = (value, base, vocab)
-                try:
-                    return memo[key]
-                except KeyError:
-                    expanded = super()._expand_iri(active_ctx, value, base, vocab)
-                    if len(memo) < _IRIS_PER_CONTEXT:
-                        memo[key] = expanded
-                    return expanded
+                return known[1]
+            if self._iri_contexts.peek(id(active_ctx)) is active_ctx:
+                expanded = super()._expand_iri(active_ctx, value, base, vocab)
+                self._expanded_iris.put(key, (active_ctx, expanded))
+                return expanded
         return super()._expand_iri(active_ctx, value, base, vocab, local_ctx, defined)
 
     def _create_term_definition(self, *args: Any, **kwargs: Any) -> Any:
@@ -303,7 +301,7 @@ def _as_proof_failure(error: Exception) -> ProofCheckFailed:
 def _options(loader: DocumentLoader) -> dict[str, Any]:
     return {
         "documentLoader": loader,
-        "contextResolver": ContextResolver(loader.resolved_context_cache, loader),
+        "contextResolver": ContextResolver(loader.resolved_contexts, loader),
         "base": None,
         "processingMode": "json-ld-1.1",
         "isFrame": False,

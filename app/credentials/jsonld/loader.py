@@ -14,16 +14,24 @@ import copy
 import hashlib
 import json
 import threading
+from collections.abc import Callable
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
+from app.cache import Cache
 from app.credentials.failures import ProofCheckFailed
+
+T = TypeVar("T")
 
 URLMAP_FILE = "urlmap.json"
 BUILTIN_CONTEXTS_DIR = Path(__file__).resolve().parent / "contexts"
 MANIFEST_FILE = "manifest.json"
 _PROCESSED_CONTEXT_CACHE_SIZE = 512
 _IRI_MEMO_CONTEXTS = 64  # a verification expands against a handful of contexts
+# A verification expands about a hundred IRIs. Each entry keeps its processed context alive (so its
+# id is not reused): this bounds how many contexts the expansions can hold, as the size above
+# bounds those of the processed contexts.
+_EXPANDED_IRIS = 1024
 
 
 class ContextNotAllowed(ProofCheckFailed):
@@ -36,37 +44,38 @@ class ContextNotAllowed(ProofCheckFailed):
         super().__init__(detail=f"context {url!r} is not on the allow-list")
 
 
-class BoundedCache(dict):
-    """A dict that forgets its least recently used entry once it holds `max_size` entries."""
+def _thread_cache(name: str, size: int = _PROCESSED_CONTEXT_CACHE_SIZE) -> Cache:
+    return Cache(f"jsonld_{name}", maxsize=size)
 
-    def __init__(self, max_size: int) -> None:
-        super().__init__()
-        self.max_size = max_size
 
-    def get(self, key: Any, default: Any = None) -> Any:
-        if key not in self:
-            return default
-        value = super().pop(key)
-        super().__setitem__(key, value)
-        return value
+class PyldContextCache:
+    """The cache pyld's `ContextResolver` is given (it calls `get` and assigns items), kept in a `Cache`."""
 
-    def __setitem__(self, key: Any, value: Any) -> None:
-        if key not in self and len(self) >= self.max_size:
-            del self[next(iter(self))]
-        super().__setitem__(key, value)
+    def __init__(self, cache: Cache[dict]) -> None:
+        self._cache = cache
+
+    def get(self, key: str, default: Any = None) -> Any:
+        value = self._cache.get(key)
+        return default if value is None else value
+
+    def __setitem__(self, key: str, value: dict) -> None:
+        self._cache.put(key, value)
 
 
 class DocumentLoader:
     """A pyld `documentLoader(url, options)` serving allow-listed documents from memory.
 
     Use `make_document_loader` to build one from a directory. `urls` lists what is allowed.
-    `resolved_context_cache` is the cache pyld's ContextResolver keeps for this loader, and
-    `processed_context_memo` and `expanded_iri_memo` the canonicalizer's memos of processed
-    contexts and of IRIs expanded against them.
+    `resolved_contexts` is the cache pyld's ContextResolver keeps for this loader, and
+    `processed_contexts`, `iri_contexts` and `expanded_iris` the canonicalizer's caches of
+    processed contexts, of those IRIs are expanded against, and of the expansions (see
+    `canon._GuardedProcessor`). None needs a version: the loader's documents never change, and a
+    processed context is never mutated. The canonicalizer looks its caches up with `Cache.peek`
+    (they lie on its hot path), so they forget entries in the order they came.
 
-    The caches are neither thread-safe nor safe to share (processed contexts are matched by
-    identity), so each thread has its own: threads never wait for one another, and a small
-    verification is not held up by a large one running in another thread of the process.
+    The caches are not safe to share (processed contexts are matched by identity), so each thread
+    has its own: threads never wait for one another, and a small verification is not held up by a
+    large one running in another thread of the process.
     """
 
     def __init__(self, documents: dict[str, Any]) -> None:
@@ -74,26 +83,31 @@ class DocumentLoader:
         self._local = threading.local()
 
     @property
-    def resolved_context_cache(self) -> BoundedCache:
+    def resolved_contexts(self) -> PyldContextCache:
         """This thread's cache of resolved contexts (pyld's ContextResolver)."""
-        return self._thread_cache("resolved")
+        return self._thread_local("resolved_contexts", lambda: PyldContextCache(_thread_cache("resolved_contexts")))
 
     @property
-    def processed_context_memo(self) -> BoundedCache:
-        """This thread's memo of processed contexts (see `canon._GuardedProcessor`)."""
-        return self._thread_cache("processed")
+    def processed_contexts(self) -> Cache[tuple]:
+        """This thread's processed contexts, by active context and local context."""
+        return self._thread_local("processed_contexts", lambda: _thread_cache("processed_contexts"))
 
     @property
-    def expanded_iri_memo(self) -> BoundedCache:
-        """This thread's memo of IRI expansions per processed context (see `canon._GuardedProcessor`)."""
-        return self._thread_cache("iris", _IRI_MEMO_CONTEXTS)
+    def iri_contexts(self) -> Cache[dict]:
+        """This thread's processed contexts whose IRI expansions are kept, by identity."""
+        return self._thread_local("iri_contexts", lambda: _thread_cache("iri_contexts", _IRI_MEMO_CONTEXTS))
 
-    def _thread_cache(self, name: str, size: int = _PROCESSED_CONTEXT_CACHE_SIZE) -> BoundedCache:
-        cache = getattr(self._local, name, None)
-        if cache is None:
-            cache = BoundedCache(size)
-            setattr(self._local, name, cache)
-        return cache
+    @property
+    def expanded_iris(self) -> Cache[tuple]:
+        """This thread's IRI expansions, by processed context (identity), value, base and vocab."""
+        return self._thread_local("expanded_iris", lambda: _thread_cache("expanded_iris", _EXPANDED_IRIS))
+
+    def _thread_local(self, name: str, build: Callable[[], T]) -> T:
+        value = getattr(self._local, name, None)
+        if value is None:
+            value = build()
+            setattr(self._local, name, value)
+        return value
 
     @property
     def urls(self) -> frozenset[str]:
