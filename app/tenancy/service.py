@@ -20,6 +20,7 @@ from sqlalchemy.engine import Connection
 from sqlalchemy.exc import IntegrityError
 from sqlalchemy.orm import aliased
 
+from app.cache import Cache
 from app.db import as_utc, utcnow
 from app.errors import NotFound
 from app.extensions import db
@@ -334,10 +335,18 @@ def from_email_address(client: Client) -> str:
 
 
 _PRIVACY_TAG_LENGTH = 32
+# Every sub-client answer shows its privacy link: an HMAC per client and key, built again only when the keys change.
+_PRIVACY_TAGS: Cache[tuple[str, ...]] = Cache("privacy_tags", maxsize=10_000)
 
 
-def _privacy_tags(client_id: int) -> list[str]:
-    return [candidate[:_PRIVACY_TAG_LENGTH] for candidate in secret_hash_candidates(f"privacy-page:{client_id}")]
+def _privacy_tags(client_id: int) -> tuple[str, ...]:
+    return _PRIVACY_TAGS.get_or_build(
+        client_id,
+        version=current_app.config["SECRET_HASH_KEY"],  # what `secret_hash_candidates` hashes with
+        build=lambda: tuple(
+            candidate[:_PRIVACY_TAG_LENGTH] for candidate in secret_hash_candidates(f"privacy-page:{client_id}")
+        ),
+    )
 
 
 def privacy_reference(client: Client) -> str:
