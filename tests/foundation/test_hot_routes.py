@@ -119,6 +119,30 @@ def _tenancy_cases(app, http) -> list[Case]:
     ]
 
 
+def _list_cases(app, http) -> list[Case]:
+    master, empty = make_master(app), make_master(app, "No children")
+    for index in range(3):
+        create_sub_client(http, master.headers, name=f"Listed {index}", city="Lyon", redirect_uris=[])
+    assert http.get("/v1/sub_client", headers=master.headers).status_code == 200  # the token's use is stamped
+    assert http.get("/v1/sub_client", headers=empty.headers).status_code == 200
+
+    def get(query: str, headers: dict = master.headers):
+        return lambda h: h.get(f"/v1/sub_client{query}", headers=headers)
+
+    return [
+        Case("first page", get(""), at_once=True),
+        Case("a page", get("?page=2&per_page=2"), at_once=True),
+        Case("past the end", get("?per_page=2&page=9"), at_once=True),
+        Case("no children", get("?page=1", empty.headers), at_once=True),
+        Case("refused by the schema", get("?per_page=100"), at_once=False),
+        Case("page 0", get("?page=0"), at_once=False),
+        Case("another member", get("?page=1&sort=name"), at_once=False),
+        Case("repeated", get("?page=1&page=2"), at_once=False),
+        Case("unknown token", get("", {"x-api-token": "tsk_unknown"}), at_once=False),
+        Case("acting node", get("", {**master.headers, "x-api-subclient-id": str(master.client_id)}), at_once=False),
+    ]
+
+
 def _verify_cases(path: str):
     def cases(app, http) -> list[Case]:
         master = make_master(app)
@@ -237,6 +261,7 @@ def _did_cases(app, http) -> list[Case]:
 
 CASES: dict[str, Callable] = {
     "sub_clients.SubClientById": _tenancy_cases,
+    "sub_clients.SubClients": _list_cases,
     "credentials.verify_credential": _verify_cases("/v1/vc/verify"),
     "credentials.verify_credential_vc_api": _verify_cases("/credentials/verify"),
     "oidc.token": _token_cases,
