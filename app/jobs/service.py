@@ -97,13 +97,17 @@ def enqueue_job(
 
 
 def _publish_committed(pending: list[tuple[str, str, str | None]]) -> None:
-    """Publish the jobs a transaction has just committed, then record which the broker accepted."""
+    """Publish the jobs a transaction has just committed, then record which the broker accepted
+    (one statement, a unit of work of its own)."""
     published = _publish_jobs(pending)
     if not published:
         return
+    now = utcnow()
     try:
-        with transaction():
-            _record_publishes(published, first=True)
+        with unit_of_work(Mode.STATEMENT) as connection:
+            connection.execute(
+                _RECORD_FIRST_PUBLISH, {"job_ids": published, "now": now, "republish_at": now + _republish_delay(1)}
+            )
     except Exception as exc:  # unrecorded, a job is re-published by the sweep after the grace period
         log.warning("could not record %d publishes: %s", len(published), exc.__class__.__name__)
 
@@ -115,18 +119,10 @@ def _republish_delay(publish_count: int) -> timedelta:
     return timedelta(seconds=min(seconds, config["JOB_REPUBLISH_MAX_SECONDS"]))
 
 
-def _record_publishes(job_ids: list[str], *, first: bool) -> None:
-    """Note that the broker accepted `job_ids` now. Flushes; the caller commits."""
+def _record_publishes(job_ids: list[str]) -> None:
+    """Note that the broker accepted `job_ids` again now (the sweep's publishes). Flushes; the caller commits."""
     now = utcnow()
     table = Job.__table__
-    if first:
-        # Only jobs still waiting: a running job's row may be locked by its worker for a while.
-        db.session.execute(
-            update(table)
-            .where(table.c.id.in_(job_ids), table.c.state == QUEUED)
-            .values(published_at=now, publish_count=1, republish_at=now + _republish_delay(1))
-        )
-        return
     db.session.execute(
         update(table).where(table.c.id.in_(job_ids)).values(published_at=now, publish_count=table.c.publish_count + 1)
     )
@@ -213,6 +209,12 @@ def require_job_for_agent(job_id: str, agent_did: str) -> Job:
 
 _JOBS = Job.__table__
 _JOB_KEYS = tuple(column.name for column in _JOBS.columns)
+# The first publish of jobs still waiting: a running job's row may be locked by its worker for a while.
+_RECORD_FIRST_PUBLISH = (
+    update(_JOBS)
+    .where(_JOBS.c.id.in_(bindparam("job_ids", expanding=True)), _JOBS.c.state == QUEUED)
+    .values(published_at=bindparam("now"), publish_count=1, republish_at=bindparam("republish_at"))
+)
 _LOCK_JOB = select(_JOBS).where(_JOBS.c.id == bindparam("job_id")).with_for_update()
 # A claim leases the job to this worker. Its commit may be acknowledged before it reaches disk
 # (`commit_on_its_own`): losing it in a crash leaves the job queued or its lease expiring, and the
@@ -416,7 +418,7 @@ def sweep_outbox() -> int:
     if pending:
         with transaction():
             if published:
-                _record_publishes(published, first=False)
+                _record_publishes(published)
             if refused:  # the broker is down: due again at the next sweep
                 db.session.execute(update(Job.__table__).where(Job.id.in_(refused)).values(republish_at=now))
         log.info("outbox sweep published %d of %d jobs", len(published), len(pending))
