@@ -21,6 +21,7 @@ from typing import Any
 
 from flask import current_app
 from sqlalchemy import bindparam, func, insert, or_, select, update
+from sqlalchemy.engine import Connection
 from sqlalchemy.orm import make_transient_to_detached
 from sqlalchemy.orm.attributes import set_committed_value
 from sqlalchemy.orm.util import identity_key
@@ -79,21 +80,50 @@ def enqueue_job(
     agent_did: str | None = None,
 ) -> Job:
     """Add a queued job to the current transaction; it is published once that transaction commits."""
-    job = Job(
-        id=str(uuid.uuid4()),
-        kind=kind,
-        state=QUEUED,
-        payload=payload,
-        client_id=client_id,
-        agent_did=agent_did,
-        request_id=current_request_id(),
-        attempts=0,
-        created_at=utcnow(),
-    )
+    job = Job(**_queued_job(kind, payload, client_id, agent_did))
     # No flush: the rows of a transaction that queues many jobs go to the database in one batch.
     db.session.add(job)
     after_commit_batch("jobs", (job.id, kind, job.request_id), _publish_committed)
     return job
+
+
+def insert_job(
+    connection: Connection,
+    kind: str,
+    payload: dict,
+    *,
+    client_id: int | None = None,
+    agent_did: str | None = None,
+) -> Job:
+    """Write a queued job through `connection`, a `STATEMENT` unit's (an answer given before dispatch).
+
+    One Core INSERT, no session. The edge publishes the job with `publish_committed_jobs` once its
+    unit has committed, as the session's commit publishes what `enqueue_job` added. Returns the
+    job as `enqueue_job` does (an object no session holds).
+    """
+    values = _queued_job(kind, payload, client_id, agent_did)
+    connection.execute(_INSERT_JOB, values)
+    return Job(**values)
+
+
+def _queued_job(kind: str, payload: dict, client_id: int | None, agent_did: str | None) -> dict[str, Any]:
+    """The columns of a new queued job (the others keep their defaults)."""
+    return {
+        "id": str(uuid.uuid4()),
+        "kind": kind,
+        "state": QUEUED,
+        "payload": payload,
+        "client_id": client_id,
+        "agent_did": agent_did,
+        "request_id": current_request_id(),
+        "attempts": 0,
+        "created_at": utcnow(),
+    }
+
+
+def publish_committed_jobs(jobs: list[Job]) -> None:
+    """Publish jobs that `insert_job` wrote, once their unit of work has committed."""
+    _publish_committed([(job.id, job.kind, job.request_id) for job in jobs])
 
 
 def _publish_committed(pending: list[tuple[str, str, str | None]]) -> None:
@@ -209,6 +239,7 @@ def require_job_for_agent(job_id: str, agent_did: str) -> Job:
 
 _JOBS = Job.__table__
 _JOB_KEYS = tuple(column.name for column in _JOBS.columns)
+_INSERT_JOB = insert(_JOBS)
 # The first publish of jobs still waiting: a running job's row may be locked by its worker for a while.
 _RECORD_FIRST_PUBLISH = (
     update(_JOBS)
@@ -441,8 +472,14 @@ def oldest_queued_job_age_seconds() -> float | None:
     return max((utcnow() - as_utc(oldest)).total_seconds(), 0.0)
 
 
-def start_canary(client_id: int, delay_ms: int) -> Job:
-    """Queue a canary job that proves the pipeline end to end (outbox, broker, worker, database)."""
+def start_canary(client_id: int, delay_ms: int, connection: Connection | None = None) -> Job:
+    """Queue a canary job that proves the pipeline end to end (outbox, broker, worker, database).
+
+    In the session's transaction (`enqueue_job`), or through `connection` (`insert_job`: the
+    caller publishes it once its unit has committed).
+    """
+    if connection is not None:
+        return insert_job(connection, "jobs.canary", {"delay_ms": delay_ms}, client_id=client_id)
     return enqueue_job("jobs.canary", {"delay_ms": delay_ms}, client_id=client_id)
 
 
