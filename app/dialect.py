@@ -230,11 +230,20 @@ class DriverStatement:
 
     def first(self, connection: Connection, parameters: dict[str, Any]) -> Any:
         """The statement's first row, or None: a tuple whose members are named as in SQLAlchemy's row."""
+        return self._fetch(connection, parameters, one=True)
+
+    def all(self, connection: Connection, parameters: dict[str, Any]) -> list[Any]:
+        """Every row of the statement, each as `first` returns one."""
+        return self._fetch(connection, parameters, one=False)
+
+    def _fetch(self, connection: Connection, parameters: dict[str, Any], *, one: bool) -> Any:
         if connection.dialect.name != "postgresql" or connection.dialect.driver != "psycopg":
-            return connection.execute(self.statement, parameters).first()
+            result = connection.execute(self.statement, parameters)
+            return result.first() if one else result.all()
         with driver_errors(connection, self._sql, parameters) as driver_connection:
             cursor = driver_connection.cursor(row_factory=namedtuple_row)
-            return cursor.execute(self._sql, {**self._constants, **parameters}, prepare=True).fetchone()
+            cursor.execute(self._sql, {**self._constants, **parameters}, prepare=True)
+            return cursor.fetchone() if one else cursor.fetchall()
 
 
 def _converts_results(column_type: TypeEngine, dialect: Dialect) -> bool:

@@ -226,3 +226,9 @@ def accepted_job(job: Any, endpoint: str = "jobs.get_job") -> tuple[dict, int, d
     """The one 202 answer of a write that started a job: the job, and where to poll it (`endpoint`
     takes a `job_id`)."""
     return {"data": job}, 202, {"Location": url_for(endpoint, job_id=job.id)}
+
+
+def accepted_job_location(app: Flask, environ: dict, job_id: str, endpoint: str = "jobs.get_job") -> str:
+    """The `Location` of `accepted_job` for a request answered before dispatch (no request context),
+    built as `url_for` builds it: by the application's URL adapter for the request."""
+    return app.create_url_adapter(app.request_class(environ)).build(endpoint, {"job_id": job_id})

@@ -29,6 +29,11 @@ def paginate(statement: Select, page: int, per_page: int) -> Page:
     """Run `statement` (already ordered) for one page; `total_pages` is 0 for an empty list."""
     total = db.session.scalar(select(func.count()).select_from(statement.order_by(None).subquery())) or 0
     items = db.session.execute(statement.limit(per_page).offset((page - 1) * per_page)).scalars().all()
+    return page_of(items, total, page, per_page)
+
+
+def page_of(items: Sequence[Any], total: int, page: int, per_page: int) -> Page:
+    """Page `page` of a list of `total` items, holding `items`; `total_pages` is 0 for an empty list."""
     return Page(data=items, per_page=per_page, current_page=page, total_pages=math.ceil(total / per_page))
 
 

@@ -21,6 +21,7 @@ from typing import Any
 
 from flask import current_app
 from sqlalchemy import bindparam, func, insert, or_, select, update
+from sqlalchemy.engine import Connection
 from sqlalchemy.orm import make_transient_to_detached
 from sqlalchemy.orm.attributes import set_committed_value
 from sqlalchemy.orm.util import identity_key
@@ -79,31 +80,64 @@ def enqueue_job(
     agent_did: str | None = None,
 ) -> Job:
     """Add a queued job to the current transaction; it is published once that transaction commits."""
-    job = Job(
-        id=str(uuid.uuid4()),
-        kind=kind,
-        state=QUEUED,
-        payload=payload,
-        client_id=client_id,
-        agent_did=agent_did,
-        request_id=current_request_id(),
-        attempts=0,
-        created_at=utcnow(),
-    )
+    job = Job(**_queued_job(kind, payload, client_id, agent_did))
     # No flush: the rows of a transaction that queues many jobs go to the database in one batch.
     db.session.add(job)
     after_commit_batch("jobs", (job.id, kind, job.request_id), _publish_committed)
     return job
 
 
+def insert_job(
+    connection: Connection,
+    kind: str,
+    payload: dict,
+    *,
+    client_id: int | None = None,
+    agent_did: str | None = None,
+) -> Job:
+    """Write a queued job through `connection`, a `STATEMENT` unit's (an answer given before dispatch).
+
+    One Core INSERT, no session. The edge publishes the job with `publish_committed_jobs` once its
+    unit has committed, as the session's commit publishes what `enqueue_job` added. Returns the
+    job as `enqueue_job` does (an object no session holds).
+    """
+    values = _queued_job(kind, payload, client_id, agent_did)
+    connection.execute(_INSERT_JOB, values)
+    return Job(**values)
+
+
+def _queued_job(kind: str, payload: dict, client_id: int | None, agent_did: str | None) -> dict[str, Any]:
+    """The columns of a new queued job (the others keep their defaults)."""
+    return {
+        "id": str(uuid.uuid4()),
+        "kind": kind,
+        "state": QUEUED,
+        "payload": payload,
+        "client_id": client_id,
+        "agent_did": agent_did,
+        "request_id": current_request_id(),
+        "attempts": 0,
+        "created_at": utcnow(),
+    }
+
+
+def publish_committed_jobs(jobs: list[Job]) -> None:
+    """Publish jobs that `insert_job` wrote, once their unit of work has committed."""
+    _publish_committed([(job.id, job.kind, job.request_id) for job in jobs])
+
+
 def _publish_committed(pending: list[tuple[str, str, str | None]]) -> None:
-    """Publish the jobs a transaction has just committed, then record which the broker accepted."""
+    """Publish the jobs a transaction has just committed, then record which the broker accepted
+    (one statement, a unit of work of its own)."""
     published = _publish_jobs(pending)
     if not published:
         return
+    now = utcnow()
     try:
-        with transaction():
-            _record_publishes(published, first=True)
+        with unit_of_work(Mode.STATEMENT) as connection:
+            connection.execute(
+                _RECORD_FIRST_PUBLISH, {"job_ids": published, "now": now, "republish_at": now + _republish_delay(1)}
+            )
     except Exception as exc:  # unrecorded, a job is re-published by the sweep after the grace period
         log.warning("could not record %d publishes: %s", len(published), exc.__class__.__name__)
 
@@ -115,18 +149,10 @@ def _republish_delay(publish_count: int) -> timedelta:
     return timedelta(seconds=min(seconds, config["JOB_REPUBLISH_MAX_SECONDS"]))
 
 
-def _record_publishes(job_ids: list[str], *, first: bool) -> None:
-    """Note that the broker accepted `job_ids` now. Flushes; the caller commits."""
+def _record_publishes(job_ids: list[str]) -> None:
+    """Note that the broker accepted `job_ids` again now (the sweep's publishes). Flushes; the caller commits."""
     now = utcnow()
     table = Job.__table__
-    if first:
-        # Only jobs still waiting: a running job's row may be locked by its worker for a while.
-        db.session.execute(
-            update(table)
-            .where(table.c.id.in_(job_ids), table.c.state == QUEUED)
-            .values(published_at=now, publish_count=1, republish_at=now + _republish_delay(1))
-        )
-        return
     db.session.execute(
         update(table).where(table.c.id.in_(job_ids)).values(published_at=now, publish_count=table.c.publish_count + 1)
     )
@@ -213,6 +239,13 @@ def require_job_for_agent(job_id: str, agent_did: str) -> Job:
 
 _JOBS = Job.__table__
 _JOB_KEYS = tuple(column.name for column in _JOBS.columns)
+_INSERT_JOB = insert(_JOBS)
+# The first publish of jobs still waiting: a running job's row may be locked by its worker for a while.
+_RECORD_FIRST_PUBLISH = (
+    update(_JOBS)
+    .where(_JOBS.c.id.in_(bindparam("job_ids", expanding=True)), _JOBS.c.state == QUEUED)
+    .values(published_at=bindparam("now"), publish_count=1, republish_at=bindparam("republish_at"))
+)
 _LOCK_JOB = select(_JOBS).where(_JOBS.c.id == bindparam("job_id")).with_for_update()
 # A claim leases the job to this worker. Its commit may be acknowledged before it reaches disk
 # (`commit_on_its_own`): losing it in a crash leaves the job queued or its lease expiring, and the
@@ -416,7 +449,7 @@ def sweep_outbox() -> int:
     if pending:
         with transaction():
             if published:
-                _record_publishes(published, first=False)
+                _record_publishes(published)
             if refused:  # the broker is down: due again at the next sweep
                 db.session.execute(update(Job.__table__).where(Job.id.in_(refused)).values(republish_at=now))
         log.info("outbox sweep published %d of %d jobs", len(published), len(pending))
@@ -439,8 +472,14 @@ def oldest_queued_job_age_seconds() -> float | None:
     return max((utcnow() - as_utc(oldest)).total_seconds(), 0.0)
 
 
-def start_canary(client_id: int, delay_ms: int) -> Job:
-    """Queue a canary job that proves the pipeline end to end (outbox, broker, worker, database)."""
+def start_canary(client_id: int, delay_ms: int, connection: Connection | None = None) -> Job:
+    """Queue a canary job that proves the pipeline end to end (outbox, broker, worker, database).
+
+    In the session's transaction (`enqueue_job`), or through `connection` (`insert_job`: the
+    caller publishes it once its unit has committed).
+    """
+    if connection is not None:
+        return insert_job(connection, "jobs.canary", {"delay_ms": delay_ms}, client_id=client_id)
     return enqueue_job("jobs.canary", {"delay_ms": delay_ms}, client_id=client_id)
 
 

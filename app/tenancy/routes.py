@@ -2,9 +2,12 @@
 
 from __future__ import annotations
 
+from urllib.parse import parse_qsl
+
 from flask import url_for
 from flask.views import MethodView
 from flask_smorest import Blueprint
+from marshmallow import ValidationError
 
 from app.db import read_only
 from app.http import LOCATION_HEADER, MAX_ID, id_parameter, no_store, path_id, problem_doc
@@ -54,6 +57,7 @@ class SubClients(MethodView):
         created = service.create_sub_client(current_caller(), fields)
         return {"data": created}, 201, {"Location": url_for("sub_clients.SubClientById", subclient_id=created.id)}
 
+    @read_only
     @api_token_required(subclient=True)
     @blp.arguments(PageArgs, location="query")
     @blp.response(200, SubClientPage)
@@ -87,7 +91,41 @@ class SubClientById(MethodView):
         return {"data": service.update_sub_client(current_caller(), client_id, changes)}
 
 
-_SUB_CLIENT_ENVELOPE = SubClientEnvelope()
+_SUB_CLIENT_ENVELOPE, _SUB_CLIENT_PAGE, _PAGE_ARGS = SubClientEnvelope(), SubClientPage(), PageArgs()
+_PAGE_ARG_NAMES = frozenset({"page", "per_page"})
+
+
+@hot.route("GET", r"/v1/sub_client", view="sub_clients.SubClients", cookies=False)
+def list_sub_clients_at_once(request: HotRequest) -> HotAnswer | None:
+    """The list's plain success: a valid token whose last use needs no stamp, acting in its own
+    client, `page` and `per_page` (each at most once, digits only) that the view's `PageArgs` takes.
+    The view's token statement, `service.list_sub_clients` and the view's schema, run on every request."""
+    token = request.header("HTTP_X_API_TOKEN")
+    query = _plain_query(request.header("QUERY_STRING"))
+    if not token or "HTTP_X_API_SUBCLIENT_ID" in request.environ or query is None:
+        return request.hand_off("no token, another acting node or a query the view reads")
+    try:
+        args = _PAGE_ARGS.load(query)
+    except ValidationError:
+        return request.hand_off("page arguments the view refuses")
+    with request.app.app_context():
+        with request.unit_of_work() as connection:
+            caller = unstamped_caller(token, connection)
+            if caller is None:
+                return request.hand_off("token unknown, revoked, expired or its use to stamp")
+            page = service.list_sub_clients(caller, args["page"], args["per_page"], connection)
+        return json_answer(request.app, 200, _SUB_CLIENT_PAGE.dump(page))
+
+
+def _plain_query(query: str) -> dict[str, str] | None:
+    """`page` and `per_page` of a query string holding nothing else, each once and all digits; else None."""
+    pairs = parse_qsl(query, keep_blank_values=True)
+    values = dict(pairs)
+    if len(values) != len(pairs) or not values.keys() <= _PAGE_ARG_NAMES:
+        return None
+    if not all(value.isascii() and value.isdigit() and len(value) <= 10 for value in values.values()):
+        return None
+    return values
 
 
 @hot.route("GET", r"/v1/sub_client/(?P<subclient_id>[0-9]{1,10})", view="sub_clients.SubClientById", cookies=False)

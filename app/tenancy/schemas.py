@@ -10,6 +10,7 @@ import marshmallow as ma
 from app.db import utcnow
 from app.pagination import PageMeta
 from app.profile.schemas import PROFILE_FIELDS
+from app.serialization import PlannedSchema
 from app.tenancy import service, validation
 from app.tenancy.fields import AccentColor, DnsLabel, HostName, LogoUrl, PlainText, RedirectUri, UtcTimestamp
 from app.tenancy.models import GRANT_TYPES, allowed_grant_types
@@ -136,7 +137,7 @@ _OPENID_OPTIONAL = (
 )
 
 
-class OpenIdClientOut(ma.Schema):
+class OpenIdClientOut(PlannedSchema):
     token_endpoint_auth_method = ma.fields.String(metadata={"description": _OMITTED_UNSET})
     jwks = ma.fields.Dict(metadata={"description": _OMITTED_UNSET})
     jwks_uri = ma.fields.String(metadata={"description": _OMITTED_UNSET})
@@ -245,6 +246,9 @@ def _optional_text() -> ma.fields.String:
 class SubClientOut(OpenIdClientOut):
     """A sub-client (spec 2.2): every member present; optional text never set (or cleared) is `""`."""
 
+    # A `Client` or a row of its columns (service.read_sub_client): both by attribute, never by key.
+    by_attribute = True
+
     client_id = ma.fields.Integer(attribute="id", required=True)
     parent_client_id = ma.fields.Integer(
         attribute="parent_id", metadata={"description": "The parent client; omitted for a master client."}
@@ -293,10 +297,6 @@ class SubClientOut(OpenIdClientOut):
     signing_alg = ma.fields.String(required=True, validate=ma.validate.OneOf(SIGNING_ALGORITHMS))
     logo_url = _optional_text()
     accent_color = _optional_text()
-
-    def get_attribute(self, obj: Any, attr: str, default: Any) -> Any:
-        # A `Client` or a row of its columns (service.read_sub_client): both by attribute, never by key.
-        return getattr(obj, attr, default)
 
     @ma.post_dump
     def _no_nulls(self, data: dict, **_kwargs: Any) -> dict:

@@ -20,11 +20,12 @@ from sqlalchemy.engine import Connection
 from sqlalchemy.exc import IntegrityError
 from sqlalchemy.orm import aliased
 
+from app.cache import Cache
 from app.db import as_utc, utcnow
 from app.dialect import DriverStatement
 from app.errors import BadRequest, NotFound
 from app.extensions import db
-from app.pagination import Page, paginate
+from app.pagination import Page, page_of, paginate
 from app.security import encrypt, hash_secret, random_token, secret_hash_candidates, texts_equal, verify_secret
 from app.settings import current
 from app.tenancy.caller import Caller
@@ -141,6 +142,20 @@ _CLIENT_ROW_IN_SUBTREE = DriverStatement(
         Client.path.like(bindparam("subtree_pattern"), escape="/"),
         _NO_DISABLED_ANCESTOR,
     )
+)
+
+_CHILDREN = (Client.parent_id == bindparam("parent_id"), Client.disabled_at.is_(None))
+_CHILDREN_COUNT = DriverStatement(select(func.count().label("total")).select_from(Client).where(*_CHILDREN))
+# A page of `list_sub_clients`, each row carrying the count of every child (one statement, one round trip).
+_CHILDREN_PAGE = DriverStatement(
+    select(
+        *(Client.__table__.c[name] for name in _SUB_CLIENT_READ),
+        select(func.count()).select_from(Client).where(*_CHILDREN).scalar_subquery().label("total"),
+    )
+    .where(*_CHILDREN)
+    .order_by(Client.id)
+    .limit(bindparam("limit"))
+    .offset(bindparam("offset"))
 )
 
 
@@ -276,14 +291,16 @@ def find_sub_client_row(caller: Caller, client_id: int, connection: Connection |
     return _CLIENT_ROW_IN_SUBTREE.first(connection, params)
 
 
-def list_sub_clients(caller: Caller, page: int, per_page: int) -> Page:
-    """The direct children of the caller's acting node that are not disabled, oldest first."""
-    statement = (
-        select(Client)
-        .where(Client.parent_id == caller.acting_client_id, Client.disabled_at.is_(None))
-        .order_by(Client.id)
-    )
-    return paginate(statement, page, per_page)
+def list_sub_clients(caller: Caller, page: int, per_page: int, connection: Connection | None = None) -> Page:
+    """The direct children of the caller's acting node that are not disabled, oldest first: a page of
+    rows of the members a `SubClientOut` shows (as `read_sub_client`), read through `connection` when
+    given, else the session's. One statement counts and reads the page; an empty page counts again."""
+    if connection is None:
+        connection = db.session.connection()
+    parent = {"parent_id": caller.acting_client_id}
+    rows = _CHILDREN_PAGE.all(connection, {**parent, "limit": per_page, "offset": (page - 1) * per_page})
+    total = rows[0].total if rows else _CHILDREN_COUNT.first(connection, parent).total
+    return page_of(rows, total, page, per_page)
 
 
 def _apply_members(client: Client, members: dict[str, Any]) -> None:
@@ -334,10 +351,18 @@ def from_email_address(client: Client) -> str:
 
 
 _PRIVACY_TAG_LENGTH = 32
+# Every sub-client answer shows its privacy link: an HMAC per client and key, built again only when the keys change.
+_PRIVACY_TAGS: Cache[tuple[str, ...]] = Cache("privacy_tags", maxsize=10_000)
 
 
-def _privacy_tags(client_id: int) -> list[str]:
-    return [candidate[:_PRIVACY_TAG_LENGTH] for candidate in secret_hash_candidates(f"privacy-page:{client_id}")]
+def _privacy_tags(client_id: int) -> tuple[str, ...]:
+    return _PRIVACY_TAGS.get_or_build(
+        client_id,
+        version=current_app.config["SECRET_HASH_KEY"],  # what `secret_hash_candidates` hashes with
+        build=lambda: tuple(
+            candidate[:_PRIVACY_TAG_LENGTH] for candidate in secret_hash_candidates(f"privacy-page:{client_id}")
+        ),
+    )
 
 
 def privacy_reference(client: Client) -> str:

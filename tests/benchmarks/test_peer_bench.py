@@ -17,11 +17,9 @@ Run: DATABASE_URL=postgresql+psycopg://postgres@127.0.0.1:5432/test REDIS_URL=re
 from __future__ import annotations
 
 import os
-import re
 import shutil
 import statistics
 import subprocess
-import sys
 import tempfile
 import time
 from pathlib import Path
@@ -33,14 +31,18 @@ import pytest
 from tests.support import environment
 from tests.support.bench import (
     REPO_ROOT,
+    bare_celery_round,
     enqueue_canaries,
     ensure_binary,
     free_port,
+    group_cpu_seconds,
     issue_codes,
     nginx_config,
+    run_wrk,
     seed_card,
     server_cpu_seconds,
     server_env,
+    start_bare_celery_workers,
     start_procfile_web,
     static_public_reads_server,
     wait_finished,
@@ -93,34 +95,13 @@ def _wrk(
     headers: dict | None = None,
     server_pid: int | None = None,
 ) -> dict:
-    threads = min(WRK_THREADS, connections)
-    command = [wrk, f"-t{threads}", f"-c{connections}", f"-d{seconds}s", "--latency", "--timeout", "10s"]
-    for name, value in (headers or {}).items():
-        command += ["-H", f"{name}: {value}"]
-    if script is not None:
-        command += ["-s", str(script)]
-    command.append(url)
-    if script_args:
-        command += ["--", *script_args]
     cpu_before = server_cpu_seconds(server_pid) if server_pid else 0.0
-    output = subprocess.run(command, capture_output=True, text=True, check=True).stdout
+    row = run_wrk(
+        url, connections, seconds, script=script, script_args=script_args, headers=headers, threads=WRK_THREADS
+    )
     cpu = (server_cpu_seconds(server_pid) - cpu_before) if server_pid else 0.0
-    requests_done = int(re.search(r"(\d+) requests in", output).group(1))
-    non_2xx = re.search(r"Non-2xx or 3xx responses: (\d+)", output)
-    errors = re.search(r"Socket errors: connect (\d+), read (\d+), write (\d+), timeout (\d+)", output)
-    return {
-        "rps": float(re.search(r"Requests/sec:\s+([\d.]+)", output).group(1)),
-        "p50": _ms(re.search(r"50%\s+([\d.]+\w+)", output).group(1)),
-        "p99": _ms(re.search(r"99%\s+([\d.]+\w+)", output).group(1)),
-        "cpu_ms": cpu * 1000 / requests_done if requests_done else float("nan"),
-        "requests": requests_done,
-        "failed": (int(non_2xx.group(1)) if non_2xx else 0) + (sum(map(int, errors.groups())) if errors else 0),
-    }
-
-
-def _ms(text: str) -> float:
-    value, unit = re.fullmatch(r"([\d.]+)(\w+)", text).groups()
-    return float(value) * {"us": 0.001, "ms": 1.0, "s": 1000.0, "m": 60000.0}[unit]
+    row["cpu_ms"] = cpu * 1000 / row["requests"] if row["requests"] else float("nan")
+    return row
 
 
 def _median(rounds: list[dict]) -> dict:
@@ -397,56 +378,15 @@ def test_public_card_read_vs_nginx(app, real_worker, peer_workdir):
 # -- jobs ----------------------------------------------------------------------------------
 
 JOBS_PER_ROUND = 2000
-NOOP_APP = """
-import os
-
-import redis
-from celery import Celery
-
-app = Celery("noop", broker=os.environ["NOOP_BROKER"])
-app.conf.update(task_acks_late=True, task_reject_on_worker_lost=True, worker_prefetch_multiplier=1,
-                task_default_queue=os.environ["NOOP_QUEUE"], worker_hijack_root_logger=False)
-counter = redis.Redis.from_url(os.environ["NOOP_BROKER"])
-
-
-@app.task(name="noop", ignore_result=True)
-def noop():
-    counter.incr(os.environ["NOOP_QUEUE"] + ":done")
-"""
-
-
-def _group_cpu(processes: list[subprocess.Popen]) -> float:
-    return sum(server_cpu_seconds(process.pid) for process in processes)
-
-
-def _bare_celery_round(workdir: Path, broker: str, queue_name: str, workers: list[subprocess.Popen]) -> dict:
-    import redis
-    from celery import Celery
-
-    sender = Celery("noop-sender", broker=broker)
-    sender.conf.task_default_queue = queue_name
-    counter = redis.Redis.from_url(broker)
-    done_key = queue_name + ":done"
-    counter.delete(done_key)
-    cpu_before, began = _group_cpu(workers), time.perf_counter()
-    with sender.connection_for_write() as connection:
-        for _ in range(JOBS_PER_ROUND):
-            sender.send_task("noop", connection=connection, queue=queue_name)
-    deadline = time.monotonic() + 300
-    while int(counter.get(done_key) or 0) < JOBS_PER_ROUND:
-        if time.monotonic() > deadline:
-            raise AssertionError("the bare Celery workers did not finish")
-        time.sleep(0.02)
-    elapsed = time.perf_counter() - began
-    return {"rps": JOBS_PER_ROUND / elapsed, "cpu_ms": (_group_cpu(workers) - cpu_before) * 1000 / JOBS_PER_ROUND}
 
 
 def _tessera_jobs_round(app, client_id: int, workers: list[subprocess.Popen], finished_before: int) -> dict:
-    cpu_before, began = _group_cpu(workers), time.perf_counter()
+    cpu_before, began = group_cpu_seconds(workers), time.perf_counter()
     enqueue_canaries(app, JOBS_PER_ROUND, client_id)  # commits, then publishes every job
     wait_finished(app, client_id, finished_before + JOBS_PER_ROUND, timeout=300, poll=0.02)
     elapsed = time.perf_counter() - began
-    return {"rps": JOBS_PER_ROUND / elapsed, "cpu_ms": (_group_cpu(workers) - cpu_before) * 1000 / JOBS_PER_ROUND}
+    cpu_ms = (group_cpu_seconds(workers) - cpu_before) * 1000 / JOBS_PER_ROUND
+    return {"rps": JOBS_PER_ROUND / elapsed, "cpu_ms": cpu_ms}
 
 
 def test_jobs_vs_bare_celery(app, real_worker, peer_workdir):
@@ -454,47 +394,19 @@ def test_jobs_vs_bare_celery(app, real_worker, peer_workdir):
     _needs_postgres()
     broker = server_env()["REDIS_URL"]
     queue_name = f"noop-{os.getpid()}"
-    (peer_workdir / "noop_app.py").write_text(NOOP_APP)
-    noop_env = {**os.environ, "NOOP_BROKER": broker, "NOOP_QUEUE": queue_name}
     real_worker.stop()
     ours = [environment.start_worker(concurrency=1) for _ in range(2)]
-    bare = [
-        subprocess.Popen(
-            [
-                sys.executable,
-                "-m",
-                "celery",
-                "-A",
-                "noop_app",
-                "worker",
-                "--concurrency",
-                "1",
-                "--pool",
-                "prefork",
-                "--loglevel",
-                "WARNING",
-                "--without-gossip",
-                "--without-mingle",
-                "--without-heartbeat",
-            ],
-            cwd=peer_workdir,
-            env=noop_env,
-            stdout=subprocess.DEVNULL,
-            stderr=subprocess.DEVNULL,
-            start_new_session=True,
-        )
-        for _ in range(2)
-    ]
+    bare = start_bare_celery_workers(peer_workdir, broker, queue_name)
     try:
         client_id = make_master(app, "Peer benchmark jobs").client_id
         _tessera_jobs_round(app, client_id, ours, 0)  # warm-up: imports and connections
         finished = JOBS_PER_ROUND
-        _bare_celery_round(peer_workdir, broker, queue_name, bare)
+        bare_celery_round(broker, queue_name, bare, JOBS_PER_ROUND)
         tessera_rows, bare_rows = [], []
         for _ in range(ROUNDS):
             tessera_rows.append(_tessera_jobs_round(app, client_id, ours, finished))
             finished += JOBS_PER_ROUND
-            bare_rows.append(_bare_celery_round(peer_workdir, broker, queue_name, bare))
+            bare_rows.append(bare_celery_round(broker, queue_name, bare, JOBS_PER_ROUND))
     finally:
         for process in ours + bare:
             stop_process(process)

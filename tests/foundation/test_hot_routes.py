@@ -38,6 +38,7 @@ class Case:
     at_once: bool
     tokens: bool = False
     without: Callable[[dict], None] | None = None  # takes what differs between two answers out of a JSON body
+    volatile: tuple[str, ...] = ()  # headers both answers send with values of their own (a new job's Location)
 
 
 class _Counting:
@@ -117,6 +118,64 @@ def _tenancy_cases(app, http) -> list[Case]:
         ),
         Case("id out of range", lambda h: h.get(f"/v1/sub_client/{2**31}", headers=master.headers), at_once=False),
     ]
+
+
+def _list_cases(app, http) -> list[Case]:
+    master, empty = make_master(app), make_master(app, "No children")
+    for index in range(3):
+        create_sub_client(http, master.headers, name=f"Listed {index}", city="Lyon", redirect_uris=[])
+    assert http.get("/v1/sub_client", headers=master.headers).status_code == 200  # the token's use is stamped
+    assert http.get("/v1/sub_client", headers=empty.headers).status_code == 200
+
+    def get(query: str, headers: dict = master.headers):
+        return lambda h: h.get(f"/v1/sub_client{query}", headers=headers)
+
+    return [
+        Case("first page", get(""), at_once=True),
+        Case("a page", get("?page=2&per_page=2"), at_once=True),
+        Case("past the end", get("?per_page=2&page=9"), at_once=True),
+        Case("no children", get("?page=1", empty.headers), at_once=True),
+        Case("refused by the schema", get("?per_page=100"), at_once=False),
+        Case("page 0", get("?page=0"), at_once=False),
+        Case("another member", get("?page=1&sort=name"), at_once=False),
+        Case("repeated", get("?page=1&page=2"), at_once=False),
+        Case("unknown token", get("", {"x-api-token": "tsk_unknown"}), at_once=False),
+        Case("acting node", get("", {**master.headers, "x-api-subclient-id": str(master.client_id)}), at_once=False),
+    ]
+
+
+def _canary_cases(app, http) -> list[Case]:
+    master = make_master(app)
+    assert http.post("/v1/jobs/canary", json={}, headers=master.headers).status_code == 202  # the use is stamped
+
+    def post(body, headers=master.headers):
+        return lambda h: h.post("/v1/jobs/canary", json=body, headers=headers)
+
+    def keyed(h):
+        return h.post("/v1/jobs/canary", json={}, headers={**master.headers, "Idempotency-Key": secrets.token_hex(8)})
+
+    started = {"without": _new_job, "volatile": ("Location",)}
+    return [
+        Case("start", post({}), at_once=True, **started),
+        Case("with a delay", post({"delay_ms": 1}), at_once=True, **started),
+        Case("an Idempotency-Key", keyed, at_once=False, **started),
+        Case("refused by the schema", post({"delay_ms": -1}), at_once=False),
+        Case("another member", post({"delay": 1}), at_once=False),
+        Case("not an object", post([]), at_once=False),
+        Case(
+            "not JSON",
+            lambda h: h.post("/v1/jobs/canary", data=b"{", headers=master.headers, content_type="application/json"),
+            at_once=False,
+        ),
+        Case("unknown token", post({}, {"x-api-token": "tsk_unknown"}), at_once=False),
+        Case("no token", post({}, {}), at_once=False),
+    ]
+
+
+def _new_job(body: dict) -> None:
+    """Each answer starts a job of its own: its id and creation time differ."""
+    assert body["data"]["state"] == "queued"
+    del body["data"]["id"], body["data"]["created_at"]
 
 
 def _verify_cases(path: str):
@@ -237,6 +296,8 @@ def _did_cases(app, http) -> list[Case]:
 
 CASES: dict[str, Callable] = {
     "sub_clients.SubClientById": _tenancy_cases,
+    "sub_clients.SubClients": _list_cases,
+    "jobs.start_canary": _canary_cases,
     "credentials.verify_credential": _verify_cases("/v1/vc/verify"),
     "credentials.verify_credential_vc_api": _verify_cases("/credentials/verify"),
     "oidc.token": _token_cases,
@@ -281,6 +342,9 @@ def test_both_doors_answer_alike(app, client, layer, generous_login_rate_limit, 
         assert by_hot.status_code == by_view.status_code, (case.name, by_hot.get_data(), by_view.get_data())
         hot_headers, view_headers = dict(by_hot.headers), dict(by_view.headers)
         assert hot_headers["X-Request-Id"] == request_id, case.name
+        for name in case.volatile:
+            assert name in hot_headers and name in view_headers, (case.name, name)
+            del hot_headers[name], view_headers[name]
         if case.tokens and by_hot.status_code == 200:
             for headers in (hot_headers, view_headers):
                 for name in _VOLATILE:

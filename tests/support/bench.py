@@ -6,9 +6,11 @@ Benchmarks print figures and never fail on time; these helpers only measure and 
 from __future__ import annotations
 
 import os
+import re
 import shutil
 import socket
 import subprocess
+import sys
 import time
 from collections.abc import Callable
 from datetime import timedelta
@@ -155,6 +157,49 @@ def database_backend_cpu_seconds() -> float:
     return cpu_seconds(lambda _group, command: command.startswith("postgres:") and f" {database} " in command)
 
 
+def redis_cpu_seconds() -> float:
+    """CPU time so far of the Redis server (all of it: other runs on this machine share it)."""
+    return cpu_seconds(lambda _group, command: command.startswith("redis-server"))
+
+
+def run_wrk(
+    url: str,
+    connections: int,
+    seconds: int,
+    *,
+    script: Path | None = None,
+    script_args: list[str] | None = None,
+    headers: dict | None = None,
+    threads: int = 2,
+) -> dict:
+    """One `wrk` run (installed from Debian when missing): req/s, p50 and p99 in ms, requests, failed."""
+    wrk = ensure_binary("wrk", "wrk")
+    command = [wrk, f"-t{min(threads, connections)}", f"-c{connections}", f"-d{seconds}s", "--latency"]
+    command += ["--timeout", "10s"]
+    for name, value in (headers or {}).items():
+        command += ["-H", f"{name}: {value}"]
+    if script is not None:
+        command += ["-s", str(script)]
+    command.append(url)
+    if script_args:
+        command += ["--", *script_args]
+    output = subprocess.run(command, capture_output=True, text=True, check=True).stdout
+    non_2xx = re.search(r"Non-2xx or 3xx responses: (\d+)", output)
+    errors = re.search(r"Socket errors: connect (\d+), read (\d+), write (\d+), timeout (\d+)", output)
+    return {
+        "rps": float(re.search(r"Requests/sec:\s+([\d.]+)", output).group(1)),
+        "p50": _ms(re.search(r"50%\s+([\d.]+\w+)", output).group(1)),
+        "p99": _ms(re.search(r"99%\s+([\d.]+\w+)", output).group(1)),
+        "requests": int(re.search(r"(\d+) requests in", output).group(1)),
+        "failed": (int(non_2xx.group(1)) if non_2xx else 0) + (sum(map(int, errors.groups())) if errors else 0),
+    }
+
+
+def _ms(text: str) -> float:
+    value, unit = re.fullmatch(r"([\d.]+)(\w+)", text).groups()
+    return float(value) * {"us": 0.001, "ms": 1.0, "s": 1000.0, "m": 60000.0}[unit]
+
+
 def percentile(values: list[float], fraction: float) -> float:
     """The value at `fraction` (0..1) of the sorted values, rounded to the nearest rank."""
     ordered = sorted(values)
@@ -276,3 +321,69 @@ def static_public_reads_server(port: int, root: Path) -> str:
         location /api/agent-card/ {{ default_type application/json; add_header Cache-Control "public, max-age=60"; }}
         location /api/did/ {{ default_type application/did+json; add_header Cache-Control "public, max-age=60"; }}
     }}"""
+
+
+# A Celery app with one no-op task, the ceiling of any job pipeline on the same broker and workers.
+BARE_CELERY_APP = """
+import os
+
+import redis
+from celery import Celery
+
+app = Celery("noop", broker=os.environ["NOOP_BROKER"])
+app.conf.update(task_acks_late=True, task_reject_on_worker_lost=True, worker_prefetch_multiplier=1,
+                task_default_queue=os.environ["NOOP_QUEUE"], worker_hijack_root_logger=False)
+counter = redis.Redis.from_url(os.environ["NOOP_BROKER"])
+
+
+@app.task(name="noop", ignore_result=True)
+def noop():
+    counter.incr(os.environ["NOOP_QUEUE"] + ":done")
+"""
+
+
+def start_bare_celery_workers(workdir: Path, broker: str, queue_name: str, count: int = 2) -> list[subprocess.Popen]:
+    """`count` worker processes (concurrency 1 each) of `BARE_CELERY_APP`, written into `workdir`."""
+    (workdir / "noop_app.py").write_text(BARE_CELERY_APP)
+    env = {**os.environ, "NOOP_BROKER": broker, "NOOP_QUEUE": queue_name}
+    command = [sys.executable, "-m", "celery", "-A", "noop_app", "worker", "--concurrency", "1", "--pool", "prefork"]
+    command += ["--loglevel", "WARNING", "--without-gossip", "--without-mingle", "--without-heartbeat"]
+    return [
+        subprocess.Popen(
+            command,
+            cwd=workdir,
+            env=env,
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.DEVNULL,
+            start_new_session=True,
+        )
+        for _ in range(count)
+    ]
+
+
+def group_cpu_seconds(processes: list[subprocess.Popen]) -> float:
+    """CPU time so far of `processes` and their descendants."""
+    return sum(server_cpu_seconds(process.pid) for process in processes)
+
+
+def bare_celery_round(broker: str, queue_name: str, workers: list[subprocess.Popen], jobs: int) -> dict:
+    """Send `jobs` no-op tasks from this process and wait for `workers` to run them: jobs/s, worker CPU ms per job."""
+    import redis
+    from celery import Celery
+
+    sender = Celery("noop-sender", broker=broker)
+    sender.conf.task_default_queue = queue_name
+    counter = redis.Redis.from_url(broker)
+    done_key = queue_name + ":done"
+    counter.delete(done_key)
+    cpu_before, began = group_cpu_seconds(workers), time.perf_counter()
+    with sender.connection_for_write() as connection:
+        for _ in range(jobs):
+            sender.send_task("noop", connection=connection, queue=queue_name)
+    deadline = time.monotonic() + 300
+    while int(counter.get(done_key) or 0) < jobs:
+        if time.monotonic() > deadline:
+            raise AssertionError("the bare Celery workers did not finish")
+        time.sleep(0.02)
+    elapsed = time.perf_counter() - began
+    return {"rps": jobs / elapsed, "cpu_ms": (group_cpu_seconds(workers) - cpu_before) * 1000 / jobs}
