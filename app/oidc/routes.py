@@ -147,7 +147,7 @@ def _presented_credentials(values: dict[str, str]) -> client_auth.PresentedCrede
 
 
 def _authenticator(values: dict[str, str]) -> client_auth.ClientAuthenticator:
-    """Authenticates the request's client when called (services call it after their first write).
+    """Authenticates the request's client when called (each grant calls it before it reads or writes anything else).
 
     The keys of a `private_key_jwt` client's `jwks_uri` are fetched now, before the unit of work.
     """

@@ -28,7 +28,6 @@ from tests.support.docs import (
     matches_output,
     pages,
     run_shell,
-    virtual_environment,
 )
 from tests.support.environment import REPO_ROOT, USING_POSTGRES, stop_process
 
@@ -132,8 +131,6 @@ class Session:
 def session(tmp_path_factory) -> Iterator[Session]:
     if USING_POSTGRES:
         pytest.skip("the pages run on the embedded default, the same in either run: the SQLite run runs them")
-    if virtual_environment() is None:
-        pytest.skip("the pages' commands run in a virtual environment (the README's commands make one)")
     base = tmp_path_factory.mktemp("docs")
     checkout = copy_checkout(base / "checkout")
     port = free_port()
