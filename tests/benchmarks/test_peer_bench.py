@@ -6,9 +6,12 @@ pinned in peers/vc/package-lock.json), one request at a time.
 Load comes from `wrk` (compiled; a Lua script posts one fresh code per request), never from Python.
 Servers run as deployed: Tessera under the Procfile's web line on PostgreSQL + Redis,
 node-oidc-provider (pinned in peers/oidc/package-lock.json, installed with `npm ci` into a temporary
-directory) with a Redis adapter. CPU per request is read from /proc for the server processes only
-(granian main process and workers, the node process; not PostgreSQL nor Redis). Prints figures; never
-fails on time. `wrk` and `nginx` are installed from Debian when missing.
+directory) with a Redis adapter. Each side's exchange does the same work: codes a browser sign-in
+left (a session whose sid the code carries, a PKCE S256 challenge) redeemed by a client
+authenticating with client_secret_basic. CPU per request is read from /proc for the server processes
+(granian main process and workers, the node process) and, on both sides alike, the test database's
+PostgreSQL backends and the Redis server. Prints figures; never fails on time.
+`wrk` and `nginx` are installed from Debian when missing.
 
 Run: DATABASE_URL=postgresql+psycopg://postgres@127.0.0.1:5432/test REDIS_URL=redis://127.0.0.1:6379/0 \\
      pytest -m benchmark tests/benchmarks/test_peer_bench.py -s
@@ -16,6 +19,7 @@ Run: DATABASE_URL=postgresql+psycopg://postgres@127.0.0.1:5432/test REDIS_URL=re
 
 from __future__ import annotations
 
+import base64
 import os
 import shutil
 import statistics
@@ -23,7 +27,7 @@ import subprocess
 import tempfile
 import time
 from pathlib import Path
-from urllib.parse import urlencode
+from urllib.parse import quote_plus, urlencode
 
 import httpx
 import pytest
@@ -32,12 +36,14 @@ from tests.support import environment
 from tests.support.bench import (
     REPO_ROOT,
     bare_celery_round,
+    database_backend_cpu_seconds,
     enqueue_canaries,
     ensure_binary,
     free_port,
     group_cpu_seconds,
-    issue_codes,
+    issue_signed_in_codes,
     nginx_config,
+    redis_cpu_seconds,
     run_wrk,
     seed_card,
     server_cpu_seconds,
@@ -65,24 +71,38 @@ function setup(thread)
   counter = counter + 1
 end
 function init(args)
-  bodies = {}
-  for line in io.lines(args[1] .. "." .. id) do bodies[#bodies + 1] = line end
+  requests = {}
+  for line in io.lines(args[1] .. "." .. id) do
+    local authorization, body = line:match("^([^\t]*)\t(.*)$")
+    local headers = {["Content-Type"] = "application/x-www-form-urlencoded"}
+    if authorization ~= "" then headers["Authorization"] = authorization end
+    requests[#requests + 1] = wrk.format("POST", nil, headers, body)
+  end
   index = 0
-  wrk.method = "POST"
-  wrk.headers["Content-Type"] = "application/x-www-form-urlencoded"
 end
 function request()
   index = index + 1
-  return wrk.format(nil, nil, nil, bodies[index] or bodies[#bodies])
+  return requests[index] or requests[#requests]
 end
 """
 WRK_THREADS = 2
-# The client peers/oidc/provider.mjs registers.
+# The client peers/oidc/provider.mjs registers (client_secret_basic).
 NODE_CLIENT = {
     "redirect_uri": "https://rp.example/callback",
     "client_id": "bench",
     "client_secret": "bench-secret-0123456789abcdef0123456789abcdef",
 }
+
+
+def _basic(client_id: str, secret: str) -> str:
+    """RFC 6749 §2.3.1: both parts form-encoded, then Basic."""
+    pair = f"{quote_plus(client_id)}:{quote_plus(secret)}".encode()
+    return "Basic " + base64.b64encode(pair).decode()
+
+
+def _exchange_line(authorization: str, parameters: dict) -> str:
+    """One line of the wrk script's input: the Authorization header, a tab, the form body."""
+    return f"{authorization}\t{urlencode(parameters)}"
 
 
 def _wrk(
@@ -95,13 +115,23 @@ def _wrk(
     headers: dict | None = None,
     server_pid: int | None = None,
 ) -> dict:
-    cpu_before = server_cpu_seconds(server_pid) if server_pid else 0.0
+    """One wrk round; CPU per request of the server and, on both sides alike, of the test database's
+    PostgreSQL backends and the Redis server (`cpu_ms` is the sum, each part beside it)."""
+    before = _stores_cpu_seconds()
+    server_before = server_cpu_seconds(server_pid) if server_pid else 0.0
     row = run_wrk(
         url, connections, seconds, script=script, script_args=script_args, headers=headers, threads=WRK_THREADS
     )
-    cpu = (server_cpu_seconds(server_pid) - cpu_before) if server_pid else 0.0
-    row["cpu_ms"] = cpu * 1000 / row["requests"] if row["requests"] else float("nan")
+    server = (server_cpu_seconds(server_pid) - server_before) if server_pid else 0.0
+    postgres, redis = (after - earlier for after, earlier in zip(_stores_cpu_seconds(), before, strict=True))
+    per_request = (lambda seconds: seconds * 1000 / row["requests"]) if row["requests"] else (lambda _: float("nan"))
+    row.update(server_ms=per_request(server), postgres_ms=per_request(postgres), redis_ms=per_request(redis))
+    row["cpu_ms"] = row["server_ms"] + row["postgres_ms"] + row["redis_ms"]
     return row
+
+
+def _stores_cpu_seconds() -> tuple[float, float]:
+    return database_backend_cpu_seconds(), redis_cpu_seconds()
 
 
 def _median(rounds: list[dict]) -> dict:
@@ -109,15 +139,18 @@ def _median(rounds: list[dict]) -> dict:
 
 
 def _print_pair(label: str, ours: dict, theirs: dict, peer: str) -> None:
-    print(f"{label:<28}{'server':<22}{'req/s':>9}{'p50 ms':>9}{'p99 ms':>9}{'CPU ms/req':>12}{'failed':>8}")
+    print(
+        f"{label:<28}{'server':<22}{'req/s':>9}{'p50 ms':>9}{'p99 ms':>9}{'CPU ms/req':>12}"
+        f"{'(server':>9}{'PG':>7}{'Redis)':>8}{'failed':>8}"
+    )
     for name, row in (("tessera", ours), (peer, theirs)):
         print(
             f"{'':<28}{name:<22}{row['rps']:>9.0f}{row['p50']:>9.1f}{row['p99']:>9.1f}{row['cpu_ms']:>12.2f}"
-            f"{row['failed']:>8.0f}"
+            f"{row['server_ms']:>9.2f}{row['postgres_ms']:>7.2f}{row['redis_ms']:>8.2f}{row['failed']:>8.0f}"
         )
     print(
         f"{'':<28}ratio tessera/{peer}: throughput {ours['rps'] / theirs['rps']:.2f}, "
-        f"CPU per request {ours['cpu_ms'] / theirs['cpu_ms']:.2f}x"
+        f"CPU per request {ours['cpu_ms'] / theirs['cpu_ms']:.2f}x (server, PostgreSQL and Redis counted on both sides)"
     )
 
 
@@ -142,17 +175,19 @@ def _write_bodies(path: Path, bodies: list[str]) -> None:
 
 
 def _tessera_codes(app, tenant, count: int) -> list[str]:
+    """Exchanges of codes a browser sign-in left (PKCE, the session's sid), client_secret_basic."""
+    authorization = _basic(str(tenant.client_id), tenant.client_secret)
     return [
-        urlencode(
+        _exchange_line(
+            authorization,
             {
                 "grant_type": "authorization_code",
                 "code": code,
                 "redirect_uri": tenant.redirect_uri,
-                "client_id": str(tenant.client_id),
-                "client_secret": tenant.client_secret,
-            }
+                "code_verifier": verifier,
+            },
         )
-        for code in issue_codes(app, tenant, count)
+        for code, verifier in issue_signed_in_codes(app, tenant, count)
     ]
 
 
@@ -168,8 +203,20 @@ def _node_codes(workdir: Path, redis_url: str, count: int, jwt_access_tokens: bo
         capture_output=True,
         text=True,
         check=True,
-    ).stdout.split()
-    return [urlencode({"grant_type": "authorization_code", "code": code, **NODE_CLIENT}) for code in codes]
+    ).stdout.splitlines()
+    authorization = _basic(NODE_CLIENT["client_id"], NODE_CLIENT["client_secret"])
+    return [
+        _exchange_line(
+            authorization,
+            {
+                "grant_type": "authorization_code",
+                "code": code,
+                "redirect_uri": NODE_CLIENT["redirect_uri"],
+                "code_verifier": verifier,
+            },
+        )
+        for code, verifier in (line.split() for line in codes if line)
+    ]
 
 
 def _npm_ci(peer: Path, workdir: Path) -> None:

@@ -5,6 +5,8 @@ Benchmarks print figures and never fail on time; these helpers only measure and 
 
 from __future__ import annotations
 
+import base64
+import hashlib
 import os
 import re
 import shutil
@@ -221,20 +223,41 @@ def latency_ms(operation: Callable[[], object], *, iterations: int, warmup: int)
 
 def issue_codes(app, tenant, count: int) -> list[str]:
     """`count` authorization codes of `tenant`'s user, written straight to the database."""
+    return [code for code, _verifier in _write_codes(app, tenant, count, signed_in=False)]
+
+
+def issue_signed_in_codes(app, tenant, count: int) -> list[tuple[str, str]]:
+    """`count` (code, PKCE verifier) pairs as a browser sign-in leaves them: a login session of
+    `tenant`'s user whose `sid` the codes carry, each code bound to an S256 challenge."""
+    return _write_codes(app, tenant, count, signed_in=True)
+
+
+def _write_codes(app, tenant, count: int, *, signed_in: bool) -> list[tuple[str, str | None]]:
     from app.db import transaction, utcnow
     from app.extensions import db
-    from app.oidc.models import AuthorizationCode
+    from app.oidc.models import AuthorizationCode, LoginSession
     from app.security import hash_secret, random_token
 
-    codes = [random_token(32) for _ in range(count)]
+    pairs = [(random_token(32), random_token(32) if signed_in else None) for _ in range(count)]
     now = utcnow()
+    sid = random_token(16) if signed_in else None
     with app.app_context(), transaction():
+        if signed_in:
+            db.session.add(LoginSession(
+                token_hash=hash_secret(random_token(32)), user_id=tenant.user_id, root_client_id=tenant.client_id,
+                auth_time=now, expires_at=now + timedelta(hours=1), sid=sid, amr="otp",
+            ))  # fmt: skip
         db.session.add_all(AuthorizationCode(
             code_hash=hash_secret(code), client_id=tenant.client_id, user_id=tenant.user_id,
             redirect_uri=tenant.redirect_uri, scope="openid profile email", nonce="bench-nonce",
+            code_challenge=_s256(verifier) if verifier else None, sid=sid, amr="otp" if signed_in else None,
             auth_time=now, created_at=now, expires_at=now + timedelta(hours=1),
-        ) for code in codes)  # fmt: skip
-    return codes
+        ) for code, verifier in pairs)  # fmt: skip
+    return pairs
+
+
+def _s256(verifier: str) -> str:
+    return base64.urlsafe_b64encode(hashlib.sha256(verifier.encode()).digest()).rstrip(b"=").decode()
 
 
 def seed_card(base_url: str) -> tuple[str, bytes, bytes]:

@@ -1,8 +1,12 @@
 // node-oidc-provider with a Redis adapter and one pre-registered client: the peer of Tessera's
 // code exchange benchmark (tests/benchmarks/test_peer_bench.py).
 //   node provider.mjs serve <port> <redis-url> <key.json>   answer POST /token until killed
-//   node provider.mjs mint <count> <redis-url>              print <count> fresh codes, one a line
+//   node provider.mjs mint <count> <redis-url>              print <count> fresh `code verifier` lines
+// Each code is minted as a browser sign-in leaves it: a saved Session whose authorization holds the
+// grant, the code bound to it (expiresWithSession, sid) and to a PKCE S256 challenge; the client
+// authenticates with client_secret_basic. That is the work Tessera's exchange does.
 import Redis from 'ioredis';
+import { createHash, randomBytes } from 'node:crypto';
 import Provider from 'oidc-provider';
 import { readFileSync } from 'node:fs';
 
@@ -55,7 +59,7 @@ class RedisAdapter {
 const CLIENT = {
   client_id: 'bench', client_secret: 'bench-secret-0123456789abcdef0123456789abcdef',
   redirect_uris: ['https://rp.example/callback'], grant_types: ['authorization_code'],
-  response_types: ['code'], token_endpoint_auth_method: 'client_secret_post',
+  response_types: ['code'], token_endpoint_auth_method: 'client_secret_basic',
 };
 
 // PEER_JWT_ACCESS_TOKENS=1: access tokens are RS256 JWTs (RFC 9068) for one resource, as Tessera's,
@@ -78,7 +82,7 @@ function provider(issuer, jwk) {
     jwks: jwk ? { keys: [jwk] } : undefined,
     findAccount: async (_ctx, sub) => ({ accountId: sub, claims: async () => ({ sub, email: `${sub}@example.org`, name: 'Bench User' }) }),
     claims: { openid: ['sub'], email: ['email'], profile: ['name'] },
-    pkce: { required: () => false },
+    pkce: { required: () => true },
     ttl: { AccessToken: 3600, AuthorizationCode: 600, Grant: 3600, IdToken: 3600, Session: 3600 },
     features: { devInteractions: { enabled: false }, ...(resourceIndicators ? { resourceIndicators } : {}) },
   });
@@ -95,16 +99,24 @@ if (mode === 'serve') {
   const client = await oidc.Client.find(CLIENT.client_id);
   const lines = [];
   for (let i = 0; i < Number(arg); i += 1) {
-    const grant = new oidc.Grant({ accountId: `user-${i}`, clientId: CLIENT.client_id });
+    const accountId = `user-${i}`;
+    const grant = new oidc.Grant({ accountId, clientId: CLIENT.client_id });
     grant.addOIDCScope('openid profile email');
     if (JWT_ACCESS_TOKENS) grant.addResourceScope(RESOURCE, 'openid profile email');
     const grantId = await grant.save();
+    const session = new oidc.Session({ accountId, loginTs: Math.floor(Date.now() / 1000) });
+    session.ensureClientContainer(CLIENT.client_id);
+    session.grantIdFor(CLIENT.client_id, grantId);
+    await session.save(3600);
+    const verifier = randomBytes(32).toString('base64url');
     const code = new oidc.AuthorizationCode({
-      accountId: `user-${i}`, client, grantId, scope: 'openid profile email', nonce: 'bench-nonce',
-      redirectUri: CLIENT.redirect_uris[0], authTime: Math.floor(Date.now() / 1000),
+      accountId, client, grantId, scope: 'openid profile email', nonce: 'bench-nonce',
+      redirectUri: CLIENT.redirect_uris[0], authTime: session.loginTs,
+      sessionUid: session.uid, sid: session.sidFor(CLIENT.client_id), expiresWithSession: true,
+      codeChallenge: createHash('sha256').update(verifier).digest('base64url'), codeChallengeMethod: 'S256',
       ...(JWT_ACCESS_TOKENS ? { resource: RESOURCE } : {}),
     });
-    lines.push(await code.save());
+    lines.push(`${await code.save()} ${verifier}`);
   }
   process.stdout.write(lines.join('\n') + '\n');
   await redis.quit();
