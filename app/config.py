@@ -17,6 +17,7 @@ from urllib.parse import urlsplit
 
 from kombu import Exchange, Queue
 
+from app.dialect import postgres_json_loads
 from app.ops.database import CALL_TIMEOUT_ARG
 from app.settings import Derived, env, feature_settings, load
 
@@ -425,6 +426,7 @@ def _engine_options(core: CoreSettings) -> dict:
         "max_overflow": core.db_max_overflow,
         "pool_timeout": core.db_pool_timeout,
         "connect_args": connect_args,
+        "json_deserializer": postgres_json_loads,
     }
 
 

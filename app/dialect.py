@@ -11,6 +11,7 @@ in SQLAlchemy Core from the table definitions, and runs it on either database.
   statement prepared; elsewhere the unit of work runs them one after another through SQLAlchemy.
 - A statement run by the driver itself (`DriverStatement`), prepared, without SQLAlchemy's
   execution context: psycopg on PostgreSQL; elsewhere SQLAlchemy as usual.
+- JSON columns as psycopg hands them over (bytes, `postgres_json_loads`); SQLite's are text.
 
 `FOR UPDATE` (with `SKIP LOCKED`) is written in the statements themselves: SQLite's compiler leaves
 it out, its write lock already serialising the writers. Transaction boundaries are the unit of
@@ -19,6 +20,7 @@ work's (`app.db`), the one user of `BEGIN` and `COMMIT`.
 
 from __future__ import annotations
 
+import json
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from typing import Any
@@ -56,6 +58,16 @@ def configure_sqlite(engine: Engine, writes: Callable[[], bool]) -> None:
     @event.listens_for(engine, "begin")
     def _on_begin(connection: Connection) -> None:
         connection.exec_driver_sql("BEGIN IMMEDIATE" if writes() else "BEGIN")
+
+
+_JSON = json.JSONDecoder()
+
+
+def postgres_json_loads(data: bytes | memoryview) -> Any:
+    """psycopg's JSON loader (the engine's `json_deserializer`): the text decoded as UTF-8 (RFC 8259
+    §8.1) straight to the decoder, without `json.loads`'s guess of the bytes' encoding, a third of
+    the cost of a row's JSON members (four per client row)."""
+    return _JSON.decode(str(data, "utf-8"))
 
 
 def is_postgresql(connection: Connection) -> bool:

@@ -313,7 +313,7 @@ class SubClientEnvelope(ma.Schema):
 
 
 class SubClientPage(PageMeta):
-    data = ma.fields.List(ma.fields.Nested(SubClientOut), required=True)
+    data = ma.fields.Nested(SubClientOut, many=True, required=True)
 
 
 def _in_future(value: Any) -> None:

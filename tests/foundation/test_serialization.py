@@ -40,6 +40,7 @@ class Everything(PlannedSchema):
     tags = ma.fields.List(ma.fields.String())
     mapping = ma.fields.Dict(keys=ma.fields.String(), values=ma.fields.Integer())
     raw = ma.fields.Dict()
+    labels = ma.fields.Dict(keys=ma.fields.String(), values=ma.fields.String())
     inner = ma.fields.Nested(Inner)
     inners = ma.fields.List(ma.fields.Nested(Inner))
     computed = ma.fields.Function(lambda obj: f"{getattr(obj, 'text', '')}!")
@@ -104,8 +105,14 @@ ODD = {  # values of other types than their fields', which the fields convert
     "tags": ("x", "y"),
     "mapping": None,
 }
+SHAPED = {  # lists and dicts whose members their fields keep: copied, not converted one by one
+    "tags": ["a", "b"],
+    "mapping": {"k": 5, "j": None},
+    "raw": {"any": ["thing"]},
+    "labels": {"edu_username": "user_name"},
+}
 NULLS = {name: None for name in FULL}
-OBJECTS = [FULL, ODD, NULLS, {}, {"text": "only"}]
+OBJECTS = [FULL, ODD, SHAPED, NULLS, {}, {"text": "only"}]
 
 
 @pytest.mark.parametrize("schema_class", [Everything, ByAttribute])
@@ -130,3 +137,9 @@ def test_kept_values_are_those_their_fields_return_unchanged():
     assert planned.dump(obj) == reference.dump(obj)
     assert planned.dump(obj)["number"] == 1 and type(planned.dump(obj)["number"]) is int
     assert type(planned.dump(obj)["ratio"]) is float
+
+
+def test_a_kept_list_or_dict_is_copied():
+    dumped = Everything().dump(SHAPED)
+    for name in ("tags", "mapping", "raw", "labels"):
+        assert dumped[name] == SHAPED[name] and dumped[name] is not SHAPED[name]
