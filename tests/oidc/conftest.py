@@ -3,8 +3,12 @@ tenants with a user."""
 
 from __future__ import annotations
 
+import json
+import shutil
+import subprocess
 import threading
 from dataclasses import dataclass, field
+from pathlib import Path
 
 import pytest
 from werkzeug.serving import make_server
@@ -81,3 +85,28 @@ def generous_login_rate_limit(app):
 @pytest.fixture
 def tenant(app, client):
     return make_tenant(app, client)
+
+
+RP_DIR = Path(__file__).parent / "rp_node"
+
+
+@pytest.fixture(scope="session")
+def node_rp():
+    """openid-client (OpenID Certified relying-party library) step by step: `node_rp(step, data)`
+    runs tests/oidc/rp_node/rp.mjs and returns its JSON. `npm ci` installs the pinned packages
+    there on first use. Skipped only when node or npm is not installed."""
+    if shutil.which("node") is None or shutil.which("npm") is None:
+        pytest.skip("node and npm are needed to run openid-client")
+    if not (RP_DIR / "node_modules" / "openid-client" / "package.json").exists():
+        subprocess.run(
+            ["npm", "ci", "--no-audit", "--no-fund"], cwd=RP_DIR, check=True, timeout=300, capture_output=True
+        )
+
+    def run(step: str, data: dict) -> dict:
+        completed = subprocess.run(
+            ["node", "rp.mjs", step, json.dumps(data)], cwd=RP_DIR, capture_output=True, text=True, timeout=120
+        )
+        assert completed.returncode == 0, completed.stderr
+        return json.loads(completed.stdout)
+
+    return run

@@ -2,16 +2,13 @@
 refresh rotation, client_credentials, client_secret_jwt, private_key_jwt, PAR, and RP-initiated plus
 back-channel logout (the logout token validated by the RP with jose against the published keys).
 
-The Node driver and its pinned dependencies live in tests/oidc/rp_node (package-lock.json);
-`npm ci` installs them there on first use. Skipped only when node or npm is not installed.
+The Node driver and its pinned dependencies live in tests/oidc/rp_node (package-lock.json); the
+`node_rp` fixture (tests/oidc/conftest.py) installs them there on first use.
 """
 
 from __future__ import annotations
 
 import json
-import shutil
-import subprocess
-from pathlib import Path
 
 import pytest
 import requests
@@ -21,27 +18,6 @@ from tests.support.config import set_settings
 from tests.support.environment import USING_POSTGRES
 from tests.support.oidc import make_tenant, sign_in_over_http
 from tests.support.servers import LogoutReceiver, serve_on_loopback
-
-RP_DIR = Path(__file__).parent / "rp_node"
-
-
-@pytest.fixture(scope="session")
-def node_rp():
-    if shutil.which("node") is None or shutil.which("npm") is None:
-        pytest.skip("node and npm are needed to run openid-client")
-    if not (RP_DIR / "node_modules" / "openid-client" / "package.json").exists():
-        subprocess.run(
-            ["npm", "ci", "--no-audit", "--no-fund"], cwd=RP_DIR, check=True, timeout=300, capture_output=True
-        )
-
-    def run(step: str, data: dict) -> dict:
-        completed = subprocess.run(
-            ["node", "rp.mjs", step, json.dumps(data)], cwd=RP_DIR, capture_output=True, text=True, timeout=120
-        )
-        assert completed.returncode == 0, completed.stderr
-        return json.loads(completed.stdout)
-
-    return run
 
 
 class _KeySetServer:
@@ -135,6 +111,42 @@ def test_openid_client_code_flow_with_refresh_rotation(app, client, live_server,
     # Reuse of the rotated token is refused, and revokes the family (the newer token too).
     assert result["reuse"]["error"] == "invalid_grant"
     assert result["afterReuse"]["error"] == "invalid_grant"
+
+
+EMAIL_CODE, PASSKEY = "urn:tessera:acr:email-code", "urn:tessera:acr:passkey"
+
+
+def test_openid_client_sees_the_acr_and_amr_of_the_sign_in(app, client, live_server, callback_server, node_rp):
+    """acr_values are voluntary: a passkey preferred but not offered by the tenant, the e-mail code is
+    what the id_token claims, with its amr and an auth_time openid-client checks against max_age."""
+    redirect_uri = callback_server.url + "/callback"
+    tenant, auth = _configured_tenant(app, client, redirect_uri, "client_secret_basic")
+    common = {"issuer": live_server.url, "clientId": str(tenant.client_id), "auth": auth, "redirectUri": redirect_uri}
+    extra = {"acr_values": f"{PASSKEY} {EMAIL_CODE}", "max_age": "600"}
+    started = node_rp("start", {**common, "scope": "openid profile", "par": False, "extra": extra})
+    assert started["ok"], started
+    callback = sign_in_over_http(requests.Session(), live_server.url, started["url"], tenant.email)
+    checks = {"verifier": started["verifier"], "state": started["state"], "nonce": started["nonce"], "maxAge": 600}
+    result = node_rp("finish", {**common, "callbackUrl": callback, **checks})
+    assert result["ok"], result
+    assert result["claims"]["acr"] == EMAIL_CODE and result["claims"]["amr"] == ["otp"]
+    assert isinstance(result["claims"]["auth_time"], int)
+
+
+def test_openid_client_is_refused_an_essential_acr_the_tenant_cannot_meet(
+    app, client, live_server, callback_server, node_rp
+):
+    redirect_uri = callback_server.url + "/callback"
+    tenant, auth = _configured_tenant(app, client, redirect_uri, "client_secret_basic")
+    common = {"issuer": live_server.url, "clientId": str(tenant.client_id), "auth": auth, "redirectUri": redirect_uri}
+    claims = json.dumps({"id_token": {"acr": {"essential": True, "values": [PASSKEY]}}})
+    started = node_rp("start", {**common, "scope": "openid", "par": False, "extra": {"claims": claims}})
+    assert started["ok"], started
+    callback = requests.get(started["url"], allow_redirects=False, timeout=10).headers["Location"]
+    assert callback.startswith(redirect_uri)
+    checks = {"verifier": started["verifier"], "state": started["state"], "nonce": started["nonce"]}
+    result = node_rp("finish", {**common, "callbackUrl": callback, **checks})
+    assert not result["ok"] and result["error"] == "unmet_authentication_requirements", result
 
 
 @pytest.mark.parametrize(

@@ -213,3 +213,33 @@ def test_a_tenant_that_requires_a_passkey_asks_it_after_the_code(
     _click_and_wait_for_next_page(browser, "passkey-sign-in")
     identity = _id_token(localhost_server, tenant, redirect_uri, _landed(browser, redirect_uri)["code"])
     assert identity["amr"] == ["otp", "hwk", "user", "mfa"] and identity["acr"] == "urn:tessera:acr:mfa"
+
+
+def test_openid_client_asks_for_mfa_and_sees_it(app, client, localhost_server, callback_server, browser, node_rp):
+    """An OpenID Certified RP library (openid-client) asks for the mfa class with max_age; the user
+    signs in by code, steps up with the passkey, and the id_token openid-client validates claims
+    what was asked."""
+    redirect_uri = callback_server.url + "/cb"
+    tenant = _tenant(app, client, redirect_uri, "passkey_alone")
+    browser.get(localhost_server + authorize_query(tenant))
+    _sign_in_by_code(browser, localhost_server, tenant.email)
+    _click_and_wait_for_next_page(browser, "allow")
+    _landed(browser, redirect_uri)
+    browser.get(localhost_server + "/v1/openidc/account")
+    _click_and_wait_for_next_page(browser, "add-passkey")
+    assert "Your passkey was added." in _wait_for(browser, "message").text
+
+    auth = {"method": "client_secret_post", "secret": tenant.client_secret}
+    common = {"issuer": localhost_server, "clientId": str(tenant.client_id), "auth": auth, "redirectUri": redirect_uri}
+    extra = {"acr_values": "urn:tessera:acr:mfa", "max_age": "300", "prompt": "login"}
+    started = node_rp("start", {**common, "scope": "openid profile email", "par": False, "extra": extra})
+    assert started["ok"], started
+    browser.get(started["url"])
+    _sign_in_by_code(browser, localhost_server, tenant.email)
+    _click_and_wait_for_next_page(browser, "passkey-sign-in")
+    _landed(browser, redirect_uri)
+    checks = {"verifier": started["verifier"], "state": started["state"], "nonce": started["nonce"], "maxAge": 300}
+    result = node_rp("finish", {**common, "callbackUrl": browser.current_url, **checks})
+    assert result["ok"], result
+    assert result["claims"]["acr"] == "urn:tessera:acr:mfa"
+    assert result["claims"]["amr"] == ["otp", "hwk", "user", "mfa"]

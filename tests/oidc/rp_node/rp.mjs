@@ -1,7 +1,8 @@
 // openid-client (v6) as a relying party of Tessera, driven step by step by
 // tests/oidc/test_oidc_openid_client.py: `node rp.mjs <step> '<json>'` prints one JSON object.
-// Steps: start (authorization URL, by PAR when asked), finish (code exchange, refresh rotation,
-// reuse refused, revocation), client_credentials (grant, introspection), end_session (RP-initiated
+// Steps: start (authorization URL, by PAR when asked, with `extra` parameters such as acr_values),
+// finish (code exchange, auth_time checked against `maxAge` when given, refresh rotation, reuse
+// refused, revocation), client_credentials (grant, introspection), end_session (RP-initiated
 // logout URL), backchannel_logout (validate a received logout token as Back-Channel Logout 1.0 §2.6).
 import * as client from 'openid-client'
 import { createRemoteJWKSet, decodeProtectedHeader, jwtVerify } from 'jose'
@@ -41,7 +42,8 @@ async function start (input) {
     code_challenge: await client.calculatePKCECodeChallenge(verifier),
     code_challenge_method: 'S256',
     state: client.randomState(),
-    nonce: client.randomNonce()
+    nonce: client.randomNonce(),
+    ...(input.extra || {})
   }
   const url = input.par
     ? await client.buildAuthorizationUrlWithPAR(config, parameters)
@@ -52,7 +54,11 @@ async function start (input) {
 async function finish (input) {
   const config = await configuration(input)
   const tokens = await client.authorizationCodeGrant(config, new URL(input.callbackUrl), {
-    pkceCodeVerifier: input.verifier, expectedState: input.state, expectedNonce: input.nonce, idTokenExpected: true
+    pkceCodeVerifier: input.verifier,
+    expectedState: input.state,
+    expectedNonce: input.nonce,
+    idTokenExpected: true,
+    ...(input.maxAge !== undefined ? { maxAge: input.maxAge } : {})
   })
   const claims = tokens.claims()
   const userinfo = await client.fetchUserInfo(config, tokens.access_token, claims.sub)
