@@ -64,15 +64,18 @@ class ProvenAccount:
 def sign_in_platforms(client: Client) -> tuple[str, ...]:
     """The platforms whose accounts sign in users of `client`'s tree: those its master client turned
     on that this deployment has configured, in platform order."""
-    root = client if client.root_id is None else db.session.get(Client, client.root_id)
-    enabled = set((root.linked_sign_in if root is not None else "").split())
+    enabled = set(_root(client).linked_sign_in.split())
     return tuple(platform for platform in PLATFORMS if platform in enabled and _configured(platform))
 
 
 def sign_up_allowed(client: Client) -> bool:
     """Whether a first sign-in with a linked account may create an account in `client`'s tree."""
-    root = client if client.root_id is None else db.session.get(Client, client.root_id)
-    return bool(root is not None and root.linked_sign_up)
+    return _root(client).linked_sign_up
+
+
+def _root(client: Client) -> Client:
+    """The master client of `client`'s tree, whose choices its sub-clients inherit."""
+    return client if client.root_id is None else db.session.get(Client, client.root_id) or client
 
 
 def set_linked_sign_in(client_id: int, platforms: tuple[str, ...], sign_up: bool) -> Client:
