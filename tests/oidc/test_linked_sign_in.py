@@ -327,7 +327,8 @@ def test_consent_session_and_back_channel_logout_are_those_of_every_sign_in(app,
     assert "/v1/openidc/consent" in signed_in.headers["Location"]  # first use of the client: consent
     query = follow_to_client(http, signed_in)
     id_token = exchange(http, tenant, query["code"]).get_json()["id_token"]
-    identity = id_token_of(http, tenant, follow_to_client(http, http.get(authorize_query(tenant, prompt="none"))))
+    again = follow_to_client(http, http.get(authorize_query(tenant, prompt="none")))
+    identity = id_token_of(http, tenant, again["code"])
     assert identity["amr"] == ["fed"]  # single sign-on from the session, consent remembered
     sid = identity["sid"]
 
