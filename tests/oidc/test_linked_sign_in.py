@@ -17,6 +17,8 @@ from sqlalchemy import select
 
 from app.db import transaction
 from app.extensions import db
+from app.passkeys.settings import PasskeySettings
+from app.settings import current
 from app.social import sign_in as social_sign_in
 from app.social.models import SocialLink
 from app.tenancy import service as tenancy_service
@@ -24,7 +26,17 @@ from app.users.models import User
 from tests.support.config import change_settings, set_settings
 from tests.support.environment import USING_POSTGRES
 from tests.support.linked import link_account, new_account, platform_settings, turn_on
-from tests.support.oidc import add_sub_client, authorize_query, exchange, form_fields, latest_code, path_of, query_of
+from tests.support.oidc import (
+    add_sub_client,
+    authorize_query,
+    exchange,
+    form_fields,
+    latest_code,
+    path_of,
+    query_of,
+    sign_in,
+)
+from tests.support.passkeys import SoftAuthenticator
 from tests.support.servers import LogoutReceiver
 from tests.support.social_fakes import FakeChat, FakeGameStore, FakeStreaming, Platforms
 
@@ -297,6 +309,38 @@ def test_a_passkey_policy_still_asks_for_the_passkey(app, http, tenant, fakes):
     assert answer.status_code == 303 and "/v1/openidc/login/passkey" in answer.headers["Location"]
     step = http.get(path_of(answer.headers["Location"]))
     assert "requires a passkey" in step.get_data(as_text=True)  # this user has none: refused, not let through
+
+
+def test_after_a_linked_sign_in_the_passkey_step_makes_it_multi_factor(app, http, tenant, fakes):
+    with app.app_context():
+        settings = current(PasskeySettings)
+        authenticator = SoftAuthenticator(origin=settings.origins.split()[0], rp_id=settings.rp_id)
+    sign_in(http, tenant)
+    page = http.get("/v1/openidc/account").get_data(as_text=True)
+    options = json.loads(html.unescape(re.search(r'data-passkey-create="([^"]*)"', page).group(1)))
+    added = http.post(
+        "/v1/openidc/account/passkeys",
+        data={
+            "csrf_token": form_fields(page)["csrf_token"],
+            "credential": authenticator.create(options),
+            "name": "Key",
+        },
+    )
+    assert "Your passkey was added." in added.get_data(as_text=True)
+    with app.app_context(), transaction():
+        tenancy_service.set_sign_in_policy(tenant.client_id, "passkey_second_factor")
+    turn_on(app, tenant, "platform_b")
+    account_id = new_account(fakes, "platform_b")
+    link_account(app, tenant.user_id, tenant.client_id, "platform_b", account_id)
+
+    answer = http.get(leave_for_platform(http, login_page(http, tenant, prompt="login"), "platform_b"))
+    assert answer.status_code == 303 and "/v1/openidc/login/passkey" in answer.headers["Location"]
+    step = http.get(path_of(answer.headers["Location"])).get_data(as_text=True)
+    options = json.loads(html.unescape(re.search(r'data-passkey-get="([^"]*)"', step).group(1)))
+    fields = {name: form_fields(step)[name] for name in ("csrf_token", "request")}
+    response = http.post("/v1/openidc/login/passkey", data={**fields, "credential": authenticator.get(options)})
+    identity = id_token_of(http, tenant, follow_to_client(http, response)["code"])
+    assert identity["amr"] == ["fed", "hwk", "user", "mfa"] and identity["acr"] == "urn:tessera:acr:mfa"
 
 
 @pytest.fixture
