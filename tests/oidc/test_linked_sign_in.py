@@ -22,6 +22,7 @@ from app.settings import current
 from app.social import sign_in as social_sign_in
 from app.social.models import SocialLink
 from app.tenancy import service as tenancy_service
+from app.users import service as users_service
 from app.users.models import User
 from tests.support.config import change_settings, set_settings
 from tests.support.environment import USING_POSTGRES
@@ -32,6 +33,7 @@ from tests.support.oidc import (
     exchange,
     form_fields,
     latest_code,
+    make_tenant,
     path_of,
     query_of,
     sign_in,
@@ -230,6 +232,22 @@ def test_the_address_of_an_existing_user_links_only_after_they_sign_in_by_code(a
     fresh = app.test_client()
     query = follow_to_client(fresh, fresh.get(leave_for_platform(fresh, login_page(fresh, tenant), "platform_b")))
     assert id_token_of(fresh, tenant, query["code"])["sub"] == str(tenant.user_id)
+
+
+def test_a_link_signs_in_only_within_its_tree_and_never_a_disabled_user(app, http, tenant, fakes):
+    other = make_tenant(app, http, name="Other University")
+    turn_on(app, other, "platform_c", sign_up=True)
+    turn_on(app, tenant, "platform_c")
+    account_id = new_account(fakes, "platform_c")
+    link_account(app, tenant.user_id, tenant.client_id, "platform_c", account_id)
+    elsewhere = http.get(leave_for_platform(http, login_page(http, other), "platform_c"))
+    assert elsewhere.status_code == 403 and "No account here is linked" in elsewhere.get_data(as_text=True)
+
+    with app.app_context(), transaction():
+        users_service.disable_user(db.session.get(User, tenant.user_id))
+    disabled = http.get(leave_for_platform(http, login_page(http, tenant), "platform_c"))
+    assert disabled.status_code == 403 and "cannot sign you in here" in disabled.get_data(as_text=True)
+    assert "tessera_sso" not in (disabled.headers.get("Set-Cookie") or "")
 
 
 def test_the_state_is_bound_to_the_browser_and_used_once(app, http, tenant, fakes):
