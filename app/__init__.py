@@ -224,10 +224,12 @@ def _register_commands(app: Flask) -> None:
     from app.jobs.cli import outbox_cli
     from app.oidc.cli import create_demo, keys_cli
     from app.ops.schema import require_current_schema
+    from app.social.cli import set_linked_sign_in
     from app.tenancy.cli import clients_cli
     from app.users.cli import users_cli
 
     clients_cli.add_command(create_demo)  # the demo sign-in needs OpenID, above the clients feature
+    clients_cli.add_command(set_linked_sign_in)  # platforms are the social feature's, above the clients feature
     for group in (clients_cli, outbox_cli, keys_cli, agents_cli, users_cli):
         require_current_schema(group, MIGRATIONS_DIR)
         app.cli.add_command(group)

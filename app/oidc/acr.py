@@ -1,7 +1,8 @@
 """Authentication context classes (acr) and methods (amr, RFC 8176) of a sign-in; pure, no Flask.
 
-Three classes, each stronger than the one before: the e-mail code alone, a passkey with user
-verification, and both. What a tree offers is its sign-in policy (`app.tenancy.models`); what a
+Three levels, each stronger than the one before: one first factor (the e-mail code, or a linked
+account's sign-in at its platform), a passkey with user verification, and a first factor with a
+passkey. What a tree offers is its sign-in policy (`app.tenancy.models`); what a
 request asks for is `acr_values` (voluntary, in order of preference) or the `claims` parameter's
 id_token `acr` (essential when it says so). A sign-in always claims the class it met, never one
 asked for but not met.
@@ -17,10 +18,15 @@ from app.tenancy.models import POLICY_EMAIL_CODE, POLICY_PASSKEY_ALONE, POLICY_P
 ACR_EMAIL_CODE = "urn:tessera:acr:email-code"
 ACR_PASSKEY = "urn:tessera:acr:passkey"
 ACR_MFA = "urn:tessera:acr:mfa"
-ACR_VALUES = (ACR_EMAIL_CODE, ACR_PASSKEY, ACR_MFA)
-_LEVELS = {ACR_EMAIL_CODE: 1, ACR_PASSKEY: 2, ACR_MFA: 3}
+ACR_LINKED_ACCOUNT = "urn:tessera:acr:linked-account"
+ACR_VALUES = (ACR_EMAIL_CODE, ACR_PASSKEY, ACR_MFA, ACR_LINKED_ACCOUNT)
+_LEVELS = {ACR_EMAIL_CODE: 1, ACR_PASSKEY: 2, ACR_MFA: 3, ACR_LINKED_ACCOUNT: 1}
 
 OTP = "otp"
+# A sign-in at a linked platform (federated). RFC 8176's registry has no value for it; "fed" is the
+# one Microsoft Entra ID and others send, so relying parties already know it.
+FED = "fed"
+FIRST_FACTORS = frozenset({OTP, FED})
 PASSKEY_METHODS = frozenset({"hwk", "swk"})
 # The method of every sign-in before methods were recorded: the e-mail code was the only one.
 LEGACY_AMR = OTP
@@ -37,28 +43,33 @@ class Target:
 
 
 def combine(*methods: Iterable[str]) -> str:
-    """The amr of passing all `methods` (space-separated text), with `mfa` once there are two factors."""
+    """The amr of passing all `methods` (space-separated text), with `mfa` once a first factor and a
+    passkey were both passed."""
     seen: list[str] = []
     for group in methods:
         for method in group.split() if isinstance(group, str) else group:
             if method and method != "mfa" and method not in seen:
                 seen.append(method)
-    if OTP in seen and PASSKEY_METHODS & set(seen):
+    if FIRST_FACTORS & set(seen) and PASSKEY_METHODS & set(seen):
         seen.append("mfa")
     return " ".join(seen)
 
 
 def level_of(amr: str | None) -> int:
-    """0 (not signed in), 1 (e-mail code), 2 (passkey) or 3 (both)."""
+    """0 (not signed in), 1 (a first factor), 2 (passkey) or 3 (both)."""
     methods = set((amr or "").split())
     passkey = bool(PASSKEY_METHODS & methods) and "user" in methods
-    if passkey and OTP in methods:
+    first = bool(FIRST_FACTORS & methods)
+    if passkey and first:
         return 3
-    return 2 if passkey else 1 if OTP in methods else 0
+    return 2 if passkey else 1 if first else 0
 
 
 def acr_of(amr: str | None) -> str | None:
+    """The class a sign-in met; at the first level, the one naming how (e-mail code or linked account)."""
     level = level_of(amr)
+    if level == 1 and OTP not in (amr or "").split():
+        return ACR_LINKED_ACCOUNT
     return next((value for value, at in _LEVELS.items() if at == level), None)
 
 

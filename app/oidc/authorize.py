@@ -46,6 +46,7 @@ from app.passkeys import service as passkey_service
 from app.passkeys.errors import PasskeyRefused
 from app.security import hash_secret, random_token, texts_equal
 from app.settings import current
+from app.social import sign_in as social_sign_in
 from app.tenancy.models import POLICY_EMAIL_CODE, Client
 from app.tenancy.service import from_email_address
 from app.users.models import User
@@ -583,7 +584,7 @@ def verify_login_code(request: AuthorizationRequest, client: Client, code: str) 
     if as_utc(request.login_code_expires_at) <= utcnow():
         return LoginStep(request, client, "This code has expired. Request a new code.", error=True)
     limit = current(OidcSettings).login_code_attempts
-    if not _count_attempt(request):
+    if not count_sign_in_attempt(request):
         return LoginStep(request, client, _RESTART, error=True)
     submitted = re.sub(r"\s", "", code or "")
     expected = hash_secret(f"login:{request.id}:{submitted}")
@@ -593,11 +594,12 @@ def verify_login_code(request: AuthorizationRequest, client: Client, code: str) 
         message = f"That code is not right. {left} attempt{'s' if left != 1 else ''} left." if left else _RESTART
         return LoginStep(request, client, message, error=True)
     request.login_code_hash = None
-    return _signed_in(request, client, request.candidate_user_id, (acr.OTP,))
+    return complete_sign_in(request, client, request.candidate_user_id, (acr.OTP,))
 
 
-def _count_attempt(request: AuthorizationRequest) -> bool:
-    """Count one sign-in attempt (a code or a passkey) against the request's limit; False once used up.
+def count_sign_in_attempt(request: AuthorizationRequest) -> bool:
+    """Count one sign-in attempt (a code, a passkey or a linked account) against the request's
+    limit, `OIDC_LOGIN_CODE_ATTEMPTS`; False once used up.
 
     Counted atomically, so concurrent guesses cannot share one attempt.
     """
@@ -615,9 +617,15 @@ def _count_attempt(request: AuthorizationRequest) -> bool:
     return True
 
 
-def _signed_in(request: AuthorizationRequest, client: Client, user_id: int, methods: tuple[str, ...]) -> Outcome:
+def complete_sign_in(request: AuthorizationRequest, client: Client, user_id: int, methods: tuple[str, ...]) -> Outcome:
     """The user passed `methods`: sign the browser in (a new single sign-on session, or the one this
-    request began with, now also holding the new methods) and continue the authorization."""
+    request began with, now also holding the new methods) and continue the authorization.
+
+    The one end of every sign-in method (e-mail code, passkey, linked account): the session, the
+    passkey step a policy asks for, consent and the code all follow from here, and the session is the
+    one back-channel logout ends. A platform account waiting for this user (`linked_pending`) is
+    linked now that they signed in.
+    """
     now = utcnow()
     amr = acr.combine(request.amr or "", methods)
     session = _request_session(request, user_id)
@@ -644,6 +652,9 @@ def _signed_in(request: AuthorizationRequest, client: Client, user_id: int, meth
     request.candidate_user_id = user_id
     request.amr = amr
     request.auth_time = now
+    if request.linked_pending is not None:
+        social_sign_in.link_pending(request.linked_pending, user_id, client)
+        request.linked_pending = None
     db.session.flush()
     outcome = continue_after_login(request, client)
     return Outcome(
@@ -736,7 +747,7 @@ def verify_login_passkey(request: AuthorizationRequest, client: Client, credenti
     policy = sign_in_policy(client)
     if not (acr.passkeys_allowed(policy) if second_step else acr.passkey_alone_allowed(policy)):
         return LoginStep(request, client, "Passkeys are not used to sign in here.", error=True)
-    if not _count_attempt(request):
+    if not count_sign_in_attempt(request):
         return LoginStep(request, client, _PASSKEY_RESTART, error=True, status=429)
     challenge = _take_passkey_challenge(request)
     if challenge is None:
@@ -750,7 +761,7 @@ def verify_login_passkey(request: AuthorizationRequest, client: Client, credenti
         )
     except PasskeyRefused:
         return LoginStep(request, client, "That passkey was not accepted. Try again.", error=True)
-    return _signed_in(request, client, verified.user_id, verified.amr)
+    return complete_sign_in(request, client, verified.user_id, verified.amr)
 
 
 def cancel_sign_in(request: AuthorizationRequest) -> str:

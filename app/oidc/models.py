@@ -87,6 +87,13 @@ class AuthorizationRequest(Base):
     acr_essential: Mapped[bool] = mapped_column(Boolean, default=False, server_default=false())
     # The challenge of the passkey ceremony the login page offers (base64url), single use.
     passkey_challenge: Mapped[str | None] = mapped_column(String(128), nullable=True)
+    # "Sign in with a linked account": the hash of the `state` sent to the platform (single use, and
+    # only this request's browser may bring it back) and the platform it was sent to.
+    linked_state_hash: Mapped[str | None] = mapped_column(String(64), nullable=True, unique=True)
+    linked_platform: Mapped[str | None] = mapped_column(String(16), nullable=True)
+    # A proven platform account whose verified e-mail belongs to an existing user: linked to that
+    # user only once they have signed in another way in this request (`app.social.sign_in.PendingLink`).
+    linked_pending: Mapped[dict | None] = mapped_column(JSONType, nullable=True)
 
 
 class AuthorizationCode(Base):

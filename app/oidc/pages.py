@@ -18,7 +18,7 @@ from werkzeug.routing import Rule
 from app.db import commit_before_the_edge
 from app.extensions import api, limiter
 from app.http import accepts
-from app.oidc import account, authorize, branding, par
+from app.oidc import account, authorize, branding, linked, par
 from app.oidc.authorize import LoginStep, Outcome
 from app.oidc.claims import APP_CLAIMS_SCOPE, SCOPE_CLAIMS
 from app.oidc.errors import AuthorizationPageError, AuthorizationRedirectError
@@ -479,6 +479,7 @@ def _login_page(step: LoginStep, handle: str, browser_token: str, *, code_sent: 
         error=step.error,
         ttl_minutes=current(OidcSettings).login_code_ttl // 60,
         passkey_options=None if code_sent else authorize.login_passkey_options(request_row, step.client),
+        linked_buttons=[] if code_sent else linked.linked_buttons(step.client),
     )
 
 
@@ -535,6 +536,29 @@ def check_code():
         commit_before_the_edge("a refused login code still counts as an attempt")
         return _login_page(result, handle, browser_token, code_sent=True)
     return _step_page(handle, result, browser_token)
+
+
+@blp.route("/v1/openidc/login/linked/<platform>", methods=["GET"])
+def start_linked_sign_in(platform: str):
+    """ "Sign in with Steam/Discord/Twitch": off to the platform, bound to this browser's sign-in."""
+    browser_token, _ = _browser_token()
+    handle = request.args.get("request", "")
+    request_row, client = authorize.require_request(handle, browser_token)
+    return _redirect(linked.start_linked_sign_in(request_row, client, platform), code=303)
+
+
+@blp.route("/v1/openidc/login/linked/<platform>/callback", methods=["GET"])
+@limiter.limit(_login_rate_limit, key_func=_login_rate_key)
+def linked_callback(platform: str):
+    """Back from the platform: verify the account as linking does, then sign in with it or show why not.
+    Counted against the same limits as the e-mail code."""
+    _limit_network_in_database()
+    browser_token, _ = _browser_token()
+    result = linked.finish_linked_sign_in(platform, request.args.to_dict(), request.cookies.get(BROWSER_COOKIE))
+    if result.step is not None:
+        commit_before_the_edge("a refused linked-account sign-in still spends its state and counts as an attempt")
+        return _login_page(result.step, result.handle, browser_token, code_sent=False, status=result.step.status)
+    return _step_page(result.handle, result.outcome, browser_token)
 
 
 @blp.route("/v1/openidc/login/passkey", methods=["GET"])

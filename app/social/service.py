@@ -161,7 +161,7 @@ def start_link(caller: Caller, user_id: int, platform: str, return_to: str) -> L
             return_to=_openid_return_to(config, state), realm=f"{_base_url()}/", op_endpoint=config.a_openid_url
         )
     else:
-        url = _oauth_app(config, platform).authorization_url(redirect_uri=_callback_url(platform), state=state)
+        url = oauth_app_of(config, platform).authorization_url(redirect_uri=_callback_url(platform), state=state)
     return LinkStarted(authorization_url=url, expires_at=expires_at)
 
 
@@ -191,7 +191,7 @@ def complete_link(platform: str, params: Mapping[str, str]) -> str:
         return _with_query(attempt.return_to, status="error", platform=platform, error="assertion_refused")
     except ConnectorError as error:
         return _with_query(attempt.return_to, status="error", platform=platform, error=error.code)
-    link = _store_link(attempt, account_id, account_name, tokens)
+    link = store_link(attempt.user_id, attempt.client_id, platform, account_id, account_name, tokens)
     request_fetch(link)
     return _with_query(attempt.return_to, status="linked", platform=platform)
 
@@ -226,14 +226,20 @@ def _verify_openid(config: SocialSettings, params: Mapping[str, str]) -> tuple[s
         claimed_id_prefix=config.a_claimed_id_prefix,
         timeout=config.http_timeout,
     )
-    if db.session.get(OpenIdNonce, assertion.nonce) is not None:
+    record_openid_nonce(assertion.nonce)
+    return assertion.account_id, None, None
+
+
+def record_openid_nonce(nonce: str) -> None:
+    """Remember an accepted OpenID `response_nonce`; `OpenIdVerificationFailed` when it was seen before
+    (a replayed assertion). Flushes."""
+    if db.session.get(OpenIdNonce, nonce) is not None:
         raise openid2.OpenIdVerificationFailed("response_nonce already used")
     try:
         with db.session.begin_nested():
-            db.session.add(OpenIdNonce(nonce=assertion.nonce, seen_at=utcnow()))
+            db.session.add(OpenIdNonce(nonce=nonce, seen_at=utcnow()))
     except IntegrityError as exc:  # the same assertion arrived twice at once
         raise openid2.OpenIdVerificationFailed("response_nonce already used") from exc
-    return assertion.account_id, None, None
 
 
 def _exchange_code(
@@ -242,25 +248,39 @@ def _exchange_code(
     code = params.get("code")
     if not code:
         raise LinkBroken(f"{platform}: callback without an authorization code")
-    tokens = _oauth_app(config, platform).exchange_code(code=code, redirect_uri=_callback_url(platform))
+    account, tokens = exchange_code_for_account(config, platform, code, _callback_url(platform))
+    return str(account["id"]), account.get("username" if platform == "platform_b" else "login"), tokens
+
+
+def exchange_code_for_account(
+    config: SocialSettings, platform: str, code: str, redirect_uri: str
+) -> tuple[dict[str, Any], TokenSet]:
+    """Exchange an OAuth code of platform B or C and read the account it was issued for (the raw
+    `users/@me` or Helix user object). Calls the platform: no transaction may be open. Raises
+    `ConnectorError` and `PlatformNotConfigured`."""
+    tokens = oauth_app_of(config, platform).exchange_code(code=code, redirect_uri=redirect_uri)
     if platform == "platform_b":
         with ChatConnector(api_base=config.b_api_base, timeout=config.http_timeout) as chat:
-            account = chat.fetch_current_user(tokens.access_token)
-        return str(account["id"]), account.get("username"), tokens
+            return chat.fetch_current_user(tokens.access_token), tokens
     with StreamingConnector(
         client_id=config.c_client_id, api_base=config.c_api_base, timeout=config.http_timeout
     ) as streaming:
-        account = streaming.fetch_current_user(tokens.access_token)
-    return str(account["id"]), account.get("login"), tokens
+        return streaming.fetch_current_user(tokens.access_token), tokens
 
 
-def _store_link(
-    attempt: SocialLinkAttempt, account_id: str, account_name: str | None, tokens: TokenSet | None
+def store_link(
+    user_id: int,
+    client_id: int,
+    platform: str,
+    account_id: str,
+    account_name: str | None,
+    tokens: TokenSet | None,
 ) -> SocialLink:
-    link = _find_link(attempt.user_id, attempt.platform)
+    """Store (or replace) the user's link to a proven platform account, with its tokens. Flushes."""
+    link = _find_link(user_id, platform)
     now = utcnow()
     if link is None:
-        link = SocialLink(user_id=attempt.user_id, client_id=attempt.client_id, platform=attempt.platform)
+        link = SocialLink(user_id=user_id, client_id=client_id, platform=platform)
         db.session.add(link)
     if link.account_id != account_id:
         # Another account's data must never be shown as this one's.
@@ -363,7 +383,8 @@ def _commit_rotated_tokens(link: SocialLink, tokens: TokenSet) -> None:
     commit_before_the_edge("rotated OAuth tokens must outlive the rollback of a deferred fetch")
 
 
-def _oauth_app(config: SocialSettings, platform: str) -> OAuthApp:
+def oauth_app_of(config: SocialSettings, platform: str) -> OAuthApp:
+    """The service's OAuth client at platform B or C; `PlatformNotConfigured` without one."""
     if platform == "platform_b":
         if not config.b_client_id:
             raise PlatformNotConfigured("platform_b has no OAuth client configured.")
@@ -577,7 +598,7 @@ def _fetch_platform(
             api_key=config.a_api_key, api_base=config.a_api_base, timeout=config.http_timeout, budget=budget
         ) as game_store:
             return game_store.fetch_social_data(target.account_id)
-    oauth = _oauth_app(config, target.platform)
+    oauth = oauth_app_of(config, target.platform)
     tokens = _tokens_of(target)
     if target.platform == "platform_b":
         with ChatConnector(api_base=config.b_api_base, timeout=config.http_timeout, budget=budget) as chat:

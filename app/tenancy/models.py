@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Iterable
 from datetime import datetime
 
-from sqlalchemy import Boolean, DateTime, Float, ForeignKey, Index, Integer, String, UniqueConstraint
+from sqlalchemy import Boolean, DateTime, Float, ForeignKey, Index, Integer, String, UniqueConstraint, false
 from sqlalchemy.orm import Mapped, mapped_column
 
 from app.db import Base, JSONType, utcnow
@@ -84,6 +84,10 @@ class Client(Base):
     backchannel_logout_uri: Mapped[str | None] = mapped_column(String(2048), nullable=True)
     # How users of the tree sign in (`SIGN_IN_POLICIES`); set on the master client, read from the root.
     sign_in_policy: Mapped[str] = mapped_column(String(24), default=POLICY_EMAIL_CODE, server_default=POLICY_EMAIL_CODE)
+    # Linked platforms whose accounts sign users of the tree in (space-separated), and whether such a
+    # sign-in may create an account; set on the master client, read from the root.
+    linked_sign_in: Mapped[str] = mapped_column(String(64), default="", server_default="")
+    linked_sign_up: Mapped[bool] = mapped_column(Boolean, default=False, server_default=false())
     created_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), default=utcnow)
 
     @property

@@ -33,13 +33,21 @@ def create_user(caller: Caller, profile: dict) -> User:
     Flushes, never commits. Raises `EmailAddressTaken` (409) when the e-mail address is already
     registered anywhere in the caller's client tree.
     """
+    return create_user_in(caller.acting_client_id, caller.root_id, profile)
+
+
+def create_user_in(client_id: int, root_client_id: int, profile: dict) -> User:
+    """Create a user belonging to `client_id` of the tree rooted at `root_client_id` (see `create_user`).
+
+    Flushes, never commits; raises `EmailAddressTaken` (409).
+    """
     profile = {**profile, "email_address": normalise_email(profile["email_address"])}
     email = profile["email_address"]
-    if find_user_by_email(caller.root_id, email) is not None:
+    if find_user_by_email(root_client_id, email) is not None:
         raise EmailAddressTaken("A user with this e-mail address already exists in this client tree.")
     user = User(
-        client_id=caller.acting_client_id,
-        root_client_id=caller.root_id,
+        client_id=client_id,
+        root_client_id=root_client_id,
         email_address=email,
         did=new_network_did(),
         profile=profile,

@@ -86,7 +86,12 @@ def test_the_whole_document_is_exactly_what_is_supported(metadata):
         "prompt_values_supported": ["none", "login", "consent", "select_account"],
         "claims_supported": STANDARD_CLAIMS,
         "claims_parameter_supported": True,
-        "acr_values_supported": ["urn:tessera:acr:email-code", "urn:tessera:acr:passkey", "urn:tessera:acr:mfa"],
+        "acr_values_supported": [
+            "urn:tessera:acr:email-code",
+            "urn:tessera:acr:passkey",
+            "urn:tessera:acr:mfa",
+            "urn:tessera:acr:linked-account",
+        ],
         "backchannel_logout_supported": True,
         "backchannel_logout_session_supported": True,
         "request_parameter_supported": False,

@@ -1,0 +1,147 @@
+"""Sign in with a linked account in a real headless Chromium: the login page's "Sign in with
+Steam/Discord/Twitch" button, through each fake platform and back, consent, and the client's
+redirect with a code whose id_token says `fed`; and the refusal page of an address that belongs to
+another user."""
+
+from __future__ import annotations
+
+import os
+import threading
+
+import pytest
+import requests
+from selenium import webdriver
+from selenium.webdriver.chrome.service import Service
+from selenium.webdriver.common.by import By
+from selenium.webdriver.support import expected_conditions
+from selenium.webdriver.support.ui import WebDriverWait
+from werkzeug.serving import make_server
+
+from app import create_app
+from app.extensions import celery
+from app.oidc.tokens import b64_json
+from tests.support.browser import page_left
+from tests.support.linked import link_account, new_account, platform_settings, turn_on
+from tests.support.oidc import authorize_query, make_tenant, query_of
+from tests.support.social_fakes import FakeChat, FakeGameStore, FakeStreaming, Platforms
+
+pytestmark = pytest.mark.browser
+
+CHROMIUM = os.environ.get("CHROMIUM_BINARY", "/usr/bin/chromium")
+CHROMEDRIVER = os.environ.get("CHROMEDRIVER", "/usr/bin/chromedriver")
+
+
+@pytest.fixture(scope="module")
+def fakes():
+    with FakeGameStore() as game_store, FakeChat() as chat, FakeStreaming() as streaming:
+        yield Platforms(game_store, chat, streaming)
+
+
+@pytest.fixture(scope="module")
+def linked_server(app, real_worker, fakes):
+    """The application on 127.0.0.1, its issuer that address, its platforms the fakes."""
+    holder: dict = {}
+    server = make_server("127.0.0.1", 0, lambda environ, start: holder["app"](environ, start), threaded=True)
+    url = f"http://127.0.0.1:{server.server_port}"
+    holder["app"] = create_app(
+        {
+            "TESTING": True,
+            "BASE_URL": url,
+            "OIDC_ISSUER": url,
+            "OIDC_LOGIN_RATE_LIMIT": "100000 per minute",
+            "OIDC_TOKEN_RATE_LIMIT": "100000 per minute",
+            "OIDC_KEY_CACHE_SECONDS": 0,
+            "RATELIMIT_KEY_PREFIX": app.config["RATELIMIT_KEY_PREFIX"],
+            **platform_settings(fakes),
+        }
+    )
+    celery.flask_app = app  # create_app rebinds the shared Celery app; the session app stays its owner
+    thread = threading.Thread(target=server.serve_forever, name="linked-sign-in-server", daemon=True)
+    thread.start()
+    yield url
+    server.shutdown()
+    thread.join(timeout=5)
+
+
+@pytest.fixture
+def browser():
+    options = webdriver.ChromeOptions()
+    options.binary_location = CHROMIUM
+    for argument in (
+        "--headless",
+        "--no-sandbox",
+        "--disable-background-networking",
+        "--disable-dev-shm-usage",
+        "--disable-gpu",
+        "--window-size=1024,900",
+    ):
+        options.add_argument(argument)
+    driver = webdriver.Chrome(service=Service(executable_path=CHROMEDRIVER), options=options)
+    driver.set_page_load_timeout(30)
+    yield driver
+    driver.quit()
+
+
+def _wait_for(driver, element_id: str):
+    return WebDriverWait(driver, 15).until(expected_conditions.presence_of_element_located((By.ID, element_id)))
+
+
+def _click_and_wait_for_next_page(driver, element_id: str) -> None:
+    page = driver.find_element(By.TAG_NAME, "html")
+    WebDriverWait(driver, 15).until(expected_conditions.element_to_be_clickable((By.ID, element_id))).click()
+    WebDriverWait(driver, 15).until(page_left(page))
+
+
+def _id_token(base_url: str, tenant, redirect_uri: str, code: str) -> dict:
+    response = requests.post(
+        base_url + "/v1/openidc/token",
+        timeout=10,
+        data={
+            "grant_type": "authorization_code",
+            "code": code,
+            "redirect_uri": redirect_uri,
+            "client_id": str(tenant.client_id),
+            "client_secret": tenant.client_secret,
+        },
+    )
+    assert response.status_code == 200, response.text
+    return b64_json(response.json()["id_token"].split(".")[1])
+
+
+@pytest.mark.parametrize(
+    ("platform", "name"), [("platform_a", "Steam"), ("platform_b", "Discord"), ("platform_c", "Twitch")]
+)
+def test_sign_in_through_each_platform_reaches_the_client_with_a_code(
+    app, client, linked_server, callback_server, browser, fakes, platform, name
+):
+    redirect_uri = callback_server.url + "/cb"
+    tenant = make_tenant(app, client, redirect_uris=[redirect_uri], name="Linked University")
+    turn_on(app, tenant, "platform_a", "platform_b", "platform_c")
+    account_id = new_account(fakes, platform)
+    link_account(app, tenant.user_id, tenant.client_id, platform, account_id)
+
+    browser.get(linked_server + authorize_query(tenant, state="linked"))
+    assert _wait_for(browser, f"sign-in-{platform}").text == f"Sign in with {name}"
+    _click_and_wait_for_next_page(browser, f"sign-in-{platform}")
+    _click_and_wait_for_next_page(browser, "allow")
+    WebDriverWait(browser, 15).until(lambda current: current.current_url.startswith(redirect_uri))
+    query = query_of(browser.current_url)
+    assert query["state"] == "linked"
+    identity = _id_token(linked_server, tenant, redirect_uri, query["code"])
+    assert identity["sub"] == str(tenant.user_id)
+    assert identity["amr"] == ["fed"] and identity["acr"] == "urn:tessera:acr:linked-account"
+
+
+def test_an_address_of_another_user_is_refused_on_the_login_page(
+    app, client, linked_server, callback_server, browser, fakes
+):
+    redirect_uri = callback_server.url + "/cb"
+    tenant = make_tenant(app, client, redirect_uris=[redirect_uri], name="Linked University")
+    turn_on(app, tenant, "platform_b", sign_up=True)
+    account_id = new_account(fakes, "platform_b", verified=True)
+    fakes.chat.users[account_id].email = tenant.email
+
+    browser.get(linked_server + authorize_query(tenant))
+    _click_and_wait_for_next_page(browser, "sign-in-platform_b")
+    assert "already exists" in _wait_for(browser, "message").text
+    assert _wait_for(browser, "email").is_displayed()  # the way on: the e-mail code
