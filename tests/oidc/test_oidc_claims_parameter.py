@@ -114,3 +114,12 @@ def test_consent_form_fields_are_bound_to_what_was_shown(client, tenant):
     page = _consent_page(client, tenant, scope="openid", claims=json.dumps({"id_token": {"picture": None}}))
     assert "claim:picture" in set(re.findall(r'data-scope="([^"]+)"', page))
     assert form_fields(page)["shown"]
+
+
+def test_acr_and_standard_claims_in_one_claims_parameter(client, tenant):
+    asked = {"id_token": {"acr": {"essential": True, "value": "urn:tessera:acr:email-code"}, "email": None}}
+    id_token = _claims_of(_tokens(client, tenant, scope="openid", claims=json.dumps(asked))["id_token"])
+    assert id_token["acr"] == "urn:tessera:acr:email-code" and id_token["email"] == tenant.email
+    unreachable = {"id_token": {"acr": {"essential": True, "values": ["urn:tessera:acr:mfa"]}, "email": None}}
+    response = client.get(authorize_query(tenant, scope="openid", claims=json.dumps(unreachable)))
+    assert query_of(response.headers["Location"])["error"] == "unmet_authentication_requirements"

@@ -4,10 +4,14 @@ access tokens of master clients, registered sub-clients that sign users in, and 
 from __future__ import annotations
 
 import json
+from datetime import timedelta
 
 import pytest
 from joserfc.jwk import ECKey
 
+from app.db import transaction, utcnow
+from app.extensions import db
+from app.registration.models import InitialAccessToken
 from tests.support.config import change_settings
 from tests.support.oidc import REDIRECT_URI, Tenant, exchange, make_tenant, sign_in
 from tests.support.servers import serve_on_loopback
@@ -271,3 +275,16 @@ def test_another_master_cannot_manage_or_see_the_registered_client(app, client, 
     assert client.get(f"/v1/sub_client/{created['client_id']}", headers=stranger.headers).status_code == 404
     foreign = client.get(f"{REGISTER}/{created['client_id']}", headers=_bearer(_initial_token(client, stranger)))
     assert foreign.status_code == 401
+
+
+def test_an_expired_initial_access_token_registers_nothing(app, client, tenant):
+    issued = client.post("/v1/openidc/initial_access_tokens", json={"expires_in": 60}, headers=tenant.headers)
+    assert issued.status_code == 201 and issued.get_json()["data"]["expires_at"]
+    token = issued.get_json()["data"]["token"]
+    assert _register(client, token).status_code == 201
+    with app.app_context(), transaction():
+        db.session.get(InitialAccessToken, issued.get_json()["data"]["id"]).expires_at = utcnow() - timedelta(seconds=1)
+    expired = _register(client, token)
+    assert expired.status_code == 401 and expired.get_json()["error"] == "invalid_token"
+    too_short = client.post("/v1/openidc/initial_access_tokens", json={"expires_in": 5}, headers=tenant.headers)
+    assert too_short.status_code == 422
