@@ -129,6 +129,18 @@ def _document_browser_endpoints() -> None:
             "From `POST /v1/openidc/par` (single use): then only `client_id` is sent beside it and "
             "every other parameter comes from the pushed request.",
         ),
+        query(
+            "request",
+            "A request object (RFC 9101): a JWT signed with a key of the client's `jwks` or `jwks_uri` "
+            "(RS256, PS256, ES256, EdDSA), `iss` the client_id, `aud` the issuer, with `exp`; its "
+            "parameters win over those sent beside it. Refused: `invalid_request_object`.",
+        ),
+        query(
+            "claims",
+            "JSON (OpenID Connect Core 5.5): standard claims asked for in the `id_token` and at `userinfo`, "
+            "each listed on the consent page; `acr` with `value`/`values` chooses the sign-in class.",
+        ),
+        query("acr_values", "Space-separated sign-in classes, in order of preference."),
     ]
     authorize_responses = {
         "302": {
