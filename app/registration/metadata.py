@@ -7,6 +7,7 @@ no database: the `jwks_uri` is fetched by the service.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Collection, Mapping
 from dataclasses import dataclass
 from typing import Any
@@ -25,6 +26,9 @@ MAX_REDIRECT_URIS = 20
 MAX_NAME = 70
 MAX_JWKS_KEYS = 10
 _KEY_TYPES = ("RSA", "EC", "OKP")
+# RFC 6749 §3.3 scope tokens, as the sub-client resource takes them.
+_SCOPE_TOKEN = re.compile(r"[\x21\x23-\x5B\x5D-\x7E]{1,64}")
+MAX_SCOPES = 20
 _PRIVATE_MEMBERS = ("d", "p", "q", "dp", "dq", "qi", "k")
 
 
@@ -44,6 +48,8 @@ class ClientMetadata:
     logo_uri: str | None
     require_signed_request_object: bool
     require_pushed_authorization_requests: bool
+    # The scopes a client_credentials client may be granted (RFC 7591 `scope`).
+    scopes: tuple[str, ...] = ()
 
     def client_fields(self) -> dict[str, Any]:
         """The members of the sub-client this registration is (as `SubClientCreateIn` names them)."""
@@ -58,6 +64,7 @@ class ClientMetadata:
             "logo_url": self.logo_uri,
             "require_signed_request_object": self.require_signed_request_object,
             "require_pushed_authorization_requests": self.require_pushed_authorization_requests,
+            "client_credentials_scopes": list(self.scopes),
         }
 
 
@@ -162,6 +169,11 @@ def parse_metadata(
     logo_uri = _string(body, "logo_uri")
     if logo_uri is not None and (problem := logo_url_problem(logo_uri)):
         raise InvalidClientMetadata(f"logo_uri: {problem}")
+    scopes = tuple(dict.fromkeys((_string(body, "scope") or "").split()))
+    if len(scopes) > MAX_SCOPES or not all(_SCOPE_TOKEN.fullmatch(scope) for scope in scopes):
+        raise InvalidClientMetadata(f"scope is at most {MAX_SCOPES} RFC 6749 scope tokens.")
+    if scopes and "client_credentials" not in grant_types:
+        raise InvalidClientMetadata("scope names what the client_credentials grant may be given: register that grant.")
     return ClientMetadata(
         redirect_uris=redirect_uris,
         grant_types=grant_types,
@@ -175,4 +187,5 @@ def parse_metadata(
         logo_uri=logo_uri,
         require_signed_request_object=_boolean(body, "require_signed_request_object"),
         require_pushed_authorization_requests=_boolean(body, "require_pushed_authorization_requests"),
+        scopes=scopes,
     )

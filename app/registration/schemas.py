@@ -38,6 +38,7 @@ class ClientMetadataIn(ma.Schema):
     jwks = ma.fields.Dict(metadata={"description": "Public JWK set (not with jwks_uri)"})
     jwks_uri = ma.fields.String(metadata={"description": "URL of the public JWK set, fetched when registering"})
     id_token_signed_response_alg = ma.fields.String(metadata={"description": "RS256 (default), ES256, EdDSA"})
+    scope = ma.fields.String(metadata={"description": "Scopes the client_credentials grant may be given"})
     require_signed_request_object = ma.fields.Boolean()
     require_pushed_authorization_requests = ma.fields.Boolean()
 

@@ -267,6 +267,11 @@ def registration_document(registration: Registration, client_uri: str) -> dict[s
     if registration.client_secret is not None:
         document["client_secret"] = registration.client_secret
         document["client_secret_expires_at"] = 0
-    optional = {"jwks": client.jwks, "jwks_uri": client.jwks_uri, "logo_uri": client.logo_url}
+    optional = {
+        "jwks": client.jwks,
+        "jwks_uri": client.jwks_uri,
+        "logo_uri": client.logo_url,
+        "scope": " ".join(client.client_credentials_scopes or []) or None,
+    }
     document.update({name: value for name, value in optional.items() if value is not None})
     return document

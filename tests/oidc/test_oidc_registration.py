@@ -126,6 +126,8 @@ def test_initial_access_tokens_are_for_master_clients_only(app, client, registra
         ({"application_type": "desktop"}, "invalid_client_metadata"),
         ({"client_name": "x" * 71}, "invalid_client_metadata"),
         ({"require_signed_request_object": "yes"}, "invalid_client_metadata"),
+        ({"scope": "reports.read"}, "invalid_client_metadata"),  # without the client_credentials grant
+        ({"grant_types": ["client_credentials"], "scope": 'bad"scope'}, "invalid_client_metadata"),
     ],
 )
 def test_metadata_is_checked_as_the_registration_specs_say(client, registrar, metadata, error):
@@ -148,7 +150,11 @@ def test_native_clients_may_redirect_to_loopback_and_machine_clients_need_none(c
     assert native.get_json()["token_endpoint_auth_method"] == "client_secret_basic"  # the default
     machine = client.post(
         REGISTER,
-        json={"grant_types": ["client_credentials"], "token_endpoint_auth_method": "client_secret_post"},
+        json={
+            "grant_types": ["client_credentials"],
+            "token_endpoint_auth_method": "client_secret_post",
+            "scope": "reports.read reports.write",
+        },
         headers=_bearer(token),
     )
     assert machine.status_code == 201, machine.get_json()
@@ -162,6 +168,7 @@ def test_native_clients_may_redirect_to_loopback_and_machine_clients_need_none(c
         },
     )
     assert issued.status_code == 200, issued.get_json()
+    assert body["scope"] == "reports.read reports.write" and issued.get_json()["scope"] == body["scope"]
 
 
 def test_a_private_key_jwt_client_registers_its_keys_and_gets_no_secret(client, registrar):
