@@ -183,6 +183,7 @@ def _register_blueprints(app: Flask) -> None:
     from app.oidc.routes import blp as oidc_blp
     from app.ops.docs import blp as docs_assets_blp
     from app.ops.routes import blp as ops_blp
+    from app.registration.routes import blp as registration_blp
     from app.social.routes import blp as social_blp
     from app.tenancy.routes import blp as tenancy_blp
     from app.tenancy.routes import tokens_blp
@@ -198,6 +199,7 @@ def _register_blueprints(app: Flask) -> None:
         tokens_blp,
         users_blp,
         oidc_blp,
+        registration_blp,
         credentials_blp,
         issuer_blp,
         social_blp,
@@ -224,12 +226,15 @@ def _register_commands(app: Flask) -> None:
     from app.jobs.cli import outbox_cli
     from app.oidc.cli import create_demo, keys_cli
     from app.ops.schema import require_current_schema
+    from app.registration.cli import issue_registration_token, revoke_registration_token
     from app.social.cli import set_linked_sign_in
     from app.tenancy.cli import clients_cli
     from app.users.cli import users_cli
 
     clients_cli.add_command(create_demo)  # the demo sign-in needs OpenID, above the clients feature
     clients_cli.add_command(set_linked_sign_in)  # platforms are the social feature's, above the clients feature
+    clients_cli.add_command(issue_registration_token)  # registration builds on OpenID and clients
+    clients_cli.add_command(revoke_registration_token)
     for group in (clients_cli, outbox_cli, keys_cli, agents_cli, users_cli):
         require_current_schema(group, MIGRATIONS_DIR)
         app.cli.add_command(group)

@@ -22,9 +22,9 @@ from sqlalchemy.orm.attributes import set_committed_value
 
 from app.db import as_utc, utcnow
 from app.extensions import db
-from app.oidc import acr, grants, recaptcha, tokens
+from app.oidc import acr, grants, recaptcha, request_objects, tokens
 from app.oidc.backchannel import queue_logouts, remember_session_client
-from app.oidc.claims import parse_scope
+from app.oidc.claims import ClaimsRequestInvalid, RequestedClaims, parse_claims_request, parse_scope
 from app.oidc.errors import AuthorizationPageError, AuthorizationRedirectError
 from app.oidc.limits import count_hit
 from app.oidc.mail import send_mail
@@ -102,6 +102,7 @@ class AuthorizationParams:
     login_hint: str | None = None
     acr_values: tuple[str, ...] = ()
     acr_essential: bool = False
+    claims: RequestedClaims = grants.NO_CLAIMS
 
 
 @dataclass(frozen=True)
@@ -150,35 +151,68 @@ def validate_redirect_target(raw: Mapping[str, str]) -> tuple[Client, str]:
 
 
 def validate_authorization_request(
-    raw: Mapping[str, str], repeated: frozenset[str] = frozenset(), *, pushed: bool = False
+    raw: Mapping[str, str], repeated: frozenset[str] = frozenset(), *, pushed: bool = False, signed: bool = False
 ) -> AuthorizationParams:
     """Check every parameter; redirect-safe errors raise AuthorizationRedirectError (RFC 6749 §4.1.2.1).
 
     `repeated` names parameters sent more than once, which RFC 6749 §3.1 forbids. `pushed` says
-    the parameters came from a pushed request (PAR), which some clients require.
+    the parameters came from a pushed request (PAR), which some clients require; `signed` that
+    they came in a request object already verified (a pushed one). A `request` object among
+    `raw` is verified and its parameters win (`request_objects`).
     """
     if repeated & {"client_id", "redirect_uri"}:
         raise AuthorizationPageError(
             "The application sent an ambiguous request, so we stopped here.",
             detail=f"{' and '.join(sorted(repeated & {'client_id', 'redirect_uri'}))} sent more than once.",
         )
+    if raw.get("request") and request_objects.enabled() and "request" not in repeated:
+        raw, signed = _with_request_object(raw), True
     client, redirect_uri = validate_redirect_target(raw)
     try:
         if client.require_pushed_authorization_requests and not pushed:
             raise AuthorizationRedirectError("invalid_request", "This client must use pushed authorization requests.")
+        if client.require_signed_request_object and not signed:
+            raise AuthorizationRedirectError("invalid_request", "This client must send a signed request object.")
         return _validated_parameters(raw, repeated, client, redirect_uri)
     except AuthorizationRedirectError as error:
-        state = raw.get("state")
-        location = redirect_uri_with(
-            redirect_uri,
-            {
-                "error": error.error,
-                "error_description": error.description,
-                "state": None if has_unstorable(state) else state,
-                "iss": tokens.issuer(),
-            },
-        )
-        raise AuthorizationRedirectError(error.error, error.description, location=location) from None
+        raise _redirected(error, raw, redirect_uri) from None
+
+
+def _redirected(
+    error: AuthorizationRedirectError, raw: Mapping[str, str], redirect_uri: str
+) -> AuthorizationRedirectError:
+    """`error` with its location: the trusted `redirect_uri` carrying the error, the state and the issuer."""
+    state = raw.get("state")
+    location = redirect_uri_with(
+        redirect_uri,
+        {
+            "error": error.error,
+            "error_description": error.description,
+            "state": None if has_unstorable(state) else state,
+            "iss": tokens.issuer(),
+        },
+    )
+    return AuthorizationRedirectError(error.error, error.description, location=location)
+
+
+def _with_request_object(raw: Mapping[str, str]) -> dict[str, str]:
+    """`raw` with the parameters of its verified request object; a refusal goes back to the
+    redirect_uri sent beside the object when it is registered, else to an error page."""
+    client = get_relying_party(raw.get("client_id"))
+    if client is None:
+        validate_redirect_target(raw)  # the unknown-client page
+    try:
+        return request_objects.merged_parameters(raw, client)
+    except request_objects.RequestObjectRefused as error:
+        refused = AuthorizationRedirectError("invalid_request_object", str(error))
+        redirect_uri = raw.get("redirect_uri") or ""
+        if redirect_uri not in (client.redirect_uris or []):
+            raise AuthorizationPageError(
+                "The application sent a request we could not verify, so we stopped here.",
+                code="invalid_request_object",
+                detail=str(error),
+            ) from None
+        raise _redirected(refused, raw, redirect_uri) from None
 
 
 def _validated_parameters(
@@ -231,7 +265,12 @@ def _validated_parameters(
     # A hint is only a convenience: one we could not store is dropped rather than refused.
     hint = raw.get("login_hint") or ""
     login_hint = None if has_unstorable(hint) else hint.strip()[:254] or None
-    acr_values, acr_essential = _requested_acr(raw)
+    claims_parameter = raw.get("claims") if current(OidcSettings).claims_parameter else None
+    acr_values, acr_essential = _requested_acr(raw.get("acr_values"), claims_parameter)
+    try:
+        requested_claims = parse_claims_request(claims_parameter) if claims_parameter else grants.NO_CLAIMS
+    except ClaimsRequestInvalid as error:
+        raise AuthorizationRedirectError("invalid_request", str(error)) from None
     if acr.target(sign_in_policy(client), acr_values, acr_essential) is None:
         raise AuthorizationRedirectError(
             "unmet_authentication_requirements", "The essential acr cannot be met by this application's sign-in."
@@ -248,22 +287,23 @@ def _validated_parameters(
         login_hint=login_hint,
         acr_values=acr_values,
         acr_essential=acr_essential,
+        claims=requested_claims,
     )
 
 
-def _requested_acr(raw: Mapping[str, str]) -> tuple[tuple[str, ...], bool]:
+def _requested_acr(acr_values: str | None, claims_parameter: str | None) -> tuple[tuple[str, ...], bool]:
     """The acr values asked for, in order of preference, and whether one of them is essential.
 
-    The `claims` parameter's id_token `acr` (OpenID Connect Core 5.5.1.1) wins over `acr_values`;
-    other requested claims are not honoured beyond what the scopes release.
+    The `claims` parameter's id_token `acr` (OpenID Connect Core 5.5.1.1, its `value` or `values`)
+    wins over `acr_values`.
     """
-    values = tuple(dict.fromkeys((raw.get("acr_values") or "").split()))
+    values = tuple(dict.fromkeys((acr_values or "").split()))
     if len(" ".join(values)) > _MAX_ACR_VALUES:
         raise AuthorizationRedirectError("invalid_request", "acr_values is too long.")
-    if not raw.get("claims"):
+    if not claims_parameter:
         return values, False
     try:
-        claims = json.loads(raw["claims"])
+        claims = json.loads(claims_parameter)
     except (ValueError, RecursionError):
         raise AuthorizationRedirectError("invalid_request", "claims is not a JSON object.") from None
     if not isinstance(claims, dict) or not isinstance(claims.get("id_token", {}), dict):
@@ -362,6 +402,7 @@ def _new_request(params: AuthorizationParams, browser_token: str, **fields) -> t
         login_hint=params.login_hint,
         acr_values=" ".join(params.acr_values) or None,
         acr_essential=params.acr_essential,
+        claims=params.claims.to_json(),
         created_at=now,
         expires_at=now + timedelta(seconds=current(OidcSettings).auth_request_ttl),
         **fields,
@@ -384,6 +425,7 @@ def _issue_code(
     sid: str | None,
     amr: str,
     acr_claim: str | None,
+    claims: str | None,
 ) -> str:
     code = random_token(32)
     now = utcnow()
@@ -404,6 +446,7 @@ def _issue_code(
             sid=sid,
             amr=amr,
             acr=acr_claim,
+            claims=claims,
         )
     )
     db.session.flush()
@@ -443,7 +486,7 @@ def start_authorization(params: AuthorizationParams, *, browser_token: str, sess
         _, handle = _new_request(params, browser_token)
         return Outcome(page="login", handle=handle)
     assert session is not None and user is not None
-    if "consent" in params.prompt or not grants.consent_covers(user.id, client, params.scopes):
+    if "consent" in params.prompt or not grants.consent_covers(user.id, client, params.scopes, params.claims):
         if "none" in params.prompt:
             return Outcome(redirect_to=error_redirect(params, "consent_required", "The user has not consented."))
         _, handle = _new_request(
@@ -463,6 +506,7 @@ def start_authorization(params: AuthorizationParams, *, browser_token: str, sess
             sid=session.sid,
             amr=amr,
             acr_claim=acr.claimed_acr(amr, params.acr_values),
+            claims=params.claims.to_json(),
         )
     )
 
@@ -800,7 +844,8 @@ def continue_after_login(request: AuthorizationRequest, client: Client) -> Outco
     request.user_id = request.candidate_user_id
     db.session.flush()
     scopes = request.scope.split()
-    if "consent" in request.prompt.split() or not grants.consent_covers(request.user_id, client, scopes):
+    claims = RequestedClaims.from_json(request.claims)
+    if "consent" in request.prompt.split() or not grants.consent_covers(request.user_id, client, scopes, claims):
         return Outcome(page="consent")
     return Outcome(redirect_to=_finish(request, client))
 
@@ -818,6 +863,7 @@ def _finish(request: AuthorizationRequest, client: Client) -> str:
         sid=request.sid,
         amr=request.amr or acr.LEGACY_AMR,
         acr_claim=acr.claimed_acr(request.amr or acr.LEGACY_AMR, _acr_values(request)),
+        claims=request.claims,
     )
     db.session.delete(request)
     db.session.flush()
@@ -843,7 +889,7 @@ def require_signed_in(request: AuthorizationRequest) -> None:
 
 def consent_items(request: AuthorizationRequest, client: Client) -> tuple[str, ...]:
     """What the consent page asks the user to release to `client` for this request (see `grants`)."""
-    return grants.requested_items(client, request.scope.split())
+    return grants.requested_items(client, request.scope.split(), RequestedClaims.from_json(request.claims))
 
 
 def shown_digest(request: AuthorizationRequest, client: Client) -> str:
@@ -874,7 +920,7 @@ def decide_consent(request: AuthorizationRequest, client: Client, decision: str,
             code="consent_changed",
             detail="The client's registration changed after the consent page was shown.",
         )
-    grants.record_consent(request.user_id, client, request.scope.split())
+    grants.record_consent(request.user_id, client, request.scope.split(), RequestedClaims.from_json(request.claims))
     return _finish(request, client)
 
 

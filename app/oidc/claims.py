@@ -5,6 +5,7 @@ from __future__ import annotations
 import hashlib
 import json
 from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
 from typing import Any
 
 # Claims the provider sets itself; a client's `id_token_claims` mapping can never override them.
@@ -125,3 +126,86 @@ def parse_scope(raw: str | None) -> list[str]:
         if scope in SUPPORTED_SCOPES and scope not in seen:
             seen.append(scope)
     return seen
+
+
+# The `claims` request parameter (OpenID Connect Core 5.5): standard claims asked for one by one.
+CLAIM_ITEM_PREFIX = "claim:"
+STANDARD_CLAIMS = tuple(dict.fromkeys(name for names in SCOPE_CLAIMS.values() for name in names))
+CLAIMS_TARGETS = ("id_token", "userinfo")
+
+
+class ClaimsRequestInvalid(ValueError):
+    """The `claims` parameter is not a JSON object of the shape OpenID Connect Core 5.5 says."""
+
+
+@dataclass(frozen=True)
+class RequestedClaims:
+    """The standard claims a `claims` parameter asks for in the id_token and at userinfo, in order;
+    `essential` names those the client says it needs. Other names (`acr` aside) are ignored."""
+
+    id_token: tuple[str, ...] = ()
+    userinfo: tuple[str, ...] = ()
+    essential: frozenset[str] = frozenset()
+
+    @property
+    def names(self) -> tuple[str, ...]:
+        return tuple(dict.fromkeys((*self.id_token, *self.userinfo)))
+
+    def to_json(self) -> str | None:
+        """The stored form (None when nothing is asked for)."""
+        if not self.names:
+            return None
+        document = {
+            "id_token": list(self.id_token),
+            "userinfo": list(self.userinfo),
+            "essential": sorted(self.essential),
+        }
+        return json.dumps(document, separators=(",", ":"))
+
+    @classmethod
+    def from_json(cls, text: str | None) -> RequestedClaims:
+        """The stored form read back (`to_json`); nothing asked for when None."""
+        if not text:
+            return cls()
+        document = json.loads(text)
+        return cls(tuple(document["id_token"]), tuple(document["userinfo"]), frozenset(document["essential"]))
+
+
+def parse_claims_request(text: str) -> RequestedClaims:
+    """The standard claims a `claims` parameter asks for; `ClaimsRequestInvalid` when malformed.
+
+    Each member is null or an object with `essential` (boolean), `value` or `values` (an array).
+    """
+    try:
+        document = json.loads(text)
+    except (ValueError, RecursionError):
+        raise ClaimsRequestInvalid("claims is not a JSON object.") from None
+    if not isinstance(document, dict):
+        raise ClaimsRequestInvalid("claims is not a JSON object.")
+    asked: dict[str, tuple[str, ...]] = {}
+    essential: set[str] = set()
+    for target in CLAIMS_TARGETS:
+        members = document.get(target) or {}
+        if not isinstance(members, dict):
+            raise ClaimsRequestInvalid(f"claims.{target} must be an object.")
+        for name, spec in members.items():
+            if spec is not None and not isinstance(spec, dict):
+                raise ClaimsRequestInvalid(f"claims.{target}.{name[:64]} must be an object or null.")
+            spec = spec or {}
+            if not isinstance(spec.get("essential", False), bool) or not isinstance(spec.get("values", []), list):
+                raise ClaimsRequestInvalid(f"claims.{target}.{name[:64]}: essential is a boolean, values an array.")
+            if spec.get("essential") and name in STANDARD_CLAIMS:
+                essential.add(name)
+        asked[target] = tuple(name for name in members if name in STANDARD_CLAIMS)
+    return RequestedClaims(asked["id_token"], asked["userinfo"], frozenset(essential))
+
+
+def claim_items(requested: RequestedClaims, scopes: Iterable[str]) -> tuple[str, ...]:
+    """The consent items of the claims asked for one by one that the scopes do not already release."""
+    released = {claim for scope in scopes for claim in SCOPE_CLAIMS.get(scope, ())}
+    return tuple(CLAIM_ITEM_PREFIX + name for name in requested.names if name not in released)
+
+
+def selected_claims(standard: Mapping[str, Any], names: Iterable[str]) -> dict[str, Any]:
+    """The claims `names` of `standard`, omitting those the profile does not hold."""
+    return {name: standard[name] for name in names if name in standard}

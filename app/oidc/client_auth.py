@@ -260,7 +260,7 @@ def _jwks_cache() -> _JwksCache:
     return current_app.extensions.setdefault("oidc_client_jwks", _JwksCache())
 
 
-def _fetch_jwks(url: str) -> dict:
+def fetch_jwks(url: str) -> dict:
     """The JWK set at `url`; raises `OutboundRefused` with the reason, for the log only.
 
     A remote that answered something else may answer well later: that failure is `transient`.
@@ -307,10 +307,22 @@ def fetch_assertion_keys(credentials: PresentedCredentials) -> None:
     if header.get("alg") not in KEY_ALGORITHMS or not isinstance(claims.get("iss"), str):
         return
     client = get_client_by_id(claims["iss"])
-    url = client.jwks_uri if client is not None and client.token_endpoint_auth_method == "private_key_jwt" else None
+    if client is not None and client.token_endpoint_auth_method == "private_key_jwt":
+        fetch_client_keys(client, header.get("kid"))
+
+
+def fetch_client_keys(client: Client, kid: object) -> None:
+    """Fetch the keys of `client`'s `jwks_uri` unless it registers `jwks` or they are cached (a key
+    named `kid` is looked for at most every 10 s); for `client_key_set` to read.
+
+    Ends the reads first and fetches through the outbound guard, one request per URL at a time,
+    within `OUTBOUND_DEADLINE`: must be called before the unit of work's first write. Never raises
+    for the request's sake: a failure is remembered and `client_key_set` says the keys are unavailable.
+    """
+    url, client_id = client.jwks_uri, client.id
     if not url or client.jwks:
         return
-    cache, kid = _jwks_cache(), header.get("kid")
+    cache = _jwks_cache()
     if not _needs_fetch(cache.get(url), kid, time.monotonic()):
         return
     end_reads("the client's jwks_uri is fetched with no transaction open")
@@ -319,9 +331,9 @@ def fetch_assertion_keys(credentials: PresentedCredentials) -> None:
         if not _needs_fetch(cache.get(url), kid, now):  # fetched meanwhile by a concurrent request
             return
         try:
-            cache.put(url, now, _fetch_jwks(url))
+            cache.put(url, now, fetch_jwks(url))
         except outbound.OutboundRefused as error:
-            log.warning("jwks_uri of client %s cannot be used: %s", client.id, error)
+            log.warning("jwks_uri of client %s cannot be used: %s", client_id, error)
             # A failure of the remote is remembered for a while; a refusal of the URL itself is decided afresh.
             if error.transient:
                 cache.put(url, now, None)
@@ -329,25 +341,38 @@ def fetch_assertion_keys(credentials: PresentedCredentials) -> None:
                 cache.drop(url)
 
 
+class KeysUnavailable(Exception):
+    """The client registers no keys, or its `jwks_uri` keys were not obtained, or they cannot be read."""
+
+
 def _jwks_document(url: str) -> dict:
-    """The cached JWK set of `url` (`fetch_assertion_keys` fetched it); `InvalidClient` without one."""
+    """The cached JWK set of `url` (`fetch_client_keys` fetched it); `KeysUnavailable` without one."""
     cached = _jwks_cache().get(url)
     if cached is None or cached[1] is None:
-        raise InvalidClient(KEYS_UNAVAILABLE)
+        raise KeysUnavailable(KEYS_UNAVAILABLE)
     return cached[1]
 
 
-def _client_keys(client: Client, kid: object) -> KeySet:
+def client_key_set(client: Client, kid: object) -> KeySet:
+    """The public keys of `client` (only the one named `kid` when given) from its `jwks`, or from its
+    `jwks_uri` as `fetch_client_keys` cached them; `KeysUnavailable` with the reason otherwise."""
     if client.jwks:
         document = client.jwks
     elif client.jwks_uri:
         document = _jwks_document(client.jwks_uri)
     else:
-        raise InvalidClient()
+        raise KeysUnavailable(InvalidClient().description)
     public = [key for key in document.get("keys", []) if isinstance(key, dict) and "d" not in key]
     if kid is not None:
         public = [key for key in public if key.get("kid") == kid]
     try:
         return KeySet.import_key_set({"keys": public})
     except (JoseError, ValueError, TypeError, KeyError):
-        raise InvalidClient("The client's keys cannot be read.") from None
+        raise KeysUnavailable("The client's keys cannot be read.") from None
+
+
+def _client_keys(client: Client, kid: object) -> KeySet:
+    try:
+        return client_key_set(client, kid)
+    except KeysUnavailable as error:
+        raise InvalidClient(str(error)) from None

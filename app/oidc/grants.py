@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import hmac
 from collections.abc import Iterable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Protocol
 
 from sqlalchemy import select
@@ -27,15 +27,19 @@ from app.oidc.claims import (
     APP_CLAIMS_SCOPE,
     CREDENTIALS_SCOPE,
     SCOPE_CLAIMS,
+    RequestedClaims,
     application_claims,
+    claim_items,
     claims_for_scopes,
     mapping_fingerprint,
+    selected_claims,
     standard_claims,
 )
 from app.oidc.errors import InsufficientScope
 from app.oidc.models import Consent
 
 RELEASE_ITEMS = (APP_CLAIMS_SCOPE, CREDENTIALS_SCOPE)
+NO_CLAIMS = RequestedClaims()
 
 
 class Registration(Protocol):
@@ -61,17 +65,22 @@ class Holder(Protocol):
     email_address: str | None
 
 
-def requested_items(client: Registration, scopes: Iterable[str]) -> tuple[str, ...]:
-    """What a request with `scopes` asks the user to release to `client`, in order.
+def requested_items(
+    client: Registration, scopes: Iterable[str], claims: RequestedClaims = NO_CLAIMS
+) -> tuple[str, ...]:
+    """What a request with `scopes` (and the `claims` parameter's `claims`) asks the user to release
+    to `client`, in order.
 
     The scopes themselves, then `app_claims` when the client maps claims and `credentials` when
-    its registration reads credentials; a request naming either of these narrows to those named.
+    its registration reads credentials (a request naming either of these narrows to those named),
+    then `claim:<name>` for each claim asked for one by one that no requested scope releases.
     """
     scopes = list(dict.fromkeys(scopes))
     named = [scope for scope in scopes if scope in RELEASE_ITEMS]
     items = [scope for scope in scopes if scope not in RELEASE_ITEMS]
     offered = {APP_CLAIMS_SCOPE: bool(client.id_token_claims), CREDENTIALS_SCOPE: client.reads_credentials is not False}
     items.extend(item for item in RELEASE_ITEMS if offered[item] and (not named or item in named))
+    items.extend(claim_items(claims, scopes))
     return tuple(items)
 
 
@@ -105,15 +114,19 @@ def _still_consented(consent: RememberedConsent | None, client: Registration, it
     return allowed
 
 
-def consent_covers(user_id: int, client: Registration, scopes: Iterable[str]) -> bool:
-    """Whether the remembered consent covers everything a request with `scopes` would release."""
-    items = requested_items(client, scopes)
+def consent_covers(
+    user_id: int, client: Registration, scopes: Iterable[str], claims: RequestedClaims = NO_CLAIMS
+) -> bool:
+    """Whether the remembered consent covers everything a request with `scopes` and `claims` would release."""
+    items = requested_items(client, scopes, claims)
     return set(items) <= _still_consented(_consent(user_id, client.id), client, items)
 
 
-def record_consent(user_id: int, client: Registration, scopes: Iterable[str]) -> None:
-    """Remember that the user allowed what a request with `scopes` releases (flushes, never commits)."""
-    items = requested_items(client, scopes)
+def record_consent(
+    user_id: int, client: Registration, scopes: Iterable[str], claims: RequestedClaims = NO_CLAIMS
+) -> None:
+    """Remember that the user allowed what a request with `scopes` and `claims` releases (flushes, never commits)."""
+    items = requested_items(client, scopes, claims)
     consent = _consent(user_id, client.id)
     if consent is None:
         consent = Consent(user_id=user_id, client_id=client.id, scope="", granted_at=utcnow())
@@ -128,12 +141,15 @@ def record_consent(user_id: int, client: Registration, scopes: Iterable[str]) ->
 
 @dataclass(frozen=True)
 class Grant:
-    """What one token of `client` may read of `user`: the scopes it carries and the consented items."""
+    """What one token of `client` may read of `user`: the scopes it carries, the consented items,
+    and the standard claims its request asked for one by one for this read (`claims`), which
+    the user allowed before its code was issued."""
 
     client: Registration
     user: Holder
     scopes: tuple[str, ...]
     items: frozenset[str]
+    claims: tuple[str, ...] = ()
 
     def allows(self, item: str) -> bool:
         """Whether the token may read `item`: a standard scope, `app_claims` or `credentials`."""
@@ -150,22 +166,30 @@ class Grant:
             return {}
         return application_claims(self.client.id_token_claims or {}, self.user.profile or {}, self.user.email_address)
 
+    def requested_claims(self, names: Iterable[str]) -> dict:
+        """The standard claims `names` the request asked for one by one, that the profile holds."""
+        return selected_claims(standard_claims(self.user.profile or {}, self.user.email_address), names)
+
     def userinfo(self) -> dict:
-        """The OpenID userinfo document: mapped claims, the standard claims of the scopes, the subject."""
+        """The OpenID userinfo document: mapped claims, the standard claims of the scopes and of the
+        `claims` parameter, the subject."""
         document = self.application_claims()
         standard = standard_claims(self.user.profile or {}, self.user.email_address)
         document.update(claims_for_scopes(self.scopes, standard))
+        document.update(selected_claims(standard, self.claims))
         return document
 
 
-def grant_for(client: Registration, user: Holder, scopes: Iterable[str]) -> Grant:
-    """What a token of `client` for `user` with `scopes` may read today.
+def grant_for(client: Registration, user: Holder, scopes: Iterable[str], claims: Iterable[str] = ()) -> Grant:
+    """What a token of `client` for `user` with `scopes` (and the standard `claims` its request asked
+    for at this read) may read today.
 
     Standard scopes were consented to before the token's code was issued; the client's mapped
     claims and the credential list are checked against the remembered consent at every read, so a
     changed mapping or a registration that stopped reading credentials releases nothing more.
     """
-    return grant_of_consent(client, user, scopes, _consent(user.id, client.id))
+    grant = grant_of_consent(client, user, scopes, _consent(user.id, client.id))
+    return replace(grant, claims=tuple(claims))
 
 
 def grant_of_consent(

@@ -94,6 +94,8 @@ class AuthorizationRequest(Base):
     # A proven platform account whose verified e-mail belongs to an existing user: linked to that
     # user only once they have signed in another way in this request (`app.social.sign_in.PendingLink`).
     linked_pending: Mapped[dict | None] = mapped_column(JSONType, nullable=True)
+    # The standard claims the `claims` parameter asked for (`RequestedClaims.to_json`), if any.
+    claims: Mapped[str | None] = mapped_column(Text, nullable=True)
 
 
 class AuthorizationCode(Base):
@@ -120,6 +122,8 @@ class AuthorizationCode(Base):
     # codes older than the columns.
     amr: Mapped[str | None] = mapped_column(String(64), nullable=True)
     acr: Mapped[str | None] = mapped_column(String(64), nullable=True)
+    # The standard claims the `claims` parameter asked for and the user allowed (`RequestedClaims.to_json`).
+    claims: Mapped[str | None] = mapped_column(Text, nullable=True)
 
 
 class RevokedToken(Base):
@@ -220,6 +224,8 @@ class RefreshToken(Base):
     access_token_expires_at: Mapped[datetime | None] = mapped_column(DateTime(timezone=True), nullable=True)
     amr: Mapped[str | None] = mapped_column(String(64), nullable=True)
     acr: Mapped[str | None] = mapped_column(String(64), nullable=True)
+    # The standard claims the `claims` parameter asked for and the user allowed (`RequestedClaims.to_json`).
+    claims: Mapped[str | None] = mapped_column(Text, nullable=True)
 
 
 class ClientAssertion(Base):
@@ -239,6 +245,8 @@ class PushedRequest(Base):
     reference_hash: Mapped[str] = mapped_column(String(64), primary_key=True)
     client_id: Mapped[int] = mapped_column(ForeignKey("clients.id", ondelete="CASCADE"), index=True)
     parameters: Mapped[dict] = mapped_column(JSONType)
+    # Whether the parameters came in a request object signed with the client's keys (RFC 9101).
+    signed_request_object: Mapped[bool] = mapped_column(Boolean, default=False, server_default=false())
     expires_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), index=True)
     used_at: Mapped[datetime | None] = mapped_column(DateTime(timezone=True), nullable=True)
 

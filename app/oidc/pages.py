@@ -18,9 +18,9 @@ from werkzeug.routing import Rule
 from app.db import commit_before_the_edge
 from app.extensions import api, limiter
 from app.http import accepts
-from app.oidc import account, authorize, branding, linked, par
+from app.oidc import account, authorize, branding, linked, par, request_objects
 from app.oidc.authorize import LoginStep, Outcome
-from app.oidc.claims import APP_CLAIMS_SCOPE, SCOPE_CLAIMS
+from app.oidc.claims import APP_CLAIMS_SCOPE, CLAIM_ITEM_PREFIX, SCOPE_CLAIMS, RequestedClaims
 from app.oidc.errors import AuthorizationPageError, AuthorizationRedirectError
 from app.oidc.limits import network_retry_after, sign_in_network
 from app.oidc.models import AuthorizationRequest
@@ -58,6 +58,32 @@ SCOPE_DESCRIPTIONS = {
     "credentials": "Your verified credentials",
     "offline_access": "Stay connected while you are away (until you sign out of it or it expires)",
 }
+
+# Claims a request asks for one by one (the `claims` parameter), each listed on the consent page.
+CLAIM_DESCRIPTIONS = {
+    "name": "Your full name",
+    "given_name": "Your first name",
+    "family_name": "Your last name",
+    "middle_name": "Your middle name",
+    "preferred_username": "Your username",
+    "picture": "Your picture",
+    "gender": "Your gender",
+    "birthdate": "Your birth date",
+    "locale": "Your language",
+    "email": "Your e-mail address",
+    "email_verified": "Whether your e-mail address is verified",
+    "phone_number": "Your phone number",
+    "phone_number_verified": "Whether your phone number is verified",
+    "address": "Your country, region and city",
+}
+
+
+def _item_description(item: str, essential: frozenset[str]) -> str:
+    """How the consent page names an item; a claim the application says it needs says so."""
+    if not item.startswith(CLAIM_ITEM_PREFIX):
+        return SCOPE_DESCRIPTIONS.get(item, item)
+    name = item[len(CLAIM_ITEM_PREFIX) :]
+    return CLAIM_DESCRIPTIONS.get(name, name) + (" (required by the application)" if name in essential else "")
 
 
 @blp.record_once
@@ -103,6 +129,18 @@ def _document_browser_endpoints() -> None:
             "From `POST /v1/openidc/par` (single use): then only `client_id` is sent beside it and "
             "every other parameter comes from the pushed request.",
         ),
+        query(
+            "request",
+            "A request object (RFC 9101): a JWT signed with a key of the client's `jwks` or `jwks_uri` "
+            "(RS256, PS256, ES256, EdDSA), `iss` the client_id, `aud` the issuer, with `exp`; its "
+            "parameters win over those sent beside it. Refused: `invalid_request_object`.",
+        ),
+        query(
+            "claims",
+            "JSON (OpenID Connect Core 5.5): standard claims asked for in the `id_token` and at `userinfo`, "
+            "each listed on the consent page; `acr` with `value`/`values` chooses the sign-in class.",
+        ),
+        query("acr_values", "Space-separated sign-in classes, in order of preference."),
     ]
     authorize_responses = {
         "302": {
@@ -449,11 +487,13 @@ def authorization():
     browser_token, new_browser = _browser_token()
     values = request.args.to_dict()
     repeated = frozenset(name for name, given in request.args.lists() if len(given) > 1)
-    pushed = bool(values.get("request_uri"))
+    pushed, signed = bool(values.get("request_uri")), False
     if pushed:
-        values, repeated = par.redeem_request(values), frozenset()
+        (values, signed), repeated = par.redeem_request(values), frozenset()
+    else:
+        request_objects.prefetch_keys(values)
     try:
-        params = authorize.validate_authorization_request(values, repeated, pushed=pushed)
+        params = authorize.validate_authorization_request(values, repeated, pushed=pushed, signed=signed)
     except AuthorizationRedirectError as error:
         return _redirect(error.location)
     outcome = authorize.start_authorization(
@@ -683,6 +723,7 @@ def consent():
     authorize.require_signed_in(request_row)
     user = authorize.signed_in_user(request_row)
     items = authorize.consent_items(request_row, client)
+    essential = RequestedClaims.from_json(request_row.claims).essential
     return _page(
         "consent.html",
         browser_token=browser_token,
@@ -691,9 +732,9 @@ def consent():
         handle=handle,
         email=user.email_address if user else "",
         scopes=[
-            (item, SCOPE_DESCRIPTIONS.get(item, item))
+            (item, _item_description(item, essential))
             for item in items
-            if item in SCOPE_DESCRIPTIONS or item in SCOPE_CLAIMS
+            if item in SCOPE_DESCRIPTIONS or item in SCOPE_CLAIMS or item.startswith(CLAIM_ITEM_PREFIX)
         ],
         # (claim name, profile field in words) of each mapped claim the client would receive.
         claims=sorted((claim, field.replace("_", " ")) for claim, field in (client.id_token_claims or {}).items())

@@ -12,6 +12,7 @@ from sqlalchemy import update
 
 from app.db import utcnow
 from app.extensions import db
+from app.oidc import request_objects
 from app.oidc.authorize import validate_authorization_request
 from app.oidc.errors import AuthorizationPageError, AuthorizationRedirectError, InvalidRequest, OAuthError
 from app.oidc.models import PushedRequest
@@ -38,8 +39,9 @@ def _hash(reference: str) -> str:
 def push_request(client: Client, raw: Mapping[str, str]) -> dict:
     """Validate and store an authorization request of the authenticated `client`.
 
-    Raises InvalidRequest when it names another client or carries a request_uri, and
-    PushedRequestInvalid with the authorization endpoint's error otherwise.
+    A `request` object among them is verified and its parameters stored in its place. Raises
+    InvalidRequest when it names another client or carries a request_uri, and PushedRequestInvalid
+    with the authorization endpoint's error otherwise (`invalid_request_object` for the object).
     """
     parameters = {
         name: value
@@ -51,8 +53,13 @@ def push_request(client: Client, raw: Mapping[str, str]) -> dict:
     if "request_uri" in parameters:
         raise InvalidRequest("A pushed request cannot itself carry a request_uri.")
     parameters["client_id"] = str(client.id)
+    signed = bool(parameters.get("request")) and request_objects.enabled()
     try:
-        validate_authorization_request(parameters, pushed=True)
+        if signed:
+            parameters = request_objects.merged_parameters(parameters, client)
+        validate_authorization_request(parameters, pushed=True, signed=signed)
+    except request_objects.RequestObjectRefused as error:
+        raise PushedRequestInvalid("invalid_request_object", str(error)) from None
     except AuthorizationRedirectError as error:
         raise PushedRequestInvalid(error.error, error.description) from None
     except AuthorizationPageError as error:
@@ -64,6 +71,7 @@ def push_request(client: Client, raw: Mapping[str, str]) -> dict:
             reference_hash=_hash(reference),
             client_id=client.id,
             parameters=parameters,
+            signed_request_object=signed,
             expires_at=utcnow() + timedelta(seconds=ttl),
         )
     )
@@ -71,8 +79,9 @@ def push_request(client: Client, raw: Mapping[str, str]) -> dict:
     return {"request_uri": REQUEST_URI_PREFIX + reference, "expires_in": ttl}
 
 
-def redeem_request(raw: Mapping[str, str]) -> dict[str, str]:
-    """The pushed parameters behind `request_uri`, consumed; AuthorizationPageError if unusable.
+def redeem_request(raw: Mapping[str, str]) -> tuple[dict[str, str], bool]:
+    """The pushed parameters behind `request_uri`, consumed, and whether they came in a signed
+    request object; AuthorizationPageError if unusable.
 
     One conditional UPDATE consumes it, so of two concurrent redemptions only one succeeds.
     """
@@ -90,9 +99,9 @@ def redeem_request(raw: Mapping[str, str]) -> dict[str, str]:
             PushedRequest.expires_at > utcnow(),
         )
         .values(used_at=utcnow())
-        .returning(PushedRequest.client_id, PushedRequest.parameters)
+        .returning(PushedRequest.client_id, PushedRequest.parameters, PushedRequest.signed_request_object)
         .execution_options(synchronize_session=False)
     ).first()
     if row is None or raw.get("client_id") != str(row.client_id):
         raise gone
-    return dict(row.parameters)
+    return dict(row.parameters), bool(row.signed_request_object)

@@ -43,6 +43,7 @@ class ConsumedToken:
     expires_at: datetime
     amr: str | None = None
     acr: str | None = None
+    claims: str | None = None
 
 
 def _hash(raw: str) -> str:
@@ -84,8 +85,11 @@ def add_member(
     family_expires_at: datetime | None,
     access_token_jti: str,
     access_token_expires_at: datetime,
+    claims: str | None = None,
 ) -> tuple[str, str]:
-    """Store a new refresh token (a new family when `family` is None); returns (plaintext, family)."""
+    """Store a new refresh token (a new family when `family` is None); returns (plaintext, family).
+
+    `claims` are the standard claims its request asked for one by one (`RequestedClaims.to_json`)."""
     absolute, idle = lifetimes(client)
     now = utcnow()
     family_end = family_expires_at or now + timedelta(seconds=absolute)
@@ -101,6 +105,7 @@ def add_member(
             sid=sid,
             amr=amr,
             acr=acr,
+            claims=claims,
             created_at=now,
             family_expires_at=family_end,
             expires_at=min(family_end, now + timedelta(seconds=idle)),
@@ -132,6 +137,7 @@ def consume(raw: str) -> ConsumedToken | None:
             RefreshToken.expires_at,
             RefreshToken.amr,
             RefreshToken.acr,
+            RefreshToken.claims,
         )
         .execution_options(synchronize_session=False)
     ).first()
@@ -148,6 +154,7 @@ def consume(raw: str) -> ConsumedToken | None:
         as_utc(row.expires_at),
         row.amr,
         row.acr,
+        row.claims,
     )
 
 

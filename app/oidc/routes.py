@@ -6,10 +6,11 @@ The token, revocation and introspection endpoints answer RFC 6749 §5.2 errors
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 from urllib.parse import parse_qsl, unquote_plus, urlsplit
 
-from flask import Response, current_app, g, jsonify, request
+from flask import Flask, Response, current_app, g, jsonify, request
 from flask_limiter.errors import RateLimitExceeded
 from flask_smorest import Blueprint
 from werkzeug.datastructures import Authorization
@@ -19,7 +20,7 @@ from app.db import commit_before_the_edge
 from app.errors import BadRequest, NotFound
 from app.extensions import limiter
 from app.http import UnsupportedMediaType, accepts, is_loopback_client, no_store, problem_doc
-from app.oidc import acr, client_auth, keys, mail, par, service
+from app.oidc import acr, client_auth, keys, mail, par, request_objects, service
 from app.oidc.auth import require_grant
 from app.oidc.claims import SCOPE_CLAIMS, SUPPORTED_SCOPES
 from app.oidc.errors import BodyTooLarge, InvalidClient, InvalidRequest, OAuthError, UnsupportedBodyType
@@ -46,6 +47,7 @@ from app.web.problem import handle_domain_error, handle_http_exception, rate_lim
 blp = Blueprint("oidc", __name__, description="OpenID Connect provider: tokens, userinfo, keys")
 
 FORM = "application/x-www-form-urlencoded"
+_DISCOVERY_EXTENSIONS = "oidc.discovery_extensions"
 JSON = "application/json"
 _OAUTH_ENDPOINTS = frozenset({"oidc.token", "oidc.revoke", "oidc.introspect", "oidc.pushed_authorization_request"})
 _OAUTH_ERRORS = {
@@ -287,6 +289,7 @@ def pushed_authorization_request():
     answer the code the authorization endpoint would have sent to the redirect_uri.
     """
     values = _parameters()
+    request_objects.prefetch_keys(values)
     return par.push_request(_authenticated_client_for(values), values)
 
 
@@ -354,7 +357,8 @@ def _origin(url: str) -> str:
 @blp.response(200)
 def discovery():
     """OpenID Provider metadata (OpenID Connect Discovery 1.0)."""
-    issuer = current(OidcSettings).issuer
+    settings = current(OidcSettings)
+    issuer = settings.issuer
     base = _origin(issuer)
     claims = sorted(
         {"sub", "user_id", "did", "iss", "aud", "exp", "iat", "auth_time", "nonce", "at_hash", "sid"}
@@ -386,16 +390,28 @@ def discovery():
         "code_challenge_methods_supported": ["S256"],
         "prompt_values_supported": ["none", "login", "consent", "select_account"],
         "claims_supported": claims,
-        "claims_parameter_supported": True,
+        "claims_parameter_supported": settings.claims_parameter,
         "acr_values_supported": list(acr.ACR_VALUES),
         "backchannel_logout_supported": True,
         "backchannel_logout_session_supported": True,
-        "request_parameter_supported": False,
+        "request_parameter_supported": settings.request_objects,
+        # Only the request_uri of a pushed request (PAR) is accepted, never one to fetch.
         "request_uri_parameter_supported": False,
         "authorization_response_iss_parameter_supported": True,
         "ui_locales_supported": ["en"],
     }
+    if settings.request_objects:
+        document["request_object_signing_alg_values_supported"] = list(request_objects.ALGORITHMS)
+        document["require_signed_request_object"] = False
+    for build in current_app.extensions.get(_DISCOVERY_EXTENSIONS, ()):
+        document.update(build(base))
     return document, 200, {"Cache-Control": "public, max-age=300"}
+
+
+def add_discovery_metadata(app: Flask, build: Callable[[str], dict]) -> None:
+    """Let a feature built on the provider add members to the discovery document: `build(origin)`
+    answers them (none while the feature is off), given the issuer's origin."""
+    app.extensions.setdefault(_DISCOVERY_EXTENSIONS, []).append(build)
 
 
 @blp.route("/dev/outbox", methods=["GET"])

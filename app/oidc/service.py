@@ -23,6 +23,7 @@ from app.db import as_utc, utcnow
 from app.dialect import DriverStatement
 from app.extensions import db
 from app.oidc import client_auth, grants, keys, refresh, tokens
+from app.oidc.claims import RequestedClaims
 from app.oidc.client_auth import (
     SECRET_METHODS,
     ClientAuthenticator,
@@ -177,6 +178,7 @@ def exchange_code(
             sid=redeemed.sid,
             amr=redeemed.amr,
             acr=redeemed.acr,
+            claims=redeemed.claims,
             family=None,
             family_expires_at=None,
             access_token_jti=redemption.jti,
@@ -274,12 +276,13 @@ def redeem_code(
     if row is None:
         return None
     if read is not None:  # no data-modifying CTE: the user and client are read after the update
-        user_id, scope, nonce, auth_time, sid, amr, acr = row
-        row = (scope, nonce, auth_time, sid, amr, acr, *read.first(connection, {"user_id": user_id, **parameters}))
-    scope, nonce, auth_time, sid, amr, acr, *user_and_client, consented_scope, claims_fingerprint = row
+        user_id, scope, nonce, auth_time, sid, amr, acr, claims = row
+        row = (scope, nonce, auth_time, sid, amr, acr, claims,
+               *read.first(connection, {"user_id": user_id, **parameters}))  # fmt: skip
+    scope, nonce, auth_time, sid, amr, acr, claims, *user_and_client, consented_scope, claims_fingerprint = row
     consent = None if consented_scope is None else _RememberedConsent(consented_scope, claims_fingerprint)
     return _RedeemedCode(scope, nonce, as_utc(auth_time), sid, amr, acr, _TokenUser(*user_and_client[:4]),
-                         _TokenClient(*user_and_client[4:]), consent)  # fmt: skip
+                         _TokenClient(*user_and_client[4:]), consent, claims)  # fmt: skip
 
 
 def explain_refused_code(
@@ -339,6 +342,7 @@ class _RedeemedCode:
     user: _TokenUser
     client: _TokenClient
     consent: _RememberedConsent | None
+    claims: str | None  # the standard claims the `claims` parameter asked for (`RequestedClaims.to_json`)
 
 
 @dataclass(frozen=True, slots=True)
@@ -381,6 +385,7 @@ def _consume_update(*conditions: Any) -> Update:
             AuthorizationCode.sid,
             AuthorizationCode.amr,
             AuthorizationCode.acr,
+            AuthorizationCode.claims,
         )
     )
 
@@ -431,8 +436,8 @@ def _redeem_statements(
         return DriverStatement(consume), DriverStatement(read)
     code = consume.cte("consumed")
     return DriverStatement(
-        select(code.c.scope, code.c.nonce, code.c.auth_time, code.c.sid, code.c.amr, code.c.acr, *_TOKEN_FIELDS,
-               Consent.scope, Consent.claims_fingerprint)
+        select(code.c.scope, code.c.nonce, code.c.auth_time, code.c.sid, code.c.amr, code.c.acr, code.c.claims,
+               *_TOKEN_FIELDS, Consent.scope, Consent.claims_fingerprint)
         .join(User, User.id == code.c.user_id)
         .join(Client, Client.id == bindparam("given_client_id"))
         .outerjoin(Consent, consent)
@@ -492,14 +497,21 @@ def _user_tokens(
     jti: str,
     issued_at: int,
     refresh_token: str | None,
+    claims: str | None,
     grant: grants.Grant | None = None,
 ) -> TokenResponse:
-    """The token response; `grant` (what the tokens may release) is read when not given."""
+    """The token response; `grant` (what the tokens may release) is read when not given. `claims`
+    (`RequestedClaims.to_json`) are the standard claims the request asked for one by one, which
+    the user allowed: those for the id_token are added to it, those for userinfo named in the
+    access token (`userinfo_claims`)."""
+    requested = RequestedClaims.from_json(claims)
     access_token, _ = tokens.issue_access_token(
-        client_id=client.id, user_id=user.id, scope=scope, alg=access_token_alg(client), now=issued_at, jti=jti
-    )
+        client_id=client.id, user_id=user.id, scope=scope, alg=access_token_alg(client), now=issued_at, jti=jti,
+        userinfo_claims=requested.userinfo,
+    )  # fmt: skip
     id_token = None
     if "openid" in scope.split():
+        grant = grant or grants.grant_for(client, user, scope.split())
         id_token = tokens.issue_id_token(
             client_id=client.id,
             user_id=user.id,
@@ -507,7 +519,7 @@ def _user_tokens(
             auth_time=int(auth_time.timestamp()),
             nonce=nonce,
             access_token=access_token,
-            extra_claims=(grant or grants.grant_for(client, user, scope.split())).application_claims(),
+            extra_claims={**grant.requested_claims(requested.id_token), **grant.application_claims()},
             alg=client_alg(client),
             now=issued_at,
             sid=sid,
@@ -529,7 +541,7 @@ def _redeemed_tokens(
     return _user_tokens(client, redeemed.user, scope=redeemed.scope, auth_time=redeemed.auth_time,
                         nonce=redeemed.nonce, sid=redeemed.sid, amr=redeemed.amr, acr=redeemed.acr,
                         jti=redemption.jti, issued_at=redemption.issued_at,
-                        refresh_token=refresh_token,
+                        refresh_token=refresh_token, claims=redeemed.claims,
                         grant=grants.grant_of_consent(client, redeemed.user, redeemed.scope.split(),
                                                       redeemed.consent))  # fmt: skip
 
@@ -569,6 +581,7 @@ def refresh_grant(authenticate: Authenticator, *, refresh_token: str | None, sco
         sid=consumed.sid,
         amr=consumed.amr,
         acr=consumed.acr,
+        claims=consumed.claims,
         family=consumed.family,
         family_expires_at=consumed.family_expires_at,
         access_token_jti=jti,
@@ -586,6 +599,7 @@ def refresh_grant(authenticate: Authenticator, *, refresh_token: str | None, sco
         jti=jti,
         issued_at=issued_at,
         refresh_token=rotated,
+        claims=consumed.claims,
     )
 
 
@@ -658,7 +672,7 @@ def token_grant(claims: AccessTokenClaims) -> grants.Grant:
     client = get_relying_party(claims.client_id)
     if user is None or client is None:
         raise InvalidBearerToken("The token's user no longer exists.")
-    return grants.grant_for(client, user, claims.scopes)
+    return grants.grant_for(client, user, claims.scopes, claims.userinfo_claims)
 
 
 def userinfo(grant: grants.Grant) -> dict:

@@ -63,6 +63,16 @@ class OidcSettings:
         0,
         "seconds after a rotation during which reusing the old refresh token is refused without revoking its family",
     )
+    request_objects: bool = env(
+        "OIDC_REQUEST_OBJECTS",
+        True,
+        "accept signed request objects (RFC 9101 `request`, also in a pushed request); off, `request_not_supported`",
+    )
+    claims_parameter: bool = env(
+        "OIDC_CLAIMS_PARAMETER",
+        True,
+        "honour the `claims` request parameter (OpenID Connect Core 5.5); off, it is ignored",
+    )
     par_ttl: int = env("OIDC_PAR_TTL", 60, "lifetime of a pushed authorization request's `request_uri`, seconds")
     outbound_allow_hosts: str = env(
         "OIDC_OUTBOUND_ALLOW_HOSTS",

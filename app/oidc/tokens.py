@@ -8,6 +8,7 @@ import json
 import time
 import uuid
 import warnings
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 
 from joserfc import jwt
@@ -19,6 +20,8 @@ from app.settings import current
 
 ACCESS_TOKEN_TYPE = "at+jwt"
 CLIENT_SUBJECT_PREFIX = "client:"
+# The access-token claim naming the standard claims its request asked for at userinfo (`claims` parameter).
+USERINFO_CLAIMS = "userinfo_claims"
 # Verification never trusts the token's own `alg`: only these, and only with a key of that alg.
 ALLOWED_ALGORITHMS = frozenset(keys.ALGORITHMS)
 # The half of which digest an `at_hash` is (OpenID Core 3.1.3.6): the hash of the alg; EdDSA's
@@ -46,6 +49,12 @@ class AccessTokenClaims:
     exp: int
     claims: dict = field(repr=False)
 
+    @property
+    def userinfo_claims(self) -> tuple[str, ...]:
+        """The standard claims the token's request asked for at userinfo (the `claims` parameter)."""
+        names = self.claims.get(USERINFO_CLAIMS)
+        return tuple(name for name in names if isinstance(name, str)) if isinstance(names, list) else ()
+
     def has_scope(self, scope: str) -> bool:
         return scope in self.scopes
 
@@ -68,12 +77,24 @@ def sign(claims: dict, alg: str, typ: str) -> str:
 
 
 def issue_access_token(
-    *, client_id: int, user_id: int, scope: str, alg: str, now: int | None = None, jti: str | None = None
+    *,
+    client_id: int,
+    user_id: int,
+    scope: str,
+    alg: str,
+    now: int | None = None,
+    jti: str | None = None,
+    userinfo_claims: Sequence[str] = (),
 ) -> tuple[str, dict]:
-    """Sign an RFC 9068 access token for `user_id` at `client_id`; returns (token, claims)."""
+    """Sign an RFC 9068 access token for `user_id` at `client_id`; returns (token, claims).
+
+    `userinfo_claims` (the standard claims the `claims` parameter asked for at userinfo) are named
+    in the token only when there are some, so tokens of other requests keep their claims."""
     now = int(time.time()) if now is None else now
     claims = _access_token_claims(str(user_id), client_id, scope, jti or uuid.uuid4().hex, now)
     claims["user_id"] = user_id
+    if userinfo_claims:
+        claims[USERINFO_CLAIMS] = list(userinfo_claims)
     return sign(claims, alg, ACCESS_TOKEN_TYPE), claims
 
 

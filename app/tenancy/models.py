@@ -81,6 +81,8 @@ class Client(Base):
     refresh_token_ttl: Mapped[int | None] = mapped_column(Integer, nullable=True)
     refresh_token_idle_ttl: Mapped[int | None] = mapped_column(Integer, nullable=True)
     require_pushed_authorization_requests: Mapped[bool] = mapped_column(Boolean, default=False)
+    # Authorization requests only as a signed request object (RFC 9101 `require_signed_request_object`).
+    require_signed_request_object: Mapped[bool] = mapped_column(Boolean, default=False, server_default=false())
     backchannel_logout_uri: Mapped[str | None] = mapped_column(String(2048), nullable=True)
     # How users of the tree sign in (`SIGN_IN_POLICIES`); set on the master client, read from the root.
     sign_in_policy: Mapped[str] = mapped_column(String(24), default=POLICY_EMAIL_CODE, server_default=POLICY_EMAIL_CODE)

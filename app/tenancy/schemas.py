@@ -49,8 +49,8 @@ def _public_jwks(document: dict) -> None:
     if not isinstance(keys, list) or not keys or len(keys) > MAX_CLIENT_JWKS:
         raise ma.ValidationError(f'A JWK set: {{"keys": [...]}} with 1 to {MAX_CLIENT_JWKS} keys.')
     for key in keys:
-        if not isinstance(key, dict) or key.get("kty") not in ("RSA", "EC") or not key.get("kid"):
-            raise ma.ValidationError("Each key must be an RSA or EC JWK with a kid.")
+        if not isinstance(key, dict) or key.get("kty") not in ("RSA", "EC", "OKP") or not key.get("kid"):
+            raise ma.ValidationError("Each key must be an RSA, EC or OKP JWK with a kid.")
         if any(member in key for member in ("d", "p", "q", "dp", "dq", "qi")):
             raise ma.ValidationError("Register public keys only: a private key member was sent.")
 
@@ -69,7 +69,10 @@ class OpenIdClientFields(ma.Schema):
     jwks = ma.fields.Dict(
         validate=_public_jwks,
         allow_none=True,
-        metadata={"description": "Public JWK set (RSA or EC keys with kid) verifying private_key_jwt assertions."},
+        metadata={
+            "description": "Public JWK set (RSA, EC or OKP keys with kid) verifying private_key_jwt assertions "
+            "and request objects."
+        },
     )
     # Where the client publishes its JWK set (used when jwks is null), fetched through the outbound guard.
     jwks_uri = RedirectUri(allow_none=True)
@@ -116,6 +119,10 @@ class OpenIdClientFields(ma.Schema):
         allow_none=True,
         metadata={"description": "Accept authorization requests only by a PAR request_uri."},
     )
+    require_signed_request_object = ma.fields.Boolean(
+        allow_none=True,
+        metadata={"description": "Accept authorization requests only as a signed request object (RFC 9101)."},
+    )
     # Receives OpenID back-channel logout tokens when a user's session ends.
     backchannel_logout_uri = RedirectUri(allow_none=True)
     access_token_signed_response_alg = ma.fields.String(
@@ -157,6 +164,7 @@ class OpenIdClientOut(PlannedSchema):
     refresh_token_ttl = ma.fields.Integer(metadata={"description": _OMITTED_UNSET})
     refresh_token_idle_ttl = ma.fields.Integer(metadata={"description": _OMITTED_UNSET})
     require_pushed_authorization_requests = ma.fields.Boolean(required=True)
+    require_signed_request_object = ma.fields.Boolean(required=True)
     backchannel_logout_uri = ma.fields.String(metadata={"description": _OMITTED_UNSET})
     access_token_signed_response_alg = ma.fields.String(metadata={"description": _OMITTED_UNSET})
 

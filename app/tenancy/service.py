@@ -41,11 +41,14 @@ _SUB_CLIENT_MEMBERS = (
     "redirect_uris", "id_token_claims", "signing_alg", "access_token_signed_response_alg", "logo_url", "accent_color",
     "token_endpoint_auth_method", "jwks", "jwks_uri", "client_credentials_scopes", "grant_types", "require_pkce",
     "reads_credentials", "issue_refresh_tokens", "refresh_token_ttl", "refresh_token_idle_ttl",
-    "require_pushed_authorization_requests", "backchannel_logout_uri",
+    "require_pushed_authorization_requests", "backchannel_logout_uri", "require_signed_request_object",
 )  # fmt: skip
 # Client secrets are also kept sealed under this purpose: client_secret_jwt checks an HMAC with them.
 CLIENT_SECRET_PURPOSE = "client-secret"
 SIGNING_ALGORITHMS = ("RS256", "ES256", "EdDSA")
+_FALSE_WHEN_NULL = (
+    "issue_refresh_tokens", "require_pushed_authorization_requests", "require_pkce", "require_signed_request_object",
+)  # fmt: skip
 DEFAULT_SIGNING_ALG = "RS256"
 
 
@@ -227,7 +230,14 @@ def create_sub_client(caller: Caller, fields: dict[str, Any]) -> Client:
     Raises `SubdomainTaken` (409) when another client has the same (subdomain, domain) and
     `ClientTreeTooDeep` (409) beyond `MAX_TREE_DEPTH` levels.
     """
-    parent = require_client_in_subtree(caller.acting_client_id, caller.path)
+    return add_child_client(require_client_in_subtree(caller.acting_client_id, caller.path), fields)
+
+
+def add_child_client(parent: Client, fields: dict[str, Any]) -> Client:
+    """Create a child of `parent` (already authorised) from validated `SubClientCreateIn` members.
+
+    Raises `SubdomainTaken` and `ClientTreeTooDeep` (409) as `create_sub_client` says. Flushes.
+    """
     if parent.path.count("/") - 1 >= MAX_TREE_DEPTH:
         raise ClientTreeTooDeep(f"A client tree has at most {MAX_TREE_DEPTH} levels.")
     client = Client(
@@ -316,7 +326,7 @@ def _apply_members(client: Client, members: dict[str, Any]) -> None:
             value = []
         if name == "grant_types":
             value = [grant for grant in GRANT_TYPES if grant in set(value) - set(BASE_GRANT_TYPES)]
-        if name in ("issue_refresh_tokens", "require_pushed_authorization_requests", "require_pkce") and value is None:
+        if name in _FALSE_WHEN_NULL and value is None:
             value = False
         if name == "reads_credentials" and value is None:
             value = True
@@ -467,7 +477,11 @@ def rotate_client_secret(caller: Caller, client_id: int) -> IssuedClientSecret:
     Only the hash of the new secret is stored. The previous secret stays
     valid for `CLIENT_SECRET_GRACE_SECONDS` (default one day). Raises `NotFound` outside the subtree.
     """
-    client = require_sub_client(caller, client_id)
+    return issue_client_secret(require_sub_client(caller, client_id))
+
+
+def issue_client_secret(client: Client) -> IssuedClientSecret:
+    """Create or replace `client`'s secret (already authorised), as `rotate_client_secret` says. Flushes."""
     secret = random_token(32)
     grace = current(TenancySettings).client_secret_grace_seconds
     if client.secret_hash and grace > 0:

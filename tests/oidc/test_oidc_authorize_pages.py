@@ -102,7 +102,7 @@ def test_unregistered_redirect_uri_is_an_error_page_never_a_redirect(client, ten
         ({"max_age": "99999999999"}, "invalid_request"),
         ({"max_age": "2147483648"}, "invalid_request"),
         ({"max_age": "9" * 5000}, "invalid_request"),
-        ({"request": "eyJ..."}, "request_not_supported"),
+        ({"request": "eyJ..."}, "invalid_request_object"),
         ({"response_type": ""}, "invalid_request"),
     ],
 )

@@ -94,8 +94,11 @@ def test_the_whole_document_is_exactly_what_is_supported(metadata):
         ],
         "backchannel_logout_supported": True,
         "backchannel_logout_session_supported": True,
-        "request_parameter_supported": False,
+        "request_parameter_supported": True,
         "request_uri_parameter_supported": False,
+        "request_object_signing_alg_values_supported": ["RS256", "PS256", "ES256", "EdDSA"],
+        "require_signed_request_object": False,
+        "registration_endpoint": f"{base}/v1/openidc/register",
         "authorization_response_iss_parameter_supported": True,
         "ui_locales_supported": ["en"],
     }
@@ -160,7 +163,7 @@ def test_a_client_may_choose_exactly_the_advertised_auth_methods(client, tenant,
         ({"response_mode": "fragment"}, "invalid_request"),
         ({"response_mode": "form_post"}, "invalid_request"),
         ({"code_challenge": "x" * 43, "code_challenge_method": "plain"}, "invalid_request"),
-        ({"request": "e30.e30."}, "request_not_supported"),
+        ({"request": "e30.e30."}, "invalid_request_object"),  # an unsigned request object
         ({"prompt": "create"}, "invalid_request"),
     ],
 )

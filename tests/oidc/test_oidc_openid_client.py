@@ -1,5 +1,6 @@
 """openid-client (npm, OpenID Certified relying-party library) against a live server: code flow with
-refresh rotation, client_credentials, client_secret_jwt, private_key_jwt, PAR, and RP-initiated plus
+refresh rotation, client_credentials, client_secret_jwt, private_key_jwt, PAR, request objects (JAR, alone
+and inside PAR), and RP-initiated plus
 back-channel logout (the logout token validated by the RP with jose against the published keys).
 
 The Node driver and its pinned dependencies live in tests/oidc/rp_node (package-lock.json); the
@@ -70,6 +71,37 @@ def _configured_tenant(app, client, redirect_uri: str, method: str, **settings) 
     response = client.put(f"/v1/sub_client/{tenant.client_id}", json=members, headers=tenant.headers)
     assert response.status_code == 200, response.get_json()
     return tenant, auth
+
+
+@pytest.mark.parametrize("par", [False, True])
+def test_openid_client_request_objects(app, client, live_server, callback_server, node_rp, par):
+    redirect_uri = callback_server.url + "/callback"
+    tenant, auth = _configured_tenant(app, client, redirect_uri, "client_secret_basic")
+    key = ECKey.generate_key("P-256", private=True)
+    kid = key.thumbprint()
+    response = client.put(
+        f"/v1/sub_client/{tenant.client_id}",
+        headers=tenant.headers,
+        json={
+            "jwks": {"keys": [{**key.as_dict(private=False), "kid": kid, "alg": "ES256", "use": "sig"}]},
+            "require_signed_request_object": True,
+        },
+    )
+    assert response.status_code == 200, response.get_json()
+    common = {"issuer": live_server.url, "clientId": str(tenant.client_id), "auth": auth, "redirectUri": redirect_uri}
+    started = node_rp(
+        "start",
+        {**common, "scope": "openid email", "par": par, "requestObjectJwk": {**key.as_dict(private=True), "kid": kid}},
+    )
+    assert started["ok"], started
+    assert ("request_uri=urn" if par else "request=") in started["url"] and "redirect_uri" not in started["url"]
+    callback = sign_in_over_http(requests.Session(), live_server.url, started["url"], tenant.email)
+    assert callback.startswith(redirect_uri), callback
+    finished = {"callbackUrl": callback, "verifier": started["verifier"], "state": started["state"],
+                "nonce": started["nonce"]}  # fmt: skip
+    result = node_rp("finish", {**common, **finished})
+    assert result["ok"], result
+    assert result["claims"]["sub"] == str(tenant.user_id) and result["userinfo"]["email"] == tenant.email
 
 
 @pytest.mark.parametrize(

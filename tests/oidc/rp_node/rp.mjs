@@ -1,8 +1,8 @@
 // openid-client (v6) as a relying party of Tessera, driven step by step by
 // tests/oidc/test_oidc_openid_client.py: `node rp.mjs <step> '<json>'` prints one JSON object.
-// Steps: start (authorization URL, by PAR when asked, with `extra` parameters such as acr_values),
-// finish (code exchange, auth_time checked against `maxAge` when given, refresh rotation, reuse
-// refused, revocation), client_credentials (grant, introspection), end_session (RP-initiated
+// Steps: start (authorization URL, by PAR and/or a signed request object when asked, with `extra`
+// parameters such as acr_values), finish (code exchange, auth_time checked against `maxAge` when
+// given, refresh rotation, reuse refused, revocation), client_credentials (grant, introspection), end_session (RP-initiated
 // logout URL), backchannel_logout (validate a received logout token as Back-Channel Logout 1.0 §2.6).
 import * as client from 'openid-client'
 import { createRemoteJWKSet, decodeProtectedHeader, jwtVerify } from 'jose'
@@ -45,9 +45,18 @@ async function start (input) {
     nonce: client.randomNonce(),
     ...(input.extra || {})
   }
-  const url = input.par
-    ? await client.buildAuthorizationUrlWithPAR(config, parameters)
-    : client.buildAuthorizationUrl(config, parameters)
+  let url
+  if (input.requestObjectJwk) {
+    // JAR (RFC 9101): the parameters in a request object signed with the client's ES256 key.
+    const key = await crypto.subtle.importKey(
+      'jwk', input.requestObjectJwk, { name: 'ECDSA', namedCurve: 'P-256' }, false, ['sign'])
+    const signed = await client.buildAuthorizationUrlWithJAR(config, parameters, { key, kid: input.requestObjectJwk.kid })
+    url = input.par ? await client.buildAuthorizationUrlWithPAR(config, signed.searchParams) : signed
+  } else {
+    url = input.par
+      ? await client.buildAuthorizationUrlWithPAR(config, parameters)
+      : client.buildAuthorizationUrl(config, parameters)
+  }
   return { url: url.href, verifier, state: parameters.state, nonce: parameters.nonce }
 }
 
