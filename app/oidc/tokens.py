@@ -109,6 +109,7 @@ def issue_id_token(
     auth_time: int,
     nonce: str | None,
     access_token: str,
+    identity: dict | None = None,
     extra_claims: dict,
     alg: str,
     now: int | None = None,
@@ -118,6 +119,9 @@ def issue_id_token(
 ) -> str:
     """Sign an id_token; `extra_claims` (the client's application claims) never override ours.
 
+    `identity` names the user to the client (`subjects.identity_claims`); by default the public
+    `sub`, `user_id` and `did`.
+
     `amr` (RFC 8176 methods) and `acr` say how the user signed in; tokens of sign-ins from before
     they were recorded carry neither."""
     now = int(time.time()) if now is None else now
@@ -125,14 +129,12 @@ def issue_id_token(
     claims.update(
         {
             "iss": issuer(),
-            "sub": str(user_id),
             "aud": str(client_id),
             "exp": now + current(OidcSettings).id_token_ttl,
             "iat": now,
             "auth_time": auth_time,
             "at_hash": at_hash(access_token, alg),
-            "user_id": user_id,
-            "did": did,
+            **(identity or {"sub": str(user_id), "user_id": user_id, "did": did}),
         }
     )
     if nonce:
