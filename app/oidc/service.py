@@ -577,7 +577,13 @@ def _user_tokens(
 ) -> TokenResponse:
     """The token response; `grant` (what the tokens may release) is read when not given."""
     access_token, _ = tokens.issue_access_token(
-        client_id=client.id, user_id=user.id, scope=scope, alg=access_token_alg(client), now=issued_at, jti=jti
+        client_id=client.id,
+        user_id=user.id,
+        scope=scope,
+        alg=access_token_alg(client),
+        now=issued_at,
+        jti=jti,
+        subject=subjects.subject_for(client, user.id),
     )
     id_token = None
     if "openid" in scope.split():

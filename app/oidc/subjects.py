@@ -5,7 +5,8 @@ the decimal user id, and the id_token and userinfo carry `user_id` and `did` bes
 interface's clients expect. A `pairwise` client sees `sub` = base64url(HMAC-SHA256(the pairwise
 secret, sector NUL user id)): stable for a user and a sector, unrelated across sectors, and never
 `user_id` nor `did`, which would let clients of different sectors correlate their users. The id_token,
-userinfo, introspection and back-channel logout tokens all ask this module.
+the access token (`tokens.issue_access_token`), userinfo, introspection and back-channel logout
+tokens all ask this module.
 
 The sector is fixed when an operator makes a client pairwise (`set_subject_type`): the host of its
 `sector_identifier_uri` (an https JSON array that must list every redirect URI of the client, fetched

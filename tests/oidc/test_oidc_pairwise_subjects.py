@@ -69,6 +69,9 @@ def test_one_subject_per_sector_and_public_clients_unchanged(app, client, tenant
         tokens = _tokens(client, relying_party)
         id_token = _claims(tokens["id_token"])
         assert "user_id" not in id_token and "did" not in id_token
+        access_token = _claims(tokens["access_token"])
+        assert access_token["sub"] == id_token["sub"] and "user_id" not in access_token
+        assert access_token["user_ref"] not in (str(tenant.user_id), tenant.user_id)  # sealed for the service
         userinfo = client.get("/v1/openidc/user", headers={"Authorization": f"Bearer {tokens['access_token']}"})
         assert userinfo.status_code == 200
         assert userinfo.get_json()["sub"] == id_token["sub"] and "user_id" not in userinfo.get_json()
