@@ -22,7 +22,7 @@ from sqlalchemy.orm.attributes import set_committed_value
 
 from app.db import as_utc, utcnow
 from app.extensions import db
-from app.oidc import acr, grants, recaptcha, request_objects, tokens
+from app.oidc import acr, device, grants, recaptcha, request_objects, subjects, tokens
 from app.oidc.backchannel import queue_logouts, remember_session_client
 from app.oidc.claims import ClaimsRequestInvalid, RequestedClaims, parse_claims_request, parse_scope
 from app.oidc.errors import AuthorizationPageError, AuthorizationRedirectError
@@ -32,6 +32,7 @@ from app.oidc.models import (
     AuthorizationCode,
     AuthorizationRequest,
     ClientAssertion,
+    DeviceAuthorization,
     LoginCodeCounter,
     LoginSession,
     PushedRequest,
@@ -48,7 +49,7 @@ from app.security import hash_secret, random_token, texts_equal
 from app.settings import current
 from app.social import sign_in as social_sign_in
 from app.tenancy.models import POLICY_EMAIL_CODE, Client
-from app.tenancy.service import from_email_address
+from app.tenancy.service import from_email_address, privacy_reference
 from app.users.models import User
 from app.users.service import find_user_by_email, get_enabled_user_in_tree
 
@@ -103,6 +104,8 @@ class AuthorizationParams:
     acr_values: tuple[str, ...] = ()
     acr_essential: bool = False
     claims: RequestedClaims = grants.NO_CLAIMS
+    # Set when the sign-in approves a device authorization (RFC 8628) rather than issuing a code.
+    device_authorization_id: int | None = None
 
 
 @dataclass(frozen=True)
@@ -403,6 +406,7 @@ def _new_request(params: AuthorizationParams, browser_token: str, **fields) -> t
         acr_values=" ".join(params.acr_values) or None,
         acr_essential=params.acr_essential,
         claims=params.claims.to_json(),
+        device_authorization_id=params.device_authorization_id,
         created_at=now,
         expires_at=now + timedelta(seconds=current(OidcSettings).auth_request_ttl),
         **fields,
@@ -509,6 +513,31 @@ def start_authorization(params: AuthorizationParams, *, browser_token: str, sess
             claims=params.claims.to_json(),
         )
     )
+
+
+def start_device_sign_in(
+    user_code: str | None, *, remote_addr: str | None, browser_token: str, session_token: str | None
+) -> Outcome:
+    """The device page's code entered: the sign-in of the code flow for the device authorization it
+    names, always through the consent page (the user confirms what the device gets, RFC 8628 §5.4).
+
+    Raises `device.UserCodeRefused` (the attempt counts: the caller commits it) and
+    AuthorizationPageError when the device's client was disabled since.
+    """
+    found = device.require_pending(user_code, remote_addr)
+    client = get_relying_party(str(found.client_id))
+    if client is None:
+        raise AuthorizationPageError(
+            "This application is no longer available.", code="invalid_client", detail="The client was disabled."
+        )
+    params = AuthorizationParams(
+        client=client,
+        redirect_uri=device.done_uri(),
+        scopes=tuple(found.scope.split()),
+        prompt=frozenset({"consent"}),
+        device_authorization_id=found.id,
+    )
+    return start_authorization(params, browser_token=browser_token, session_token=session_token)
 
 
 def session_amr(session: LoginSession | None) -> str:
@@ -814,6 +843,8 @@ def cancel_sign_in(request: AuthorizationRequest) -> str:
     location = error_redirect(
         request, "unmet_authentication_requirements", "The user could not sign in as this application requires."
     )
+    if request.device_authorization_id is not None:
+        device.deny(request.device_authorization_id)
     db.session.delete(request)
     db.session.flush()
     return location
@@ -851,6 +882,8 @@ def continue_after_login(request: AuthorizationRequest, client: Client) -> Outco
 
 
 def _finish(request: AuthorizationRequest, client: Client) -> str:
+    if request.device_authorization_id is not None:
+        return _approve_device(request, client)
     location = _issue_code(
         client=client,
         user_id=request.user_id,
@@ -865,6 +898,27 @@ def _finish(request: AuthorizationRequest, client: Client) -> str:
         acr_claim=acr.claimed_acr(request.amr or acr.LEGACY_AMR, _acr_values(request)),
         claims=request.claims,
     )
+    db.session.delete(request)
+    db.session.flush()
+    return location
+
+
+def _approve_device(request: AuthorizationRequest, client: Client) -> str:
+    """Approve the request's device authorization (its device then redeems it at the token endpoint)
+    and send the browser to the device page's last step."""
+    amr = request.amr or acr.LEGACY_AMR
+    approved = device.approve(
+        request.device_authorization_id,
+        user_id=request.user_id,
+        auth_time=as_utc(request.auth_time),
+        sid=request.sid,
+        amr=amr,
+        acr=acr.claimed_acr(amr, _acr_values(request)),
+    )
+    if approved and request.sid is not None:
+        remember_session_client(request.sid, client.id, request.user_id)
+    result = {"result": "approved"} if approved else {"error": "expired_token"}
+    location = redirect_uri_with(request.redirect_uri, {**result, "client": privacy_reference(client)})
     db.session.delete(request)
     db.session.flush()
     return location
@@ -907,6 +961,9 @@ def decide_consent(request: AuthorizationRequest, client: Client, decision: str,
     require_signed_in(request)
     if decision == "deny":
         location = error_redirect(request, "access_denied", "The user declined to share their information.")
+        if request.device_authorization_id is not None:
+            device.deny(request.device_authorization_id)
+            location = redirect_uri_with(location, {"client": privacy_reference(client)})
         db.session.delete(request)
         db.session.flush()
         return location
@@ -1005,15 +1062,18 @@ def plan_logout(
         and client is not None
         and (
             session is None
-            or (str(hint.get("sub")) == str(session.user_id) and _root_id(client) == session.root_client_id)
+            or (
+                str(hint.get("sub")) == subjects.subject_for(client, session.user_id)
+                and _root_id(client) == session.root_client_id
+            )
         )
     )
     return LogoutPlan(target=target, needs_confirmation=not hint_proves_request)
 
 
 def purge_expired(now: datetime | None = None) -> int:
-    """Delete expired codes, requests, sessions, deny-list entries, refresh tokens, assertion jtis and
-    pushed requests; returns rows removed."""
+    """Delete expired codes, requests, sessions, deny-list entries, refresh tokens, assertion jtis,
+    pushed requests and device authorizations; returns rows removed."""
     now = now or utcnow()
     removed = 0
     # A used code is kept until its token has expired, so a late replay can still revoke it.
@@ -1028,6 +1088,8 @@ def purge_expired(now: datetime | None = None) -> int:
         delete(RefreshToken).where(RefreshToken.family_expires_at <= now),
         delete(ClientAssertion).where(ClientAssertion.expires_at <= now),
         delete(PushedRequest).where(PushedRequest.expires_at <= now),
+        # Its sign-in requests go with it (ON DELETE CASCADE).
+        delete(DeviceAuthorization).where(DeviceAuthorization.expires_at <= now),
         delete(SessionClient).where(
             SessionClient.sid.not_in(select(LoginSession.sid).where(LoginSession.sid.is_not(None)))
         ),

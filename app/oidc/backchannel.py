@@ -20,7 +20,7 @@ from app.errors import DomainError
 from app.extensions import db
 from app.jobs.models import Job
 from app.jobs.service import CallOutside, enqueue_job
-from app.oidc import outbound, tokens
+from app.oidc import outbound, subjects, tokens
 from app.oidc.client_auth import get_client_by_id
 from app.oidc.models import SessionClient
 from app.oidc.service import client_alg
@@ -70,7 +70,7 @@ def logout_token(client: Client, *, user_id: int, sid: str) -> str:
         "iat": now,
         "exp": now + LOGOUT_TOKEN_TTL,
         "jti": uuid.uuid4().hex,
-        "sub": str(user_id),
+        "sub": subjects.subject_for(client, user_id),
         "sid": sid,
         "events": {LOGOUT_EVENT: {}},
     }

@@ -1,5 +1,6 @@
-"""Operator commands for the signing keys (`flask keys list|rotate|purge`) and the newcomer's demo
-sign-in (`flask clients demo`, added to the clients group by the application factory)."""
+"""Operator commands for the signing keys (`flask keys list|rotate|purge`), the newcomer's demo
+sign-in (`flask clients demo`) and a client's subject type (`flask clients set-subject`); the last
+two are added to the clients group by the application factory."""
 
 from __future__ import annotations
 
@@ -12,9 +13,11 @@ from flask import current_app
 from flask.cli import AppGroup
 
 from app.db import isoformat, transaction
-from app.oidc import keys
+from app.errors import DomainError
+from app.oidc import keys, subjects
 from app.tenancy import service as tenancy
 from app.tenancy.auth import caller_of
+from app.tenancy.models import SUBJECT_PAIRWISE, SUBJECT_TYPES
 from app.users.service import create_user
 
 keys_cli = AppGroup("keys", help="OpenID token signing keys.")
@@ -99,3 +102,35 @@ def create_demo(email: str, as_json: bool) -> None:
                "\n   copy the code from the address bar.")  # fmt: skip
     click.echo("4. Within a minute, exchange it for tokens; this prints the id_token's claims:")
     click.echo(f"   CODE=<the code>\n   {output['exchange_command']}")
+
+
+@click.command("set-subject")
+@click.argument("client_id", type=click.IntRange(min=1))
+@click.argument("subject_type", type=click.Choice(SUBJECT_TYPES))
+@click.option(
+    "--sector-identifier-uri",
+    default=None,
+    help="https URL of a JSON array listing every redirect URI of the client (pairwise; needed when they have "
+    "several hosts). Its host is the sector.",
+)
+def set_subject(client_id: int, subject_type: str, sector_identifier_uri: str | None) -> None:
+    """Give a client public subjects (the user id, the default) or pairwise ones (one per user and sector).
+
+    The sector document is fetched before the transaction that stores the change. Once pairwise, a
+    client keeps its sector: re-run this after changing its redirect URIs to check them again.
+    """
+    try:
+        listed = None
+        if sector_identifier_uri is not None:
+            if subject_type != SUBJECT_PAIRWISE:
+                raise click.UsageError("--sector-identifier-uri is for pairwise subjects only.")
+            listed = subjects.fetch_sector_document(sector_identifier_uri)
+        with transaction():
+            client = subjects.set_subject_type(
+                client_id, subject_type, sector_identifier_uri=sector_identifier_uri, listed=listed
+            )
+            summary = {"client_id": client.id, "subject_type": client.subject_type,
+                       "sector_identifier": client.sector_identifier}  # fmt: skip
+    except DomainError as error:
+        raise click.ClickException(error.detail) from error
+    click.echo(json.dumps(summary))

@@ -82,6 +82,30 @@ class UnsupportedTokenType(OAuthError):
     error = "unsupported_token_type"
 
 
+class AuthorizationPending(OAuthError):
+    """RFC 8628 §3.5: the user has not decided yet; the device keeps polling."""
+
+    error = "authorization_pending"
+
+
+class SlowDown(OAuthError):
+    """RFC 8628 §3.5: the device polled before its interval was over, which is now five seconds longer."""
+
+    error = "slow_down"
+
+
+class AccessDenied(OAuthError):
+    """RFC 8628 §3.5: the user denied the device authorization."""
+
+    error = "access_denied"
+
+
+class ExpiredToken(OAuthError):
+    """RFC 8628 §3.5: the device code expired before the user decided; the device starts again."""
+
+    error = "expired_token"
+
+
 class InvalidBearerToken(DomainError):
     status, code, title = 401, "invalid_token", "Invalid access token"
 

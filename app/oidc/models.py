@@ -96,6 +96,40 @@ class AuthorizationRequest(Base):
     linked_pending: Mapped[dict | None] = mapped_column(JSONType, nullable=True)
     # The standard claims the `claims` parameter asked for (`RequestedClaims.to_json`), if any.
     claims: Mapped[str | None] = mapped_column(Text, nullable=True)
+    # The device authorization (RFC 8628) this sign-in approves, instead of a code for a redirect URI.
+    device_authorization_id: Mapped[int | None] = mapped_column(
+        ForeignKey("oidc_device_authorizations.id", ondelete="CASCADE", name="fk_oidc_authorization_requests_device"),
+        nullable=True,
+    )
+
+
+class DeviceAuthorization(Base):
+    """A device authorization (RFC 8628): pending until the user approves or denies it on the device
+    page, then redeemed once at the token endpoint. Both codes are stored only as keyed hashes."""
+
+    __tablename__ = "oidc_device_authorizations"
+
+    id: Mapped[int] = mapped_column(Integer, primary_key=True)
+    device_code_hash: Mapped[str] = mapped_column(String(64), unique=True)
+    user_code_hash: Mapped[str] = mapped_column(String(64), unique=True)
+    client_id: Mapped[int] = mapped_column(ForeignKey("clients.id", ondelete="CASCADE"), index=True)
+    scope: Mapped[str] = mapped_column(String(512))
+    # pending, approved or denied (`DEVICE_PENDING`, ...).
+    status: Mapped[str] = mapped_column(String(8))
+    created_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), default=utcnow)
+    expires_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), index=True)
+    # Seconds the device must wait between polls; each `slow_down` adds five.
+    poll_interval: Mapped[int] = mapped_column(Integer)
+    next_poll_at: Mapped[datetime | None] = mapped_column(DateTime(timezone=True), nullable=True)
+    user_id: Mapped[int | None] = mapped_column(ForeignKey("users.id", ondelete="CASCADE"), nullable=True)
+    auth_time: Mapped[datetime | None] = mapped_column(DateTime(timezone=True), nullable=True)
+    sid: Mapped[str | None] = mapped_column(String(64), nullable=True)
+    amr: Mapped[str | None] = mapped_column(String(64), nullable=True)
+    acr: Mapped[str | None] = mapped_column(String(64), nullable=True)
+    used_at: Mapped[datetime | None] = mapped_column(DateTime(timezone=True), nullable=True)
+
+
+DEVICE_PENDING, DEVICE_APPROVED, DEVICE_DENIED = "pending", "approved", "denied"
 
 
 class AuthorizationCode(Base):

@@ -18,7 +18,7 @@ from werkzeug.routing import Rule
 from app.db import commit_before_the_edge
 from app.extensions import api, limiter
 from app.http import accepts
-from app.oidc import account, authorize, branding, linked, par, request_objects
+from app.oidc import account, authorize, branding, device, linked, par, request_objects
 from app.oidc.authorize import LoginStep, Outcome
 from app.oidc.claims import APP_CLAIMS_SCOPE, CLAIM_ITEM_PREFIX, SCOPE_CLAIMS, RequestedClaims
 from app.oidc.errors import AuthorizationPageError, AuthorizationRedirectError
@@ -169,6 +169,26 @@ def _document_browser_endpoints() -> None:
         },
     )
     api.spec.path(
+        rule=Rule("/v1/openidc/device"),
+        operations={
+            "get": {
+                "tags": ["oidc"],
+                "summary": "The device page (RFC 8628 `verification_uri`): the user enters the device's user code",
+                "parameters": [query("user_code", "Prefilled from `verification_uri_complete`; the user confirms it.")],
+                "responses": {"200": {"description": "The page.", "content": html}},
+            },
+            "post": {
+                "tags": ["oidc"],
+                "summary": "The user code entered: continues with the code flow's sign-in and consent pages",
+                "responses": {
+                    "303": {"description": "To the sign-in or consent page of the device authorization."},
+                    "400": {"description": "Unknown, expired or decided user code: the page again.", "content": html},
+                    "429": {"description": "Too many codes entered from this network.", "content": html},
+                },
+            },
+        },
+    )
+    api.spec.path(
         rule=Rule("/privacy/<reference>"),
         operations={
             "get": {
@@ -221,7 +241,10 @@ def _document_browser_endpoints() -> None:
                 "iat": {"type": "integer"},
                 "exp": {"type": "integer", "description": "Two minutes after iat."},
                 "jti": {"type": "string", "description": "Unique per token."},
-                "sub": {"type": "string", "description": "The user id, as in the id token."},
+                "sub": {
+                    "type": "string",
+                    "description": "The user, as the id token names it.",
+                },
                 "sid": {"type": "string", "description": "The ended session, as in the id token's sid."},
                 "events": {
                     "type": "object",
@@ -741,6 +764,7 @@ def consent():
         if APP_CLAIMS_SCOPE in items
         else [],
         shown_digest=authorize.shown_digest(request_row, client),
+        device=request_row.device_authorization_id is not None,
     )
 
 
@@ -753,6 +777,79 @@ def decide():
         request_row, client, request.form.get("decision", ""), request.form.get("shown")
     )
     return _redirect(location, code=303)
+
+
+def _require_device_flow() -> None:
+    if not current(OidcSettings).device_flow:
+        raise AuthorizationPageError(
+            "Connecting devices is not offered here.", status=404, code="not_found", detail="OIDC_DEVICE_FLOW is off."
+        )
+
+
+@blp.route(device.DEVICE_PAGE, methods=["GET"])
+def device_page():
+    """The device page (RFC 8628 `verification_uri`): asks for the code the device shows, prefilled
+    from `verification_uri_complete`; the user still confirms it."""
+    _require_device_flow()
+    browser_token, new_browser = _browser_token()
+    user_code = device.normalize_user_code(request.args.get("user_code"))
+    return _page(
+        "device.html",
+        browser_token=browser_token,
+        new_browser=new_browser,
+        user_code=device.format_user_code(user_code) if user_code else "",
+    )
+
+
+@blp.route(device.DEVICE_PAGE, methods=["POST"])
+@limiter.limit(_login_rate_limit, key_func=_login_rate_key)
+@accepts(FORM)
+def enter_user_code():
+    """Take the code the device shows and continue with the sign-in and consent of the code flow."""
+    _require_device_flow()
+    browser_token, _ = _browser_token()
+    _check_csrf(browser_token)
+    try:
+        outcome = authorize.start_device_sign_in(
+            request.form.get("user_code"),
+            remote_addr=request.remote_addr,
+            browser_token=browser_token,
+            session_token=request.cookies.get(SESSION_COOKIE),
+        )
+    except device.UserCodeRefused as refused:
+        commit_before_the_edge("a refused user code still counts as an attempt")
+        return _page(
+            "device.html",
+            refused.status,
+            browser_token=browser_token,
+            user_code=request.form.get("user_code", "")[:16],
+            message=refused.message,
+            error=True,
+        )
+    return _step_page(outcome.handle, outcome, browser_token)
+
+
+@blp.route(device.DEVICE_DONE_PAGE, methods=["GET"])
+def device_done():
+    """The device page's last step: whether the device was connected."""
+    _require_device_flow()
+    browser_token, new_browser = _browser_token()
+    # The client's keyed privacy reference, as on its privacy page: walking ids reveals no names.
+    client_id = client_id_of_privacy_reference(request.args.get("client", ""))
+    client = get_relying_party(str(client_id)) if client_id is not None else None
+    error = request.args.get("error")
+    message = {
+        "access_denied": "You denied the device access. Nothing was shared with it.",
+        "expired_token": "The code expired before you finished. Start again on your device.",
+    }.get(error or "", "The sign-in could not finish. Start again on your device.")
+    return _page(
+        "device_done.html",
+        browser_token=browser_token,
+        new_browser=new_browser,
+        client=client,
+        approved=request.args.get("result") == "approved" and not error,
+        message=message,
+    )
 
 
 @blp.route("/privacy/<reference>", methods=["GET"])

@@ -20,11 +20,13 @@ from app.db import commit_before_the_edge
 from app.errors import BadRequest, NotFound
 from app.extensions import limiter
 from app.http import UnsupportedMediaType, accepts, is_loopback_client, no_store, problem_doc
-from app.oidc import acr, client_auth, keys, mail, par, request_objects, service
+from app.oidc import acr, client_auth, keys, mail, par, request_objects, service, subjects
 from app.oidc.auth import require_grant
 from app.oidc.claims import SCOPE_CLAIMS, SUPPORTED_SCOPES
 from app.oidc.errors import BodyTooLarge, InvalidClient, InvalidRequest, OAuthError, UnsupportedBodyType
 from app.oidc.schemas import (
+    DeviceAuthorizationOut,
+    DeviceAuthorizationRequest,
     IntrospectionOut,
     JWKSetOut,
     OAuthErrorOut,
@@ -49,7 +51,9 @@ blp = Blueprint("oidc", __name__, description="OpenID Connect provider: tokens, 
 FORM = "application/x-www-form-urlencoded"
 _DISCOVERY_EXTENSIONS = "oidc.discovery_extensions"
 JSON = "application/json"
-_OAUTH_ENDPOINTS = frozenset({"oidc.token", "oidc.revoke", "oidc.introspect", "oidc.pushed_authorization_request"})
+_OAUTH_ENDPOINTS = frozenset(
+    {"oidc.token", "oidc.revoke", "oidc.introspect", "oidc.pushed_authorization_request", "oidc.device_authorization"}
+)
 _OAUTH_ERRORS = {
     str(status): {"description": description, "content": {JSON: {"schema": OAuthErrorOut}}}
     for status, description in (
@@ -199,7 +203,7 @@ def _token_rate_limit() -> str:
 )
 @blp.response(200, TokenOut)
 def token():
-    """The token endpoint: `authorization_code`, `refresh_token` and `client_credentials` grants.
+    """The token endpoint: `authorization_code`, `refresh_token`, `client_credentials` and device code grants.
 
     Client authentication by the client's `token_endpoint_auth_method`: `client_secret_basic`,
     `client_secret_post`, or an RFC 7523 `client_assertion` (`client_secret_jwt`, `private_key_jwt`).
@@ -293,6 +297,24 @@ def pushed_authorization_request():
     return par.push_request(_authenticated_client_for(values), values)
 
 
+@blp.route("/v1/openidc/device_authorization", methods=["POST"])
+@limiter.limit(_token_rate_limit, key_func=_client_rate_key)
+@accepts(FORM)
+@no_store
+@blp.doc(requestBody={"content": {FORM: {"schema": DeviceAuthorizationRequest}}}, responses=_OAUTH_ERRORS)
+@blp.response(200, DeviceAuthorizationOut)
+@problem_doc(404)
+def device_authorization():
+    """Start a device authorization (RFC 8628): a device code to poll the token endpoint with
+    (`grant_type=urn:ietf:params:oauth:grant-type:device_code`) and a user code for the device page.
+
+    The client authenticates as at the token endpoint and must have the device grant in its
+    `grant_types`. 404 while the operator turned the device flow off (`OIDC_DEVICE_FLOW`).
+    """
+    values = _parameters()
+    return service.start_device_authorization(_authenticator(values), values.get("scope"))
+
+
 @blp.route("/v1/openidc/user", methods=["GET", "POST"])
 @accepts(FORM)
 @no_store
@@ -378,8 +400,8 @@ def discovery():
         "scopes_supported": list(SUPPORTED_SCOPES),
         "response_types_supported": ["code"],
         "response_modes_supported": ["query"],
-        "grant_types_supported": list(service.GRANT_TYPES),
-        "subject_types_supported": ["public"],
+        "grant_types_supported": list(service.supported_grant_types()),
+        "subject_types_supported": subjects.subject_types_supported(),
         "id_token_signing_alg_values_supported": list(keys.ALGORITHMS),
         "token_endpoint_auth_methods_supported": list(client_auth.METHODS),
         "token_endpoint_auth_signing_alg_values_supported": ["HS256", *client_auth.KEY_ALGORITHMS],
@@ -403,6 +425,8 @@ def discovery():
     if settings.request_objects:
         document["request_object_signing_alg_values_supported"] = list(request_objects.ALGORITHMS)
         document["require_signed_request_object"] = False
+    if settings.device_flow:
+        document["device_authorization_endpoint"] = f"{base}/v1/openidc/device_authorization"
     for build in current_app.extensions.get(_DISCOVERY_EXTENSIONS, ()):
         document.update(build(base))
     return document, 200, {"Cache-Control": "public, max-age=300"}

@@ -6,16 +6,21 @@ import marshmallow as ma
 
 from app.db import isoformat
 from app.oidc.text import has_unstorable
+from app.tenancy.models import GRANT_TYPES
 
 
 class TokenRequest(ma.Schema):
     grant_type = ma.fields.String(
-        required=True, validate=ma.validate.OneOf(["authorization_code", "refresh_token", "client_credentials"])
+        required=True,
+        validate=ma.validate.OneOf(GRANT_TYPES),
     )
     code = ma.fields.String(validate=ma.validate.Length(min=1), metadata={"description": "authorization_code."})
     redirect_uri = ma.fields.String(validate=ma.validate.Length(min=1), metadata={"description": "authorization_code."})
     code_verifier = ma.fields.String(metadata={"description": "PKCE verifier, when the request had a challenge."})
     refresh_token = ma.fields.String(metadata={"description": "refresh_token: the newest token of its family."})
+    device_code = ma.fields.String(
+        metadata={"description": "urn:ietf:params:oauth:grant-type:device_code: from the device authorization."}
+    )
     scope = ma.fields.String(
         metadata={
             "description": "refresh_token: a narrower scope; client_credentials: "
@@ -67,6 +72,23 @@ class PushedAuthorizationOut(ma.Schema):
         required=True, metadata={"example": "urn:ietf:params:oauth:request_uri:6esc_11ACC5bwc014ltc14eY22c"}
     )
     expires_in = ma.fields.Integer(required=True, metadata={"description": "Seconds the request_uri stays usable."})
+
+
+class DeviceAuthorizationRequest(ma.Schema):
+    scope = ma.fields.String(metadata={"description": "Must include openid (the default).", "example": "openid"})
+    client_id = ma.fields.String(metadata={"description": "Required unless sent with HTTP Basic or an assertion."})
+    client_secret = ma.fields.String(metadata={"description": "client_secret_post."})
+    client_assertion_type = ma.fields.String()
+    client_assertion = ma.fields.String()
+
+
+class DeviceAuthorizationOut(ma.Schema):
+    device_code = ma.fields.String(required=True, metadata={"description": "Polled with at the token endpoint."})
+    user_code = ma.fields.String(required=True, metadata={"example": "BCDF-GHJK"})
+    verification_uri = ma.fields.String(required=True, metadata={"description": "The device page."})
+    verification_uri_complete = ma.fields.String(required=True, metadata={"description": "With the user code."})
+    expires_in = ma.fields.Integer(required=True, metadata={"description": "Seconds both codes stay usable."})
+    interval = ma.fields.Integer(required=True, metadata={"description": "Seconds to wait between polls."})
 
 
 class OAuthErrorOut(ma.Schema):

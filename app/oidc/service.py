@@ -21,9 +21,10 @@ from sqlalchemy.engine import Connection
 
 from app.db import as_utc, utcnow
 from app.dialect import DriverStatement
+from app.errors import NotFound
 from app.extensions import db
-from app.oidc import client_auth, grants, keys, refresh, tokens
-from app.oidc.claims import RequestedClaims
+from app.oidc import client_auth, device, grants, keys, refresh, subjects, tokens
+from app.oidc.claims import RequestedClaims, parse_scope
 from app.oidc.client_auth import (
     SECRET_METHODS,
     ClientAuthenticator,
@@ -46,7 +47,7 @@ from app.oidc.settings import OidcSettings
 from app.oidc.tokens import AccessTokenClaims, TokenInvalid
 from app.security import hash_secret, secret_hash_candidates
 from app.settings import current
-from app.tenancy.models import GRANT_TYPES, Client
+from app.tenancy.models import DEVICE_CODE_GRANT, GRANT_TYPES, Client
 from app.tenancy.service import enabled_client_clause
 from app.users.models import User
 from app.users.service import get_enabled_user_in_tree
@@ -118,6 +119,13 @@ class TokenResponse:
 Authenticator = ClientAuthenticator
 
 
+def supported_grant_types() -> tuple[str, ...]:
+    """The grants the token endpoint offers: every one, but the device grant only while `OIDC_DEVICE_FLOW` is on."""
+    if current(OidcSettings).device_flow:
+        return GRANT_TYPES
+    return tuple(grant for grant in GRANT_TYPES if grant != DEVICE_CODE_GRANT)
+
+
 def require_grant_type(client: Client, grant_type: str) -> None:
     """UnauthorizedClient (RFC 6749 §5.2) unless the client's registration enables `grant_type`."""
     if grant_type not in client.allowed_grant_types:
@@ -144,9 +152,78 @@ def grant_token(values: dict[str, str], authenticate: Authenticator) -> TokenRes
         client = authenticate()
         require_grant_type(client, grant_type)
         return client_credentials_grant(client, scope=values.get("scope"))
+    if grant_type == DEVICE_CODE_GRANT and grant_type in supported_grant_types():
+        return device_code_grant(authenticate, device_code=values.get("device_code"))
     if not grant_type:
         raise InvalidRequest("grant_type is required.")
-    raise UnsupportedGrantType(f"grant_type must be one of {', '.join(GRANT_TYPES)}.")
+    raise UnsupportedGrantType(f"grant_type must be one of {', '.join(supported_grant_types())}.")
+
+
+def start_device_authorization(authenticate: Authenticator, scope: str | None) -> dict:
+    """RFC 8628 §3.1-3.2: a device code and a user code for the client `authenticate` proves, which
+    must have the device grant.
+
+    NotFound (404) while `OIDC_DEVICE_FLOW` is off, before the client is read. `scope` defaults to
+    `openid` and must include it (InvalidScope); unknown scopes are dropped as at the authorization
+    endpoint. Flushes; the edge commits.
+    """
+    if DEVICE_CODE_GRANT not in supported_grant_types():
+        raise NotFound("The device authorization grant is turned off.")
+    client = authenticate()
+    require_grant_type(client, DEVICE_CODE_GRANT)
+    scopes = parse_scope(scope or "openid")
+    if "openid" not in scopes:
+        raise InvalidScope("The scope must include openid.")
+    return device.issue(client, scopes).as_dict()
+
+
+def device_code_grant(authenticate: Authenticator, *, device_code: str | None) -> TokenResponse:
+    """RFC 8628 §3.4: redeem an approved device code once, for the tokens the code flow would issue
+    (id_token with `openid`; a refresh token by the same rules as a code exchange).
+
+    A missing `device_code` raises InvalidRequest before anything is read; a client without the
+    grant UnauthorizedClient; see `device.redeem` for the polling answers. A user disabled or gone
+    since approving answers InvalidGrant (the consumption is rolled back with it).
+    """
+    raw = require_token_parameter(device_code, "device_code")
+    client = authenticate()
+    require_grant_type(client, DEVICE_CODE_GRANT)
+    redeemed = device.redeem(client.id, raw)
+    user = get_enabled_user_in_tree(redeemed.user_id, client.root_id or client.id)
+    if user is None:
+        raise InvalidGrant("The user of this device code no longer exists or was disabled.")
+    issued_at = int(time.time())
+    jti = uuid.uuid4().hex
+    expires_at = datetime.fromtimestamp(issued_at + current(OidcSettings).access_token_ttl, UTC)
+    refresh_token = None
+    if refresh.wanted(client, redeemed.scope):
+        refresh_token, _ = refresh.add_member(
+            client,
+            user_id=user.id,
+            scope=redeemed.scope,
+            auth_time=redeemed.auth_time,
+            sid=redeemed.sid,
+            amr=redeemed.amr,
+            acr=redeemed.acr,
+            family=None,
+            family_expires_at=None,
+            access_token_jti=jti,
+            access_token_expires_at=expires_at,
+        )
+    return _user_tokens(
+        client,
+        user,
+        scope=redeemed.scope,
+        auth_time=redeemed.auth_time,
+        nonce=None,
+        sid=_live_sid(redeemed.sid),
+        amr=redeemed.amr,
+        acr=redeemed.acr,
+        jti=jti,
+        issued_at=issued_at,
+        refresh_token=refresh_token,
+        claims=None,  # a device authorization asks for scopes only
+    )
 
 
 def exchange_code(
@@ -327,6 +404,8 @@ class _TokenClient:
     access_token_signed_response_alg: str | None
     id_token_claims: dict | None
     reads_credentials: bool | None
+    subject_type: str | None
+    sector_identifier: str | None
 
 
 @dataclass(frozen=True, slots=True)
@@ -400,6 +479,8 @@ _TOKEN_FIELDS = (
     Client.access_token_signed_response_alg,
     Client.id_token_claims,
     Client.reads_credentials,
+    Client.subject_type,
+    Client.sector_identifier,
 )
 
 
@@ -507,7 +588,7 @@ def _user_tokens(
     requested = RequestedClaims.from_json(claims)
     access_token, _ = tokens.issue_access_token(
         client_id=client.id, user_id=user.id, scope=scope, alg=access_token_alg(client), now=issued_at, jti=jti,
-        userinfo_claims=requested.userinfo,
+        userinfo_claims=requested.userinfo, subject=subjects.subject_for(client, user.id),
     )  # fmt: skip
     id_token = None
     if "openid" in scope.split():
@@ -516,6 +597,7 @@ def _user_tokens(
             client_id=client.id,
             user_id=user.id,
             did=user.did,
+            identity=subjects.identity_claims(client, user.id, user.did),
             auth_time=int(auth_time.timestamp()),
             nonce=nonce,
             access_token=access_token,
@@ -678,7 +760,7 @@ def token_grant(claims: AccessTokenClaims) -> grants.Grant:
 def userinfo(grant: grants.Grant) -> dict:
     """The OpenID userinfo document of what a token may read (see `app.oidc.grants`)."""
     document = grant.userinfo()
-    document.update({"sub": str(grant.user.id), "user_id": grant.user.id, "did": grant.user.did})
+    document.update(subjects.identity_claims(grant.client, grant.user.id, grant.user.did))
     return document
 
 
@@ -771,7 +853,10 @@ def introspect_token(client: Client, token: str | None) -> dict:
         "jti": claims.jti,
     }
     if claims.user_id is not None:
-        document["user_id"] = claims.user_id
+        # The client's own subject of the user (pairwise or public); the local id for a public client only.
+        document["sub"] = subjects.subject_for(client, claims.user_id)
+        if not subjects.is_pairwise(client):
+            document["user_id"] = claims.user_id
     # Says whose token it is, so a resource server never takes a client's token for a user's.
     document["subject_type"] = "user" if claims.user_id is not None else "client"
     return document
@@ -785,18 +870,20 @@ def _introspect_refresh_token(client: Client, raw: str) -> dict:
         or get_enabled_user_in_tree(row.user_id, client.root_id or client.id) is None
     ):
         return {"active": False}
-    return {
+    document = {
         "active": True,
         "scope": row.scope,
         "client_id": str(client.id),
         "token_type": "refresh_token",
         "exp": int(min(as_utc(row.expires_at), as_utc(row.family_expires_at)).timestamp()),
         "iat": int(as_utc(row.created_at).timestamp()),
-        "sub": str(row.user_id),
+        "sub": subjects.subject_for(client, row.user_id),
         "iss": tokens.issuer(),
-        "user_id": row.user_id,
         "subject_type": "user",
     }
+    if not subjects.is_pairwise(client):
+        document["user_id"] = row.user_id
+    return document
 
 
 def require_token_parameter(value: str | None, name: str) -> str:

@@ -22,6 +22,12 @@ def _issuer(config: Mapping[str, Any]) -> str:
     return str(config["BASE_URL"]).rstrip("/")
 
 
+def _last_hash_key(config: Mapping[str, Any]) -> str:
+    # The oldest key: a rotation prepends new keys, so pairwise subjects outlive it.
+    keys = [key.strip() for key in str(config.get("SECRET_HASH_KEY") or "").split(",") if key.strip()]
+    return keys[-1] if keys else ""
+
+
 def _mail_backend(config: Mapping[str, Any]) -> str:
     dev_outbox = config.get("DEV_OUTBOX")
     on = parse_bool(dev_outbox) if isinstance(dev_outbox, str) else bool(dev_outbox)
@@ -72,6 +78,26 @@ class OidcSettings:
         "OIDC_CLAIMS_PARAMETER",
         True,
         "honour the `claims` request parameter (OpenID Connect Core 5.5); off, it is ignored",
+    )
+    device_flow: bool = env(
+        "OIDC_DEVICE_FLOW", True, "offer the device authorization grant (RFC 8628) and advertise it in discovery"
+    )
+    device_code_ttl: int = env("OIDC_DEVICE_CODE_TTL", 600, "lifetime of a device code and its user code, seconds")
+    device_poll_interval: int = env(
+        "OIDC_DEVICE_POLL_INTERVAL", 5, "seconds a device waits between polls of the token endpoint (RFC 8628)"
+    )
+    device_user_code_attempts: int = env(
+        "OIDC_DEVICE_USER_CODE_ATTEMPTS", 10, "user codes one network may enter on the device page per 15 minutes"
+    )
+    pairwise_subjects: bool = env(
+        "OIDC_PAIRWISE_SUBJECTS",
+        True,
+        "let clients be given pairwise subjects and advertise them in discovery (clients already pairwise stay so)",
+    )
+    pairwise_secret: str = env(
+        "OIDC_PAIRWISE_SECRET",
+        Derived(_last_hash_key, "the last key of `SECRET_HASH_KEY`"),
+        "key of the HMAC that makes pairwise subjects; changing it changes every pairwise `sub`",
     )
     par_ttl: int = env("OIDC_PAR_TTL", 60, "lifetime of a pushed authorization request's `request_uri`, seconds")
     outbound_allow_hosts: str = env(

@@ -16,12 +16,16 @@ from joserfc.errors import JoseError, SecurityWarning
 
 from app.oidc import keys
 from app.oidc.settings import OidcSettings
+from app.security import decrypt, encrypt
 from app.settings import current
 
 ACCESS_TOKEN_TYPE = "at+jwt"
 CLIENT_SUBJECT_PREFIX = "client:"
 # The access-token claim naming the standard claims its request asked for at userinfo (`claims` parameter).
 USERINFO_CLAIMS = "userinfo_claims"
+# The user of an access token whose subject is pairwise, sealed for this service (the client cannot read it).
+USER_REFERENCE_CLAIM = "user_ref"
+_USER_REFERENCE_PURPOSE = "access-token-user"
 # Verification never trusts the token's own `alg`: only these, and only with a key of that alg.
 ALLOWED_ALGORITHMS = frozenset(keys.ALGORITHMS)
 # The half of which digest an `at_hash` is (OpenID Core 3.1.3.6): the hash of the alg; EdDSA's
@@ -42,7 +46,9 @@ class AccessTokenClaims:
 
     jti: str
     sub: str
-    user_id: int | None  # None in a client_credentials token, whose subject is the client (`client_subject`)
+    # None in a client_credentials token, whose subject is the client (`client_subject`); from
+    # `user_ref` in a token whose subject is pairwise.
+    user_id: int | None
     client_id: str
     scopes: tuple[str, ...]
     iat: int
@@ -85,14 +91,23 @@ def issue_access_token(
     now: int | None = None,
     jti: str | None = None,
     userinfo_claims: Sequence[str] = (),
+    subject: str | None = None,
 ) -> tuple[str, dict]:
     """Sign an RFC 9068 access token for `user_id` at `client_id`; returns (token, claims).
 
     `userinfo_claims` (the standard claims the `claims` parameter asked for at userinfo) are named
-    in the token only when there are some, so tokens of other requests keep their claims."""
+    in the token only when there are some, so tokens of other requests keep their claims.
+    `subject` is the client's `sub` of the user (`subjects.subject_for`, by default the user id).
+    When it is not the user id (a pairwise client) the token carries no `user_id`: the user is
+    named for this service alone by `user_ref`, the id encrypted, so clients cannot correlate users.
+    """
     now = int(time.time()) if now is None else now
-    claims = _access_token_claims(str(user_id), client_id, scope, jti or uuid.uuid4().hex, now)
-    claims["user_id"] = user_id
+    sub = subject or str(user_id)
+    claims = _access_token_claims(sub, client_id, scope, jti or uuid.uuid4().hex, now)
+    if sub == str(user_id):
+        claims["user_id"] = user_id
+    else:
+        claims[USER_REFERENCE_CLAIM] = encrypt(str(user_id).encode("ascii"), _USER_REFERENCE_PURPOSE)
     if userinfo_claims:
         claims[USERINFO_CLAIMS] = list(userinfo_claims)
     return sign(claims, alg, ACCESS_TOKEN_TYPE), claims
@@ -130,6 +145,7 @@ def issue_id_token(
     auth_time: int,
     nonce: str | None,
     access_token: str,
+    identity: dict | None = None,
     extra_claims: dict,
     alg: str,
     now: int | None = None,
@@ -139,6 +155,9 @@ def issue_id_token(
 ) -> str:
     """Sign an id_token; `extra_claims` (the client's application claims) never override ours.
 
+    `identity` names the user to the client (`subjects.identity_claims`); by default the public
+    `sub`, `user_id` and `did`.
+
     `amr` (RFC 8176 methods) and `acr` say how the user signed in; tokens of sign-ins from before
     they were recorded carry neither."""
     now = int(time.time()) if now is None else now
@@ -146,14 +165,12 @@ def issue_id_token(
     claims.update(
         {
             "iss": issuer(),
-            "sub": str(user_id),
             "aud": str(client_id),
             "exp": now + current(OidcSettings).id_token_ttl,
             "iat": now,
             "auth_time": auth_time,
             "at_hash": at_hash(access_token, alg),
-            "user_id": user_id,
-            "did": did,
+            **(identity or {"sub": str(user_id), "user_id": user_id, "did": did}),
         }
     )
     if nonce:
@@ -222,7 +239,7 @@ def decode_access_token(raw: str, *, now: int | None = None) -> AccessTokenClaim
     return AccessTokenClaims(
         jti=claims["jti"],
         sub=claims["sub"],
-        user_id=claims.get("user_id"),
+        user_id=claims["user_id"] if "user_id" in claims else _referenced_user(claims),
         client_id=claims["client_id"],
         scopes=tuple(str(claims.get("scope", "")).split()),
         iat=claims["iat"],
@@ -231,12 +248,24 @@ def decode_access_token(raw: str, *, now: int | None = None) -> AccessTokenClaim
     )
 
 
+def _referenced_user(claims: dict) -> int | None:
+    """The user id sealed in `user_ref` (a pairwise subject's token), None without one."""
+    if USER_REFERENCE_CLAIM not in claims:
+        return None
+    try:
+        return int(decrypt(str(claims[USER_REFERENCE_CLAIM]), _USER_REFERENCE_PURPOSE).decode("ascii"))
+    except (ValueError, UnicodeError):
+        raise TokenInvalid("The token's user reference is invalid.") from None
+
+
 def _check_claims(claims: dict, *, now: int) -> None:
     leeway = current(OidcSettings).clock_leeway
-    # A token without user_id is the client's own (client_credentials): its subject is the client.
+    # A token without user_id or user_ref is the client's own (client_credentials): its subject is the client.
     required = [("exp", int), ("iat", int), ("jti", str), ("sub", str), ("client_id", str)]
     if "user_id" in claims:
         required.append(("user_id", int))
+    if USER_REFERENCE_CLAIM in claims:
+        required.append((USER_REFERENCE_CLAIM, str))
     for name, kind in required:
         if not isinstance(claims.get(name), kind) or isinstance(claims.get(name), bool):
             raise TokenInvalid(f"The token lacks a valid {name} claim.")
@@ -244,9 +273,13 @@ def _check_claims(claims: dict, *, now: int) -> None:
     audiences = audience if isinstance(audience, list) else [audience]
     if claims["client_id"] not in audiences:
         raise TokenInvalid("The token's audience is not its client.")
-    subject = str(claims["user_id"]) if "user_id" in claims else client_subject(claims["client_id"])
-    if claims["sub"] != subject:
-        raise TokenInvalid("The token's subject is inconsistent.")
+    if "user_id" in claims and USER_REFERENCE_CLAIM in claims:
+        raise TokenInvalid("The token names its user twice.")
+    # A pairwise subject is not derivable here; the signature vouches for it with the sealed user.
+    if USER_REFERENCE_CLAIM not in claims:
+        subject = str(claims["user_id"]) if "user_id" in claims else client_subject(claims["client_id"])
+        if claims["sub"] != subject:
+            raise TokenInvalid("The token's subject is inconsistent.")
     if claims["exp"] <= now - leeway:
         raise TokenInvalid("The token has expired.")
     if claims["iat"] > now + leeway:

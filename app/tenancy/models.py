@@ -11,7 +11,8 @@ from sqlalchemy.orm import Mapped, mapped_column
 from app.db import Base, JSONType, utcnow
 
 # Grants of the token endpoint; every client has the first two, any other only when its registration enables it.
-GRANT_TYPES = ("authorization_code", "refresh_token", "client_credentials")
+DEVICE_CODE_GRANT = "urn:ietf:params:oauth:grant-type:device_code"
+GRANT_TYPES = ("authorization_code", "refresh_token", "client_credentials", DEVICE_CODE_GRANT)
 BASE_GRANT_TYPES = ("authorization_code", "refresh_token")
 # Sign-in policies of a client tree: the e-mail code alone (today's default), a passkey after the
 # e-mail code on every sign-in, or a passkey accepted on its own beside the e-mail code.
@@ -21,6 +22,8 @@ POLICY_EMAIL_CODE, POLICY_PASSKEY_SECOND_FACTOR, POLICY_PASSKEY_ALONE = (
     "passkey_alone",
 )
 SIGN_IN_POLICIES = (POLICY_EMAIL_CODE, POLICY_PASSKEY_SECOND_FACTOR, POLICY_PASSKEY_ALONE)
+SUBJECT_PUBLIC, SUBJECT_PAIRWISE = "public", "pairwise"
+SUBJECT_TYPES = (SUBJECT_PUBLIC, SUBJECT_PAIRWISE)
 
 
 class Client(Base):
@@ -72,7 +75,7 @@ class Client(Base):
     jwks: Mapped[dict | None] = mapped_column(JSONType, nullable=True)
     jwks_uri: Mapped[str | None] = mapped_column(String(2048), nullable=True)
     client_credentials_scopes: Mapped[list] = mapped_column(JSONType, default=list)
-    # Grants beyond authorization_code and refresh_token (which every client has), e.g. client_credentials.
+    # Grants beyond authorization_code and refresh_token (which every client has): client_credentials, device_code.
     grant_types: Mapped[list] = mapped_column(JSONType, default=list)
     require_pkce: Mapped[bool] = mapped_column(Boolean, default=False)
     # Whether the client may read its users' credentials (`GET /v1/openidc/credentials`) once they consent.
@@ -84,6 +87,11 @@ class Client(Base):
     # Authorization requests only as a signed request object (RFC 9101 `require_signed_request_object`).
     require_signed_request_object: Mapped[bool] = mapped_column(Boolean, default=False, server_default=false())
     backchannel_logout_uri: Mapped[str | None] = mapped_column(String(2048), nullable=True)
+    # OpenID subject identifiers (Core §8): `public` (the user id) or `pairwise` per sector; the
+    # sector (a host) is fixed when the type is set, from `sector_identifier_uri` or the redirect URI.
+    subject_type: Mapped[str] = mapped_column(String(8), default=SUBJECT_PUBLIC, server_default=SUBJECT_PUBLIC)
+    sector_identifier_uri: Mapped[str | None] = mapped_column(String(2048), nullable=True)
+    sector_identifier: Mapped[str | None] = mapped_column(String(253), nullable=True)
     # How users of the tree sign in (`SIGN_IN_POLICIES`); set on the master client, read from the root.
     sign_in_policy: Mapped[str] = mapped_column(String(24), default=POLICY_EMAIL_CODE, server_default=POLICY_EMAIL_CODE)
     # Linked platforms whose accounts sign users of the tree in (space-separated), and whether such a

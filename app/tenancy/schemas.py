@@ -87,7 +87,8 @@ class OpenIdClientFields(ma.Schema):
         allow_none=True,
         metadata={
             "description": "Grants the client may use at the token endpoint. authorization_code and "
-            "refresh_token are always enabled; any other (client_credentials) only when listed here."
+            "refresh_token are always enabled; any other (client_credentials, "
+            "urn:ietf:params:oauth:grant-type:device_code) only when listed here."
         },
     )
     require_pkce = ma.fields.Boolean(

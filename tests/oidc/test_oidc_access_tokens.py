@@ -271,7 +271,7 @@ def test_discovery_document(client, app):
     assert meta["userinfo_endpoint"] == issuer + "/v1/openidc/user"
     assert meta["jwks_uri"] == issuer + "/certs/jwks.json"
     assert meta["response_types_supported"] == ["code"]
-    assert meta["subject_types_supported"] == ["public"]
+    assert meta["subject_types_supported"] == ["public", "pairwise"]
     assert "RS256" in meta["id_token_signing_alg_values_supported"]
 
 

@@ -218,7 +218,12 @@ def test_private_key_jwt_with_jwks_uri_through_the_outbound_guard(app, client, j
 
 def test_discovery_advertises_the_grants_and_methods(client):
     meta = client.get("/.well-known/openid-configuration").get_json()
-    assert meta["grant_types_supported"] == ["authorization_code", "refresh_token", "client_credentials"]
+    assert meta["grant_types_supported"] == [
+        "authorization_code",
+        "refresh_token",
+        "client_credentials",
+        "urn:ietf:params:oauth:grant-type:device_code",
+    ]
     assert meta["token_endpoint_auth_methods_supported"] == [
         "client_secret_basic",
         "client_secret_post",

@@ -73,8 +73,14 @@ def test_the_whole_document_is_exactly_what_is_supported(metadata):
         ],
         "response_types_supported": ["code"],
         "response_modes_supported": ["query"],
-        "grant_types_supported": ["authorization_code", "refresh_token", "client_credentials"],
-        "subject_types_supported": ["public"],
+        "grant_types_supported": [
+            "authorization_code",
+            "refresh_token",
+            "client_credentials",
+            "urn:ietf:params:oauth:grant-type:device_code",
+        ],
+        "device_authorization_endpoint": f"{base}/v1/openidc/device_authorization",
+        "subject_types_supported": ["public", "pairwise"],
         "id_token_signing_alg_values_supported": ["RS256", "ES256", "EdDSA"],
         "token_endpoint_auth_methods_supported": CLIENT_AUTH_METHODS,
         "token_endpoint_auth_signing_alg_values_supported": CLIENT_AUTH_ALGS,
@@ -109,7 +115,6 @@ def test_the_whole_document_is_exactly_what_is_supported(metadata):
     [
         "password",
         "implicit",
-        "urn:ietf:params:oauth:grant-type:device_code",
         "urn:ietf:params:oauth:grant-type:token-exchange",
     ],
 )

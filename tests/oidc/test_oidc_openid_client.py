@@ -1,7 +1,8 @@
 """openid-client (npm, OpenID Certified relying-party library) against a live server: code flow with
 refresh rotation, client_credentials, client_secret_jwt, private_key_jwt, PAR, request objects (JAR, alone
-and inside PAR), and RP-initiated plus
-back-channel logout (the logout token validated by the RP with jose against the published keys).
+and inside PAR), RP-initiated plus back-channel logout (the logout token validated by the RP with jose
+against the published keys), the device authorization grant and pairwise subjects, and the acr/amr
+of a sign-in as asked for.
 
 The Node driver and its pinned dependencies live in tests/oidc/rp_node (package-lock.json); the
 `node_rp` fixture (tests/oidc/conftest.py) installs them there on first use.
@@ -17,7 +18,7 @@ from joserfc.jwk import ECKey
 
 from tests.support.config import set_settings
 from tests.support.environment import USING_POSTGRES
-from tests.support.oidc import make_tenant, sign_in_over_http
+from tests.support.oidc import approve_device_over_http, make_tenant, sign_in_over_http
 from tests.support.servers import LogoutReceiver, serve_on_loopback
 
 
@@ -256,3 +257,47 @@ def test_openid_client_back_channel_logout(app, client, live_server, callback_se
     # The RP refuses a token that is not for it.
     foreign = node_rp("backchannel_logout", {**common, "clientId": "999999", "logoutToken": logout_token})
     assert not foreign["ok"] and "aud" in foreign["message"], foreign
+
+
+def test_openid_client_device_authorization_grant(app, client, live_server, callback_server, node_rp):
+    tenant, auth = _configured_tenant(
+        app, client, callback_server.url + "/callback", "client_secret_basic",
+        grant_types=["urn:ietf:params:oauth:grant-type:device_code"],
+    )  # fmt: skip
+    # Every test enters user codes from 127.0.0.1, whose limit is tested on its own.
+    set_settings(live_server.app, OIDC_DEVICE_POLL_INTERVAL=1, OIDC_DEVICE_USER_CODE_ATTEMPTS=100000)
+    try:
+        common = {"issuer": live_server.url, "clientId": str(tenant.client_id), "auth": auth}
+        started = node_rp("device_start", {**common, "scope": "openid email offline_access"})
+        assert started["ok"], started
+        response = started["response"]
+        assert response["interval"] == 1 and response["verification_uri"] == live_server.url + "/v1/openidc/device"
+        done = approve_device_over_http(
+            requests.Session(), live_server.url, response["verification_uri_complete"], tenant.email
+        )
+        assert "result=approved" in done
+        result = node_rp("device_poll", {**common, "response": response})
+    finally:
+        set_settings(live_server.app, OIDC_DEVICE_POLL_INTERVAL=5, OIDC_DEVICE_USER_CODE_ATTEMPTS=10)
+    assert result["ok"], result
+    assert result["claims"]["sub"] == str(tenant.user_id) and result["claims"]["aud"] == str(tenant.client_id)
+    assert result["userinfo"]["email"] == tenant.email and result["refreshToken"]
+
+
+def test_openid_client_with_pairwise_subjects(app, client, live_server, callback_server, node_rp):
+    redirect_uri = callback_server.url + "/callback"
+    tenant, auth = _configured_tenant(app, client, redirect_uri, "client_secret_basic")
+    made = app.test_cli_runner().invoke(args=["clients", "set-subject", str(tenant.client_id), "pairwise"])
+    assert made.exit_code == 0, made.output
+    common = {"issuer": live_server.url, "clientId": str(tenant.client_id), "auth": auth, "redirectUri": redirect_uri}
+    started = node_rp("start", {**common, "scope": "openid email"})
+    callback = sign_in_over_http(requests.Session(), live_server.url, started["url"], tenant.email)
+    result = node_rp(
+        "finish",
+        {**common, "callbackUrl": callback, "verifier": started["verifier"], "state": started["state"],
+         "nonce": started["nonce"]},
+    )  # fmt: skip
+    # openid-client checks that userinfo names the id_token's subject.
+    assert result["ok"], result
+    assert result["claims"]["sub"] != str(tenant.user_id) and "user_id" not in result["claims"]
+    assert result["userinfo"]["sub"] == result["claims"]["sub"] and result["userinfo"]["email"] == tenant.email

@@ -183,6 +183,7 @@ def test_openapi_documents_par_and_the_new_grants(client):
         "authorization_code",
         "refresh_token",
         "client_credentials",
+        "urn:ietf:params:oauth:grant-type:device_code",
     ]
     assert {"refresh_token", "client_assertion", "client_assertion_type", "scope"} <= set(
         schemas["TokenRequest"]["properties"]

@@ -208,3 +208,39 @@ def latest_code_over_http(browser, base_url: str, email: str) -> str:
     messages = response.json()["data"]
     assert messages, f"no mail to {email}"
     return re.search(r"\b(\d{6})\b", messages[0]["text"]).group(1)
+
+
+def approve_device_over_http(browser, base_url: str, verification_uri_complete: str, email: str) -> str:
+    """Enter a device's user code on the device page with a `requests.Session` as the browser, sign
+    in and allow; returns where the device page's sign-in ended."""
+    page = browser.get(verification_uri_complete, timeout=10)
+    user_code = re.search(r'name="user_code" value="([^"]+)"', page.text).group(1)
+    response = browser.post(
+        base_url + "/v1/openidc/device",
+        data={**form_fields(page.text), "user_code": user_code},
+        allow_redirects=False,
+        timeout=10,
+    )
+    assert response.status_code == 303, response.text
+    location = response.headers["Location"]
+    if "/login" in location:
+        page = browser.get(base_url + path_of(location), timeout=10)
+        page = browser.post(base_url + "/v1/openidc/login", data={**form_fields(page.text), "email": email}, timeout=10)
+        assert page.status_code == 200, page.text
+        response = browser.post(
+            base_url + "/v1/openidc/login/code",
+            data={**form_fields(page.text), "code": latest_code_over_http(browser, base_url, email)},
+            allow_redirects=False,
+            timeout=10,
+        )
+        assert response.status_code == 303, response.text
+        location = response.headers["Location"]
+    page = browser.get(base_url + path_of(location), timeout=10)
+    response = browser.post(
+        base_url + "/v1/openidc/consent",
+        data={**form_fields(page.text), "decision": "allow"},
+        allow_redirects=False,
+        timeout=10,
+    )
+    assert response.status_code == 303, response.text
+    return response.headers["Location"]

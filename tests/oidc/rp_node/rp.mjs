@@ -2,8 +2,9 @@
 // tests/oidc/test_oidc_openid_client.py: `node rp.mjs <step> '<json>'` prints one JSON object.
 // Steps: start (authorization URL, by PAR and/or a signed request object when asked, with `extra`
 // parameters such as acr_values), finish (code exchange, auth_time checked against `maxAge` when
-// given, refresh rotation, reuse refused, revocation), client_credentials (grant, introspection), end_session (RP-initiated
-// logout URL), backchannel_logout (validate a received logout token as Back-Channel Logout 1.0 §2.6).
+// given, refresh rotation, reuse refused, revocation), client_credentials (grant, introspection),
+// end_session (RP-initiated logout URL), backchannel_logout (validate a received logout token as
+// Back-Channel Logout 1.0 §2.6), device_start and device_poll (the device authorization grant, RFC 8628).
 import * as client from 'openid-client'
 import { createRemoteJWKSet, decodeProtectedHeader, jwtVerify } from 'jose'
 
@@ -108,6 +109,20 @@ async function endSession (input) {
   return { url: url.href }
 }
 
+async function deviceStart (input) {
+  const config = await configuration(input)
+  const response = await client.initiateDeviceAuthorization(config, { scope: input.scope })
+  return { response }
+}
+
+async function devicePoll (input) {
+  const config = await configuration(input)
+  const tokens = await client.pollDeviceAuthorizationGrant(config, input.response)
+  const claims = tokens.claims()
+  const userinfo = await client.fetchUserInfo(config, tokens.access_token, claims.sub)
+  return { scope: tokens.scope, claims, userinfo, refreshToken: tokens.refresh_token }
+}
+
 const LOGOUT_EVENT = 'http://schemas.openid.net/event/backchannel-logout'
 
 async function backchannelLogout (input) {
@@ -134,7 +149,9 @@ const steps = {
   finish,
   client_credentials: clientCredentials,
   end_session: endSession,
-  backchannel_logout: backchannelLogout
+  backchannel_logout: backchannelLogout,
+  device_start: deviceStart,
+  device_poll: devicePoll
 }
 const [step, raw] = process.argv.slice(2)
 try {

@@ -1,0 +1,206 @@
+"""Pairwise subject identifiers (OpenID Connect Core §8) through the operator command and the real
+endpoints: one `sub` per user and sector in the id_token, userinfo, introspection and back-channel
+logout tokens, public clients unchanged, and each refusal of the sector checks."""
+
+from __future__ import annotations
+
+import base64
+import json
+
+import pytest
+
+from tests.support.config import set_settings
+from tests.support.environment import USING_POSTGRES
+from tests.support.oidc import Tenant, add_sub_client, exchange, sign_in
+from tests.support.servers import LogoutReceiver, serve_on_loopback
+
+
+def _claims(token: str) -> dict:
+    payload = token.split(".")[1]
+    return json.loads(base64.urlsafe_b64decode(payload + "=" * (-len(payload) % 4)))
+
+
+def _set_subject(app, client_id: int, *options: str):
+    return app.test_cli_runner().invoke(args=["clients", "set-subject", str(client_id), *options])
+
+
+def _pairwise(app, client_id: int, *options: str) -> dict:
+    result = _set_subject(app, client_id, "pairwise", *options)
+    assert result.exit_code == 0, result.output
+    return json.loads(result.output)
+
+
+def _app_of(client, tenant: Tenant, redirect_uris: list[str], name: str) -> Tenant:
+    """A sub-client of the tenant's tree, as a relying party of the same user."""
+    client_id, secret = add_sub_client(client, tenant, redirect_uris=redirect_uris, name=name)
+    return Tenant(client_id, secret, tenant.api_token, redirect_uris[0], tenant.user_id, tenant.email, tenant.did)
+
+
+def _tokens(client, relying_party: Tenant) -> dict:
+    response = exchange(client, relying_party, sign_in(client, relying_party)["code"])
+    assert response.status_code == 200, response.get_json()
+    return response.get_json()
+
+
+def _introspected(client, relying_party: Tenant, token: str) -> dict:
+    response = client.post(
+        "/v1/openidc/introspect",
+        data={"token": token},
+        auth=(str(relying_party.client_id), relying_party.client_secret),
+    )
+    assert response.status_code == 200
+    return response.get_json()
+
+
+def test_one_subject_per_sector_and_public_clients_unchanged(app, client, tenant):
+    same_sector = _app_of(client, tenant, ["https://rp.example.test/second"], "Same sector")
+    other_sector = _app_of(client, tenant, ["https://other.example.test/cb"], "Other sector")
+    public = _app_of(client, tenant, ["https://rp.example.test/public"], "Still public")
+    assert _pairwise(app, tenant.client_id) == {
+        "client_id": tenant.client_id,
+        "subject_type": "pairwise",
+        "sector_identifier": "rp.example.test",
+    }
+    _pairwise(app, same_sector.client_id)
+    assert _pairwise(app, other_sector.client_id)["sector_identifier"] == "other.example.test"
+
+    subjects = {}
+    for relying_party in (tenant, same_sector, other_sector):
+        tokens = _tokens(client, relying_party)
+        id_token = _claims(tokens["id_token"])
+        assert "user_id" not in id_token and "did" not in id_token
+        access_token = _claims(tokens["access_token"])
+        assert access_token["sub"] == id_token["sub"] and "user_id" not in access_token
+        assert access_token["user_ref"] not in (str(tenant.user_id), tenant.user_id)  # sealed for the service
+        userinfo = client.get("/v1/openidc/user", headers={"Authorization": f"Bearer {tokens['access_token']}"})
+        assert userinfo.status_code == 200
+        assert userinfo.get_json()["sub"] == id_token["sub"] and "user_id" not in userinfo.get_json()
+        introspected = _introspected(client, relying_party, tokens["access_token"])
+        assert introspected["sub"] == id_token["sub"] and "user_id" not in introspected
+        subjects[relying_party.client_id] = id_token["sub"]
+
+    assert subjects[tenant.client_id] == subjects[same_sector.client_id]
+    assert subjects[tenant.client_id] != subjects[other_sector.client_id]
+    assert str(tenant.user_id) not in subjects.values()
+    assert _claims(_tokens(client, tenant)["id_token"])["sub"] == subjects[tenant.client_id]  # stable
+
+    public_tokens = _tokens(client, public)
+    id_token = _claims(public_tokens["id_token"])
+    assert id_token["sub"] == str(tenant.user_id) and id_token["user_id"] == tenant.user_id
+    assert id_token["did"] == tenant.did
+    assert _introspected(client, public, public_tokens["access_token"])["sub"] == str(tenant.user_id)
+
+
+def test_refresh_token_introspection_uses_the_pairwise_subject(app, client, tenant):
+    _pairwise(app, tenant.client_id)
+    response = exchange(client, tenant, sign_in(client, tenant, scope="openid offline_access")["code"])
+    tokens = response.get_json()
+    introspected = _introspected(client, tenant, tokens["refresh_token"])
+    assert introspected["token_type"] == "refresh_token"
+    assert introspected["sub"] == _claims(tokens["id_token"])["sub"] and "user_id" not in introspected
+
+
+@pytest.fixture
+def sector_document():
+    """A sector identifier document on loopback: `served["uris"]` is what it lists."""
+    served: dict = {"body": b"[]"}
+
+    def answer(_method: str, _path: str, _body: bytes) -> tuple[str, bytes]:
+        return "application/json", served["body"]
+
+    server = serve_on_loopback(answer, name="sector-document")
+    served["host"] = f"127.0.0.1:{server.server_port}"
+    served["url"] = f"http://{served['host']}/sector.json"
+    yield served
+    server.shutdown()
+
+
+def test_several_redirect_hosts_need_a_sector_document_listing_them(app, client, tenant, sector_document):
+    uris = ["https://a.example.test/cb", "https://b.example.test/cb"]
+    two_hosts = _app_of(client, tenant, uris, "Two hosts")
+    refused = _set_subject(app, two_hosts.client_id, "pairwise")
+    assert refused.exit_code == 1 and "several hosts" in refused.output
+
+    url = sector_document["url"]
+    not_allowed = _set_subject(app, two_hosts.client_id, "pairwise", "--sector-identifier-uri", url)
+    assert not_allowed.exit_code == 1 and "https" in not_allowed.output
+
+    set_settings(app, OIDC_OUTBOUND_ALLOW_HOSTS=sector_document["host"])
+    try:
+        sector_document["body"] = json.dumps(uris[:1]).encode()
+        missing = _set_subject(app, two_hosts.client_id, "pairwise", "--sector-identifier-uri", url)
+        assert missing.exit_code == 1 and "does not list the redirect URI https://b.example.test/cb" in missing.output
+        sector_document["body"] = b"{not json"
+        malformed = _set_subject(app, two_hosts.client_id, "pairwise", "--sector-identifier-uri", url)
+        assert malformed.exit_code == 1 and "JSON array" in malformed.output
+
+        sector_document["body"] = json.dumps([*uris, "https://c.example.test/cb"]).encode()
+        assert _pairwise(app, two_hosts.client_id, "--sector-identifier-uri", url)["sector_identifier"] == "127.0.0.1"
+    finally:
+        set_settings(app, OIDC_OUTBOUND_ALLOW_HOSTS="")
+    sub = _claims(_tokens(client, two_hosts)["id_token"])["sub"]
+    assert sub != str(tenant.user_id)
+
+    moved = client.put(
+        f"/v1/sub_client/{two_hosts.client_id}", headers=tenant.headers, json={"redirect_uris": [uris[0]]}
+    )
+    assert moved.status_code == 200
+    changed = _set_subject(app, two_hosts.client_id, "pairwise")
+    assert changed.exit_code == 1 and "would change its users' sub" in changed.output
+
+
+def test_the_operator_may_turn_pairwise_subjects_off(app, client, tenant):
+    already = _app_of(client, tenant, ["https://kept.example.test/cb"], "Already pairwise")
+    _pairwise(app, already.client_id)
+    set_settings(app, OIDC_PAIRWISE_SUBJECTS=False)
+    try:
+        metadata = client.get("/.well-known/openid-configuration").get_json()
+        assert metadata["subject_types_supported"] == ["public"]
+        refused = _set_subject(app, tenant.client_id, "pairwise")
+        assert refused.exit_code == 1 and "turned off" in refused.output
+        assert _claims(_tokens(client, already)["id_token"])["sub"] != str(tenant.user_id)  # kept, not changed
+    finally:
+        set_settings(app, OIDC_PAIRWISE_SUBJECTS=True)
+    back = _set_subject(app, already.client_id, "public")
+    assert back.exit_code == 0 and json.loads(back.output)["subject_type"] == "public"
+    assert _set_subject(app, 999999999, "public").exit_code == 1
+
+
+@pytest.fixture
+def receiver(app, real_worker):
+    receiver = LogoutReceiver()
+    set_settings(app, OIDC_OUTBOUND_ALLOW_HOSTS=receiver.host)
+    if USING_POSTGRES:
+        real_worker.stop()
+        real_worker.start(extra_env={"OIDC_OUTBOUND_ALLOW_HOSTS": receiver.host})
+    yield receiver
+    set_settings(app, OIDC_OUTBOUND_ALLOW_HOSTS="")
+    receiver.server.shutdown()
+    if USING_POSTGRES:
+        real_worker.stop()
+        real_worker.start()
+
+
+def test_back_channel_logout_tokens_carry_each_client_s_subject(app, client, tenant, receiver):
+    other = _app_of(client, tenant, ["https://other.example.test/cb"], "Other sector")
+    _pairwise(app, tenant.client_id)
+    _pairwise(app, other.client_id)
+    for relying_party, query in ((tenant, "?app=first"), (other, "?app=second")):
+        response = client.put(
+            f"/v1/sub_client/{relying_party.client_id}",
+            headers=tenant.headers,
+            json={"backchannel_logout_uri": receiver.url + query},
+        )
+        assert response.status_code == 200, response.get_json()
+    first = _claims(_tokens(client, tenant)["id_token"])
+    second = _claims(_tokens(client, other)["id_token"])
+    assert first["sub"] != second["sub"] and first["sid"] == second["sid"]
+
+    id_token = exchange(client, tenant, sign_in(client, tenant)["code"]).get_json()["id_token"]
+    logout = client.get("/v1/openidc/logout", query_string={"id_token_hint": id_token})
+    assert logout.status_code in (200, 303)
+    tokens = receiver.wait_for(2)
+    assert {(_claims(token)["aud"], _claims(token)["sub"]) for token in tokens} == {
+        (str(tenant.client_id), first["sub"]),
+        (str(other.client_id), second["sub"]),
+    }
