@@ -20,7 +20,7 @@ from app.issuer.schemas import (
     IssuerKeyListEnvelope,
     VerifiableCredentialOut,
 )
-from app.oidc.auth import require_bearer_token, require_grant
+from app.oidc.auth import presents_access_token, require_bearer_token, require_grant
 from app.tenancy.auth import api_token_required, authenticate_request, current_caller
 
 blp = Blueprint("issuer", __name__, description="Issuing credentials: issuer keys, did:web, VC API issue and derive")
@@ -144,7 +144,7 @@ def _holder_or_client(view: Callable) -> Callable:
 
     @wraps(view)
     def wrapper(*args: Any, **kwargs: Any) -> Any:
-        if request.headers.get("Authorization", "").lower().startswith("bearer "):
+        if presents_access_token():
             require_bearer_token()
         else:
             authenticate_request(honour_subclient=False)

@@ -22,7 +22,7 @@ from sqlalchemy.orm.attributes import set_committed_value
 
 from app.db import as_utc, utcnow
 from app.extensions import db
-from app.oidc import acr, grants, recaptcha, tokens
+from app.oidc import acr, grants, jarm, recaptcha, tokens
 from app.oidc.backchannel import queue_logouts, remember_session_client
 from app.oidc.claims import parse_scope
 from app.oidc.errors import AuthorizationPageError, AuthorizationRedirectError
@@ -101,6 +101,7 @@ class AuthorizationParams:
     login_hint: str | None = None
     acr_values: tuple[str, ...] = ()
     acr_essential: bool = False
+    response_mode: str | None = None
 
 
 @dataclass(frozen=True)
@@ -168,8 +169,11 @@ def validate_authorization_request(
         return _validated_parameters(raw, repeated, client, redirect_uri)
     except AuthorizationRedirectError as error:
         state = raw.get("state")
-        location = redirect_uri_with(
+        mode = raw.get("response_mode")
+        location = authorization_response(
+            client,
             redirect_uri,
+            mode if mode in jarm.response_modes() else None,
             {
                 "error": error.error,
                 "error_description": error.description,
@@ -197,8 +201,9 @@ def _validated_parameters(
         raise AuthorizationRedirectError("invalid_request", "response_type is required.")
     if raw.get("response_type") != "code":
         raise AuthorizationRedirectError("unsupported_response_type", "Only response_type=code is supported.")
-    if raw.get("response_mode") not in (None, "", "query"):
-        raise AuthorizationRedirectError("invalid_request", "Only response_mode=query is supported.")
+    modes = jarm.response_modes()
+    if raw.get("response_mode") not in (None, "", *modes):
+        raise AuthorizationRedirectError("invalid_request", f"response_mode must be one of {', '.join(modes)}.")
     scopes = parse_scope(raw.get("scope"))
     if "openid" not in scopes:
         raise AuthorizationRedirectError("invalid_scope", "The scope must include openid.")
@@ -247,6 +252,7 @@ def _validated_parameters(
         login_hint=login_hint,
         acr_values=acr_values,
         acr_essential=acr_essential,
+        response_mode=raw.get("response_mode") or None,
     )
 
 
@@ -307,10 +313,33 @@ def redirect_uri_with(redirect_uri: str, params: Mapping[str, str | None]) -> st
     return urlunsplit((parts.scheme, parts.netloc, parts.path, urlencode(query), parts.fragment))
 
 
+def authorization_response(
+    client: Client, redirect_uri: str, mode: str | None, params: Mapping[str, str | None]
+) -> str:
+    """The redirect carrying an authorization response (a code, or an error) to `client`: `params`
+    in the query, or with a JARM `mode` one JWT of them (`app.oidc.jarm`) in the query or fragment."""
+    values = {key: value for key, value in params.items() if value is not None}
+    placement = jarm.placement(mode)
+    if placement is None:
+        return redirect_uri_with(redirect_uri, values)
+    response = jarm.sign_response(client, values)
+    if placement == jarm.QUERY:
+        return redirect_uri_with(redirect_uri, {"response": response})
+    parts = urlsplit(redirect_uri)
+    return urlunsplit((parts.scheme, parts.netloc, parts.path, parts.query, urlencode({"response": response})))
+
+
 def error_redirect(params_or_request: AuthorizationParams | AuthorizationRequest, error: str, description: str) -> str:
+    """The error response to the request's redirect_uri, in its response mode."""
     state = getattr(params_or_request, "state", None) or getattr(params_or_request, "rp_state", None)
-    return redirect_uri_with(
+    if isinstance(params_or_request, AuthorizationParams):
+        client = params_or_request.client
+    else:
+        client = db.session.get(Client, params_or_request.client_id)
+    return authorization_response(
+        client,
         params_or_request.redirect_uri,
+        params_or_request.response_mode,
         {
             "error": error,
             "error_description": description,
@@ -361,6 +390,7 @@ def _new_request(params: AuthorizationParams, browser_token: str, **fields) -> t
         login_hint=params.login_hint,
         acr_values=" ".join(params.acr_values) or None,
         acr_essential=params.acr_essential,
+        response_mode=params.response_mode,
         created_at=now,
         expires_at=now + timedelta(seconds=current(OidcSettings).auth_request_ttl),
         **fields,
@@ -383,6 +413,7 @@ def _issue_code(
     sid: str | None,
     amr: str,
     acr_claim: str | None,
+    response_mode: str | None,
 ) -> str:
     code = random_token(32)
     now = utcnow()
@@ -406,7 +437,9 @@ def _issue_code(
         )
     )
     db.session.flush()
-    return redirect_uri_with(redirect_uri, {"code": code, "state": state, "iss": tokens.issuer()})
+    return authorization_response(
+        client, redirect_uri, response_mode, {"code": code, "state": state, "iss": tokens.issuer()}
+    )
 
 
 def start_authorization(params: AuthorizationParams, *, browser_token: str, session_token: str | None) -> Outcome:
@@ -462,6 +495,7 @@ def start_authorization(params: AuthorizationParams, *, browser_token: str, sess
             sid=session.sid,
             amr=amr,
             acr_claim=acr.claimed_acr(amr, params.acr_values),
+            response_mode=params.response_mode,
         )
     )
 
@@ -807,6 +841,7 @@ def _finish(request: AuthorizationRequest, client: Client) -> str:
         sid=request.sid,
         amr=request.amr or acr.LEGACY_AMR,
         acr_claim=acr.claimed_acr(request.amr or acr.LEGACY_AMR, _acr_values(request)),
+        response_mode=request.response_mode,
     )
     db.session.delete(request)
     db.session.flush()

@@ -85,6 +85,8 @@ class AuthorizationRequest(Base):
     # preference; `acr_essential` when the client cannot accept any other.
     acr_values: Mapped[str | None] = mapped_column(String(512), nullable=True)
     acr_essential: Mapped[bool] = mapped_column(Boolean, default=False, server_default=false())
+    # How the response goes back (`query`, or a JARM mode); null is `query`.
+    response_mode: Mapped[str | None] = mapped_column(String(16), nullable=True)
     # The challenge of the passkey ceremony the login page offers (base64url), single use.
     passkey_challenge: Mapped[str | None] = mapped_column(String(128), nullable=True)
 

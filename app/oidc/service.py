@@ -22,7 +22,7 @@ from sqlalchemy.engine import Connection
 from app.db import as_utc, utcnow
 from app.dialect import DriverStatement
 from app.extensions import db
-from app.oidc import client_auth, grants, keys, refresh, tokens
+from app.oidc import client_auth, dpop, grants, keys, refresh, tokens
 from app.oidc.client_auth import (
     SECRET_METHODS,
     ClientAuthenticator,
@@ -33,12 +33,14 @@ from app.oidc.client_auth import (
 )
 from app.oidc.errors import (
     InvalidBearerToken,
+    InvalidDpopProof,
     InvalidGrant,
     InvalidRequest,
     InvalidScope,
     OAuthError,
     UnauthorizedClient,
     UnsupportedGrantType,
+    UseDpopNonce,
 )
 from app.oidc.models import AuthorizationCode, Consent, LoginSession, RefreshToken, RevokedToken
 from app.oidc.settings import OidcSettings
@@ -51,6 +53,7 @@ from app.users.models import User
 from app.users.service import get_enabled_user_in_tree
 
 TOKEN_TYPE = "Bearer"
+DPOP_TOKEN_TYPE = "DPoP"
 
 
 def client_alg(client: Client | _TokenClient) -> str:
@@ -98,11 +101,12 @@ class TokenResponse:
     expires_in: int
     id_token: str | None = None
     refresh_token: str | None = None
+    token_type: str = TOKEN_TYPE
 
     def as_dict(self) -> dict:
         body = {
             "scope": self.scope,
-            "token_type": TOKEN_TYPE,
+            "token_type": self.token_type,
             "access_token": self.access_token,
             "expire_in": self.expires_in,
             "expires_in": self.expires_in,
@@ -123,33 +127,82 @@ def require_grant_type(client: Client, grant_type: str) -> None:
         raise UnauthorizedClient(f"This client may not use the {grant_type} grant.")
 
 
-def grant_token(values: dict[str, str], authenticate: Authenticator) -> TokenResponse:
-    """The token endpoint: dispatch on `grant_type`; `authenticate` proves the client when called.
+def grant_token(values: dict[str, str], authenticate: Authenticator, proof: dpop.Proof | None = None) -> TokenResponse:
+    """The token endpoint: dispatch on `grant_type`; `authenticate` proves the client when called;
+    `proof` (`token_request_proof`) binds the access token to its key.
 
     Raises InvalidRequest / UnsupportedGrantType before anything is read; a proven client whose
-    registration does not enable the grant gets UnauthorizedClient; see each grant.
+    registration does not enable the grant gets UnauthorizedClient; see each grant. A proof used
+    before raises InvalidDpopProof, which rolls the grant back.
     """
     grant_type = values.get("grant_type")
     if grant_type == "authorization_code":
-        return exchange_code(
+        issued = exchange_code(
             authenticate,
             code=values.get("code"),
             redirect_uri=values.get("redirect_uri"),
             code_verifier=values.get("code_verifier"),
+            proof=proof,
         )
-    if grant_type == "refresh_token":
-        return refresh_grant(authenticate, refresh_token=values.get("refresh_token"), scope=values.get("scope"))
-    if grant_type == "client_credentials":
+    elif grant_type == "refresh_token":
+        issued = refresh_grant(
+            authenticate, refresh_token=values.get("refresh_token"), scope=values.get("scope"), proof=proof
+        )
+    elif grant_type == "client_credentials":
         client = authenticate()
         require_grant_type(client, grant_type)
-        return client_credentials_grant(client, scope=values.get("scope"))
-    if not grant_type:
+        issued = client_credentials_grant(client, scope=values.get("scope"), jkt=dpop_binding(client, proof))
+    elif not grant_type:
         raise InvalidRequest("grant_type is required.")
-    raise UnsupportedGrantType(f"grant_type must be one of {', '.join(GRANT_TYPES)}.")
+    else:
+        raise UnsupportedGrantType(f"grant_type must be one of {', '.join(GRANT_TYPES)}.")
+    if proof is not None:
+        try:
+            dpop.remember(proof)
+        except dpop.ProofInvalid as refused:
+            raise InvalidDpopProof(str(refused)) from None
+    return issued
+
+
+def token_request_proof(presented: list[str], *, urls: Sequence[str]) -> dpop.Proof | None:
+    """The checked DPoP proof of a token request (RFC 9449 §5) whose `DPoP` headers are
+    `presented`, sent to one of `urls`; None without one, or with DPoP turned off
+    (`OIDC_DPOP_ENABLED`). Raises InvalidDpopProof, or UseDpopNonce with the current nonce."""
+    if not presented or not dpop.enabled():
+        return None
+    try:
+        return dpop.check_proof(presented, method="POST", urls=urls)
+    except dpop.ProofInvalid as refused:
+        if refused.use_nonce:
+            raise UseDpopNonce(str(refused), nonce=dpop.current_nonce()) from None
+        raise InvalidDpopProof(str(refused)) from None
+
+
+def dpop_binding(client: Client, proof: dpop.Proof | None) -> str | None:
+    """The key thumbprint the client's new access token is bound to (None: a Bearer token).
+
+    A client registered with `dpop_bound_access_tokens` (RFC 9449 §5.2) must send a proof while
+    DPoP is on: InvalidDpopProof without one."""
+    if proof is not None:
+        return proof.jkt
+    if client.dpop_bound_access_tokens and dpop.enabled():
+        raise InvalidDpopProof("This client must send a DPoP proof: its access tokens are DPoP-bound.")
+    return None
+
+
+def bearer_allowed_clause() -> Any:
+    """`dpop_binding` without a proof, while DPoP is on, as a condition on the outer `Client`: it
+    does not require DPoP."""
+    return Client.dpop_bound_access_tokens.is_not(True)
 
 
 def exchange_code(
-    authenticate: Authenticator, *, code: str | None, redirect_uri: str | None, code_verifier: str | None
+    authenticate: Authenticator,
+    *,
+    code: str | None,
+    redirect_uri: str | None,
+    code_verifier: str | None,
+    proof: dpop.Proof | None = None,
 ) -> TokenResponse:
     """The view's code exchange: authenticate the client, redeem the code (`redeem_code`) and add a
     refresh token (with `offline_access` or when the client always gets one).
@@ -163,6 +216,7 @@ def exchange_code(
         require_token_parameter(code, "code"), require_token_parameter(redirect_uri, "redirect_uri"), code_verifier
     )
     client = authenticate()
+    jkt = dpop_binding(client, proof)
     redeemed = redeem_code(db.session.connection(), redemption, client.id, refresh_tokens=True)
     if redeemed is None:
         _refuse_code(redemption.code_hash, client, redirect_uri=redemption.redirect_uri,
@@ -188,7 +242,7 @@ def exchange_code(
             .values(refresh_family=family)
             .execution_options(synchronize_session=False)
         )
-    return _redeemed_tokens(client, redeemed, redemption, refresh_token)
+    return _redeemed_tokens(client, redeemed, redemption, refresh_token, jkt)
 
 
 @dataclass(frozen=True)
@@ -243,7 +297,7 @@ def redeem_code_by_secret(
         return None
     redemption = _Redemption.of(code, redirect_uri, code_verifier)
     secret = (credentials.method, secret_hash_candidates(credentials.secret))
-    redeemed = redeem_code(connection, redemption, client_id, secret=secret, refresh_tokens=False)
+    redeemed = redeem_code(connection, redemption, client_id, secret=secret, refresh_tokens=False, bearer=True)
     return None if redeemed is None else _redeemed_tokens(redeemed.client, redeemed, redemption, None)
 
 
@@ -254,18 +308,22 @@ def redeem_code(
     *,
     secret: tuple[str, Sequence[str]] | None = None,
     refresh_tokens: bool,
+    bearer: bool = False,
 ) -> _RedeemedCode | None:
     """The one redemption of an authorization code, for both doors and every database: one
     statement consumes the code when it is unused, unexpired, of this enabled client, redirect URI
     and PKCE challenge, its user enabled and in the client's tree, and the conditions of the rules'
     owners hold: with `secret` (method, hash candidates) the client authenticates with it
     (`client_auth.secret_authentication_clause`); without `refresh_tokens` the grant issues no
-    refresh token (`refresh.wanted_clause`). Of concurrent redemptions exactly one wins (PostgreSQL
+    refresh token (`refresh.wanted_clause`); with `bearer` (no DPoP proof came) the client does not
+    require DPoP (`bearer_allowed_clause`). Of concurrent redemptions exactly one wins (PostgreSQL
     row lock; SQLite's write lock). It returns the code's fields with what the tokens need of the
     user and client (read in the same round trip on PostgreSQL), or None: nothing was changed.
     """
     hashes = secret[1] if secret else ()
-    consume, read = _redeem_statements(connection.dialect.name, len(hashes), secret is not None, refresh_tokens)
+    consume, read = _redeem_statements(
+        connection.dialect.name, len(hashes), secret is not None, refresh_tokens, bearer and dpop.enabled()
+    )
     parameters = redemption.parameters(client_id)
     if secret is not None:
         parameters["given_method"] = secret[0]
@@ -292,6 +350,7 @@ def explain_refused_code(
     """
     try:
         client = authenticate(credentials, frozenset())
+        dpop_binding(client, None)
     except OAuthError as refusal:
         return refusal
     row = db.session.execute(
@@ -400,7 +459,7 @@ _TOKEN_FIELDS = (
 
 @functools.cache
 def _redeem_statements(
-    dialect: str, hash_keys: int, by_secret: bool, refresh_tokens: bool
+    dialect: str, hash_keys: int, by_secret: bool, refresh_tokens: bool, bearer_only: bool
 ) -> tuple[DriverStatement, DriverStatement | None]:
     """The statements of `redeem_code`, built once per shape: `_consume_update`'s with the
     conditions of the rules' owners, returning the code's fields, `_TokenUser`'s, `_TokenClient`'s
@@ -418,6 +477,8 @@ def _redeem_statements(
         )
     if not refresh_tokens:
         conditions.append(not_(refresh.wanted_clause(AuthorizationCode.scope)))
+    if bearer_only:
+        conditions.append(bearer_allowed_clause())
     consume = _consume_update(*conditions)
     consent = and_(Consent.user_id == User.id, Consent.client_id == Client.id)
     if dialect != "postgresql":
@@ -493,11 +554,14 @@ def _user_tokens(
     issued_at: int,
     refresh_token: str | None,
     grant: grants.Grant | None = None,
+    jkt: str | None = None,
 ) -> TokenResponse:
-    """The token response; `grant` (what the tokens may release) is read when not given."""
+    """The token response; `grant` (what the tokens may release) is read when not given; `jkt`
+    binds the access token to a DPoP key."""
     access_token, _ = tokens.issue_access_token(
-        client_id=client.id, user_id=user.id, scope=scope, alg=access_token_alg(client), now=issued_at, jti=jti
-    )
+        client_id=client.id, user_id=user.id, scope=scope, alg=access_token_alg(client), now=issued_at, jti=jti,
+        jkt=jkt,
+    )  # fmt: skip
     id_token = None
     if "openid" in scope.split():
         id_token = tokens.issue_id_token(
@@ -520,21 +584,28 @@ def _user_tokens(
         id_token=id_token,
         refresh_token=refresh_token,
         expires_in=current(OidcSettings).access_token_ttl,
+        token_type=TOKEN_TYPE if jkt is None else DPOP_TOKEN_TYPE,
     )
 
 
 def _redeemed_tokens(
-    client: Client | _TokenClient, redeemed: _RedeemedCode, redemption: _Redemption, refresh_token: str | None
+    client: Client | _TokenClient,
+    redeemed: _RedeemedCode,
+    redemption: _Redemption,
+    refresh_token: str | None,
+    jkt: str | None = None,
 ) -> TokenResponse:
     return _user_tokens(client, redeemed.user, scope=redeemed.scope, auth_time=redeemed.auth_time,
                         nonce=redeemed.nonce, sid=redeemed.sid, amr=redeemed.amr, acr=redeemed.acr,
                         jti=redemption.jti, issued_at=redemption.issued_at,
-                        refresh_token=refresh_token,
+                        refresh_token=refresh_token, jkt=jkt,
                         grant=grants.grant_of_consent(client, redeemed.user, redeemed.scope.split(),
                                                       redeemed.consent))  # fmt: skip
 
 
-def refresh_grant(authenticate: Authenticator, *, refresh_token: str | None, scope: str | None) -> TokenResponse:
+def refresh_grant(
+    authenticate: Authenticator, *, refresh_token: str | None, scope: str | None, proof: dpop.Proof | None = None
+) -> TokenResponse:
     """Rotate a refresh token: new access token, id_token and refresh token of the same family.
 
     The token is consumed first (see `refresh.consume`); a token already consumed is a reuse that
@@ -558,6 +629,7 @@ def refresh_grant(authenticate: Authenticator, *, refresh_token: str | None, sco
     requested = list(dict.fromkeys(scope.split())) if scope else granted
     if not set(requested) <= set(granted):
         raise InvalidScope("The requested scope exceeds the one originally granted.")
+    jkt = dpop_binding(client, proof)
     issued_at = int(time.time())
     jti = uuid.uuid4().hex
     expires_at = datetime.fromtimestamp(issued_at + current(OidcSettings).access_token_ttl, UTC)
@@ -586,6 +658,7 @@ def refresh_grant(authenticate: Authenticator, *, refresh_token: str | None, sco
         jti=jti,
         issued_at=issued_at,
         refresh_token=rotated,
+        jkt=jkt,
     )
 
 
@@ -602,8 +675,9 @@ def _refuse_refresh_reuse(raw: str, client: Client) -> NoReturn:
     raise InvalidGrant("The refresh token was already used; its whole family is revoked.", keep_changes=True)
 
 
-def client_credentials_grant(client: Client, *, scope: str | None) -> TokenResponse:
-    """An access token of the client itself (`sub` = client) for scopes it may be granted.
+def client_credentials_grant(client: Client, *, scope: str | None, jkt: str | None = None) -> TokenResponse:
+    """An access token of the client itself (`sub` = client) for scopes it may be granted, bound to
+    the DPoP key `jkt` when given.
 
     Without `scope`, every scope the client may be granted; a scope outside them raises InvalidScope.
     """
@@ -614,9 +688,14 @@ def client_credentials_grant(client: Client, *, scope: str | None) -> TokenRespo
     issued_at = int(time.time())
     granted = " ".join(requested)
     access_token = tokens.issue_client_access_token(
-        client_id=client.id, scope=granted, alg=access_token_alg(client), jti=uuid.uuid4().hex, now=issued_at
+        client_id=client.id, scope=granted, alg=access_token_alg(client), jti=uuid.uuid4().hex, now=issued_at, jkt=jkt
     )
-    return TokenResponse(scope=granted, access_token=access_token, expires_in=current(OidcSettings).access_token_ttl)
+    return TokenResponse(
+        scope=granted,
+        access_token=access_token,
+        expires_in=current(OidcSettings).access_token_ttl,
+        token_type=TOKEN_TYPE if jkt is None else DPOP_TOKEN_TYPE,
+    )
 
 
 def _revoke_code_tokens(row: AuthorizationCode) -> NoReturn:
@@ -666,6 +745,17 @@ def userinfo(grant: grants.Grant) -> dict:
     document = grant.userinfo()
     document.update({"sub": str(grant.user.id), "user_id": grant.user.id, "did": grant.user.did})
     return document
+
+
+def signed_userinfo(grant: grants.Grant) -> str | None:
+    """The userinfo document as a JWT signed with the client's `userinfo_signed_response_alg`, with
+    `iss` and `aud` (OpenID Core §5.3.2); None when the client takes JSON or signed userinfo is off
+    (`OIDC_SIGNED_USERINFO_ENABLED`)."""
+    client = db.session.get(Client, grant.client.id)
+    alg = client.userinfo_signed_response_alg if client is not None else None
+    if alg not in keys.ALGORITHMS or not current(OidcSettings).signed_userinfo_enabled:
+        return None
+    return tokens.sign({**userinfo(grant), "iss": tokens.issuer(), "aud": str(grant.client.id)}, alg, "JWT")
 
 
 def _token_of_client(raw: str, client: Client) -> AccessTokenClaims | None:
@@ -748,7 +838,7 @@ def introspect_token(client: Client, token: str | None) -> dict:
         "active": True,
         "scope": " ".join(claims.scopes),
         "client_id": claims.client_id,
-        "token_type": TOKEN_TYPE,
+        "token_type": TOKEN_TYPE if claims.jkt is None else DPOP_TOKEN_TYPE,
         "exp": claims.exp,
         "iat": claims.iat,
         "sub": claims.sub,
@@ -758,6 +848,8 @@ def introspect_token(client: Client, token: str | None) -> dict:
     }
     if claims.user_id is not None:
         document["user_id"] = claims.user_id
+    if claims.jkt is not None:
+        document["cnf"] = {"jkt": claims.jkt}
     # Says whose token it is, so a resource server never takes a client's token for a user's.
     document["subject_type"] = "user" if claims.user_id is not None else "client"
     return document

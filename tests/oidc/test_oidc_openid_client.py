@@ -1,6 +1,7 @@
 """openid-client (npm, OpenID Certified relying-party library) against a live server: code flow with
-refresh rotation, client_credentials, client_secret_jwt, private_key_jwt, PAR, and RP-initiated plus
-back-channel logout (the logout token validated by the RP with jose against the published keys).
+refresh rotation, client_credentials, client_secret_jwt, private_key_jwt, PAR, DPoP with JARM and
+signed userinfo, and RP-initiated plus back-channel logout (the logout token validated by the RP with
+jose against the published keys).
 
 The Node driver and its pinned dependencies live in tests/oidc/rp_node (package-lock.json);
 `npm ci` installs them there on first use. Skipped only when node or npm is not installed.
@@ -135,6 +136,36 @@ def test_openid_client_code_flow_with_refresh_rotation(app, client, live_server,
     # Reuse of the rotated token is refused, and revokes the family (the newer token too).
     assert result["reuse"]["error"] == "invalid_grant"
     assert result["afterReuse"]["error"] == "invalid_grant"
+
+
+def test_openid_client_dpop_jarm_and_signed_userinfo(app, client, live_server, callback_server, node_rp):
+    """openid-client with a DPoP key for every request, the response as a JARM JWT and the userinfo
+    signed with ES256: it checks the proofs' nonces, the response and the userinfo JWT itself."""
+    redirect_uri = callback_server.url + "/callback"
+    tenant, auth = _configured_tenant(app, client, redirect_uri, "client_secret_basic")
+    signing = app.test_cli_runner().invoke(
+        args=["clients", "set-userinfo-signing", str(tenant.client_id), "--alg", "ES256"]
+    )
+    assert signing.exit_code == 0, signing.output
+    common = {"issuer": live_server.url, "clientId": str(tenant.client_id), "auth": auth, "redirectUri": redirect_uri,
+              "metadata": {"userinfo_signed_response_alg": "ES256"}}  # fmt: skip
+    started = node_rp("start", {**common, "scope": "openid email offline_access", "par": False, "responseMode": "jwt"})
+    assert started["ok"], started
+    callback = sign_in_over_http(requests.Session(), live_server.url, started["url"], tenant.email)
+    assert callback.startswith(redirect_uri + "?response=")
+    checks = {"verifier": started["verifier"], "state": started["state"], "nonce": started["nonce"]}
+    result = node_rp("finish", {**common, **checks, "callbackUrl": callback, "dpop": True, "jarm": True})
+    assert result["ok"], result
+    assert result["tokenType"].lower() == "dpop" and result["rotated"]["tokenType"].lower() == "dpop"
+    assert result["userinfo"]["email"] == tenant.email and result["userinfo"]["sub"] == str(tenant.user_id)
+    introspected = requests.post(
+        live_server.url + "/v1/openidc/introspect",
+        data={"token": result["accessToken"]},
+        auth=(str(tenant.client_id), tenant.client_secret),
+        timeout=10,
+    ).json()
+    assert introspected["token_type"] == "DPoP" and introspected["cnf"]["jkt"]
+    assert result["reuse"]["error"] == "invalid_grant"
 
 
 @pytest.mark.parametrize(
