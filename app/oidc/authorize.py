@@ -22,7 +22,7 @@ from sqlalchemy.orm.attributes import set_committed_value
 
 from app.db import as_utc, utcnow
 from app.extensions import db
-from app.oidc import acr, grants, jarm, recaptcha, tokens
+from app.oidc import acr, dpop, grants, jarm, recaptcha, tokens
 from app.oidc.backchannel import queue_logouts, remember_session_client
 from app.oidc.claims import parse_scope
 from app.oidc.errors import AuthorizationPageError, AuthorizationRedirectError
@@ -70,9 +70,12 @@ _KNOWN_PARAMETERS = frozenset(
         "request_uri",
         "acr_values",
         "claims",
+        "dpop_jkt",
     }
 )
 _CODE_CHALLENGE = re.compile(r"[A-Za-z0-9._~-]{43,128}")
+# An RFC 7638 SHA-256 thumbprint, base64url without padding.
+_JKT = re.compile(r"[A-Za-z0-9_-]{43}")
 # No whitespace, control characters (NUL cannot be stored) or lone surrogates anywhere.
 _EMAIL_CHAR = r"[^@\s\x00-\x1f\x7f\ud800-\udfff]"
 _EMAIL = re.compile(rf"{_EMAIL_CHAR}{{1,64}}@{_EMAIL_CHAR}{{1,253}}\.{_EMAIL_CHAR}{{1,63}}")
@@ -102,6 +105,7 @@ class AuthorizationParams:
     acr_values: tuple[str, ...] = ()
     acr_essential: bool = False
     response_mode: str | None = None
+    dpop_jkt: str | None = None
 
 
 @dataclass(frozen=True)
@@ -229,6 +233,9 @@ def _validated_parameters(
         raise AuthorizationRedirectError("invalid_request", "code_challenge_method without code_challenge.")
     elif client.require_pkce:
         raise AuthorizationRedirectError("invalid_request", "This client must use PKCE: code_challenge is required.")
+    dpop_jkt = (raw.get("dpop_jkt") or None) if dpop.enabled() else None
+    if dpop_jkt is not None and not _JKT.fullmatch(dpop_jkt):
+        raise AuthorizationRedirectError("invalid_request", "dpop_jkt must be a SHA-256 JWK thumbprint (RFC 7638).")
     state, nonce = raw.get("state") or None, raw.get("nonce") or None
     if (state and len(state) > _MAX_STATE) or (nonce and len(nonce) > _MAX_STATE):
         raise AuthorizationRedirectError("invalid_request", "state or nonce is too long.")
@@ -253,6 +260,7 @@ def _validated_parameters(
         acr_values=acr_values,
         acr_essential=acr_essential,
         response_mode=raw.get("response_mode") or None,
+        dpop_jkt=dpop_jkt,
     )
 
 
@@ -391,6 +399,7 @@ def _new_request(params: AuthorizationParams, browser_token: str, **fields) -> t
         acr_values=" ".join(params.acr_values) or None,
         acr_essential=params.acr_essential,
         response_mode=params.response_mode,
+        dpop_jkt=params.dpop_jkt,
         created_at=now,
         expires_at=now + timedelta(seconds=current(OidcSettings).auth_request_ttl),
         **fields,
@@ -414,6 +423,7 @@ def _issue_code(
     amr: str,
     acr_claim: str | None,
     response_mode: str | None,
+    dpop_jkt: str | None,
 ) -> str:
     code = random_token(32)
     now = utcnow()
@@ -434,6 +444,7 @@ def _issue_code(
             sid=sid,
             amr=amr,
             acr=acr_claim,
+            dpop_jkt=dpop_jkt,
         )
     )
     db.session.flush()
@@ -496,6 +507,7 @@ def start_authorization(params: AuthorizationParams, *, browser_token: str, sess
             amr=amr,
             acr_claim=acr.claimed_acr(amr, params.acr_values),
             response_mode=params.response_mode,
+            dpop_jkt=params.dpop_jkt,
         )
     )
 
@@ -842,6 +854,7 @@ def _finish(request: AuthorizationRequest, client: Client) -> str:
         amr=request.amr or acr.LEGACY_AMR,
         acr_claim=acr.claimed_acr(request.amr or acr.LEGACY_AMR, _acr_values(request)),
         response_mode=request.response_mode,
+        dpop_jkt=request.dpop_jkt,
     )
     db.session.delete(request)
     db.session.flush()

@@ -87,6 +87,8 @@ class AuthorizationRequest(Base):
     acr_essential: Mapped[bool] = mapped_column(Boolean, default=False, server_default=false())
     # How the response goes back (`query`, or a JARM mode); null is `query`.
     response_mode: Mapped[str | None] = mapped_column(String(16), nullable=True)
+    # The DPoP key thumbprint the code must be bound to (`dpop_jkt`, RFC 9449 §10).
+    dpop_jkt: Mapped[str | None] = mapped_column(String(64), nullable=True)
     # The challenge of the passkey ceremony the login page offers (base64url), single use.
     passkey_challenge: Mapped[str | None] = mapped_column(String(128), nullable=True)
 
@@ -115,6 +117,8 @@ class AuthorizationCode(Base):
     # codes older than the columns.
     amr: Mapped[str | None] = mapped_column(String(64), nullable=True)
     acr: Mapped[str | None] = mapped_column(String(64), nullable=True)
+    # The DPoP key the code is bound to (`dpop_jkt`, RFC 9449 §10): only a proof of it redeems the code.
+    dpop_jkt: Mapped[str | None] = mapped_column(String(64), nullable=True)
 
 
 class RevokedToken(Base):

@@ -190,10 +190,21 @@ def dpop_binding(client: Client, proof: dpop.Proof | None) -> str | None:
     return None
 
 
-def bearer_allowed_clause() -> Any:
-    """`dpop_binding` without a proof, while DPoP is on, as a condition on the outer `Client`: it
-    does not require DPoP."""
-    return Client.dpop_bound_access_tokens.is_not(True)
+def bearer_allowed_clause(dpop_on: bool) -> Any:
+    """`_binding_holds` and `dpop_binding` without a proof as a condition on the code and the outer
+    `Client`: the code names no DPoP key and, while DPoP is on (`dpop_on`), the client does not
+    require DPoP."""
+    code_unbound = AuthorizationCode.dpop_jkt.is_(None)
+    return and_(code_unbound, Client.dpop_bound_access_tokens.is_not(True)) if dpop_on else code_unbound
+
+
+_DPOP_JKT_MISMATCH = "The authorization code is bound to a DPoP key (dpop_jkt): exchange it with a proof of that key."
+
+
+def _binding_holds(code_jkt: str | None, jkt: str | None) -> bool:
+    """Whether a code bound to the DPoP key `code_jkt` (RFC 9449 §10; None: unbound) may be redeemed
+    for an access token bound to `jkt`."""
+    return code_jkt is None or code_jkt == jkt
 
 
 def exchange_code(
@@ -220,7 +231,9 @@ def exchange_code(
     redeemed = redeem_code(db.session.connection(), redemption, client.id, refresh_tokens=True)
     if redeemed is None:
         _refuse_code(redemption.code_hash, client, redirect_uri=redemption.redirect_uri,
-                     code_verifier=code_verifier, now=redemption.now)  # fmt: skip
+                     code_verifier=code_verifier, now=redemption.now, jkt=jkt)  # fmt: skip
+    if not _binding_holds(redeemed.dpop_jkt, jkt):
+        raise InvalidGrant(_DPOP_JKT_MISMATCH)  # rolls the redemption back: the key's holder may still redeem it
     refresh_token = None
     if refresh.wanted(client, redeemed.scope):
         refresh_token, family = refresh.add_member(
@@ -322,7 +335,7 @@ def redeem_code(
     """
     hashes = secret[1] if secret else ()
     consume, read = _redeem_statements(
-        connection.dialect.name, len(hashes), secret is not None, refresh_tokens, bearer and dpop.enabled()
+        connection.dialect.name, len(hashes), secret is not None, refresh_tokens, bearer, bearer and dpop.enabled()
     )
     parameters = redemption.parameters(client_id)
     if secret is not None:
@@ -332,12 +345,13 @@ def redeem_code(
     if row is None:
         return None
     if read is not None:  # no data-modifying CTE: the user and client are read after the update
-        user_id, scope, nonce, auth_time, sid, amr, acr = row
-        row = (scope, nonce, auth_time, sid, amr, acr, *read.first(connection, {"user_id": user_id, **parameters}))
-    scope, nonce, auth_time, sid, amr, acr, *user_and_client, consented_scope, claims_fingerprint = row
+        user_id, scope, nonce, auth_time, sid, amr, acr, dpop_jkt = row
+        row = (scope, nonce, auth_time, sid, amr, acr, dpop_jkt,
+               *read.first(connection, {"user_id": user_id, **parameters}))  # fmt: skip
+    scope, nonce, auth_time, sid, amr, acr, dpop_jkt, *user_and_client, consented_scope, claims_fingerprint = row
     consent = None if consented_scope is None else _RememberedConsent(consented_scope, claims_fingerprint)
     return _RedeemedCode(scope, nonce, as_utc(auth_time), sid, amr, acr, _TokenUser(*user_and_client[:4]),
-                         _TokenClient(*user_and_client[4:]), consent)  # fmt: skip
+                         _TokenClient(*user_and_client[4:]), consent, dpop_jkt)  # fmt: skip
 
 
 def explain_refused_code(
@@ -358,7 +372,7 @@ def explain_refused_code(
     ).scalar_one_or_none()
     if row is not None and row.used_at is not None and row.client_id == client.id:
         return None
-    refusal = _code_refusal(row, client, redirect_uri=redirect_uri, code_verifier=code_verifier, now=utcnow())
+    refusal = _code_refusal(row, client, redirect_uri=redirect_uri, code_verifier=code_verifier, now=utcnow(), jkt=None)
     if refusal is None and refresh.wanted(client, row.scope):
         return None
     return refusal or InvalidGrant(_USER_GONE)
@@ -398,6 +412,7 @@ class _RedeemedCode:
     user: _TokenUser
     client: _TokenClient
     consent: _RememberedConsent | None
+    dpop_jkt: str | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -440,6 +455,7 @@ def _consume_update(*conditions: Any) -> Update:
             AuthorizationCode.sid,
             AuthorizationCode.amr,
             AuthorizationCode.acr,
+            AuthorizationCode.dpop_jkt,
         )
     )
 
@@ -459,7 +475,7 @@ _TOKEN_FIELDS = (
 
 @functools.cache
 def _redeem_statements(
-    dialect: str, hash_keys: int, by_secret: bool, refresh_tokens: bool, bearer_only: bool
+    dialect: str, hash_keys: int, by_secret: bool, refresh_tokens: bool, bearer: bool, dpop_on: bool
 ) -> tuple[DriverStatement, DriverStatement | None]:
     """The statements of `redeem_code`, built once per shape: `_consume_update`'s with the
     conditions of the rules' owners, returning the code's fields, `_TokenUser`'s, `_TokenClient`'s
@@ -477,8 +493,8 @@ def _redeem_statements(
         )
     if not refresh_tokens:
         conditions.append(not_(refresh.wanted_clause(AuthorizationCode.scope)))
-    if bearer_only:
-        conditions.append(bearer_allowed_clause())
+    if bearer:
+        conditions.append(bearer_allowed_clause(dpop_on))
     consume = _consume_update(*conditions)
     consent = and_(Consent.user_id == User.id, Consent.client_id == Client.id)
     if dialect != "postgresql":
@@ -492,8 +508,8 @@ def _redeem_statements(
         return DriverStatement(consume), DriverStatement(read)
     code = consume.cte("consumed")
     return DriverStatement(
-        select(code.c.scope, code.c.nonce, code.c.auth_time, code.c.sid, code.c.amr, code.c.acr, *_TOKEN_FIELDS,
-               Consent.scope, Consent.claims_fingerprint)
+        select(code.c.scope, code.c.nonce, code.c.auth_time, code.c.sid, code.c.amr, code.c.acr, code.c.dpop_jkt,
+               *_TOKEN_FIELDS, Consent.scope, Consent.claims_fingerprint)
         .join(User, User.id == code.c.user_id)
         .join(Client, Client.id == bindparam("given_client_id"))
         .outerjoin(Consent, consent)
@@ -504,7 +520,7 @@ _USER_GONE = "The user of this authorization code no longer exists or was disabl
 
 
 def _refuse_code(
-    code_hash: str, client: Client, *, redirect_uri: str, code_verifier: str | None, now: datetime
+    code_hash: str, client: Client, *, redirect_uri: str, code_verifier: str | None, now: datetime, jkt: str | None
 ) -> NoReturn:
     """Nothing was consumed: say why. A used code of this client revokes the tokens issued from it."""
     row = db.session.execute(
@@ -514,16 +530,21 @@ def _refuse_code(
     ).scalar_one_or_none()
     if row is not None and row.client_id == client.id and row.used_at is not None:
         _revoke_code_tokens(row)
-    raise _code_refusal(row, client, redirect_uri=redirect_uri, code_verifier=code_verifier, now=now) or InvalidGrant(
-        _USER_GONE
-    )
+    refusal = _code_refusal(row, client, redirect_uri=redirect_uri, code_verifier=code_verifier, now=now, jkt=jkt)
+    raise refusal or InvalidGrant(_USER_GONE)
 
 
 def _code_refusal(
-    row: AuthorizationCode | None, client: Client, *, redirect_uri: str, code_verifier: str | None, now: datetime
+    row: AuthorizationCode | None,
+    client: Client,
+    *,
+    redirect_uri: str,
+    code_verifier: str | None,
+    now: datetime,
+    jkt: str | None,
 ) -> InvalidGrant | None:
-    """What is wrong with presenting the code `row` (None: unknown) for `client`, other than its
-    use and its user; None when nothing of that is."""
+    """What is wrong with presenting the code `row` (None: unknown) for `client` with a proof of the
+    DPoP key `jkt` (None: none), other than its use and its user; None when nothing of that is."""
     if row is None or row.client_id != client.id:
         return InvalidGrant("The authorization code is unknown or was issued to another client.")
     if as_utc(row.expires_at) <= now:
@@ -537,6 +558,8 @@ def _code_refusal(
             return InvalidGrant("code_verifier does not match the code_challenge.")
     elif code_verifier:
         return InvalidGrant("code_verifier was sent but the authorization request had no code_challenge.")
+    if not _binding_holds(row.dpop_jkt, jkt):
+        return InvalidGrant(_DPOP_JKT_MISMATCH)
     return None
 
 

@@ -278,6 +278,7 @@ def _token_cases(app, http) -> list[Case]:
         Case("JSON body", lambda h: exchange(h, tenant, code(), as_json=True), at_once=False, tokens=True),
         Case("DPoP proof", with_proof, at_once=False, tokens=True, volatile=("DPoP-Nonce",)),
         Case("DPoP-bound client without a proof", lambda h: exchange(h, bound, bound_code()), at_once=True),
+        Case("dpop_jkt code, no proof", lambda h: exchange(h, tenant, code(dpop_jkt=holder.jkt)), at_once=True),
     ]
 
 

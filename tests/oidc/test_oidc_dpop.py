@@ -1,7 +1,7 @@
 """DPoP (RFC 9449) through the real endpoints: proofs at the token endpoint (every grant), server
 nonces, `token_type: DPoP` with `cnf.jkt` in the access token and introspection, DPoP-bound tokens
-at userinfo and the credential list (and refused as Bearer), clients that require DPoP, and the
-operator's switch."""
+at userinfo and the credential list (and refused as Bearer), clients that require DPoP, codes bound
+to a key by `dpop_jkt`, and the operator's switch."""
 
 from __future__ import annotations
 
@@ -18,7 +18,7 @@ from app.extensions import db
 from app.tenancy.models import Client
 from tests.support.config import change_settings
 from tests.support.dpop import TOKEN_URL, Holder
-from tests.support.oidc import exchange, sign_in
+from tests.support.oidc import authorize_query, exchange, query_of, sign_in
 
 USERINFO_URL = "http://localhost/v1/openidc/user"
 CREDENTIALS_URL = "http://localhost/v1/openidc/credentials"
@@ -317,3 +317,44 @@ def test_without_server_nonces_a_proof_needs_none(app, client, tenant, monkeypat
     assert "DPoP-Nonce" not in issued.headers
     token = issued.get_json()["access_token"]
     assert _userinfo(client, holder, token).status_code == 200
+
+
+@pytest.mark.parametrize("through", ["the sign-in pages", "a pushed request"])
+def test_a_code_bound_by_dpop_jkt_is_redeemed_only_with_a_proof_of_that_key(app, client, tenant, through):
+    holder, stranger = Holder(), Holder()
+    _bound_tokens(client, tenant, holder)  # holds a current nonce now
+    stranger.nonce = holder.nonce
+    browser = app.test_client()  # signs in afresh: the request row carries dpop_jkt to the code
+    if through == "a pushed request":
+        pushed = client.post(
+            "/v1/openidc/par",
+            data={
+                "response_type": "code",
+                "client_id": str(tenant.client_id),
+                "redirect_uri": tenant.redirect_uri,
+                "scope": "openid",
+                "dpop_jkt": holder.jkt,
+            },  # fmt: skip
+            auth=(str(tenant.client_id), tenant.client_secret),
+        )
+        assert pushed.status_code == 201, pushed.get_json()
+        # The pushed parameters replace whatever else the authorization request carries.
+        code = sign_in(browser, tenant, request_uri=pushed.get_json()["request_uri"])["code"]
+    else:
+        code = sign_in(browser, tenant, dpop_jkt=holder.jkt)["code"]
+    for refused in (
+        exchange(client, tenant, code),
+        exchange(client, tenant, code),  # the first exchange of a process may be the view's, the next the hot route's
+        client.post("/v1/openidc/token", data=_code_body(tenant, code), headers={"DPoP": stranger.proof(TOKEN_URL)}),
+    ):
+        assert refused.status_code == 400 and refused.get_json()["error"] == "invalid_grant", refused.get_json()
+        assert "dpop_jkt" in refused.get_json()["error_description"]
+    issued = _token_request(client, holder, _code_body(tenant, code))
+    assert issued.status_code == 200, issued.get_json()
+    assert _claims(issued.get_json()["access_token"])["cnf"] == {"jkt": holder.jkt}
+
+
+def test_a_malformed_dpop_jkt_is_refused_at_the_authorization_endpoint(client, tenant):
+    answer = client.get(authorize_query(tenant, dpop_jkt="not-a-thumbprint"))
+    assert answer.status_code == 302
+    assert query_of(answer.headers["Location"])["error"] == "invalid_request"
