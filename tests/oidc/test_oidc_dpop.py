@@ -358,3 +358,15 @@ def test_a_malformed_dpop_jkt_is_refused_at_the_authorization_endpoint(client, t
     answer = client.get(authorize_query(tenant, dpop_jkt="not-a-thumbprint"))
     assert answer.status_code == 302
     assert query_of(answer.headers["Location"])["error"] == "invalid_request"
+
+
+def test_the_credential_endpoints_of_the_issuer_take_a_bound_token_as_dpop_only(client, tenant):
+    holder = Holder()
+    token = _bound_tokens(client, tenant, holder, scope="openid email")["access_token"]
+    for path, status in ((f"/v1/user/{tenant.user_id}/credentials/email", 201),
+                         (f"/v1/user/{tenant.user_id}/credentials/social/platform_b", 404)):  # fmt: skip
+        as_bearer = client.post(path, headers={"Authorization": f"Bearer {token}"})
+        assert as_bearer.status_code == 401 and _challenge(as_bearer).startswith("DPoP "), path
+        proof = holder.proof(f"http://localhost{path}", access_token=token)
+        answer = client.post(path, headers={"Authorization": f"DPoP {token}", "DPoP": proof})
+        assert answer.status_code == status, (path, answer.get_data(as_text=True))
