@@ -12,9 +12,17 @@ from sqlalchemy import update
 
 from app.db import utcnow
 from app.extensions import db
+from app.oidc import dpop
 from app.oidc.authorize import validate_authorization_request
-from app.oidc.errors import AuthorizationPageError, AuthorizationRedirectError, InvalidRequest, OAuthError
+from app.oidc.errors import (
+    AuthorizationPageError,
+    AuthorizationRedirectError,
+    InvalidDpopProof,
+    InvalidRequest,
+    OAuthError,
+)
 from app.oidc.models import PushedRequest
+from app.oidc.service import remember_proof
 from app.oidc.settings import OidcSettings
 from app.security import hash_secret, random_token
 from app.settings import current
@@ -35,10 +43,13 @@ def _hash(reference: str) -> str:
     return hash_secret("par:" + reference)
 
 
-def push_request(client: Client, raw: Mapping[str, str]) -> dict:
-    """Validate and store an authorization request of the authenticated `client`.
+def push_request(client: Client, raw: Mapping[str, str], proof: dpop.Proof | None = None) -> dict:
+    """Validate and store an authorization request of the authenticated `client`; with a DPoP
+    `proof` (`service.token_request_proof`) its code is bound to the proof's key, as by `dpop_jkt`
+    (RFC 9449 §10.1).
 
-    Raises InvalidRequest when it names another client or carries a request_uri, and
+    Raises InvalidRequest when it names another client or carries a request_uri, InvalidDpopProof
+    when `dpop_jkt` names another key than the proof's or the proof was used before, and
     PushedRequestInvalid with the authorization endpoint's error otherwise.
     """
     parameters = {
@@ -51,6 +62,10 @@ def push_request(client: Client, raw: Mapping[str, str]) -> dict:
     if "request_uri" in parameters:
         raise InvalidRequest("A pushed request cannot itself carry a request_uri.")
     parameters["client_id"] = str(client.id)
+    if proof is not None:
+        if parameters.get("dpop_jkt", proof.jkt) != proof.jkt:
+            raise InvalidDpopProof("dpop_jkt names another key than the DPoP proof's.")
+        parameters["dpop_jkt"] = proof.jkt
     try:
         validate_authorization_request(parameters, pushed=True)
     except AuthorizationRedirectError as error:
@@ -68,6 +83,8 @@ def push_request(client: Client, raw: Mapping[str, str]) -> dict:
         )
     )
     db.session.flush()
+    if proof is not None:
+        remember_proof(proof)
     return {"request_uri": REQUEST_URI_PREFIX + reference, "expires_in": ttl}
 
 

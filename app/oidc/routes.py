@@ -290,10 +290,13 @@ def pushed_authorization_request():
 
     The browser then goes to the authorization endpoint with only `client_id` and that
     `request_uri`. The client authenticates as at the token endpoint; errors of the request itself
-    answer the code the authorization endpoint would have sent to the redirect_uri.
+    answer the code the authorization endpoint would have sent to the redirect_uri. A `DPoP` proof
+    binds the code to its key, as `dpop_jkt` does (RFC 9449 §10.1).
     """
     values = _parameters()
-    return par.push_request(_authenticated_client_for(values), values)
+    client = _authenticated_client_for(values)
+    proof = service.token_request_proof(request.headers.getlist("DPoP"), urls=request_urls())
+    return par.push_request(client, values, proof)
 
 
 @blp.route("/v1/openidc/user", methods=["GET", "POST"])

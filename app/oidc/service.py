@@ -157,17 +157,24 @@ def grant_token(values: dict[str, str], authenticate: Authenticator, proof: dpop
     else:
         raise UnsupportedGrantType(f"grant_type must be one of {', '.join(GRANT_TYPES)}.")
     if proof is not None:
-        try:
-            dpop.remember(proof)
-        except dpop.ProofInvalid as refused:
-            raise InvalidDpopProof(str(refused)) from None
+        remember_proof(proof)
     return issued
 
 
+def remember_proof(proof: dpop.Proof) -> None:
+    """Record the jti of a token-side request's proof (`dpop.remember`); InvalidDpopProof when it was
+    used before. Flushes in the request's unit of work."""
+    try:
+        dpop.remember(proof)
+    except dpop.ProofInvalid as refused:
+        raise InvalidDpopProof(str(refused)) from None
+
+
 def token_request_proof(presented: list[str], *, urls: Sequence[str]) -> dpop.Proof | None:
-    """The checked DPoP proof of a token request (RFC 9449 §5) whose `DPoP` headers are
-    `presented`, sent to one of `urls`; None without one, or with DPoP turned off
-    (`OIDC_DPOP_ENABLED`). Raises InvalidDpopProof, or UseDpopNonce with the current nonce."""
+    """The checked DPoP proof of a token-side request (the token endpoint, RFC 9449 §5; a pushed
+    authorization request, §10.1) whose `DPoP` headers are `presented`, sent to one of `urls`; None
+    without one, or with DPoP turned off (`OIDC_DPOP_ENABLED`). Raises InvalidDpopProof, or
+    UseDpopNonce with the current nonce. Records nothing: `remember_proof` does."""
     if not presented or not dpop.enabled():
         return None
     try:

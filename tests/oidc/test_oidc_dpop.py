@@ -370,3 +370,23 @@ def test_the_credential_endpoints_of_the_issuer_take_a_bound_token_as_dpop_only(
         proof = holder.proof(f"http://localhost{path}", access_token=token)
         answer = client.post(path, headers={"Authorization": f"DPoP {token}", "DPoP": proof})
         assert answer.status_code == status, (path, answer.get_data(as_text=True))
+
+
+def test_a_pushed_request_with_a_proof_binds_its_code_to_the_key(app, client, tenant):
+    holder = Holder()
+    _bound_tokens(client, tenant, holder)  # holds a current nonce now
+    par_url = "http://localhost/v1/openidc/par"
+    body = {"response_type": "code", "client_id": str(tenant.client_id), "redirect_uri": tenant.redirect_uri,
+            "scope": "openid"}  # fmt: skip
+    auth = (str(tenant.client_id), tenant.client_secret)
+    mismatch = client.post("/v1/openidc/par", data={**body, "dpop_jkt": Holder().jkt}, auth=auth,
+                           headers={"DPoP": holder.proof(par_url)})  # fmt: skip
+    assert mismatch.status_code == 400 and mismatch.get_json()["error"] == "invalid_dpop_proof"
+    wrong_url = client.post("/v1/openidc/par", data=body, auth=auth, headers={"DPoP": holder.proof(TOKEN_URL)})
+    assert wrong_url.status_code == 400 and wrong_url.get_json()["error"] == "invalid_dpop_proof"
+    pushed = client.post("/v1/openidc/par", data=body, auth=auth, headers={"DPoP": holder.proof(par_url)})
+    assert pushed.status_code == 201, pushed.get_json()
+    code = sign_in(app.test_client(), tenant, request_uri=pushed.get_json()["request_uri"])["code"]
+    refused = exchange(client, tenant, code)
+    assert refused.status_code == 400 and refused.get_json()["error"] == "invalid_grant"
+    assert _token_request(client, holder, _code_body(tenant, code)).get_json()["token_type"] == "DPoP"
