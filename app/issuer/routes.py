@@ -6,7 +6,7 @@ from collections.abc import Callable
 from functools import wraps
 from typing import Any
 
-from flask import current_app, request, url_for
+from flask import current_app, url_for
 from flask_smorest import Blueprint
 
 from app.http import BARE_LOCATION_HEADER, id_parameter, path_id, problem_doc
@@ -20,7 +20,7 @@ from app.issuer.schemas import (
     IssuerKeyListEnvelope,
     VerifiableCredentialOut,
 )
-from app.oidc.auth import require_bearer_token, require_grant
+from app.oidc.auth import presents_access_token, require_bearer_token, require_grant
 from app.tenancy.auth import api_token_required, authenticate_request, current_caller
 
 blp = Blueprint("issuer", __name__, description="Issuing credentials: issuer keys, did:web, VC API issue and derive")
@@ -144,7 +144,7 @@ def _holder_or_client(view: Callable) -> Callable:
 
     @wraps(view)
     def wrapper(*args: Any, **kwargs: Any) -> Any:
-        if request.headers.get("Authorization", "").lower().startswith("bearer "):
+        if presents_access_token():
             require_bearer_token()
         else:
             authenticate_request(honour_subclient=False)
@@ -200,7 +200,7 @@ def vouch_for_social_account(user_id: str, platform: str):
     A missing or broken link is a 404.
     """
     uid = path_id(user_id, "user_id")
-    if request.headers.get("Authorization", "").lower().startswith("bearer "):
+    if presents_access_token():
         user = vouching.user_for_bearer(uid, require_bearer_token().user_id)
     else:
         user = vouching.user_for_client(authenticate_request(honour_subclient=True), uid)

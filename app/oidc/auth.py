@@ -2,49 +2,118 @@
 
 Routes of any feature that serve a user through a relying party call `require_grant` with what
 they release (the gate of `app.oidc.grants`), or `require_bearer_token` when they release nothing.
+A DPoP-bound token (RFC 9449) is accepted only as `Authorization: DPoP` with a proof of its key,
+and a Bearer token never under that scheme: this module is the one place that decides it.
 """
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+from urllib.parse import urlsplit
+
 from flask import g, request
 
-from app.oidc.errors import InvalidBearerToken, MissingBearerToken
+from app.oidc import dpop
+from app.oidc.errors import (
+    DpopNonceRequired,
+    DpopProofRefused,
+    DpopTokenRefused,
+    InvalidBearerToken,
+    MissingBearerToken,
+)
 from app.oidc.grants import Grant
 from app.oidc.service import token_grant, verify_access_token
+from app.oidc.settings import OidcSettings
 from app.oidc.tokens import AccessTokenClaims
+from app.settings import current
 
 FORM = "application/x-www-form-urlencoded"
+_SCHEMES = ("bearer", "dpop")
 
 
-def bearer_from_request() -> str:
-    """The access token of this request: `Authorization: Bearer`, or a form `access_token` (RFC 6750 §2.2).
+@dataclass(frozen=True, slots=True)
+class PresentedToken:
+    """An access token as the request presented it: `scheme` is `bearer` or `dpop`."""
+
+    scheme: str
+    token: str
+
+
+def presents_access_token() -> bool:
+    """Whether the request's `Authorization` presents an access token (`Bearer <token>` or `DPoP <token>`)."""
+    return request.headers.get("Authorization", "").lower().startswith(tuple(f"{scheme} " for scheme in _SCHEMES))
+
+
+def presented_token() -> PresentedToken:
+    """The access token of this request: `Authorization: Bearer` or `DPoP`, or a form `access_token`
+    (RFC 6750 §2.2, a Bearer token).
 
     Raises MissingBearerToken (401 with `WWW-Authenticate: Bearer`) when there is none.
     """
     header = request.headers.get("Authorization", "")
     scheme, _, value = header.partition(" ")
-    if scheme.lower() == "bearer" and value.strip():
-        return value.strip()
+    if scheme.lower() in _SCHEMES and value.strip():
+        return PresentedToken(scheme.lower(), value.strip())
     if request.method == "POST" and request.mimetype == FORM:
         form_token = request.form.get("access_token", "")
         if form_token:
-            return form_token
+            return PresentedToken("bearer", form_token)
     raise MissingBearerToken("Send the access token as `Authorization: Bearer <token>`.")
 
 
+def request_urls() -> tuple[str, str]:
+    """The URLs this request's endpoint is known by (without query): under the issuer's origin, and as requested."""
+    issuer = urlsplit(current(OidcSettings).issuer)
+    return f"{issuer.scheme}://{issuer.netloc}{request.path}", request.base_url
+
+
 def require_bearer_token() -> AccessTokenClaims:
-    """Authenticate this request by its Bearer access token of a user.
+    """Authenticate this request by its access token of a user.
 
     Checks signature (published keys only, algorithm allow-list), `typ`, `iss`, `aud`, `exp`, the
-    `jti` deny-list, that the client still exists and that the token is a user's. Raises
-    MissingBearerToken / InvalidBearerToken (401 with `WWW-Authenticate: Bearer`). The claims are
-    also left in `flask.g.access_token`.
+    `jti` deny-list, that the client still exists, that the token is a user's, and how it is
+    presented (`require_sender`). Raises MissingBearerToken / InvalidBearerToken / DpopTokenRefused
+    (401 with a `WWW-Authenticate` challenge). The claims are also left in `flask.g.access_token`.
     """
-    claims = verify_access_token(bearer_from_request())
+    presented = presented_token()
+    claims = verify_access_token(presented.token)
+    require_sender(claims, presented)
     if claims.user_id is None:
         raise InvalidBearerToken("This endpoint serves a user: a client_credentials token has none.")
     g.access_token = claims
     return claims
+
+
+def require_sender(claims: AccessTokenClaims, presented: PresentedToken) -> None:
+    """A DPoP-bound token comes as `DPoP` with a proof of its key (RFC 9449 §7), signed for this
+    request and the token (`ath`), used once; any other token as `Bearer`.
+
+    Raises DpopTokenRefused, DpopProofRefused or DpopNonceRequired (with the current `DPoP-Nonce`).
+    Records the proof's jti in the request's unit of work (which must be one that writes).
+    """
+    algorithms = dpop.PROOF_ALGORITHMS
+    if presented.scheme != "dpop":
+        if claims.jkt is not None:
+            raise DpopTokenRefused(
+                "This access token is DPoP-bound: present it as `Authorization: DPoP` with a proof.",
+                algorithms=algorithms,
+            )
+        return
+    if claims.jkt is None:
+        raise DpopTokenRefused(
+            "This access token is not DPoP-bound: present it as `Authorization: Bearer`.", algorithms=algorithms
+        )
+    try:
+        proof = dpop.check_proof(
+            request.headers.getlist("DPoP"), method=request.method, urls=request_urls(), access_token=presented.token
+        )
+        if proof.jkt != claims.jkt:
+            raise dpop.ProofInvalid("The DPoP proof is signed by another key than the one the token is bound to.")
+        dpop.remember(proof)
+    except dpop.ProofInvalid as refused:
+        if refused.use_nonce:
+            raise DpopNonceRequired(str(refused), algorithms=algorithms, nonce=dpop.current_nonce()) from None
+        raise DpopProofRefused(str(refused), algorithms=algorithms) from None
 
 
 def require_grant(item: str) -> tuple[AccessTokenClaims, Grant]:

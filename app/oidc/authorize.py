@@ -22,7 +22,7 @@ from sqlalchemy.orm.attributes import set_committed_value
 
 from app.db import as_utc, utcnow
 from app.extensions import db
-from app.oidc import acr, device, grants, recaptcha, request_objects, subjects, tokens
+from app.oidc import acr, device, dpop, grants, jarm, recaptcha, request_objects, subjects, tokens
 from app.oidc.backchannel import queue_logouts, remember_session_client
 from app.oidc.claims import ClaimsRequestInvalid, RequestedClaims, parse_claims_request, parse_scope
 from app.oidc.errors import AuthorizationPageError, AuthorizationRedirectError
@@ -72,9 +72,12 @@ _KNOWN_PARAMETERS = frozenset(
         "request_uri",
         "acr_values",
         "claims",
+        "dpop_jkt",
     }
 )
 _CODE_CHALLENGE = re.compile(r"[A-Za-z0-9._~-]{43,128}")
+# An RFC 7638 SHA-256 thumbprint, base64url without padding.
+_JKT = re.compile(r"[A-Za-z0-9_-]{43}")
 # No whitespace, control characters (NUL cannot be stored) or lone surrogates anywhere.
 _EMAIL_CHAR = r"[^@\s\x00-\x1f\x7f\ud800-\udfff]"
 _EMAIL = re.compile(rf"{_EMAIL_CHAR}{{1,64}}@{_EMAIL_CHAR}{{1,253}}\.{_EMAIL_CHAR}{{1,63}}")
@@ -106,6 +109,8 @@ class AuthorizationParams:
     claims: RequestedClaims = grants.NO_CLAIMS
     # Set when the sign-in approves a device authorization (RFC 8628) rather than issuing a code.
     device_authorization_id: int | None = None
+    response_mode: str | None = None
+    dpop_jkt: str | None = None
 
 
 @dataclass(frozen=True)
@@ -178,16 +183,20 @@ def validate_authorization_request(
             raise AuthorizationRedirectError("invalid_request", "This client must send a signed request object.")
         return _validated_parameters(raw, repeated, client, redirect_uri)
     except AuthorizationRedirectError as error:
-        raise _redirected(error, raw, redirect_uri) from None
+        raise _redirected(error, raw, redirect_uri, client) from None
 
 
 def _redirected(
-    error: AuthorizationRedirectError, raw: Mapping[str, str], redirect_uri: str
+    error: AuthorizationRedirectError, raw: Mapping[str, str], redirect_uri: str, client: Client
 ) -> AuthorizationRedirectError:
-    """`error` with its location: the trusted `redirect_uri` carrying the error, the state and the issuer."""
+    """`error` with its location: the trusted `redirect_uri` carrying the error, the state and the
+    issuer, as a JARM response when the request asked for one (`authorization_response`)."""
     state = raw.get("state")
-    location = redirect_uri_with(
+    mode = raw.get("response_mode")
+    location = authorization_response(
+        client,
         redirect_uri,
+        mode if mode in jarm.response_modes() else None,
         {
             "error": error.error,
             "error_description": error.description,
@@ -215,7 +224,7 @@ def _with_request_object(raw: Mapping[str, str]) -> dict[str, str]:
                 code="invalid_request_object",
                 detail=str(error),
             ) from None
-        raise _redirected(refused, raw, redirect_uri) from None
+        raise _redirected(refused, raw, redirect_uri, client) from None
 
 
 def _validated_parameters(
@@ -235,8 +244,9 @@ def _validated_parameters(
         raise AuthorizationRedirectError("invalid_request", "response_type is required.")
     if raw.get("response_type") != "code":
         raise AuthorizationRedirectError("unsupported_response_type", "Only response_type=code is supported.")
-    if raw.get("response_mode") not in (None, "", "query"):
-        raise AuthorizationRedirectError("invalid_request", "Only response_mode=query is supported.")
+    modes = jarm.response_modes()
+    if raw.get("response_mode") not in (None, "", *modes):
+        raise AuthorizationRedirectError("invalid_request", f"response_mode must be one of {', '.join(modes)}.")
     scopes = parse_scope(raw.get("scope"))
     if "openid" not in scopes:
         raise AuthorizationRedirectError("invalid_scope", "The scope must include openid.")
@@ -262,6 +272,9 @@ def _validated_parameters(
         raise AuthorizationRedirectError("invalid_request", "code_challenge_method without code_challenge.")
     elif client.require_pkce:
         raise AuthorizationRedirectError("invalid_request", "This client must use PKCE: code_challenge is required.")
+    dpop_jkt = (raw.get("dpop_jkt") or None) if dpop.enabled() else None
+    if dpop_jkt is not None and not _JKT.fullmatch(dpop_jkt):
+        raise AuthorizationRedirectError("invalid_request", "dpop_jkt must be a SHA-256 JWK thumbprint (RFC 7638).")
     state, nonce = raw.get("state") or None, raw.get("nonce") or None
     if (state and len(state) > _MAX_STATE) or (nonce and len(nonce) > _MAX_STATE):
         raise AuthorizationRedirectError("invalid_request", "state or nonce is too long.")
@@ -291,6 +304,8 @@ def _validated_parameters(
         acr_values=acr_values,
         acr_essential=acr_essential,
         claims=requested_claims,
+        response_mode=raw.get("response_mode") or None,
+        dpop_jkt=dpop_jkt,
     )
 
 
@@ -351,10 +366,33 @@ def redirect_uri_with(redirect_uri: str, params: Mapping[str, str | None]) -> st
     return urlunsplit((parts.scheme, parts.netloc, parts.path, urlencode(query), parts.fragment))
 
 
+def authorization_response(
+    client: Client, redirect_uri: str, mode: str | None, params: Mapping[str, str | None]
+) -> str:
+    """The redirect carrying an authorization response (a code, or an error) to `client`: `params`
+    in the query, or with a JARM `mode` one JWT of them (`app.oidc.jarm`) in the query or fragment."""
+    values = {key: value for key, value in params.items() if value is not None}
+    placement = jarm.placement(mode)
+    if placement is None:
+        return redirect_uri_with(redirect_uri, values)
+    response = jarm.sign_response(client, values)
+    if placement == jarm.QUERY:
+        return redirect_uri_with(redirect_uri, {"response": response})
+    parts = urlsplit(redirect_uri)
+    return urlunsplit((parts.scheme, parts.netloc, parts.path, parts.query, urlencode({"response": response})))
+
+
 def error_redirect(params_or_request: AuthorizationParams | AuthorizationRequest, error: str, description: str) -> str:
+    """The error response to the request's redirect_uri, in its response mode."""
     state = getattr(params_or_request, "state", None) or getattr(params_or_request, "rp_state", None)
-    return redirect_uri_with(
+    if isinstance(params_or_request, AuthorizationParams):
+        client = params_or_request.client
+    else:
+        client = db.session.get(Client, params_or_request.client_id)
+    return authorization_response(
+        client,
         params_or_request.redirect_uri,
+        params_or_request.response_mode,
         {
             "error": error,
             "error_description": description,
@@ -407,6 +445,8 @@ def _new_request(params: AuthorizationParams, browser_token: str, **fields) -> t
         acr_essential=params.acr_essential,
         claims=params.claims.to_json(),
         device_authorization_id=params.device_authorization_id,
+        response_mode=params.response_mode,
+        dpop_jkt=params.dpop_jkt,
         created_at=now,
         expires_at=now + timedelta(seconds=current(OidcSettings).auth_request_ttl),
         **fields,
@@ -430,6 +470,8 @@ def _issue_code(
     amr: str,
     acr_claim: str | None,
     claims: str | None,
+    response_mode: str | None,
+    dpop_jkt: str | None,
 ) -> str:
     code = random_token(32)
     now = utcnow()
@@ -451,10 +493,13 @@ def _issue_code(
             amr=amr,
             acr=acr_claim,
             claims=claims,
+            dpop_jkt=dpop_jkt,
         )
     )
     db.session.flush()
-    return redirect_uri_with(redirect_uri, {"code": code, "state": state, "iss": tokens.issuer()})
+    return authorization_response(
+        client, redirect_uri, response_mode, {"code": code, "state": state, "iss": tokens.issuer()}
+    )
 
 
 def start_authorization(params: AuthorizationParams, *, browser_token: str, session_token: str | None) -> Outcome:
@@ -511,6 +556,8 @@ def start_authorization(params: AuthorizationParams, *, browser_token: str, sess
             amr=amr,
             acr_claim=acr.claimed_acr(amr, params.acr_values),
             claims=params.claims.to_json(),
+            response_mode=params.response_mode,
+            dpop_jkt=params.dpop_jkt,
         )
     )
 
@@ -897,6 +944,8 @@ def _finish(request: AuthorizationRequest, client: Client) -> str:
         amr=request.amr or acr.LEGACY_AMR,
         acr_claim=acr.claimed_acr(request.amr or acr.LEGACY_AMR, _acr_values(request)),
         claims=request.claims,
+        response_mode=request.response_mode,
+        dpop_jkt=request.dpop_jkt,
     )
     db.session.delete(request)
     db.session.flush()

@@ -25,17 +25,14 @@ from joserfc import jwt
 from joserfc.errors import JoseError
 from joserfc.jwk import KeySet, OctKey
 from sqlalchemy import and_, func
-from sqlalchemy.dialects import postgresql, sqlite
 
 from app.cache import Cache
 from app.db import end_reads
-from app.extensions import db
-from app.oidc import outbound
+from app.oidc import outbound, replay
 from app.oidc.errors import InvalidClient, InvalidRequest
-from app.oidc.models import ClientAssertion
 from app.oidc.settings import OidcSettings
 from app.oidc.tokens import b64_json
-from app.security import decrypt, hash_secret
+from app.security import decrypt
 from app.settings import current
 from app.tenancy.models import Client
 from app.tenancy.service import (
@@ -220,14 +217,7 @@ def _check_assertion_claims(claims: dict, audiences: Set[str]) -> None:
 
 def _remember_jti(client: Client, jti: str, exp: int) -> None:
     """Record the assertion's jti; a second use, even a concurrent one, is refused."""
-    insert = postgresql.insert if db.session.get_bind().dialect.name == "postgresql" else sqlite.insert
-    recorded = db.session.execute(
-        insert(ClientAssertion)
-        .values(key=hash_secret(f"assertion:{client.id}:{jti}"), expires_at=datetime.fromtimestamp(exp, UTC))
-        .on_conflict_do_nothing()
-        .returning(ClientAssertion.key)
-    ).first()
-    if recorded is None:
+    if not replay.remember_once(f"assertion:{client.id}:{jti}", datetime.fromtimestamp(exp, UTC)):
         raise InvalidClient("This client_assertion was already used.")
 
 

@@ -106,6 +106,56 @@ class ExpiredToken(OAuthError):
     error = "expired_token"
 
 
+class InvalidDpopProof(OAuthError):
+    """A DPoP proof at the token endpoint is missing where required, malformed, stale or replayed (RFC 9449 §5)."""
+
+    error = "invalid_dpop_proof"
+
+
+class UseDpopNonce(OAuthError):
+    """The DPoP proof lacks the server's current nonce, given in the `DPoP-Nonce` header (RFC 9449 §8)."""
+
+    error = "use_dpop_nonce"
+
+    def __init__(self, description: str, *, nonce: str) -> None:
+        super().__init__(description, headers={"DPoP-Nonce": nonce})
+
+
+def dpop_challenge(error: str, description: str, algorithms: tuple[str, ...]) -> str:
+    """An RFC 9449 §7.1 `WWW-Authenticate: DPoP` challenge."""
+    reason = description.replace('"', "'")
+    return f'DPoP realm="tessera", error="{error}", error_description="{reason}", algs="{" ".join(algorithms)}"'
+
+
+class DpopTokenRefused(DomainError):
+    """A resource refuses how a token was presented: a DPoP-bound token as Bearer, a bearer token
+    as DPoP, or a proof that does not hold (401 with a `DPoP` challenge, RFC 9449 §7.1)."""
+
+    status, code, title = 401, "invalid_token", "Invalid access token"
+
+    def __init__(
+        self, detail: str, *, algorithms: tuple[str, ...], error: str = "invalid_token", **kwargs: Any
+    ) -> None:
+        challenge = dpop_challenge(error, detail, algorithms)
+        super().__init__(detail, headers={"WWW-Authenticate": challenge, **kwargs.pop("headers", {})}, **kwargs)
+
+
+class DpopProofRefused(DpopTokenRefused):
+    code = "invalid_dpop_proof"
+
+    def __init__(self, detail: str, *, algorithms: tuple[str, ...]) -> None:
+        super().__init__(detail, algorithms=algorithms, error=self.code)
+
+
+class DpopNonceRequired(DpopTokenRefused):
+    """The proof lacks the current nonce; the answer's `DPoP-Nonce` gives it (RFC 9449 §9)."""
+
+    code = "use_dpop_nonce"
+
+    def __init__(self, detail: str, *, algorithms: tuple[str, ...], nonce: str) -> None:
+        super().__init__(detail, algorithms=algorithms, error=self.code, headers={"DPoP-Nonce": nonce})
+
+
 class InvalidBearerToken(DomainError):
     status, code, title = 401, "invalid_token", "Invalid access token"
 

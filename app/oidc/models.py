@@ -85,6 +85,10 @@ class AuthorizationRequest(Base):
     # preference; `acr_essential` when the client cannot accept any other.
     acr_values: Mapped[str | None] = mapped_column(String(512), nullable=True)
     acr_essential: Mapped[bool] = mapped_column(Boolean, default=False, server_default=false())
+    # How the response goes back (`query`, or a JARM mode); null is `query`.
+    response_mode: Mapped[str | None] = mapped_column(String(16), nullable=True)
+    # The DPoP key thumbprint the code must be bound to (`dpop_jkt`, RFC 9449 §10).
+    dpop_jkt: Mapped[str | None] = mapped_column(String(64), nullable=True)
     # The challenge of the passkey ceremony the login page offers (base64url), single use.
     passkey_challenge: Mapped[str | None] = mapped_column(String(128), nullable=True)
     # "Sign in with a linked account": the hash of the `state` sent to the platform (single use, and
@@ -158,6 +162,8 @@ class AuthorizationCode(Base):
     acr: Mapped[str | None] = mapped_column(String(64), nullable=True)
     # The standard claims the `claims` parameter asked for and the user allowed (`RequestedClaims.to_json`).
     claims: Mapped[str | None] = mapped_column(Text, nullable=True)
+    # The DPoP key the code is bound to (`dpop_jkt`, RFC 9449 §10): only a proof of it redeems the code.
+    dpop_jkt: Mapped[str | None] = mapped_column(String(64), nullable=True)
 
 
 class RevokedToken(Base):

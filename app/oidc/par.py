@@ -12,10 +12,17 @@ from sqlalchemy import update
 
 from app.db import utcnow
 from app.extensions import db
-from app.oidc import request_objects
+from app.oidc import dpop, request_objects
 from app.oidc.authorize import validate_authorization_request
-from app.oidc.errors import AuthorizationPageError, AuthorizationRedirectError, InvalidRequest, OAuthError
+from app.oidc.errors import (
+    AuthorizationPageError,
+    AuthorizationRedirectError,
+    InvalidDpopProof,
+    InvalidRequest,
+    OAuthError,
+)
 from app.oidc.models import PushedRequest
+from app.oidc.service import remember_proof
 from app.oidc.settings import OidcSettings
 from app.security import hash_secret, random_token
 from app.settings import current
@@ -36,12 +43,16 @@ def _hash(reference: str) -> str:
     return hash_secret("par:" + reference)
 
 
-def push_request(client: Client, raw: Mapping[str, str]) -> dict:
-    """Validate and store an authorization request of the authenticated `client`.
+def push_request(client: Client, raw: Mapping[str, str], proof: dpop.Proof | None = None) -> dict:
+    """Validate and store an authorization request of the authenticated `client`; with a DPoP
+    `proof` (`service.token_request_proof`) its code is bound to the proof's key, as by `dpop_jkt`
+    (RFC 9449 §10.1).
 
     A `request` object among them is verified and its parameters stored in its place. Raises
-    InvalidRequest when it names another client or carries a request_uri, and PushedRequestInvalid
-    with the authorization endpoint's error otherwise (`invalid_request_object` for the object).
+    InvalidRequest when it names another client or carries a request_uri, InvalidDpopProof when
+    `dpop_jkt` names another key than the proof's or the proof was used before, and
+    PushedRequestInvalid with the authorization endpoint's error otherwise (`invalid_request_object`
+    for the object).
     """
     parameters = {
         name: value
@@ -57,6 +68,10 @@ def push_request(client: Client, raw: Mapping[str, str]) -> dict:
     try:
         if signed:
             parameters = request_objects.merged_parameters(parameters, client)
+        if proof is not None:  # after the object's parameters, which may name a dpop_jkt too
+            if parameters.get("dpop_jkt", proof.jkt) != proof.jkt:
+                raise InvalidDpopProof("dpop_jkt names another key than the DPoP proof's.")
+            parameters["dpop_jkt"] = proof.jkt
         validate_authorization_request(parameters, pushed=True, signed=signed)
     except request_objects.RequestObjectRefused as error:
         raise PushedRequestInvalid("invalid_request_object", str(error)) from None
@@ -76,6 +91,8 @@ def push_request(client: Client, raw: Mapping[str, str]) -> dict:
         )
     )
     db.session.flush()
+    if proof is not None:
+        remember_proof(proof)
     return {"request_uri": REQUEST_URI_PREFIX + reference, "expires_in": ttl}
 
 

@@ -20,8 +20,8 @@ from app.db import commit_before_the_edge
 from app.errors import BadRequest, NotFound
 from app.extensions import limiter
 from app.http import UnsupportedMediaType, accepts, is_loopback_client, no_store, problem_doc
-from app.oidc import acr, client_auth, keys, mail, par, request_objects, service, subjects
-from app.oidc.auth import require_grant
+from app.oidc import acr, client_auth, dpop, jarm, keys, mail, par, request_objects, service, subjects
+from app.oidc.auth import request_urls, require_grant
 from app.oidc.claims import SCOPE_CLAIMS, SUPPORTED_SCOPES
 from app.oidc.errors import BodyTooLarge, InvalidClient, InvalidRequest, OAuthError, UnsupportedBodyType
 from app.oidc.schemas import (
@@ -161,8 +161,7 @@ def _authenticator(values: dict[str, str]) -> client_auth.ClientAuthenticator:
     client_auth.fetch_assertion_keys(credentials)
     audiences: frozenset[str] = frozenset()
     if credentials.method == "assertion":  # only an assertion names an audience
-        issuer = current(OidcSettings).issuer
-        audiences = frozenset((issuer, _origin(issuer) + request.path, request.base_url))
+        audiences = frozenset((current(OidcSettings).issuer, *request_urls()))
     return client_auth.ClientAuthenticator(credentials, audiences)
 
 
@@ -209,9 +208,14 @@ def token():
     `client_secret_post`, or an RFC 7523 `client_assertion` (`client_secret_jwt`, `private_key_jwt`).
     A code is single use: a second exchange answers `invalid_grant` and revokes the tokens of the
     first. Refresh tokens rotate on every use; presenting a used one revokes its whole family.
+    With a `DPoP` proof (RFC 9449) the access token is bound to its key (`token_type: DPoP`,
+    `cnf.jkt`); a proof without the current nonce answers `use_dpop_nonce` with `DPoP-Nonce`.
     """
     values = _parameters()
-    return service.grant_token(values, _authenticator(values)).as_dict()
+    authenticator = _authenticator(values)
+    proof = service.token_request_proof(request.headers.getlist("DPoP"), urls=request_urls())
+    headers = {"DPoP-Nonce": dpop.current_nonce()} if proof is not None and current(OidcSettings).dpop_nonce else {}
+    return service.grant_token(values, authenticator, proof).as_dict(), 200, headers
 
 
 @hot.route("POST", r"/v1/openidc/token", view="oidc.token", media_type=FORM, max_body=16 * 1024)
@@ -219,12 +223,14 @@ def exchange_code_at_once(request: HotRequest) -> HotAnswer | None:
     """The hot path of every login: a code exchange by client secret in a form, counted in the
     view's limit and bucket, redeemed by `service.redeem_code_by_secret` (one statement, its own
     unit of work) and, when refused, explained by `service.explain_refused_code` (read only).
-    Other grants, methods and bodies, a limit reached, a replayed code and grants issuing a refresh
-    token are the view's."""
+    Other grants, methods and bodies, a limit reached, a replayed code, grants issuing a refresh
+    token and requests with a DPoP proof are the view's."""
     exchange = _plain_exchange(request)
     if exchange is None:
         return request.hand_off("not a code exchange by client secret in a plain form")
     settings = current(OidcSettings, request.app)
+    if settings.dpop_enabled and request.header("HTTP_DPOP"):
+        return request.hand_off("a DPoP proof: the view checks it")
     bucket = token_rate_bucket(settings.issuer, request.header("REMOTE_ADDR"), exchange.credentials.client_id or "")
     if not request.count_limit(settings.token_rate_limit, bucket, "oidc.token"):
         return request.hand_off("the token limit is reached (or its storage failed)")
@@ -290,11 +296,14 @@ def pushed_authorization_request():
 
     The browser then goes to the authorization endpoint with only `client_id` and that
     `request_uri`. The client authenticates as at the token endpoint; errors of the request itself
-    answer the code the authorization endpoint would have sent to the redirect_uri.
+    answer the code the authorization endpoint would have sent to the redirect_uri. A `DPoP` proof
+    binds the code to its key, as `dpop_jkt` does (RFC 9449 §10.1).
     """
     values = _parameters()
     request_objects.prefetch_keys(values)
-    return par.push_request(_authenticated_client_for(values), values)
+    client = _authenticated_client_for(values)
+    proof = service.token_request_proof(request.headers.getlist("DPoP"), urls=request_urls())
+    return par.push_request(client, values, proof)
 
 
 @blp.route("/v1/openidc/device_authorization", methods=["POST"])
@@ -326,9 +335,14 @@ def userinfo():
 
     With the `app_claims` scope, also the client's application claims (its `id_token_claims`
     mapping, e.g. `edu_username`), as long as the user consented to the mapping as it is now.
+    A client that registered `userinfo_signed_response_alg` gets the document as a JWT signed with
+    it (`application/jwt`, with `iss` and `aud`). The token may be DPoP-bound (`Authorization: DPoP`).
     """
     # A Response passes through the schema untouched: application claims are not known to it.
     _claims, grant = require_grant("openid")
+    signed = service.signed_userinfo(grant)
+    if signed is not None:
+        return Response(signed, mimetype="application/jwt")
     return jsonify(service.userinfo(grant))
 
 
@@ -399,7 +413,7 @@ def discovery():
         "introspection_endpoint": f"{base}/v1/openidc/introspect",
         "scopes_supported": list(SUPPORTED_SCOPES),
         "response_types_supported": ["code"],
-        "response_modes_supported": ["query"],
+        "response_modes_supported": list(jarm.response_modes()),
         "grant_types_supported": list(service.supported_grant_types()),
         "subject_types_supported": subjects.subject_types_supported(),
         "id_token_signing_alg_values_supported": list(keys.ALGORITHMS),
@@ -429,6 +443,12 @@ def discovery():
         document["device_authorization_endpoint"] = f"{base}/v1/openidc/device_authorization"
     for build in current_app.extensions.get(_DISCOVERY_EXTENSIONS, ()):
         document.update(build(base))
+    if settings.dpop_enabled:
+        document["dpop_signing_alg_values_supported"] = list(dpop.PROOF_ALGORITHMS)
+    if settings.signed_userinfo_enabled:
+        document["userinfo_signing_alg_values_supported"] = list(keys.ALGORITHMS)
+    if settings.jarm_enabled:
+        document["authorization_signing_alg_values_supported"] = list(keys.ALGORITHMS)
     return document, 200, {"Cache-Control": "public, max-age=300"}
 
 

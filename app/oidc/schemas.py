@@ -117,6 +117,9 @@ class IntrospectionOut(ma.Schema):
     iss = ma.fields.String()
     jti = ma.fields.String()
     user_id = ma.fields.Integer(metadata={"description": "Absent from a client_credentials token."})
+    cnf = ma.fields.Dict(
+        metadata={"description": "`{jkt}`: the thumbprint of the DPoP key a DPoP-bound token is bound to (RFC 9449)."}
+    )
     subject_type = ma.fields.String(
         validate=ma.validate.OneOf(["user", "client"]),
         metadata={

@@ -23,7 +23,7 @@ from app.db import as_utc, utcnow
 from app.dialect import DriverStatement
 from app.errors import NotFound
 from app.extensions import db
-from app.oidc import client_auth, device, grants, keys, refresh, subjects, tokens
+from app.oidc import client_auth, device, dpop, grants, keys, refresh, subjects, tokens
 from app.oidc.claims import RequestedClaims, parse_scope
 from app.oidc.client_auth import (
     SECRET_METHODS,
@@ -35,12 +35,14 @@ from app.oidc.client_auth import (
 )
 from app.oidc.errors import (
     InvalidBearerToken,
+    InvalidDpopProof,
     InvalidGrant,
     InvalidRequest,
     InvalidScope,
     OAuthError,
     UnauthorizedClient,
     UnsupportedGrantType,
+    UseDpopNonce,
 )
 from app.oidc.models import AuthorizationCode, Consent, LoginSession, RefreshToken, RevokedToken
 from app.oidc.settings import OidcSettings
@@ -53,6 +55,7 @@ from app.users.models import User
 from app.users.service import get_enabled_user_in_tree
 
 TOKEN_TYPE = "Bearer"
+DPOP_TOKEN_TYPE = "DPoP"
 
 
 def client_alg(client: Client | _TokenClient) -> str:
@@ -100,11 +103,12 @@ class TokenResponse:
     expires_in: int
     id_token: str | None = None
     refresh_token: str | None = None
+    token_type: str = TOKEN_TYPE
 
     def as_dict(self) -> dict:
         body = {
             "scope": self.scope,
-            "token_type": TOKEN_TYPE,
+            "token_type": self.token_type,
             "access_token": self.access_token,
             "expire_in": self.expires_in,
             "expires_in": self.expires_in,
@@ -132,31 +136,40 @@ def require_grant_type(client: Client, grant_type: str) -> None:
         raise UnauthorizedClient(f"This client may not use the {grant_type} grant.")
 
 
-def grant_token(values: dict[str, str], authenticate: Authenticator) -> TokenResponse:
-    """The token endpoint: dispatch on `grant_type`; `authenticate` proves the client when called.
+def grant_token(values: dict[str, str], authenticate: Authenticator, proof: dpop.Proof | None = None) -> TokenResponse:
+    """The token endpoint: dispatch on `grant_type`; `authenticate` proves the client when called;
+    `proof` (`token_request_proof`) binds the access token to its key.
 
     Raises InvalidRequest / UnsupportedGrantType before anything is read; a proven client whose
-    registration does not enable the grant gets UnauthorizedClient; see each grant.
+    registration does not enable the grant gets UnauthorizedClient; see each grant. A proof used
+    before raises InvalidDpopProof, which rolls the grant back.
     """
     grant_type = values.get("grant_type")
     if grant_type == "authorization_code":
-        return exchange_code(
+        issued = exchange_code(
             authenticate,
             code=values.get("code"),
             redirect_uri=values.get("redirect_uri"),
             code_verifier=values.get("code_verifier"),
+            proof=proof,
         )
-    if grant_type == "refresh_token":
-        return refresh_grant(authenticate, refresh_token=values.get("refresh_token"), scope=values.get("scope"))
-    if grant_type == "client_credentials":
+    elif grant_type == "refresh_token":
+        issued = refresh_grant(
+            authenticate, refresh_token=values.get("refresh_token"), scope=values.get("scope"), proof=proof
+        )
+    elif grant_type == "client_credentials":
         client = authenticate()
         require_grant_type(client, grant_type)
-        return client_credentials_grant(client, scope=values.get("scope"))
-    if grant_type == DEVICE_CODE_GRANT and grant_type in supported_grant_types():
-        return device_code_grant(authenticate, device_code=values.get("device_code"))
-    if not grant_type:
+        issued = client_credentials_grant(client, scope=values.get("scope"), jkt=dpop_binding(client, proof))
+    elif grant_type == DEVICE_CODE_GRANT and grant_type in supported_grant_types():
+        issued = device_code_grant(authenticate, device_code=values.get("device_code"), proof=proof)
+    elif not grant_type:
         raise InvalidRequest("grant_type is required.")
-    raise UnsupportedGrantType(f"grant_type must be one of {', '.join(supported_grant_types())}.")
+    else:
+        raise UnsupportedGrantType(f"grant_type must be one of {', '.join(supported_grant_types())}.")
+    if proof is not None:
+        remember_proof(proof)
+    return issued
 
 
 def start_device_authorization(authenticate: Authenticator, scope: str | None) -> dict:
@@ -177,9 +190,12 @@ def start_device_authorization(authenticate: Authenticator, scope: str | None) -
     return device.issue(client, scopes).as_dict()
 
 
-def device_code_grant(authenticate: Authenticator, *, device_code: str | None) -> TokenResponse:
+def device_code_grant(
+    authenticate: Authenticator, *, device_code: str | None, proof: dpop.Proof | None = None
+) -> TokenResponse:
     """RFC 8628 §3.4: redeem an approved device code once, for the tokens the code flow would issue
-    (id_token with `openid`; a refresh token by the same rules as a code exchange).
+    (id_token with `openid`; a refresh token by the same rules as a code exchange), the access
+    token bound to the DPoP `proof`'s key when one was sent (RFC 9449 §5).
 
     A missing `device_code` raises InvalidRequest before anything is read; a client without the
     grant UnauthorizedClient; see `device.redeem` for the polling answers. A user disabled or gone
@@ -188,6 +204,7 @@ def device_code_grant(authenticate: Authenticator, *, device_code: str | None) -
     raw = require_token_parameter(device_code, "device_code")
     client = authenticate()
     require_grant_type(client, DEVICE_CODE_GRANT)
+    jkt = dpop_binding(client, proof)
     redeemed = device.redeem(client.id, raw)
     user = get_enabled_user_in_tree(redeemed.user_id, client.root_id or client.id)
     if user is None:
@@ -223,11 +240,70 @@ def device_code_grant(authenticate: Authenticator, *, device_code: str | None) -
         issued_at=issued_at,
         refresh_token=refresh_token,
         claims=None,  # a device authorization asks for scopes only
+        jkt=jkt,
     )
 
 
+def remember_proof(proof: dpop.Proof) -> None:
+    """Record the jti of a token-side request's proof (`dpop.remember`); InvalidDpopProof when it was
+    used before. Flushes in the request's unit of work."""
+    try:
+        dpop.remember(proof)
+    except dpop.ProofInvalid as refused:
+        raise InvalidDpopProof(str(refused)) from None
+
+
+def token_request_proof(presented: list[str], *, urls: Sequence[str]) -> dpop.Proof | None:
+    """The checked DPoP proof of a token-side request (the token endpoint, RFC 9449 §5; a pushed
+    authorization request, §10.1) whose `DPoP` headers are `presented`, sent to one of `urls`; None
+    without one, or with DPoP turned off (`OIDC_DPOP_ENABLED`). Raises InvalidDpopProof, or
+    UseDpopNonce with the current nonce. Records nothing: `remember_proof` does."""
+    if not presented or not dpop.enabled():
+        return None
+    try:
+        return dpop.check_proof(presented, method="POST", urls=urls)
+    except dpop.ProofInvalid as refused:
+        if refused.use_nonce:
+            raise UseDpopNonce(str(refused), nonce=dpop.current_nonce()) from None
+        raise InvalidDpopProof(str(refused)) from None
+
+
+def dpop_binding(client: Client, proof: dpop.Proof | None) -> str | None:
+    """The key thumbprint the client's new access token is bound to (None: a Bearer token).
+
+    A client registered with `dpop_bound_access_tokens` (RFC 9449 §5.2) must send a proof while
+    DPoP is on: InvalidDpopProof without one."""
+    if proof is not None:
+        return proof.jkt
+    if client.dpop_bound_access_tokens and dpop.enabled():
+        raise InvalidDpopProof("This client must send a DPoP proof: its access tokens are DPoP-bound.")
+    return None
+
+
+def bearer_allowed_clause(dpop_on: bool) -> Any:
+    """`_binding_holds` and `dpop_binding` without a proof as a condition on the code and the outer
+    `Client`: the code names no DPoP key and, while DPoP is on (`dpop_on`), the client does not
+    require DPoP."""
+    code_unbound = AuthorizationCode.dpop_jkt.is_(None)
+    return and_(code_unbound, Client.dpop_bound_access_tokens.is_not(True)) if dpop_on else code_unbound
+
+
+_DPOP_JKT_MISMATCH = "The authorization code is bound to a DPoP key (dpop_jkt): exchange it with a proof of that key."
+
+
+def _binding_holds(code_jkt: str | None, jkt: str | None) -> bool:
+    """Whether a code bound to the DPoP key `code_jkt` (RFC 9449 §10; None: unbound) may be redeemed
+    for an access token bound to `jkt`."""
+    return code_jkt is None or code_jkt == jkt
+
+
 def exchange_code(
-    authenticate: Authenticator, *, code: str | None, redirect_uri: str | None, code_verifier: str | None
+    authenticate: Authenticator,
+    *,
+    code: str | None,
+    redirect_uri: str | None,
+    code_verifier: str | None,
+    proof: dpop.Proof | None = None,
 ) -> TokenResponse:
     """The view's code exchange: authenticate the client, redeem the code (`redeem_code`) and add a
     refresh token (with `offline_access` or when the client always gets one).
@@ -241,10 +317,13 @@ def exchange_code(
         require_token_parameter(code, "code"), require_token_parameter(redirect_uri, "redirect_uri"), code_verifier
     )
     client = authenticate()
+    jkt = dpop_binding(client, proof)
     redeemed = redeem_code(db.session.connection(), redemption, client.id, refresh_tokens=True)
     if redeemed is None:
         _refuse_code(redemption.code_hash, client, redirect_uri=redemption.redirect_uri,
-                     code_verifier=code_verifier, now=redemption.now)  # fmt: skip
+                     code_verifier=code_verifier, now=redemption.now, jkt=jkt)  # fmt: skip
+    if not _binding_holds(redeemed.dpop_jkt, jkt):
+        raise InvalidGrant(_DPOP_JKT_MISMATCH)  # rolls the redemption back: the key's holder may still redeem it
     refresh_token = None
     if refresh.wanted(client, redeemed.scope):
         refresh_token, family = refresh.add_member(
@@ -267,7 +346,7 @@ def exchange_code(
             .values(refresh_family=family)
             .execution_options(synchronize_session=False)
         )
-    return _redeemed_tokens(client, redeemed, redemption, refresh_token)
+    return _redeemed_tokens(client, redeemed, redemption, refresh_token, jkt)
 
 
 @dataclass(frozen=True)
@@ -322,7 +401,7 @@ def redeem_code_by_secret(
         return None
     redemption = _Redemption.of(code, redirect_uri, code_verifier)
     secret = (credentials.method, secret_hash_candidates(credentials.secret))
-    redeemed = redeem_code(connection, redemption, client_id, secret=secret, refresh_tokens=False)
+    redeemed = redeem_code(connection, redemption, client_id, secret=secret, refresh_tokens=False, bearer=True)
     return None if redeemed is None else _redeemed_tokens(redeemed.client, redeemed, redemption, None)
 
 
@@ -333,18 +412,22 @@ def redeem_code(
     *,
     secret: tuple[str, Sequence[str]] | None = None,
     refresh_tokens: bool,
+    bearer: bool = False,
 ) -> _RedeemedCode | None:
     """The one redemption of an authorization code, for both doors and every database: one
     statement consumes the code when it is unused, unexpired, of this enabled client, redirect URI
     and PKCE challenge, its user enabled and in the client's tree, and the conditions of the rules'
     owners hold: with `secret` (method, hash candidates) the client authenticates with it
     (`client_auth.secret_authentication_clause`); without `refresh_tokens` the grant issues no
-    refresh token (`refresh.wanted_clause`). Of concurrent redemptions exactly one wins (PostgreSQL
+    refresh token (`refresh.wanted_clause`); with `bearer` (no DPoP proof came) the client does not
+    require DPoP (`bearer_allowed_clause`). Of concurrent redemptions exactly one wins (PostgreSQL
     row lock; SQLite's write lock). It returns the code's fields with what the tokens need of the
     user and client (read in the same round trip on PostgreSQL), or None: nothing was changed.
     """
     hashes = secret[1] if secret else ()
-    consume, read = _redeem_statements(connection.dialect.name, len(hashes), secret is not None, refresh_tokens)
+    consume, read = _redeem_statements(
+        connection.dialect.name, len(hashes), secret is not None, refresh_tokens, bearer, bearer and dpop.enabled()
+    )
     parameters = redemption.parameters(client_id)
     if secret is not None:
         parameters["given_method"] = secret[0]
@@ -353,13 +436,15 @@ def redeem_code(
     if row is None:
         return None
     if read is not None:  # no data-modifying CTE: the user and client are read after the update
-        user_id, scope, nonce, auth_time, sid, amr, acr, claims = row
-        row = (scope, nonce, auth_time, sid, amr, acr, claims,
+        user_id, scope, nonce, auth_time, sid, amr, acr, claims, dpop_jkt = row
+        row = (scope, nonce, auth_time, sid, amr, acr, claims, dpop_jkt,
                *read.first(connection, {"user_id": user_id, **parameters}))  # fmt: skip
-    scope, nonce, auth_time, sid, amr, acr, claims, *user_and_client, consented_scope, claims_fingerprint = row
+    scope, nonce, auth_time, sid, amr, acr, claims, dpop_jkt, *user_and_client, consented_scope, claims_fingerprint = (
+        row
+    )
     consent = None if consented_scope is None else _RememberedConsent(consented_scope, claims_fingerprint)
     return _RedeemedCode(scope, nonce, as_utc(auth_time), sid, amr, acr, _TokenUser(*user_and_client[:4]),
-                         _TokenClient(*user_and_client[4:]), consent, claims)  # fmt: skip
+                         _TokenClient(*user_and_client[4:]), consent, claims, dpop_jkt)  # fmt: skip
 
 
 def explain_refused_code(
@@ -372,6 +457,7 @@ def explain_refused_code(
     """
     try:
         client = authenticate(credentials, frozenset())
+        dpop_binding(client, None)
     except OAuthError as refusal:
         return refusal
     row = db.session.execute(
@@ -379,7 +465,7 @@ def explain_refused_code(
     ).scalar_one_or_none()
     if row is not None and row.used_at is not None and row.client_id == client.id:
         return None
-    refusal = _code_refusal(row, client, redirect_uri=redirect_uri, code_verifier=code_verifier, now=utcnow())
+    refusal = _code_refusal(row, client, redirect_uri=redirect_uri, code_verifier=code_verifier, now=utcnow(), jkt=None)
     if refusal is None and refresh.wanted(client, row.scope):
         return None
     return refusal or InvalidGrant(_USER_GONE)
@@ -422,6 +508,7 @@ class _RedeemedCode:
     client: _TokenClient
     consent: _RememberedConsent | None
     claims: str | None  # the standard claims the `claims` parameter asked for (`RequestedClaims.to_json`)
+    dpop_jkt: str | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -465,6 +552,7 @@ def _consume_update(*conditions: Any) -> Update:
             AuthorizationCode.amr,
             AuthorizationCode.acr,
             AuthorizationCode.claims,
+            AuthorizationCode.dpop_jkt,
         )
     )
 
@@ -486,7 +574,7 @@ _TOKEN_FIELDS = (
 
 @functools.cache
 def _redeem_statements(
-    dialect: str, hash_keys: int, by_secret: bool, refresh_tokens: bool
+    dialect: str, hash_keys: int, by_secret: bool, refresh_tokens: bool, bearer: bool, dpop_on: bool
 ) -> tuple[DriverStatement, DriverStatement | None]:
     """The statements of `redeem_code`, built once per shape: `_consume_update`'s with the
     conditions of the rules' owners, returning the code's fields, `_TokenUser`'s, `_TokenClient`'s
@@ -504,6 +592,8 @@ def _redeem_statements(
         )
     if not refresh_tokens:
         conditions.append(not_(refresh.wanted_clause(AuthorizationCode.scope)))
+    if bearer:
+        conditions.append(bearer_allowed_clause(dpop_on))
     consume = _consume_update(*conditions)
     consent = and_(Consent.user_id == User.id, Consent.client_id == Client.id)
     if dialect != "postgresql":
@@ -518,6 +608,7 @@ def _redeem_statements(
     code = consume.cte("consumed")
     return DriverStatement(
         select(code.c.scope, code.c.nonce, code.c.auth_time, code.c.sid, code.c.amr, code.c.acr, code.c.claims,
+               code.c.dpop_jkt,
                *_TOKEN_FIELDS, Consent.scope, Consent.claims_fingerprint)
         .join(User, User.id == code.c.user_id)
         .join(Client, Client.id == bindparam("given_client_id"))
@@ -529,7 +620,7 @@ _USER_GONE = "The user of this authorization code no longer exists or was disabl
 
 
 def _refuse_code(
-    code_hash: str, client: Client, *, redirect_uri: str, code_verifier: str | None, now: datetime
+    code_hash: str, client: Client, *, redirect_uri: str, code_verifier: str | None, now: datetime, jkt: str | None
 ) -> NoReturn:
     """Nothing was consumed: say why. A used code of this client revokes the tokens issued from it."""
     row = db.session.execute(
@@ -539,16 +630,21 @@ def _refuse_code(
     ).scalar_one_or_none()
     if row is not None and row.client_id == client.id and row.used_at is not None:
         _revoke_code_tokens(row)
-    raise _code_refusal(row, client, redirect_uri=redirect_uri, code_verifier=code_verifier, now=now) or InvalidGrant(
-        _USER_GONE
-    )
+    refusal = _code_refusal(row, client, redirect_uri=redirect_uri, code_verifier=code_verifier, now=now, jkt=jkt)
+    raise refusal or InvalidGrant(_USER_GONE)
 
 
 def _code_refusal(
-    row: AuthorizationCode | None, client: Client, *, redirect_uri: str, code_verifier: str | None, now: datetime
+    row: AuthorizationCode | None,
+    client: Client,
+    *,
+    redirect_uri: str,
+    code_verifier: str | None,
+    now: datetime,
+    jkt: str | None,
 ) -> InvalidGrant | None:
-    """What is wrong with presenting the code `row` (None: unknown) for `client`, other than its
-    use and its user; None when nothing of that is."""
+    """What is wrong with presenting the code `row` (None: unknown) for `client` with a proof of the
+    DPoP key `jkt` (None: none), other than its use and its user; None when nothing of that is."""
     if row is None or row.client_id != client.id:
         return InvalidGrant("The authorization code is unknown or was issued to another client.")
     if as_utc(row.expires_at) <= now:
@@ -562,6 +658,8 @@ def _code_refusal(
             return InvalidGrant("code_verifier does not match the code_challenge.")
     elif code_verifier:
         return InvalidGrant("code_verifier was sent but the authorization request had no code_challenge.")
+    if not _binding_holds(row.dpop_jkt, jkt):
+        return InvalidGrant(_DPOP_JKT_MISMATCH)
     return None
 
 
@@ -580,15 +678,16 @@ def _user_tokens(
     refresh_token: str | None,
     claims: str | None,
     grant: grants.Grant | None = None,
+    jkt: str | None = None,
 ) -> TokenResponse:
     """The token response; `grant` (what the tokens may release) is read when not given. `claims`
     (`RequestedClaims.to_json`) are the standard claims the request asked for one by one, which
     the user allowed: those for the id_token are added to it, those for userinfo named in the
-    access token (`userinfo_claims`)."""
+    access token (`userinfo_claims`). `jkt` binds the access token to a DPoP key."""
     requested = RequestedClaims.from_json(claims)
     access_token, _ = tokens.issue_access_token(
         client_id=client.id, user_id=user.id, scope=scope, alg=access_token_alg(client), now=issued_at, jti=jti,
-        userinfo_claims=requested.userinfo, subject=subjects.subject_for(client, user.id),
+        userinfo_claims=requested.userinfo, subject=subjects.subject_for(client, user.id), jkt=jkt,
     )  # fmt: skip
     id_token = None
     if "openid" in scope.split():
@@ -614,21 +713,28 @@ def _user_tokens(
         id_token=id_token,
         refresh_token=refresh_token,
         expires_in=current(OidcSettings).access_token_ttl,
+        token_type=TOKEN_TYPE if jkt is None else DPOP_TOKEN_TYPE,
     )
 
 
 def _redeemed_tokens(
-    client: Client | _TokenClient, redeemed: _RedeemedCode, redemption: _Redemption, refresh_token: str | None
+    client: Client | _TokenClient,
+    redeemed: _RedeemedCode,
+    redemption: _Redemption,
+    refresh_token: str | None,
+    jkt: str | None = None,
 ) -> TokenResponse:
     return _user_tokens(client, redeemed.user, scope=redeemed.scope, auth_time=redeemed.auth_time,
                         nonce=redeemed.nonce, sid=redeemed.sid, amr=redeemed.amr, acr=redeemed.acr,
                         jti=redemption.jti, issued_at=redemption.issued_at,
-                        refresh_token=refresh_token, claims=redeemed.claims,
+                        refresh_token=refresh_token, claims=redeemed.claims, jkt=jkt,
                         grant=grants.grant_of_consent(client, redeemed.user, redeemed.scope.split(),
                                                       redeemed.consent))  # fmt: skip
 
 
-def refresh_grant(authenticate: Authenticator, *, refresh_token: str | None, scope: str | None) -> TokenResponse:
+def refresh_grant(
+    authenticate: Authenticator, *, refresh_token: str | None, scope: str | None, proof: dpop.Proof | None = None
+) -> TokenResponse:
     """Rotate a refresh token: new access token, id_token and refresh token of the same family.
 
     The token is consumed first (see `refresh.consume`); a token already consumed is a reuse that
@@ -652,6 +758,7 @@ def refresh_grant(authenticate: Authenticator, *, refresh_token: str | None, sco
     requested = list(dict.fromkeys(scope.split())) if scope else granted
     if not set(requested) <= set(granted):
         raise InvalidScope("The requested scope exceeds the one originally granted.")
+    jkt = dpop_binding(client, proof)
     issued_at = int(time.time())
     jti = uuid.uuid4().hex
     expires_at = datetime.fromtimestamp(issued_at + current(OidcSettings).access_token_ttl, UTC)
@@ -682,6 +789,7 @@ def refresh_grant(authenticate: Authenticator, *, refresh_token: str | None, sco
         issued_at=issued_at,
         refresh_token=rotated,
         claims=consumed.claims,
+        jkt=jkt,
     )
 
 
@@ -698,8 +806,9 @@ def _refuse_refresh_reuse(raw: str, client: Client) -> NoReturn:
     raise InvalidGrant("The refresh token was already used; its whole family is revoked.", keep_changes=True)
 
 
-def client_credentials_grant(client: Client, *, scope: str | None) -> TokenResponse:
-    """An access token of the client itself (`sub` = client) for scopes it may be granted.
+def client_credentials_grant(client: Client, *, scope: str | None, jkt: str | None = None) -> TokenResponse:
+    """An access token of the client itself (`sub` = client) for scopes it may be granted, bound to
+    the DPoP key `jkt` when given.
 
     Without `scope`, every scope the client may be granted; a scope outside them raises InvalidScope.
     """
@@ -710,9 +819,14 @@ def client_credentials_grant(client: Client, *, scope: str | None) -> TokenRespo
     issued_at = int(time.time())
     granted = " ".join(requested)
     access_token = tokens.issue_client_access_token(
-        client_id=client.id, scope=granted, alg=access_token_alg(client), jti=uuid.uuid4().hex, now=issued_at
+        client_id=client.id, scope=granted, alg=access_token_alg(client), jti=uuid.uuid4().hex, now=issued_at, jkt=jkt
     )
-    return TokenResponse(scope=granted, access_token=access_token, expires_in=current(OidcSettings).access_token_ttl)
+    return TokenResponse(
+        scope=granted,
+        access_token=access_token,
+        expires_in=current(OidcSettings).access_token_ttl,
+        token_type=TOKEN_TYPE if jkt is None else DPOP_TOKEN_TYPE,
+    )
 
 
 def _revoke_code_tokens(row: AuthorizationCode) -> NoReturn:
@@ -762,6 +876,17 @@ def userinfo(grant: grants.Grant) -> dict:
     document = grant.userinfo()
     document.update(subjects.identity_claims(grant.client, grant.user.id, grant.user.did))
     return document
+
+
+def signed_userinfo(grant: grants.Grant) -> str | None:
+    """The userinfo document as a JWT signed with the client's `userinfo_signed_response_alg`, with
+    `iss` and `aud` (OpenID Core §5.3.2); None when the client takes JSON or signed userinfo is off
+    (`OIDC_SIGNED_USERINFO_ENABLED`)."""
+    client = db.session.get(Client, grant.client.id)
+    alg = client.userinfo_signed_response_alg if client is not None else None
+    if alg not in keys.ALGORITHMS or not current(OidcSettings).signed_userinfo_enabled:
+        return None
+    return tokens.sign({**userinfo(grant), "iss": tokens.issuer(), "aud": str(grant.client.id)}, alg, "JWT")
 
 
 def _token_of_client(raw: str, client: Client) -> AccessTokenClaims | None:
@@ -844,7 +969,7 @@ def introspect_token(client: Client, token: str | None) -> dict:
         "active": True,
         "scope": " ".join(claims.scopes),
         "client_id": claims.client_id,
-        "token_type": TOKEN_TYPE,
+        "token_type": TOKEN_TYPE if claims.jkt is None else DPOP_TOKEN_TYPE,
         "exp": claims.exp,
         "iat": claims.iat,
         "sub": claims.sub,
@@ -857,6 +982,8 @@ def introspect_token(client: Client, token: str | None) -> dict:
         document["sub"] = subjects.subject_for(client, claims.user_id)
         if not subjects.is_pairwise(client):
             document["user_id"] = claims.user_id
+    if claims.jkt is not None:
+        document["cnf"] = {"jkt": claims.jkt}
     # Says whose token it is, so a resource server never takes a client's token for a user's.
     document["subject_type"] = "user" if claims.user_id is not None else "client"
     return document

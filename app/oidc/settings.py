@@ -99,6 +99,21 @@ class OidcSettings:
         Derived(_last_hash_key, "the last key of `SECRET_HASH_KEY`"),
         "key of the HMAC that makes pairwise subjects; changing it changes every pairwise `sub`",
     )
+    dpop_enabled: bool = env(
+        "OIDC_DPOP_ENABLED", True, "DPoP (RFC 9449): proofs at the token endpoint bind access tokens to a key"
+    )
+    dpop_nonce: bool = env("OIDC_DPOP_NONCE", True, "DPoP proofs must carry a nonce the server gave in `DPoP-Nonce`")
+    dpop_proof_max_age: int = env(
+        "OIDC_DPOP_PROOF_MAX_AGE", 300, "seconds a DPoP proof is accepted after its `iat` (and a nonce's lifetime)"
+    )
+    signed_userinfo_enabled: bool = env(
+        "OIDC_SIGNED_USERINFO_ENABLED", True, "userinfo signed for clients that register `userinfo_signed_response_alg`"
+    )
+    jarm_enabled: bool = env(
+        "OIDC_JARM_ENABLED",
+        True,
+        "JWT-secured authorization responses (`response_mode` `jwt`, `query.jwt`, `fragment.jwt`)",
+    )
     par_ttl: int = env("OIDC_PAR_TTL", 60, "lifetime of a pushed authorization request's `request_uri`, seconds")
     outbound_allow_hosts: str = env(
         "OIDC_OUTBOUND_ALLOW_HOSTS",

@@ -64,6 +64,12 @@ class AccessTokenClaims:
     def has_scope(self, scope: str) -> bool:
         return scope in self.scopes
 
+    @property
+    def jkt(self) -> str | None:
+        """The thumbprint of the DPoP key the token is bound to (`cnf.jkt`, RFC 9449 §6), else None."""
+        confirmation = self.claims.get("cnf")
+        return confirmation.get("jkt") if isinstance(confirmation, dict) else None
+
 
 def issuer() -> str:
     return current(OidcSettings).issuer
@@ -92,6 +98,7 @@ def issue_access_token(
     jti: str | None = None,
     userinfo_claims: Sequence[str] = (),
     subject: str | None = None,
+    jkt: str | None = None,
 ) -> tuple[str, dict]:
     """Sign an RFC 9068 access token for `user_id` at `client_id`; returns (token, claims).
 
@@ -100,10 +107,11 @@ def issue_access_token(
     `subject` is the client's `sub` of the user (`subjects.subject_for`, by default the user id).
     When it is not the user id (a pairwise client) the token carries no `user_id`: the user is
     named for this service alone by `user_ref`, the id encrypted, so clients cannot correlate users.
+    The token is bound to the DPoP key `jkt` when given (`cnf.jkt`).
     """
     now = int(time.time()) if now is None else now
     sub = subject or str(user_id)
-    claims = _access_token_claims(sub, client_id, scope, jti or uuid.uuid4().hex, now)
+    claims = _access_token_claims(sub, client_id, scope, jti or uuid.uuid4().hex, now, jkt)
     if sub == str(user_id):
         claims["user_id"] = user_id
     else:
@@ -118,14 +126,18 @@ def client_subject(client_id: int | str) -> str:
     return f"{CLIENT_SUBJECT_PREFIX}{client_id}"
 
 
-def issue_client_access_token(*, client_id: int, scope: str, alg: str, jti: str, now: int) -> str:
+def issue_client_access_token(
+    *, client_id: int, scope: str, alg: str, jti: str, now: int, jkt: str | None = None
+) -> str:
     """Sign an RFC 9068 access token of the client itself (client_credentials): `sub` names the client."""
-    return sign(_access_token_claims(client_subject(client_id), client_id, scope, jti, now), alg, ACCESS_TOKEN_TYPE)
+    claims = _access_token_claims(client_subject(client_id), client_id, scope, jti, now, jkt)
+    return sign(claims, alg, ACCESS_TOKEN_TYPE)
 
 
-def _access_token_claims(sub: str, client_id: int, scope: str, jti: str, now: int) -> dict:
-    """The RFC 9068 claims every access token carries, for the client `client_id` and subject `sub`."""
-    return {
+def _access_token_claims(sub: str, client_id: int, scope: str, jti: str, now: int, jkt: str | None) -> dict:
+    """The RFC 9068 claims every access token carries, for the client `client_id` and subject `sub`,
+    and the DPoP key's thumbprint (`cnf.jkt`) of a bound token."""
+    claims = {
         "iss": issuer(),
         "sub": sub,
         "aud": str(client_id),
@@ -135,6 +147,9 @@ def _access_token_claims(sub: str, client_id: int, scope: str, jti: str, now: in
         "jti": jti,
         "scope": scope,
     }
+    if jkt is not None:
+        claims["cnf"] = {"jkt": jkt}
+    return claims
 
 
 def issue_id_token(

@@ -245,6 +245,66 @@ def set_signing(client_id: int, signing_alg: str | None, access_token_alg: str |
     click.echo(json.dumps(summary))
 
 
+_JSON_USERINFO = "json"
+
+
+@clients_cli.command("set-userinfo-signing")
+@click.argument("client_id", type=click.IntRange(min=1))
+@click.option(
+    "--alg",
+    required=True,
+    type=click.Choice((*service.SIGNING_ALGORITHMS, _JSON_USERINFO)),
+    help=f"JWS algorithm of the client's userinfo answers (application/jwt); {_JSON_USERINFO} answers plain JSON.",
+)
+@_fail_on_domain_error
+def set_userinfo_signing(client_id: int, alg: str) -> None:
+    """Set a client's `userinfo_signed_response_alg`: its userinfo answers as a JWT signed with it."""
+    with transaction():
+        client = service.configure_client(
+            client_id, {"userinfo_signed_response_alg": None if alg == _JSON_USERINFO else alg}
+        )
+        summary = {"client_id": client.id, "userinfo_signed_response_alg": client.userinfo_signed_response_alg}
+    click.echo(json.dumps(summary))
+
+
+@clients_cli.command("set-authorization-signing")
+@click.argument("client_id", type=click.IntRange(min=1))
+@click.option(
+    "--alg",
+    required=True,
+    type=click.Choice(service.SIGNING_ALGORITHMS),
+    help="JWS algorithm of the client's JWT-secured authorization responses (JARM; RS256 until set).",
+)
+@_fail_on_domain_error
+def set_authorization_signing(client_id: int, alg: str) -> None:
+    """Set a client's `authorization_signed_response_alg`: the algorithm of its JARM responses."""
+    with transaction():
+        client = service.configure_client(client_id, {"authorization_signed_response_alg": alg})
+        summary = {
+            "client_id": client.id,
+            "authorization_signed_response_alg": client.authorization_signed_response_alg,
+        }
+    click.echo(json.dumps(summary))
+
+
+@clients_cli.command("set-dpop")
+@click.argument("client_id", type=click.IntRange(min=1))
+@click.option(
+    "--bound-access-tokens/--any-access-tokens",
+    "bound",
+    required=True,
+    help="Require a DPoP proof at every token request of the client (RFC 9449 §5.2 dpop_bound_access_tokens), "
+    "or accept Bearer requests too.",
+)
+@_fail_on_domain_error
+def set_dpop(client_id: int, bound: bool) -> None:
+    """Set whether a client's access tokens must be DPoP-bound (`dpop_bound_access_tokens`)."""
+    with transaction():
+        client = service.configure_client(client_id, {"dpop_bound_access_tokens": bound})
+        summary = {"client_id": client.id, "dpop_bound_access_tokens": client.dpop_bound_access_tokens}
+    click.echo(json.dumps(summary))
+
+
 @clients_cli.command("set-recaptcha")
 @click.argument("client_id", type=click.IntRange(min=1))
 @click.option("--site-key", required=True, help="Public reCAPTCHA v3 site key.")

@@ -64,6 +64,12 @@ class Client(Base):
     signing_alg: Mapped[str] = mapped_column(String(8), default="RS256")
     # The JWS algorithm of its access tokens when not that of its id_tokens (`signing_alg`).
     access_token_signed_response_alg: Mapped[str | None] = mapped_column(String(8), nullable=True)
+    # RFC 9449 §5.2: every access token of the client must be DPoP-bound (a token request without a proof is refused).
+    dpop_bound_access_tokens: Mapped[bool] = mapped_column(Boolean, default=False, server_default=false())
+    # The JWS algorithm of its userinfo answers (`application/jwt`); null answers JSON.
+    userinfo_signed_response_alg: Mapped[str | None] = mapped_column(String(8), nullable=True)
+    # The JWS algorithm of its JARM authorization responses; null is RS256.
+    authorization_signed_response_alg: Mapped[str | None] = mapped_column(String(8), nullable=True)
     secret_hash: Mapped[str | None] = mapped_column(String(128), nullable=True)
     previous_secret_hash: Mapped[str | None] = mapped_column(String(128), nullable=True)
     previous_secret_expires_at: Mapped[datetime | None] = mapped_column(DateTime(timezone=True), nullable=True)

@@ -43,6 +43,8 @@ _SUB_CLIENT_MEMBERS = (
     "reads_credentials", "issue_refresh_tokens", "refresh_token_ttl", "refresh_token_idle_ttl",
     "require_pushed_authorization_requests", "backchannel_logout_uri", "require_signed_request_object",
 )  # fmt: skip
+# Members only the operator sets (`configure_client`): the sub-client resource does not carry them.
+_OPERATOR_MEMBERS = ("dpop_bound_access_tokens", "userinfo_signed_response_alg", "authorization_signed_response_alg")
 # Client secrets are also kept sealed under this purpose: client_secret_jwt checks an HMAC with them.
 CLIENT_SECRET_PURPOSE = "client-secret"
 SIGNING_ALGORITHMS = ("RS256", "ES256", "EdDSA")
@@ -421,7 +423,8 @@ def disable_client(client_id: int) -> int:
 
 
 def configure_client(client_id: int, changes: dict[str, Any]) -> Client:
-    """The operator's update of any client's members (`SubClientFields` names, already valid).
+    """The operator's update of any client's members (`SubClientFields` names and the operator's
+    own, `dpop_bound_access_tokens` and the `*_signed_response_alg`s of userinfo and JARM; already valid).
 
     Raises `NotFound` (an unknown id) and `SubdomainTaken` (409). Flushes, never commits.
     """
@@ -429,6 +432,9 @@ def configure_client(client_id: int, changes: dict[str, Any]) -> Client:
     if client is None:
         raise NotFound(f"No client {client_id}.")
     _apply_members(client, changes)
+    for name in _OPERATOR_MEMBERS:
+        if name in changes:
+            setattr(client, name, changes[name])
     _ensure_sender_unique(client)
     _flush_guarding_sender(client)
     return client

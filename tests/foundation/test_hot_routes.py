@@ -19,8 +19,13 @@ from dataclasses import dataclass
 import pytest
 from sqlalchemy.exc import OperationalError
 
+from app.db import transaction
+from app.extensions import db
+from app.oidc import dpop
+from app.tenancy.models import Client
 from app.web.hot import FORCE_VIEW, HotLayer, hot
 from tests.support.config import set_settings, setting_of
+from tests.support.dpop import TOKEN_URL, Holder
 from tests.support.oidc import exchange, make_tenant, pkce_pair, sign_in
 from tests.support.tenancy import create_sub_client, make_master
 from tests.support.vectors import VECTORS, VERIFIED_VECTORS
@@ -228,6 +233,20 @@ def _token_cases(app, http) -> list[Case]:
             data={"grant_type": "authorization_code", "code": code(), "redirect_uri": tenant.redirect_uri},
         )
 
+    holder = Holder()
+    with app.app_context():
+        holder.nonce = dpop.current_nonce()
+
+    def with_proof(h):
+        return exchange(h, tenant, code(), headers={"DPoP": holder.proof(TOKEN_URL)})
+
+    bound, bound_browser = make_tenant(app, http), app.test_client()
+    with app.app_context(), transaction():
+        db.session.get(Client, bound.client_id).dpop_bound_access_tokens = True
+
+    def bound_code() -> str:
+        return sign_in(bound_browser, bound)["code"]
+
     def with_pkce(verifier_sent: str | None):
         def send(h):
             verifier, challenge = pkce_pair()
@@ -257,6 +276,9 @@ def _token_cases(app, http) -> list[Case]:
             tokens=True,
         ),
         Case("JSON body", lambda h: exchange(h, tenant, code(), as_json=True), at_once=False, tokens=True),
+        Case("DPoP proof", with_proof, at_once=False, tokens=True, volatile=("DPoP-Nonce",)),
+        Case("DPoP-bound client without a proof", lambda h: exchange(h, bound, bound_code()), at_once=True),
+        Case("dpop_jkt code, no proof", lambda h: exchange(h, tenant, code(dpop_jkt=holder.jkt)), at_once=True),
     ]
 
 

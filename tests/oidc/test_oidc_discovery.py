@@ -72,7 +72,7 @@ def test_the_whole_document_is_exactly_what_is_supported(metadata):
             "offline_access",
         ],
         "response_types_supported": ["code"],
-        "response_modes_supported": ["query"],
+        "response_modes_supported": ["query", "jwt", "query.jwt", "fragment.jwt"],
         "grant_types_supported": [
             "authorization_code",
             "refresh_token",
@@ -107,6 +107,9 @@ def test_the_whole_document_is_exactly_what_is_supported(metadata):
         "registration_endpoint": f"{base}/v1/openidc/register",
         "authorization_response_iss_parameter_supported": True,
         "ui_locales_supported": ["en"],
+        "dpop_signing_alg_values_supported": ["ES256", "ES384", "PS256", "RS256", "EdDSA"],
+        "userinfo_signing_alg_values_supported": ["RS256", "ES256", "EdDSA"],
+        "authorization_signing_alg_values_supported": ["RS256", "ES256", "EdDSA"],
     }
 
 

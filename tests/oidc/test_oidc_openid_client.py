@@ -1,8 +1,8 @@
 """openid-client (npm, OpenID Certified relying-party library) against a live server: code flow with
 refresh rotation, client_credentials, client_secret_jwt, private_key_jwt, PAR, request objects (JAR, alone
-and inside PAR), RP-initiated plus back-channel logout (the logout token validated by the RP with jose
-against the published keys), the device authorization grant and pairwise subjects, and the acr/amr
-of a sign-in as asked for.
+and inside PAR), DPoP with JARM and signed userinfo, RP-initiated plus back-channel logout (the logout
+token validated by the RP with jose against the published keys), the device authorization grant and
+pairwise subjects, and the acr/amr of a sign-in as asked for.
 
 The Node driver and its pinned dependencies live in tests/oidc/rp_node (package-lock.json); the
 `node_rp` fixture (tests/oidc/conftest.py) installs them there on first use.
@@ -10,6 +10,7 @@ The Node driver and its pinned dependencies live in tests/oidc/rp_node (package-
 
 from __future__ import annotations
 
+import base64
 import json
 
 import pytest
@@ -180,6 +181,32 @@ def test_openid_client_is_refused_an_essential_acr_the_tenant_cannot_meet(
     checks = {"verifier": started["verifier"], "state": started["state"], "nonce": started["nonce"]}
     result = node_rp("finish", {**common, "callbackUrl": callback, **checks})
     assert not result["ok"] and result["error"] == "unmet_authentication_requirements", result
+
+
+def test_openid_client_dpop_jarm_and_signed_userinfo(app, client, live_server, callback_server, node_rp):
+    """openid-client with a DPoP key for every request, the response as a JARM JWT and the userinfo
+    signed with ES256: it checks the proofs' nonces, the response and the userinfo JWT itself."""
+    redirect_uri = callback_server.url + "/callback"
+    tenant, auth = _configured_tenant(app, client, redirect_uri, "client_secret_basic")
+    signing = app.test_cli_runner().invoke(
+        args=["clients", "set-userinfo-signing", str(tenant.client_id), "--alg", "ES256"]
+    )
+    assert signing.exit_code == 0, signing.output
+    common = {"issuer": live_server.url, "clientId": str(tenant.client_id), "auth": auth, "redirectUri": redirect_uri,
+              "metadata": {"userinfo_signed_response_alg": "ES256"}}  # fmt: skip
+    started = node_rp("start", {**common, "scope": "openid email offline_access", "par": False, "responseMode": "jwt"})
+    assert started["ok"], started
+    callback = sign_in_over_http(requests.Session(), live_server.url, started["url"], tenant.email)
+    assert callback.startswith(redirect_uri + "?response=")
+    checks = {"verifier": started["verifier"], "state": started["state"], "nonce": started["nonce"]}
+    result = node_rp("finish", {**common, **checks, "callbackUrl": callback, "dpop": True, "jarm": True})
+    assert result["ok"], result
+    assert result["tokenType"].lower() == "dpop" and result["rotated"]["tokenType"].lower() == "dpop"
+    assert result["userinfo"]["email"] == tenant.email and result["userinfo"]["sub"] == str(tenant.user_id)
+    payload = result["accessToken"].split(".")[1]
+    assert json.loads(base64.urlsafe_b64decode(payload + "=" * (-len(payload) % 4)))["cnf"]["jkt"]
+    # Reuse of the rotated refresh token still revokes the family, with proofs too.
+    assert result["reuse"]["error"] == "invalid_grant"
 
 
 @pytest.mark.parametrize(

@@ -151,9 +151,10 @@ def sign_in(http, tenant: Tenant, *, consent: str | None = "allow", **authorize_
     return query_of(response.headers["Location"])
 
 
-def exchange(http, tenant: Tenant, code: str, *, as_json: bool = False, **overrides):
+def exchange(http, tenant: Tenant, code: str, *, as_json: bool = False, headers: dict | None = None, **overrides):
     """Redeem `code` at the token endpoint: a form body (RFC 6749; answered before dispatch when it
-    succeeds, see the hot route of app/oidc/routes.py), or a JSON one (always the Flask view)."""
+    succeeds, see the hot route of app/oidc/routes.py), or a JSON one (always the Flask view);
+    `headers` are sent too (a `DPoP` proof)."""
     body = {
         "grant_type": "authorization_code",
         "code": code,
@@ -164,8 +165,8 @@ def exchange(http, tenant: Tenant, code: str, *, as_json: bool = False, **overri
     body.update(overrides)
     body = {key: value for key, value in body.items() if value is not None}
     if as_json:
-        return http.post("/v1/openidc/token", json=body)
-    return http.post("/v1/openidc/token", data=body)
+        return http.post("/v1/openidc/token", json=body, headers=headers)
+    return http.post("/v1/openidc/token", data=body, headers=headers)
 
 
 def sign_in_over_http(browser, base_url: str, authorize_url: str, email: str, *, consent: str = "allow") -> str:

@@ -1,10 +1,12 @@
 // openid-client (v6) as a relying party of Tessera, driven step by step by
 // tests/oidc/test_oidc_openid_client.py: `node rp.mjs <step> '<json>'` prints one JSON object.
-// Steps: start (authorization URL, by PAR and/or a signed request object when asked, with `extra`
-// parameters such as acr_values), finish (code exchange, auth_time checked against `maxAge` when
-// given, refresh rotation, reuse refused, revocation), client_credentials (grant, introspection),
-// end_session (RP-initiated logout URL), backchannel_logout (validate a received logout token as
-// Back-Channel Logout 1.0 §2.6), device_start and device_poll (the device authorization grant, RFC 8628).
+// Steps: start (authorization URL, by PAR and/or a signed request object when asked, with a
+// response mode when given and `extra` parameters such as acr_values), finish (code exchange,
+// auth_time checked against `maxAge` when given, refresh rotation, reuse refused, revocation; with
+// `dpop` every request carries DPoP proofs of one key, with `jarm` the response is a JARM JWT),
+// client_credentials (grant, introspection), end_session (RP-initiated logout URL),
+// backchannel_logout (validate a received logout token as Back-Channel Logout 1.0 §2.6),
+// device_start and device_poll (the device authorization grant, RFC 8628).
 import * as client from 'openid-client'
 import { createRemoteJWKSet, decodeProtectedHeader, jwtVerify } from 'jose'
 
@@ -23,7 +25,7 @@ async function clientAuth (auth) {
 }
 
 async function configuration (input) {
-  const metadata = { token_endpoint_auth_method: input.auth.method }
+  const metadata = { token_endpoint_auth_method: input.auth.method, ...input.metadata }
   if (input.redirectUri) metadata.redirect_uris = [input.redirectUri]
   return client.discovery(new URL(input.issuer), input.clientId, metadata, await clientAuth(input.auth), {
     execute: [client.allowInsecureRequests]
@@ -46,6 +48,7 @@ async function start (input) {
     nonce: client.randomNonce(),
     ...(input.extra || {})
   }
+  if (input.responseMode) parameters.response_mode = input.responseMode
   let url
   if (input.requestObjectJwk) {
     // JAR (RFC 9101): the parameters in a request object signed with the client's ES256 key.
@@ -63,29 +66,41 @@ async function start (input) {
 
 async function finish (input) {
   const config = await configuration(input)
+  if (input.jarm) client.useJwtResponseMode(config)
+  const options = input.dpop ? { DPoP: client.getDPoPHandle(config, await client.randomDPoPKeyPair('ES256')) } : {}
   const tokens = await client.authorizationCodeGrant(config, new URL(input.callbackUrl), {
     pkceCodeVerifier: input.verifier,
     expectedState: input.state,
     expectedNonce: input.nonce,
     idTokenExpected: true,
     ...(input.maxAge !== undefined ? { maxAge: input.maxAge } : {})
-  })
+  }, undefined, options)
   const claims = tokens.claims()
-  const userinfo = await client.fetchUserInfo(config, tokens.access_token, claims.sub)
-  const result = { scope: tokens.scope, claims, userinfo, idToken: tokens.id_token, refreshToken: tokens.refresh_token }
+  const userinfo = await client.fetchUserInfo(config, tokens.access_token, claims.sub, options)
+  const result = {
+    scope: tokens.scope,
+    tokenType: tokens.token_type,
+    claims,
+    userinfo,
+    idToken: tokens.id_token,
+    accessToken: tokens.access_token,
+    refreshToken: tokens.refresh_token
+  }
   if (tokens.refresh_token) {
-    const rotated = await client.refreshTokenGrant(config, tokens.refresh_token)
-    result.rotated = { refreshToken: rotated.refresh_token, claims: rotated.claims(), scope: rotated.scope }
+    const rotated = await client.refreshTokenGrant(config, tokens.refresh_token, undefined, options)
+    result.rotated = {
+      refreshToken: rotated.refresh_token, claims: rotated.claims(), scope: rotated.scope, tokenType: rotated.token_type
+    }
     const introspected = await client.tokenIntrospection(config, rotated.refresh_token)
     result.introspected = introspected
     try {
-      await client.refreshTokenGrant(config, tokens.refresh_token)
+      await client.refreshTokenGrant(config, tokens.refresh_token, undefined, options)
       result.reuse = { accepted: true }
     } catch (error) {
       result.reuse = failure(error)
     }
     try {
-      await client.refreshTokenGrant(config, rotated.refresh_token)
+      await client.refreshTokenGrant(config, rotated.refresh_token, undefined, options)
       result.afterReuse = { accepted: true }
     } catch (error) {
       result.afterReuse = failure(error)
