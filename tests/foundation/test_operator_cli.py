@@ -101,6 +101,8 @@ for group in ("clients", "outbox", "keys", "agents"):
             if param.required:
                 if isinstance(param, click.Option):
                     args.append(param.opts[0])
+                    if param.is_flag:  # a required on/off switch: its first spelling alone
+                        continue
                 args.append(placeholder(param))
         result = runner.invoke(args=args)
         results[" ".join(path)] = [result.exit_code, result.output, repr(result.exception)]
