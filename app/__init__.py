@@ -221,6 +221,7 @@ def _register_tasks(app: Flask) -> None:
 
 def _register_commands(app: Flask) -> None:
     from app.agents.cli import agents_cli
+    from app.chain.cli import chain_cli
     from app.jobs.cli import outbox_cli
     from app.oidc.cli import create_demo, keys_cli
     from app.ops.schema import require_current_schema
@@ -228,6 +229,6 @@ def _register_commands(app: Flask) -> None:
     from app.users.cli import users_cli
 
     clients_cli.add_command(create_demo)  # the demo sign-in needs OpenID, above the clients feature
-    for group in (clients_cli, outbox_cli, keys_cli, agents_cli, users_cli):
+    for group in (clients_cli, outbox_cli, keys_cli, agents_cli, users_cli, chain_cli):
         require_current_schema(group, MIGRATIONS_DIR)
         app.cli.add_command(group)
