@@ -29,7 +29,6 @@ from app.agents.models import (
     RegistryRecord,
 )
 from app.agents.settings import AgentSettings
-from app.chain.registry import read_registry_version
 from app.chain.settings import EVM, ChainSettings
 from app.db import isoformat, utcnow
 from app.dialect import DriverStatement
@@ -99,6 +98,9 @@ def require_contract(name: str) -> Contract:
     if name != REGISTRY_CONTRACT:
         raise NotFound(f"No contract is named {name!r}.")
     if current(ChainSettings).registry_backend == EVM:
+        # web3 costs every process seconds of imports; only a network on a chain pays them.
+        from app.chain.registry import read_registry_version
+
         return Contract(REGISTRY_CONTRACT, read_registry_version(current(AgentSettings).network))
     return current_contract()
 

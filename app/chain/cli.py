@@ -5,8 +5,6 @@ from __future__ import annotations
 import click
 from flask.cli import AppGroup
 
-from app.chain.deploy import deploy_contracts
-from app.chain.rpc import connect
 from app.chain.settings import TESTNET, ChainSettings
 from app.errors import DomainError
 from app.settings import current
@@ -28,6 +26,10 @@ def deploy(network: str) -> None:
 
     The relayer (CHAIN_RELAYER_KEY) sends both transactions and pays their gas.
     """
+    # web3 costs every process seconds of imports; only this command and a network on a chain pay them.
+    from app.chain.deploy import deploy_contracts
+    from app.chain.rpc import connect
+
     settings = current(ChainSettings)
     chain = settings.chain(network)
     if settings.relayer_key is None:

@@ -15,8 +15,6 @@ from typing import Any
 from sqlalchemy import delete, select, update
 
 from app.chain.models import IndexCursor, IndexedRecord
-from app.chain.registry import registry_contract
-from app.chain.rpc import connect, require_chain
 from app.chain.settings import Chain, ChainSettings
 from app.db import utcnow
 from app.extensions import db
@@ -52,7 +50,7 @@ def registry_key(chain: Chain) -> str:
 
 def next_block(network: str) -> int:
     """The first block the index of `network`'s registry has not read."""
-    key = registry_key(require_chain(network))
+    key = registry_key(current(ChainSettings).require_chain(network))
     return db.session.scalar(select(IndexCursor.next_block).where(IndexCursor.contract == key)) or 0
 
 
@@ -61,7 +59,11 @@ def read_registry_events(network: str, from_block: int) -> EventBatch:
 
     Must be called with no transaction open; raises `ChainNotConfigured` or `ChainUnavailable`.
     """
-    chain = require_chain(network)
+    # web3 costs every process seconds of imports; only a network on a chain pays them.
+    from app.chain.registry import registry_contract
+    from app.chain.rpc import connect
+
+    chain = current(ChainSettings).require_chain(network)
     w3 = connect(chain.rpc_url)
     confirmed = w3.eth.block_number - current(ChainSettings).confirmations
     to_block = min(confirmed, from_block + MAX_BLOCK_RANGE - 1)
@@ -135,4 +137,4 @@ def _apply(contract: str, event: RegistryEvent) -> None:
 
 def get_indexed_record(network: str, did: str) -> IndexedRecord | None:
     """The record of `did` in the index of `network`'s registry; None when it has none."""
-    return db.session.get(IndexedRecord, (registry_key(require_chain(network)), did))
+    return db.session.get(IndexedRecord, (registry_key(current(ChainSettings).require_chain(network)), did))

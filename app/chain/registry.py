@@ -6,7 +6,9 @@ from web3 import Web3
 from web3.contract import Contract
 
 from app.chain.abi import REGISTRY, load_artifact
-from app.chain.rpc import connect, require_chain
+from app.chain.rpc import connect
+from app.chain.settings import ChainSettings
+from app.settings import current
 
 
 def registry_contract(w3: Web3, address: str) -> Contract:
@@ -19,5 +21,5 @@ def read_registry_version(network: str) -> str:
 
     Raises `ChainNotConfigured` or `ChainUnavailable`; must be called with no transaction open.
     """
-    chain = require_chain(network)
+    chain = current(ChainSettings).require_chain(network)
     return registry_contract(connect(chain.rpc_url), chain.registry_address).functions.version().call()

@@ -16,7 +16,7 @@ from web3.types import RPCEndpoint, RPCResponse
 
 import app.outbound as outbound
 from app.chain.errors import ChainNotConfigured, ChainUnavailable
-from app.chain.settings import Chain, ChainSettings
+from app.chain.settings import ChainSettings
 from app.config import CoreSettings
 from app.outbound import OutboundPolicy
 from app.settings import current
@@ -70,25 +70,6 @@ class GuardedProvider(JSONBaseProvider):
             if show_traceback:
                 raise
             return False
-
-
-def require_chain(network: str) -> Chain:
-    """The chain of `network` with its node and both contracts configured; `ChainNotConfigured` if not."""
-    chain = current(ChainSettings).chain(network)
-    missing = [
-        name
-        for name, value in (
-            ("RPC_URL", chain.rpc_url),
-            ("CHAIN_ID", chain.chain_id),
-            ("REGISTRY_ADDRESS", chain.registry_address),
-            ("IDENTITY_REGISTRY_ADDRESS", chain.identity_registry_address),
-        )
-        if value is None
-    ]
-    if missing:
-        prefix = f"CHAIN_{chain.network.upper()}_"
-        raise ChainNotConfigured("Set " + ", ".join(prefix + name for name in missing) + ".")
-    return chain
 
 
 def connect(rpc_url: str) -> Web3:

@@ -6,17 +6,19 @@ picks the chain: each network has its RPC URL, chain id and contract addresses h
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass, field
 
-from eth_account import Account
-from eth_utils import is_address, to_checksum_address
-
+from app.chain.errors import ChainNotConfigured
 from app.settings import env, feature_settings
 
 DATABASE = "database"
 EVM = "evm"
 BACKENDS = (DATABASE, EVM)
 TESTNET = "testnet"
+SECP256K1_ORDER = 0xFFFFFFFFFFFFFFFFFFFFFFFFFFFFFFFEBAAEDCE6AF48A03BBFD25E8CD0364141
+_ADDRESS = re.compile(r"^0x[0-9a-fA-F]{40}$")
+_PRIVATE_KEY = re.compile(r"^0x[0-9a-fA-F]{64}$")
 
 
 def _backend(text: str) -> str:
@@ -27,9 +29,10 @@ def _backend(text: str) -> str:
 
 
 def _address(text: str) -> str:
-    if not is_address(text.strip()):
-        raise ValueError("must be an address: 0x and 40 hex digits (EIP-55 checksum if mixed case)")
-    return to_checksum_address(text.strip())
+    # Checked again, EIP-55 checksum included, by web3 at the first call.
+    if not _ADDRESS.match(text.strip()):
+        raise ValueError("must be an address: 0x and 40 hex digits")
+    return text.strip()
 
 
 @dataclass(frozen=True)
@@ -38,16 +41,12 @@ class RelayerKey:
 
     secret: bytes = field(repr=False)
 
-    @property
-    def address(self) -> str:
-        return Account.from_key(self.secret).address
-
 
 def _relayer_key(text: str) -> RelayerKey:
-    try:
-        return RelayerKey(bytes(Account.from_key(text.strip()).key))
-    except (ValueError, TypeError) as error:
-        raise ValueError("must be a private key: 0x and 64 hex digits") from error
+    # The error never quotes the text: it is a secret.
+    if not _PRIVATE_KEY.match(text.strip()) or not 0 < int(text.strip(), 16) < SECP256K1_ORDER:
+        raise ValueError("must be a secp256k1 private key: 0x and 64 hex digits")
+    return RelayerKey(bytes.fromhex(text.strip()[2:]))
 
 
 @dataclass(frozen=True)
@@ -128,3 +127,21 @@ class ChainSettings:
             registry_address=getattr(self, f"{prefix}_registry_address"),
             identity_registry_address=getattr(self, f"{prefix}_identity_registry_address"),
         )
+
+    def require_chain(self, network: str) -> Chain:
+        """The chain of `network` with its node and both contracts set; `ChainNotConfigured` names what is missing."""
+        chain = self.chain(network)
+        missing = [
+            name
+            for name, value in (
+                ("RPC_URL", chain.rpc_url),
+                ("CHAIN_ID", chain.chain_id),
+                ("REGISTRY_ADDRESS", chain.registry_address),
+                ("IDENTITY_REGISTRY_ADDRESS", chain.identity_registry_address),
+            )
+            if value is None
+        ]
+        if missing:
+            prefix = f"CHAIN_{chain.network.upper()}_"
+            raise ChainNotConfigured("Set " + ", ".join(prefix + name for name in missing) + ".")
+        return chain
