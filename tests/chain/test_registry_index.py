@@ -3,7 +3,7 @@ after every step it holds what eth_call reads from the contract, once the step h
 
 from __future__ import annotations
 
-from app.agents.tasks import follow_registry
+from app.agents.tasks import beat_schedule, follow_registry
 from app.chain.index import apply_registry_events, get_indexed_record, next_block, read_registry_events
 from app.chain.typed_data import ZERO_ADDRESS
 from app.db import Mode, transaction, unit_of_work
@@ -104,3 +104,9 @@ def test_a_write_lost_in_a_reorganisation_never_reaches_the_index(app, anvil, co
     assert record(contracts, agent.did)[0] == ZERO_ADDRESS
     _follow(app, anvil)
     assert _indexed(app, agent.did) is None
+
+
+def test_beat_follows_the_registry_only_on_a_chain(app, monkeypatch):
+    assert "agents-follow-registry" not in beat_schedule(app)
+    change_settings(monkeypatch, app, AGENT_REGISTRY_BACKEND="evm")
+    assert beat_schedule(app)["agents-follow-registry"]["task"] == "agents.follow_registry"
