@@ -5,9 +5,15 @@ from __future__ import annotations
 
 import re
 
+import pytest
 from eth_account import Account
+from sqlalchemy import text
 
 from app.chain.abi import REGISTRY, load_artifact
+from app.chain.registry import read_registry_version
+from app.db import transaction
+from app.extensions import db
+from app.outbound import CalledInsideTransaction
 from tests.chain.conftest import CHAIN_ID, RELAYER_KEY
 from tests.support.config import change_settings
 
@@ -84,3 +90,12 @@ def test_an_unanswering_or_unconfigured_chain_is_a_503_problem(app, client, anvi
     response = client.get("/api/contracts/current?name=agent-registry")
     assert response.status_code == 503 and response.get_json()["code"] == "chain_not_configured"
     assert "CHAIN_TESTNET_REGISTRY_ADDRESS" in response.get_json()["detail"]
+
+
+def test_no_chain_call_runs_inside_a_database_transaction(app, anvil, contracts, monkeypatch):
+    _evm(monkeypatch, app, anvil, contracts)
+    with app.app_context():
+        assert read_registry_version("testnet") == "1.7.0"
+        with pytest.raises(CalledInsideTransaction), transaction():
+            db.session.execute(text("SELECT 1"))
+            read_registry_version("testnet")
