@@ -150,6 +150,20 @@ def test_another_key_cannot_register_or_write_a_did(anvil, contracts):
     assert record(contracts, agent.did) == (agent.account.address, ZERO_ADDRESS, "")
 
 
+def test_only_the_registrar_creates_records(anvil, contracts):
+    # anvil's second development account: a relayer other than the one that deployed the registry.
+    other_relayer = Account.from_key("0x59c6995e998f97a5a0044966f0945389dc9e86dae88c7a8412f4603b6b78690d")
+    assert contracts.registry.functions.registrar().call() == Account.from_key(RELAYER_KEY).address
+    agent = Agent()
+    call = register(anvil.w3, contracts, agent)  # signed by the agent itself, but not sent by the registrar
+    with pytest.raises(ContractCustomError) as raised:
+        send_transaction(anvil.w3, other_relayer.key, {"to": call.address, "data": call._encode_transaction_data()})
+    assert selector("NotRegistrar(address)") in str(raised.value.data)
+    assert record(contracts, agent.did)[0] == ZERO_ADDRESS
+    relay(anvil.w3, call)
+    assert record(contracts, agent.did)[0] == agent.account.address
+
+
 def test_a_signature_is_good_once_and_until_its_deadline(anvil, contracts):
     agent = Agent()
     relay(anvil.w3, register(anvil.w3, contracts, agent))

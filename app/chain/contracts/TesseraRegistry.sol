@@ -9,7 +9,8 @@ import {EIP712} from "@openzeppelin/contracts/utils/cryptography/EIP712.sol";
 /// write carries an EIP-712 signature: the agent's own while its record names no owner, the
 /// owner's once it does. A relayer sends the transactions and pays gas; who may write is decided by
 /// the signatures alone, so "only its own DID" and "refused when the record names an owner" hold on
-/// chain whoever relays.
+/// chain whoever relays. Only the registrar (the deploying account, Tessera's relayer) creates
+/// records: which key a DID belongs to is the network's decision, so nobody claims a DID first.
 contract TesseraRegistry is EIP712 {
     struct Record {
         address agent;
@@ -25,6 +26,7 @@ contract TesseraRegistry is EIP712 {
         keccak256("SetOwner(string did,address owner,uint256 nonce,uint256 deadline)");
     bytes32 private constant DEREGISTER_TYPEHASH = keccak256("Deregister(string did,uint256 nonce,uint256 deadline)");
 
+    address public immutable registrar;
     mapping(bytes32 didHash => Record) private _records;
     // Per DID and never reset, so a signature cannot be replayed after a deregistration either.
     mapping(bytes32 didHash => uint256) private _nonces;
@@ -39,8 +41,11 @@ contract TesseraRegistry is EIP712 {
     error NotRegistered(string did);
     error NoAgentAddress();
     error NotAuthorised(address signer, address expected);
+    error NotRegistrar(address sender);
 
-    constructor() EIP712("TesseraRegistry", "1") {}
+    constructor() EIP712("TesseraRegistry", "1") {
+        registrar = msg.sender;
+    }
 
     /// @notice The registry's interface version; Tessera's deregistration gate reads it.
     function version() external pure returns (string memory) {
@@ -64,7 +69,8 @@ contract TesseraRegistry is EIP712 {
         return _domainSeparatorV4();
     }
 
-    /// @notice Create the record of `did`, signed by `agent`; naming an owner also needs its signature.
+    /// @notice Create the record of `did` (sent by the registrar), signed by `agent`; naming an
+    /// owner also needs its signature.
     function register(
         string calldata did,
         address agent,
@@ -74,6 +80,7 @@ contract TesseraRegistry is EIP712 {
         bytes calldata agentSignature,
         bytes calldata ownerSignature
     ) external {
+        if (msg.sender != registrar) revert NotRegistrar(msg.sender);
         bytes32 didHash = keccak256(bytes(did));
         if (agent == address(0)) revert NoAgentAddress();
         if (_records[didHash].agent != address(0)) revert AlreadyRegistered(did);
