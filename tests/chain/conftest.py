@@ -1,7 +1,8 @@
 """A real chain for the tests: anvil from the pinned `@foundry-rs/anvil` npm package on a free port,
 with TesseraRegistry and the ERC-8004 IdentityRegistry deployed from the committed artifacts.
 
-`npm ci --prefix app/chain` installs it (CI does); without node at all these tests are skipped.
+`installed_packages()` runs `npm ci` in app/chain on first use (package-lock.json pins solc,
+OpenZeppelin and anvil); without node and npm these tests are skipped.
 """
 
 from __future__ import annotations
@@ -28,12 +29,22 @@ CHAIN_ID = 31337
 RELAYER_KEY = "0xac0974bec39a17e36ba4a6b4d238ff944bacb478cbed5efcae784d7bf4f2ff80"
 
 
+def installed_packages() -> Path:
+    """app/chain's node_modules, installed by `npm ci` from its lock file the first time."""
+    if shutil.which("node") is None or shutil.which("npm") is None:
+        pytest.skip("node and npm are needed for the chain tests (solc-js and anvil come from npm)")
+    modules = CHAIN_DIR / "node_modules"
+    if not (modules / ".package-lock.json").exists():
+        subprocess.run(
+            ["npm", "ci", "--no-audit", "--no-fund"], cwd=CHAIN_DIR, check=True, timeout=600, capture_output=True
+        )
+    return modules
+
+
 def anvil_binary() -> Path:
-    """The anvil executable the npm package installed; fails when `npm ci` has not been run."""
-    if shutil.which("node") is None:
-        pytest.skip("node is not installed: the chain tests need the npm packages of app/chain")
-    found = sorted((CHAIN_DIR / "node_modules" / "@foundry-rs").glob("anvil-*/bin/anvil"))
-    assert found, "anvil is missing: run `npm ci --prefix app/chain`"
+    """The anvil executable the `@foundry-rs/anvil` npm package ships."""
+    found = sorted((installed_packages() / "@foundry-rs").glob("anvil-*/bin/anvil"))
+    assert found, "the @foundry-rs/anvil package holds no anvil binary"
     return found[0]
 
 
