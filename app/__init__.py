@@ -223,6 +223,7 @@ def _register_tasks(app: Flask) -> None:
 
 def _register_commands(app: Flask) -> None:
     from app.agents.cli import agents_cli
+    from app.chain.cli import chain_cli
     from app.jobs.cli import outbox_cli
     from app.oidc.cli import create_demo, keys_cli, set_subject
     from app.ops.schema import require_current_schema
@@ -236,6 +237,6 @@ def _register_commands(app: Flask) -> None:
     clients_cli.add_command(issue_registration_token)  # registration builds on OpenID and clients
     clients_cli.add_command(revoke_registration_token)
     clients_cli.add_command(set_subject)
-    for group in (clients_cli, outbox_cli, keys_cli, agents_cli, users_cli):
+    for group in (clients_cli, outbox_cli, keys_cli, agents_cli, users_cli, chain_cli):
         require_current_schema(group, MIGRATIONS_DIR)
         app.cli.add_command(group)

@@ -210,14 +210,16 @@ def fetch(
     *,
     headers: Mapping[str, str],
     data: dict | None = None,
+    content: bytes | None = None,
     require_status: int | None = None,
 ) -> httpx.Response:
     """Send one request through the guard and return the answer with its body read.
 
     `scheme`, `host` (lower case), `port` and `path` (with its query) come from the caller's own
-    URL checks. With `require_status`, any other status raises `UnexpectedStatus` before the body
-    is read. Raises an `OutboundFailure` subclass, and `CalledInsideTransaction` (before anything
-    is sent) when a database transaction is open.
+    URL checks. `data` is sent as a form, `content` as the body itself (JSON-RPC). With
+    `require_status`, any other status raises `UnexpectedStatus` before the body is read. Raises
+    an `OutboundFailure` subclass, and `CalledInsideTransaction` (before anything is sent) when a
+    database transaction is open.
     """
     refuse_inside_transaction(f"{method} to {host[:100]}")
     deadline = time.monotonic() + policy.total_timeout
@@ -233,7 +235,12 @@ def fetch(
         for address in addresses:
             literal = f"[{address}]" if ":" in address else address
             request = client.build_request(
-                method, f"{scheme}://{literal}:{port}{path}", data=data, headers=sent_headers, extensions=extensions
+                method,
+                f"{scheme}://{literal}:{port}{path}",
+                data=data,
+                content=content,
+                headers=sent_headers,
+                extensions=extensions,
             )
             try:
                 return _exchange(client, request, policy, require_status)

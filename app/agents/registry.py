@@ -29,6 +29,7 @@ from app.agents.models import (
     RegistryRecord,
 )
 from app.agents.settings import AgentSettings
+from app.chain.settings import EVM, ChainSettings
 from app.db import isoformat, utcnow
 from app.dialect import DriverStatement
 from app.dids.agents import agent_did_document, deactivated_agent_document
@@ -89,9 +90,18 @@ def current_contract() -> Contract:
 
 
 def require_contract(name: str) -> Contract:
-    """The contract called ``name`` with its version; ``NotFound`` for others."""
+    """The contract called ``name`` with its version; ``NotFound`` for others.
+
+    With ``AGENT_REGISTRY_BACKEND=evm`` the version is read from the deployed contract (so no
+    transaction may be open: ``ChainUnavailable`` when the node does not answer).
+    """
     if name != REGISTRY_CONTRACT:
         raise NotFound(f"No contract is named {name!r}.")
+    if current(ChainSettings).registry_backend == EVM:
+        # web3 costs every process seconds of imports; only a network on a chain pays them.
+        from app.chain.registry import read_registry_version
+
+        return Contract(REGISTRY_CONTRACT, read_registry_version(current(AgentSettings).network))
     return current_contract()
 
 

@@ -288,9 +288,9 @@ def revoke_owner(args: dict, did: str):
 @blp.route("/api/contracts/current", methods=["GET"])
 @blp.arguments(ContractArgs, location="query")
 @blp.response(200, ContractEnvelope)
-@problem_doc(404, 422)
+@problem_doc(404, 422, 503)
 def current_contract(args: dict):
-    """The version of a registry contract (``name=agent-registry``)."""
+    """The version of a registry contract (``name=agent-registry``); read from the chain on an EVM registry."""
     return {"data": registry.require_contract(args["name"])}
 
 

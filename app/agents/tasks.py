@@ -11,9 +11,16 @@ from app.agents.schemas import (
     RevokedOwnerOut,
     UnpublishedCardOut,
 )
-from app.db import transaction
+from app.agents.settings import AgentSettings
+from app.chain import index
+from app.chain.settings import EVM, ChainSettings
+from app.db import Mode, transaction, unit_of_work
 from app.extensions import celery
 from app.jobs.runner import job_task
+from app.settings import current
+
+# How often beat follows the registry contract's events (AGENT_REGISTRY_BACKEND=evm only).
+FOLLOW_SECONDS = 5.0
 
 
 @job_task("agents.host_card")
@@ -52,5 +59,23 @@ def purge_expired() -> int:
         return credits.purge_expired()
 
 
+@celery.task(name="agents.follow_registry", ignore_result=True)
+def follow_registry() -> int:
+    """Read the registry contract's newly confirmed events into the index; the number applied.
+
+    The cursor is read, the node asked with no transaction open, then the events applied in one
+    write (a follower that lost the race to another applies nothing).
+    """
+    network = current(AgentSettings).network
+    with unit_of_work(Mode.READ):
+        start = index.next_block(network)
+    batch = index.read_registry_events(network, start)
+    with transaction():
+        return index.apply_registry_events(batch)
+
+
 def beat_schedule(app) -> dict:
-    return {"agents-purge-expired": {"task": "agents.purge_expired", "schedule": 3600.0}}
+    schedule = {"agents-purge-expired": {"task": "agents.purge_expired", "schedule": 3600.0}}
+    if current(ChainSettings, app).registry_backend == EVM:
+        schedule["agents-follow-registry"] = {"task": "agents.follow_registry", "schedule": FOLLOW_SECONDS}
+    return schedule
