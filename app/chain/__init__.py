@@ -1,0 +1,14 @@
+"""The agent registry on an EVM chain (see docs/chain.md).
+
+py_ecc, which eth-account (and so web3) imports, raises the interpreter's recursion limit to 100,000
+when it is first imported. With that limit a deeply nested JSON body overflows the C stack and kills
+the process instead of being refused as too deep (`app.http`). It is imported here, before any module
+of this package reaches web3, and the limit is put back.
+"""
+
+import sys as _sys
+
+_limit = _sys.getrecursionlimit()
+import py_ecc  # noqa: E402, F401
+
+_sys.setrecursionlimit(_limit)
