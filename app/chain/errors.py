@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from app.errors import ServiceUnavailable
+from app.errors import DomainError, ServiceUnavailable
 
 
 class ChainNotConfigured(ServiceUnavailable):
@@ -11,3 +11,11 @@ class ChainNotConfigured(ServiceUnavailable):
 
 class ChainUnavailable(ServiceUnavailable):
     code, title = "chain_unavailable", "The registry's chain node did not answer"
+
+
+class TransactionReverted(DomainError):
+    status, code, title = 409, "chain_transaction_reverted", "The chain refused the registry transaction"
+
+
+class NotYetConfirmed(Exception):
+    """A relayed transaction is not mined or lacks `CHAIN_CONFIRMATIONS` blocks on top yet: ask again later."""
