@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from web3.logs import DISCARD
+
 from app.chain.abi import IDENTITY_REGISTRY, load_artifact
 from app.chain.errors import ChainNotConfigured, TransactionReverted
 from app.chain.relay import confirmed_receipt, send_once
@@ -39,7 +41,7 @@ def register_identity(network: str, job_id: str, agent_uri: str) -> IdentityRegi
     receipt = confirmed_receipt(w3, tx_hash)
     if receipt.status != 1:
         raise TransactionReverted(f"The registration transaction {tx_hash} reverted (block {receipt.block_number}).")
-    registered = identity.events.Registered().process_receipt(receipt.raw)
+    registered = identity.events.Registered().process_receipt(receipt.raw, errors=DISCARD)  # other events
     if not registered:
         raise TransactionReverted(f"The transaction {tx_hash} registered no agent.")
     agent_id = int(registered[0]["args"]["agentId"])
