@@ -81,10 +81,19 @@ def _take_nonce(job_id: str, account: str, chain_next: int) -> int:
         return nonce
 
 
-def _store_signed(job_id: str, tx_hash: str, raw: str) -> None:
+def _store_signed(job_id: str, tx_hash: str, raw: str) -> tuple[str, str]:
+    """Store the job's signed transaction unless a run of it stored one first; the stored one's hash and bytes.
+
+    Two runs of one job (a worker past its lease and the next) sign with the same nonce; only the
+    first signature stored is ever sent, so the hash the job waits for is the one the chain mines.
+    """
     with transaction():
-        row = db.session.get(ChainTransaction, job_id)
-        row.tx_hash, row.raw_transaction = tx_hash, raw
+        row = db.session.execute(
+            select(ChainTransaction).where(ChainTransaction.job_id == job_id).with_for_update()
+        ).scalar_one()
+        if row.raw_transaction is None:
+            row.tx_hash, row.raw_transaction = tx_hash, raw
+        return row.tx_hash, row.raw_transaction
 
 
 def _send_raw(w3: Web3, raw: str) -> None:
@@ -112,8 +121,7 @@ def send_once(w3: Web3, relayer_key: bytes, job_id: str, call: dict[str, Any]) -
         raise TransactionReverted(f"The contract refuses the call: {error}.") from None
     full["nonce"] = _take_nonce(job_id, account, w3.eth.get_transaction_count(sender, "pending"))
     signed = Account.sign_transaction(full, relayer_key)
-    raw, tx_hash = signed.raw_transaction.to_0x_hex(), signed.hash.to_0x_hex()
-    _store_signed(job_id, tx_hash, raw)
+    tx_hash, raw = _store_signed(job_id, signed.hash.to_0x_hex(), signed.raw_transaction.to_0x_hex())
     _send_raw(w3, raw)
     return tx_hash
 

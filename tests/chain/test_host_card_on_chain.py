@@ -10,6 +10,7 @@ run in process with the worker's own `run_job`, so each run is one step the test
 from __future__ import annotations
 
 import json
+import socket
 import threading
 import time
 from collections.abc import Iterator
@@ -20,6 +21,7 @@ from werkzeug.serving import make_server
 
 from app.agents.credits import held_credits
 from app.agents.tasks import host_card
+from app.chain import relay
 from app.chain.abi import IDENTITY_REGISTRY, load_artifact
 from app.chain.deploy import deploy_contract
 from app.chain.errors import NotYetConfirmed
@@ -28,6 +30,7 @@ from app.client.library import TesseraClient
 from app.db import Mode, unit_of_work
 from app.extensions import db
 from app.jobs import service as jobs
+from app.jobs.runner import TransientError
 from app.jobs.service import run_job
 from tests.chain.conftest import CHAIN_ID, RELAYER_KEY
 from tests.support.agents import LiveServer, account_id, claim_key_over_http, registration_card
@@ -210,3 +213,43 @@ def test_a_transaction_mined_as_reverted_fails_the_job_and_releases_the_hold(app
     assert _held(app, evm.did) == 0
     assert evm.credits()["balance"] == balance
     w3.provider.make_request("anvil_setCode", [identity.address, runtime.to_0x_hex()])
+
+
+def test_a_run_killed_after_taking_its_nonce_is_resumed_with_that_nonce(app, anvil, server, evm):
+    w3 = anvil.w3
+    job = evm.host_card(registration_card("Resumed"), wait=False)
+    nonce = w3.eth.get_transaction_count(RELAYER)
+    with app.app_context():  # what the killed run did before it died: its nonce taken, nothing signed
+        assert relay._take_nonce(job["id"], f"{CHAIN_ID}:{RELAYER}", nonce) == nonce
+    with TesseraClient(server.url, api_key=claim_key_over_http(server), poll_interval=0.05) as other:
+        other.authenticate()
+        later = other.host_card(registration_card("Next in line"), wait=False)
+        with pytest.raises(NotYetConfirmed):
+            _run(app, later["id"])
+        assert _sent(app, later["id"]).nonce == nonce + 1  # the relayer's row gave the next one
+
+        with pytest.raises(NotYetConfirmed):
+            _run(app, job["id"])
+        assert _sent(app, job["id"]).nonce == nonce
+        w3.provider.make_request("anvil_mine", [hex(CONFIRMATIONS)])
+        _run(app, job["id"])
+        _run(app, later["id"])
+        assert evm.get_job(job["id"])["state"] == other.get_job(later["id"])["state"] == "succeeded"
+        assert w3.eth.get_transaction_count(RELAYER) == nonce + 2
+
+
+def test_a_node_that_does_not_answer_leaves_the_job_to_its_retry(app, evm, monkeypatch):
+    change_settings(monkeypatch, app, CHAIN_TESTNET_RPC_URL=f"http://127.0.0.1:{_closed_port()}")
+    job = evm.host_card(registration_card("Unanswered"), wait=False)
+
+    with pytest.raises(TransientError):
+        _run(app, job["id"])
+
+    assert evm.get_job(job["id"])["state"] == "running"
+    assert _sent(app, job["id"]) is None
+
+
+def _closed_port() -> int:
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        return probe.getsockname()[1]
