@@ -14,7 +14,7 @@ from app.agents.schemas import (
 )
 from app.agents.settings import AgentSettings
 from app.chain import index
-from app.chain.errors import NotYetConfirmed
+from app.chain.errors import NotYetConfirmed, NotYetMined
 from app.chain.settings import EVM, ChainSettings
 from app.db import Mode, transaction, unit_of_work
 from app.extensions import celery
@@ -25,7 +25,7 @@ from app.settings import current
 FOLLOW_SECONDS = 5.0
 
 
-@job_task("agents.host_card", transient=(NotYetConfirmed,))
+@job_task("agents.host_card", transient=(NotYetMined,), deferred=(NotYetConfirmed,))
 def host_card(job):
     if current(ChainSettings).registry_backend == EVM:
         return host_card_on_chain(job)

@@ -17,5 +17,16 @@ class TransactionReverted(DomainError):
     status, code, title = 409, "chain_transaction_reverted", "The chain refused the registry transaction"
 
 
+class NotYetMined(Exception):
+    """A relayed transaction is not mined yet: the job's retry (counted, with backoff) asks again."""
+
+
 class NotYetConfirmed(Exception):
-    """A relayed transaction is not mined or lacks `CHAIN_CONFIRMATIONS` blocks on top yet: ask again later."""
+    """A relayed transaction is mined but lacks `CHAIN_CONFIRMATIONS` blocks on top: ask again in `seconds`.
+
+    Blocks keep coming, so this wait ends: it does not use up the job's retries.
+    """
+
+    def __init__(self, reason: str, seconds: float) -> None:
+        super().__init__(reason)
+        self.seconds = seconds

@@ -7,7 +7,8 @@ its own and every call to the node made with no transaction open:
    before a nonce is taken);
 2. a nonce is taken from the relayer's locked `RelayerNonce` row (or the job's own, taken before);
 3. the transaction is signed with it and the signed bytes and hash stored, then sent;
-4. the receipt is read; until it has `CHAIN_CONFIRMATIONS` blocks on top, `NotYetConfirmed`.
+4. the receipt is read: `NotYetMined` while there is none, `NotYetConfirmed` until it has
+   `CHAIN_CONFIRMATIONS` blocks on top.
 
 Run again (a retry, a redelivery, a worker killed at any step), the job repeats from its stored
 state: the same nonce, the same signed bytes, so the chain sees one transaction per job at most.
@@ -23,7 +24,7 @@ from sqlalchemy import select
 from web3 import Web3
 from web3.exceptions import ContractLogicError, TimeExhausted, TransactionNotFound, Web3RPCError
 
-from app.chain.errors import NotYetConfirmed, TransactionReverted
+from app.chain.errors import NotYetConfirmed, NotYetMined, TransactionReverted
 from app.chain.models import ChainTransaction, RelayerNonce
 from app.chain.settings import ChainSettings
 from app.chain.transactions import eip1559_fees
@@ -31,6 +32,8 @@ from app.db import Mode, transaction, unit_of_work
 from app.extensions import db
 from app.settings import current
 
+# How long a job whose transaction is mined waits before it counts the blocks on top again.
+CONFIRMATION_POLL_SECONDS = 3.0
 # What a node answers when the identical transaction is in its pool already or mined.
 _ALREADY_SENT = ("already known", "nonce too low", "known transaction", "already imported")
 
@@ -127,7 +130,7 @@ def send_once(w3: Web3, relayer_key: bytes, job_id: str, call: dict[str, Any]) -
 
 
 def confirmed_receipt(w3: Web3, tx_hash: str) -> Receipt:
-    """The receipt of `tx_hash` once it has `CHAIN_CONFIRMATIONS` blocks on top; `NotYetConfirmed` before.
+    """The receipt of `tx_hash` with `CHAIN_CONFIRMATIONS` blocks on top; `NotYetMined`, `NotYetConfirmed` before.
 
     Waits at most `CHAIN_RPC_TIMEOUT` seconds for it to be mined (the job's retry asks again later).
     """
@@ -136,9 +139,9 @@ def confirmed_receipt(w3: Web3, tx_hash: str) -> Receipt:
             tx_hash, timeout=current(ChainSettings).rpc_timeout, poll_latency=0.2
         )
     except (TransactionNotFound, TimeExhausted) as error:
-        raise NotYetConfirmed(f"{tx_hash} is not mined yet: {error}") from None
+        raise NotYetMined(f"{tx_hash} is not mined yet: {error}") from None
     confirmations = current(ChainSettings).confirmations
     on_top = w3.eth.block_number - receipt["blockNumber"]
     if on_top < confirmations:
-        raise NotYetConfirmed(f"{tx_hash} has {on_top} of {confirmations} blocks on top")
+        raise NotYetConfirmed(f"{tx_hash} has {on_top} of {confirmations} blocks on top", CONFIRMATION_POLL_SECONDS)
     return Receipt(tx_hash, int(receipt["status"]), int(receipt["blockNumber"]), list(receipt["logs"]), receipt)

@@ -24,7 +24,7 @@ from app.agents.tasks import host_card
 from app.chain import relay
 from app.chain.abi import IDENTITY_REGISTRY, load_artifact
 from app.chain.deploy import deploy_contract
-from app.chain.errors import NotYetConfirmed
+from app.chain.errors import NotYetConfirmed, NotYetMined
 from app.chain.models import ChainTransaction
 from app.client.library import TesseraClient
 from app.db import Mode, unit_of_work
@@ -191,7 +191,7 @@ def test_a_transaction_mined_as_reverted_fails_the_job_and_releases_the_hold(app
     nonce = w3.eth.get_transaction_count(RELAYER)
     w3.provider.make_request("evm_setAutomine", [False])
     try:
-        with pytest.raises(NotYetConfirmed):  # sent, not mined within the deadline
+        with pytest.raises(NotYetMined):  # sent, not mined within the deadline
             _run(app, job["id"])
         # Before it is mined the contract changes under it: the mined transaction reverts (status 0).
         runtime = w3.eth.get_code(identity.address)
@@ -224,7 +224,7 @@ def test_a_run_killed_after_taking_its_nonce_is_resumed_with_that_nonce(app, anv
     with TesseraClient(server.url, api_key=claim_key_over_http(server), poll_interval=0.05) as other:
         other.authenticate()
         later = other.host_card(registration_card("Next in line"), wait=False)
-        with pytest.raises(NotYetConfirmed):
+        with pytest.raises(NotYetMined):
             _run(app, later["id"])
         assert _sent(app, later["id"]).nonce == nonce + 1  # the relayer's row gave the next one
 
