@@ -27,8 +27,9 @@ class IdentityRegistration:
 def register_identity(network: str, job_id: str, agent_uri: str) -> IdentityRegistration:
     """Register an agent whose registration file is at `agent_uri`; the job's one transaction.
 
-    Must run with no database transaction open. `NotYetConfirmed` until the transaction has its
-    confirmations; `TransactionReverted` when the contract refuses it (at estimation or mined).
+    Must run with no database transaction open. `NotYetMined`, then `NotYetConfirmed`, until the
+    transaction has its confirmations; `TransactionReverted` when the contract refuses it (at
+    estimation or mined); `ChainUnavailable` when the node does not answer or refuses to send it.
     """
     settings = current(ChainSettings)
     chain = settings.require_chain(network)
@@ -36,7 +37,7 @@ def register_identity(network: str, job_id: str, agent_uri: str) -> IdentityRegi
         raise ChainNotConfigured("Set CHAIN_RELAYER_KEY.")
     w3 = connect(chain.rpc_url)
     identity = w3.eth.contract(address=chain.identity_registry_address, abi=load_artifact(IDENTITY_REGISTRY).abi)
-    call = identity.functions.register(agent_uri)._encode_transaction_data()
+    call = identity.encode_abi("register", args=[agent_uri])
     tx_hash = send_once(w3, settings.relayer_key.secret, job_id, {"to": identity.address, "data": call})
     receipt = confirmed_receipt(w3, tx_hash)
     if receipt.status != 1:

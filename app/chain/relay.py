@@ -24,7 +24,7 @@ from sqlalchemy import select
 from web3 import Web3
 from web3.exceptions import ContractLogicError, TimeExhausted, TransactionNotFound, Web3RPCError
 
-from app.chain.errors import NotYetConfirmed, NotYetMined, TransactionReverted
+from app.chain.errors import ChainUnavailable, NotYetConfirmed, NotYetMined, TransactionReverted
 from app.chain.models import ChainTransaction, RelayerNonce
 from app.chain.settings import ChainSettings
 from app.chain.transactions import eip1559_fees
@@ -104,7 +104,7 @@ def _send_raw(w3: Web3, raw: str) -> None:
         w3.eth.send_raw_transaction(raw)
     except Web3RPCError as error:
         if not any(words in str(error).lower() for words in _ALREADY_SENT):
-            raise
+            raise ChainUnavailable(f"The chain node refused the transaction: {error}") from None
 
 
 def send_once(w3: Web3, relayer_key: bytes, job_id: str, call: dict[str, Any]) -> str:
