@@ -130,10 +130,24 @@ def request_host_card(caller: AgentAccount, did: str, body: bytes) -> Job:
     )
 
 
-def host_card_from_job(job: Job) -> HostedCard:
-    """Store the private card, publish the identical public copy and charge the payer, together."""
+def with_registration(body: bytes, agent_id: int, agent_registry: str) -> bytes:
+    """The card `body` with `{agentId, agentRegistry}` as its entry for `agent_registry` in `registrations`."""
+    card = json.loads(body.decode("utf-8"))
+    others = [entry for entry in card.get("registrations", []) if entry.get("agentRegistry") != agent_registry]
+    card["registrations"] = [*others, {"agentId": agent_id, "agentRegistry": agent_registry}]
+    return json.dumps(card, ensure_ascii=False, separators=(",", ":")).encode("utf-8")
+
+
+def host_card_from_job(job: Job, registration: tuple[int, str] | None = None) -> HostedCard:
+    """Store the private card, publish the identical public copy and charge the payer, together.
+
+    With `registration` (`agentId`, `agentRegistry`: the agent's ERC-8004 identity on the chain),
+    both copies carry it in `registrations`.
+    """
     target, payer = job_accounts(job)
     body = base64.b64decode(job.payload["body"])
+    if registration is not None:
+        body = with_registration(body, *registration)
     etag = etag_of(body)
     now = utcnow()
     charged = charge(payer, "host-card", target.did, job.id)

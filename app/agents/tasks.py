@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from app.agents import cards, consents, credits, registry
+from app.agents.chain_cards import host_card_on_chain
 from app.agents.schemas import (
     ApprovedConsentOut,
     DeregistrationOut,
@@ -13,6 +14,7 @@ from app.agents.schemas import (
 )
 from app.agents.settings import AgentSettings
 from app.chain import index
+from app.chain.errors import NotYetConfirmed, NotYetMined
 from app.chain.settings import EVM, ChainSettings
 from app.db import Mode, transaction, unit_of_work
 from app.extensions import celery
@@ -23,8 +25,10 @@ from app.settings import current
 FOLLOW_SECONDS = 5.0
 
 
-@job_task("agents.host_card")
+@job_task("agents.host_card", transient=(NotYetMined,), deferred=(NotYetConfirmed,))
 def host_card(job):
+    if current(ChainSettings).registry_backend == EVM:
+        return host_card_on_chain(job)
     return HostedCardOut().dump(cards.host_card_from_job(job))
 
 

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from app.errors import ServiceUnavailable
+from app.errors import DomainError, ServiceUnavailable
 
 
 class ChainNotConfigured(ServiceUnavailable):
@@ -11,3 +11,22 @@ class ChainNotConfigured(ServiceUnavailable):
 
 class ChainUnavailable(ServiceUnavailable):
     code, title = "chain_unavailable", "The registry's chain node did not answer"
+
+
+class TransactionReverted(DomainError):
+    status, code, title = 409, "chain_transaction_reverted", "The chain refused the registry transaction"
+
+
+class NotYetMined(Exception):
+    """A relayed transaction is not mined yet: the job's retry (counted, with backoff) asks again."""
+
+
+class NotYetConfirmed(Exception):
+    """A relayed transaction is mined but lacks `CHAIN_CONFIRMATIONS` blocks on top: ask again in `seconds`.
+
+    Blocks keep coming, so this wait ends: it does not use up the job's retries.
+    """
+
+    def __init__(self, reason: str, seconds: float) -> None:
+        super().__init__(reason)
+        self.seconds = seconds

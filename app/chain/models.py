@@ -33,3 +33,41 @@ class IndexCursor(Base):
     contract: Mapped[str] = mapped_column(String(80), primary_key=True)
     next_block: Mapped[int] = mapped_column(BigInteger, default=0)
     updated_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), default=utcnow)
+
+
+class RelayerNonce(Base):
+    """The next nonce Tessera gives a transaction of relayer `account` (`<chainId>:<address>`).
+
+    Taken under the row's lock, one per job (`ChainTransaction`), so two jobs never share one.
+    """
+
+    __tablename__ = "chain_relayer_nonces"
+
+    account: Mapped[str] = mapped_column(String(80), primary_key=True)
+    next_nonce: Mapped[int] = mapped_column(BigInteger)
+    updated_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), default=utcnow)
+
+
+class ChainTransaction(Base):
+    """The one transaction a job relays: its nonce, then the signed bytes and hash, sent again as they are."""
+
+    __tablename__ = "chain_job_transactions"
+
+    job_id: Mapped[str] = mapped_column(String(36), primary_key=True)
+    account: Mapped[str] = mapped_column(String(80))
+    nonce: Mapped[int] = mapped_column(BigInteger)
+    tx_hash: Mapped[str | None] = mapped_column(String(66), nullable=True)
+    raw_transaction: Mapped[str | None] = mapped_column(Text, nullable=True)
+    created_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), default=utcnow)
+
+
+class AgentIdentity(Base):
+    """The ERC-8004 `agentId` a DID was given in identity registry `agent_registry` (`eip155:<chainId>:<address>`)."""
+
+    __tablename__ = "chain_agent_identities"
+
+    agent_registry: Mapped[str] = mapped_column(String(120), primary_key=True)
+    did: Mapped[str] = mapped_column(String(128), primary_key=True)
+    agent_id: Mapped[str] = mapped_column(String(78))
+    tx_hash: Mapped[str] = mapped_column(String(66))
+    created_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), default=utcnow)
