@@ -151,9 +151,11 @@ def parse_metadata(
     signing_algs: Collection[str],
     default_alg: str,
     subject_types: Collection[str] = (SUBJECT_PUBLIC,),
+    grant_types_supported: Collection[str] = GRANT_TYPES,
 ) -> ClientMetadata:
-    """Check a registration's metadata; `auth_methods`, `signing_algs` and `subject_types` are what
-    the provider supports (a sector document is checked by `subjects.set_subject_type`).
+    """Check a registration's metadata; `auth_methods`, `signing_algs`, `subject_types` and
+    `grant_types_supported` are what the provider offers (a sector document is checked by
+    `subjects.set_subject_type`).
 
     Raises `InvalidRedirectUri` for a redirect URI the client type may not use and
     `InvalidClientMetadata` for anything else wrong or inconsistent.
@@ -164,9 +166,9 @@ def parse_metadata(
     if application_type not in APPLICATION_TYPES:
         raise InvalidClientMetadata("application_type must be web or native.")
     grant_types = _strings(body, "grant_types", ("authorization_code",))
-    unknown = [grant for grant in grant_types if grant not in GRANT_TYPES]
+    unknown = [grant for grant in grant_types if grant not in grant_types_supported]
     if unknown or not grant_types:
-        raise InvalidClientMetadata(f"grant_types may hold {', '.join(GRANT_TYPES)}.")
+        raise InvalidClientMetadata(f"grant_types may hold {', '.join(grant_types_supported)}.")
     code_flow = "authorization_code" in grant_types
     response_types = _strings(body, "response_types", RESPONSE_TYPES if code_flow else ())
     if any(response_type not in RESPONSE_TYPES for response_type in response_types):

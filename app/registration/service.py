@@ -19,6 +19,7 @@ from app.db import as_utc, end_reads, utcnow
 from app.errors import NotFound
 from app.extensions import db
 from app.oidc import client_auth, outbound, subjects
+from app.oidc.service import supported_grant_types
 from app.oidc.settings import OidcSettings
 from app.registration.errors import InvalidClientMetadata, InvalidRegistrationToken
 from app.registration.metadata import ClientMetadata, parse_metadata
@@ -135,6 +136,7 @@ def _checked_metadata(body: Any) -> ClientMetadata:
         signing_algs=tenancy.SIGNING_ALGORITHMS,
         default_alg=current(OidcSettings).default_alg,
         subject_types=subjects.subject_types_supported(),
+        grant_types_supported=supported_grant_types(),
     )
 
 

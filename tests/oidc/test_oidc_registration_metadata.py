@@ -237,3 +237,11 @@ def test_a_client_registered_with_the_device_grant_starts_device_flows(client, r
         data={"client_id": without["client_id"], "client_secret": without["client_secret"]},
     )
     assert _refusal(refused) == "unauthorized_client"
+
+
+def test_the_device_grant_is_refused_while_the_device_flow_is_off(app, client, registrar, monkeypatch):
+    _tenant, token = registrar
+    change_settings(monkeypatch, app, OIDC_DEVICE_FLOW=False)
+    refused = _register(client, token, redirect_uris=[], grant_types=[DEVICE_GRANT])
+    assert _refusal(refused) == "invalid_client_metadata"
+    assert DEVICE_GRANT not in refused.get_json()["error_description"]
