@@ -141,9 +141,11 @@ def test_a_sector_identifier_uri_is_fetched_and_checked_as_the_operator_command_
     guarded = _register(client, token, redirect_uris=uris, subject_type="pairwise", sector_identifier_uri=url)
     assert _refusal(guarded) == "invalid_client_metadata" and sector_document["hits"] == 0
 
+    before = client.get("/v1/sub_client", headers=_tenant.headers).get_json()
     several_hosts = _register(client, token, redirect_uris=uris, subject_type="pairwise")
     assert _refusal(several_hosts) == "invalid_client_metadata"
     assert "several hosts" in several_hosts.get_json()["error_description"]
+    assert client.get("/v1/sub_client", headers=_tenant.headers).get_json() == before  # nothing was created
 
     change_settings(monkeypatch, app, OIDC_OUTBOUND_ALLOW_HOSTS=sector_document["host"])
     sector_document["body"] = json.dumps([REDIRECT_URI]).encode()
