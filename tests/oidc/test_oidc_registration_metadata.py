@@ -247,3 +247,12 @@ def test_the_device_grant_is_refused_while_the_device_flow_is_off(app, client, r
     refused = _register(client, token, redirect_uris=[], grant_types=[DEVICE_GRANT])
     assert _refusal(refused) == "invalid_client_metadata"
     assert DEVICE_GRANT not in refused.get_json()["error_description"]
+
+
+def test_an_update_may_not_move_a_pairwise_client_to_another_sector(client, registrar):
+    relying_party, body = _registered(client, registrar, subject_type="pairwise")
+    moved = _manage(client, body, "PUT", subject_type="pairwise", redirect_uris=["https://elsewhere.example.test/cb"])
+    assert _refusal(moved) == "invalid_client_metadata"
+    assert "would change its users' sub" in moved.get_json()["error_description"]
+    tokens = exchange(client, relying_party, sign_in(client, relying_party, scope="openid")["code"]).get_json()
+    assert _claims(tokens["id_token"])["sub"] != str(relying_party.user_id)  # still pairwise, still registered
