@@ -15,7 +15,7 @@ from urllib.parse import urlsplit
 
 from app.fields import has_unstorable_characters
 from app.registration.errors import InvalidClientMetadata, InvalidRedirectUri
-from app.tenancy.models import GRANT_TYPES
+from app.tenancy.models import GRANT_TYPES, SUBJECT_PAIRWISE, SUBJECT_PUBLIC
 from app.tenancy.validation import is_loopback_host, logo_url_problem, redirect_uri_problem
 
 APPLICATION_TYPES = ("web", "native")
@@ -50,6 +50,20 @@ class ClientMetadata:
     require_pushed_authorization_requests: bool
     # The scopes a client_credentials client may be granted (RFC 7591 `scope`).
     scopes: tuple[str, ...] = ()
+    # OpenID Connect Registration §2: `public` or `pairwise`; the sector is checked by `subjects`.
+    subject_type: str = SUBJECT_PUBLIC
+    sector_identifier_uri: str | None = None
+    userinfo_signed_response_alg: str | None = None
+    authorization_signed_response_alg: str | None = None
+    dpop_bound_access_tokens: bool = False
+
+    def operator_fields(self) -> dict[str, Any]:
+        """The members `configure_client` alone sets (the sub-client resource does not carry them)."""
+        return {
+            "dpop_bound_access_tokens": self.dpop_bound_access_tokens,
+            "userinfo_signed_response_alg": self.userinfo_signed_response_alg,
+            "authorization_signed_response_alg": self.authorization_signed_response_alg,
+        }
 
     def client_fields(self) -> dict[str, Any]:
         """The members of the sub-client this registration is (as `SubClientCreateIn` names them)."""
@@ -123,10 +137,25 @@ def _public_jwks(document: Any) -> dict:
     return {"keys": keys}
 
 
+def _alg(body: Mapping[str, Any], name: str, signing_algs: Collection[str]) -> str | None:
+    alg = _string(body, name)
+    if alg is not None and alg not in signing_algs:
+        raise InvalidClientMetadata(f"{name} must be one of {', '.join(signing_algs)}.")
+    return alg
+
+
 def parse_metadata(
-    body: Any, *, auth_methods: Collection[str], signing_algs: Collection[str], default_alg: str
+    body: Any,
+    *,
+    auth_methods: Collection[str],
+    signing_algs: Collection[str],
+    default_alg: str,
+    subject_types: Collection[str] = (SUBJECT_PUBLIC,),
+    grant_types_supported: Collection[str] = GRANT_TYPES,
 ) -> ClientMetadata:
-    """Check a registration's metadata; `auth_methods` and `signing_algs` are what the provider supports.
+    """Check a registration's metadata; `auth_methods`, `signing_algs`, `subject_types` and
+    `grant_types_supported` are what the provider offers (a sector document is checked by
+    `subjects.set_subject_type`).
 
     Raises `InvalidRedirectUri` for a redirect URI the client type may not use and
     `InvalidClientMetadata` for anything else wrong or inconsistent.
@@ -137,9 +166,9 @@ def parse_metadata(
     if application_type not in APPLICATION_TYPES:
         raise InvalidClientMetadata("application_type must be web or native.")
     grant_types = _strings(body, "grant_types", ("authorization_code",))
-    unknown = [grant for grant in grant_types if grant not in GRANT_TYPES]
+    unknown = [grant for grant in grant_types if grant not in grant_types_supported]
     if unknown or not grant_types:
-        raise InvalidClientMetadata(f"grant_types may hold {', '.join(GRANT_TYPES)}.")
+        raise InvalidClientMetadata(f"grant_types may hold {', '.join(grant_types_supported)}.")
     code_flow = "authorization_code" in grant_types
     response_types = _strings(body, "response_types", RESPONSE_TYPES if code_flow else ())
     if any(response_type not in RESPONSE_TYPES for response_type in response_types):
@@ -174,6 +203,12 @@ def parse_metadata(
         raise InvalidClientMetadata(f"scope is at most {MAX_SCOPES} RFC 6749 scope tokens.")
     if scopes and "client_credentials" not in grant_types:
         raise InvalidClientMetadata("scope names what the client_credentials grant may be given: register that grant.")
+    subject_type = _string(body, "subject_type") or SUBJECT_PUBLIC
+    if subject_type not in subject_types:
+        raise InvalidClientMetadata(f"subject_type must be one of {', '.join(subject_types)}.")
+    sector_identifier_uri = _string(body, "sector_identifier_uri")
+    if sector_identifier_uri is not None and subject_type != SUBJECT_PAIRWISE:
+        raise InvalidClientMetadata("sector_identifier_uri is for subject_type pairwise only.")
     return ClientMetadata(
         redirect_uris=redirect_uris,
         grant_types=grant_types,
@@ -188,4 +223,9 @@ def parse_metadata(
         require_signed_request_object=_boolean(body, "require_signed_request_object"),
         require_pushed_authorization_requests=_boolean(body, "require_pushed_authorization_requests"),
         scopes=scopes,
+        subject_type=subject_type,
+        sector_identifier_uri=sector_identifier_uri,
+        userinfo_signed_response_alg=_alg(body, "userinfo_signed_response_alg", signing_algs),
+        authorization_signed_response_alg=_alg(body, "authorization_signed_response_alg", signing_algs),
+        dpop_bound_access_tokens=_boolean(body, "dpop_bound_access_tokens"),
     )

@@ -24,7 +24,11 @@ class ClientMetadataIn(ma.Schema):
         },
     )
     grant_types = ma.fields.List(
-        ma.fields.String(), metadata={"description": "authorization_code (default), refresh_token, client_credentials"}
+        ma.fields.String(),
+        metadata={
+            "description": "authorization_code (default), refresh_token, client_credentials, "
+            "urn:ietf:params:oauth:grant-type:device_code"
+        },
     )
     response_types = ma.fields.List(ma.fields.String(), metadata={"description": "code, with authorization_code"})
     application_type = ma.fields.String(metadata={"description": "web (default) or native"})
@@ -41,6 +45,19 @@ class ClientMetadataIn(ma.Schema):
     scope = ma.fields.String(metadata={"description": "Scopes the client_credentials grant may be given"})
     require_signed_request_object = ma.fields.Boolean()
     require_pushed_authorization_requests = ma.fields.Boolean()
+    subject_type = ma.fields.String(metadata={"description": "public (default) or pairwise (when turned on)"})
+    sector_identifier_uri = ma.fields.String(
+        metadata={"description": "pairwise: https URL of a JSON array of every redirect URI; its host is the sector"}
+    )
+    userinfo_signed_response_alg = ma.fields.String(
+        metadata={"description": "RS256, ES256 or EdDSA: userinfo answers as a signed JWT (default: plain JSON)"}
+    )
+    authorization_signed_response_alg = ma.fields.String(
+        metadata={"description": "RS256 (default), ES256 or EdDSA: the JWS algorithm of JARM responses"}
+    )
+    dpop_bound_access_tokens = ma.fields.Boolean(
+        metadata={"description": "Every token request must carry a DPoP proof (RFC 9449 §5.2)"}
+    )
 
 
 class ClientInformationOut(ClientMetadataIn):

@@ -18,7 +18,8 @@ from sqlalchemy import select
 from app.db import as_utc, end_reads, utcnow
 from app.errors import NotFound
 from app.extensions import db
-from app.oidc import client_auth, outbound
+from app.oidc import client_auth, outbound, subjects
+from app.oidc.service import supported_grant_types
 from app.oidc.settings import OidcSettings
 from app.registration.errors import InvalidClientMetadata, InvalidRegistrationToken
 from app.registration.metadata import ClientMetadata, parse_metadata
@@ -29,7 +30,7 @@ from app.settings import current
 from app.tenancy import service as tenancy
 from app.tenancy.caller import Caller
 from app.tenancy.errors import MasterClientRequired
-from app.tenancy.models import Client
+from app.tenancy.models import SUBJECT_PUBLIC, Client
 
 INITIAL_TOKEN_PREFIX = "tit_"
 REGISTRATION_TOKEN_PREFIX = "trt_"
@@ -134,6 +135,8 @@ def _checked_metadata(body: Any) -> ClientMetadata:
         auth_methods=client_auth.METHODS,
         signing_algs=tenancy.SIGNING_ALGORITHMS,
         default_alg=current(OidcSettings).default_alg,
+        subject_types=subjects.subject_types_supported(),
+        grant_types_supported=supported_grant_types(),
     )
 
 
@@ -147,6 +150,29 @@ def _check_jwks_uri(uri: str) -> None:
         raise InvalidClientMetadata(f"jwks_uri cannot be used: {error}") from None
     if not any(isinstance(key, dict) and "d" not in key for key in document["keys"]):
         raise InvalidClientMetadata("jwks_uri holds no public key.")
+
+
+def _fetch_sector_document(metadata: ClientMetadata) -> list[str] | None:
+    """The redirect URIs a pairwise client's `sector_identifier_uri` lists, fetched through the
+    outbound guard with no transaction open (the reads so far are ended); `InvalidClientMetadata`
+    when it cannot be used."""
+    if metadata.sector_identifier_uri is None:
+        return None
+    end_reads("a registration's sector_identifier_uri is fetched with no transaction open")
+    try:
+        return subjects.fetch_sector_document(metadata.sector_identifier_uri)
+    except subjects.SubjectTypeRefused as error:
+        raise InvalidClientMetadata(error.detail) from None
+
+
+def _set_subject_type(client: Client, metadata: ClientMetadata, listed: list[str] | None) -> None:
+    """The client's subject type, checked by the one owner of subjects (as `clients set-subject` is)."""
+    try:
+        subjects.set_subject_type(
+            client.id, metadata.subject_type, sector_identifier_uri=metadata.sector_identifier_uri, listed=listed
+        )
+    except subjects.SubjectTypeRefused as error:
+        raise InvalidClientMetadata(error.detail) from None
 
 
 def _new_registration_token(record: RegisteredClient) -> str:
@@ -166,8 +192,12 @@ def register_client(initial_token: str | None, body: Any) -> Registration:
     metadata = _checked_metadata(body)
     if metadata.jwks_uri is not None:
         _check_jwks_uri(metadata.jwks_uri)
-        token, master = _live_initial_token(initial_token)  # read again: the fetch ended the reads
+    listed = _fetch_sector_document(metadata)
+    if metadata.jwks_uri is not None or listed is not None:
+        token, master = _live_initial_token(initial_token)  # read again: the fetches ended the reads
     client = tenancy.add_child_client(master, metadata.client_fields())
+    tenancy.configure_client(client.id, metadata.operator_fields())
+    _set_subject_type(client, metadata, listed)
     secret = None
     if metadata.token_endpoint_auth_method != "private_key_jwt":
         secret = tenancy.issue_client_secret(client).client_secret
@@ -229,8 +259,10 @@ def update_client(client_id: int, registration_token: str | None, body: Any) -> 
     metadata = _checked_metadata(body)
     if metadata.jwks_uri is not None:
         _check_jwks_uri(metadata.jwks_uri)
+    listed = _fetch_sector_document(metadata)
     record, client = _registered(client_id, registration_token)
-    tenancy.configure_client(client.id, metadata.client_fields())
+    tenancy.configure_client(client.id, {**metadata.client_fields(), **metadata.operator_fields()})
+    _set_subject_type(client, metadata, listed)
     record.extra_metadata = {"application_type": metadata.application_type}
     plaintext = _new_registration_token(record)
     db.session.flush()
@@ -263,6 +295,8 @@ def registration_document(registration: Registration, client_uri: str) -> dict[s
         "id_token_signed_response_alg": client.signing_alg,
         "require_signed_request_object": bool(client.require_signed_request_object),
         "require_pushed_authorization_requests": bool(client.require_pushed_authorization_requests),
+        "subject_type": client.subject_type or SUBJECT_PUBLIC,
+        "dpop_bound_access_tokens": bool(client.dpop_bound_access_tokens),
     }
     if registration.client_secret is not None:
         document["client_secret"] = registration.client_secret
@@ -272,6 +306,9 @@ def registration_document(registration: Registration, client_uri: str) -> dict[s
         "jwks_uri": client.jwks_uri,
         "logo_uri": client.logo_url,
         "scope": " ".join(client.client_credentials_scopes or []) or None,
+        "sector_identifier_uri": client.sector_identifier_uri,
+        "userinfo_signed_response_alg": client.userinfo_signed_response_alg,
+        "authorization_signed_response_alg": client.authorization_signed_response_alg,
     }
     document.update({name: value for name, value in optional.items() if value is not None})
     return document
