@@ -33,7 +33,7 @@ def _follow(app, anvil) -> None:
     anvil.w3.provider.make_request("anvil_mine", [hex(CONFIRMATIONS)])
     with app.app_context():
         while True:
-            follow_registry.apply().get()
+            follow_registry.apply(throw=True)  # a failure raises here; no .get() (a worker in this process forbids it)
             with unit_of_work(Mode.READ):
                 caught_up = next_block("testnet") > anvil.w3.eth.block_number - CONFIRMATIONS
             if caught_up:

@@ -26,7 +26,7 @@ from app.users import service as users_service
 from app.users.models import User
 from tests.support.config import change_settings, set_settings
 from tests.support.environment import USING_POSTGRES
-from tests.support.linked import link_account, new_account, platform_settings, turn_on
+from tests.support.linked import link_account, links_removed_afterwards, new_account, platform_settings, turn_on
 from tests.support.oidc import (
     add_sub_client,
     authorize_query,
@@ -48,7 +48,12 @@ LINKED = "urn:tessera:acr:linked-account"
 @pytest.fixture
 def fakes(app, monkeypatch):
     """The three fake platforms, and the application configured to use them."""
-    with FakeGameStore() as game_store, FakeChat() as chat, FakeStreaming() as streaming:
+    with (
+        links_removed_afterwards(app),
+        FakeGameStore() as game_store,
+        FakeChat() as chat,
+        FakeStreaming() as streaming,
+    ):
         platforms = Platforms(game_store, chat, streaming)
         change_settings(monkeypatch, app, **platform_settings(platforms))
         yield platforms

@@ -21,7 +21,7 @@ from app import create_app
 from app.extensions import celery
 from app.oidc.tokens import b64_json
 from tests.support.browser import page_left
-from tests.support.linked import link_account, new_account, platform_settings, turn_on
+from tests.support.linked import link_account, links_removed_afterwards, new_account, platform_settings, turn_on
 from tests.support.oidc import authorize_query, make_tenant, query_of
 from tests.support.social_fakes import FakeChat, FakeGameStore, FakeStreaming, Platforms
 
@@ -32,8 +32,13 @@ CHROMEDRIVER = os.environ.get("CHROMEDRIVER", "/usr/bin/chromedriver")
 
 
 @pytest.fixture(scope="module")
-def fakes():
-    with FakeGameStore() as game_store, FakeChat() as chat, FakeStreaming() as streaming:
+def fakes(app):
+    with (
+        links_removed_afterwards(app),
+        FakeGameStore() as game_store,
+        FakeChat() as chat,
+        FakeStreaming() as streaming,
+    ):
         yield Platforms(game_store, chat, streaming)
 
 

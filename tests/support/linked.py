@@ -4,10 +4,16 @@ links and platform accounts."""
 from __future__ import annotations
 
 import secrets
+from collections.abc import Iterator
+from contextlib import contextmanager
+
+from sqlalchemy import delete, func, select
 
 from app.db import transaction
+from app.extensions import db
 from app.social import service as social_service
 from app.social import sign_in as social_sign_in
+from app.social.models import SocialLink
 from tests.support.social_fakes import Platforms
 
 
@@ -53,3 +59,17 @@ def new_account(fakes: Platforms, platform: str, **options) -> str:
     fake.add_user(account_id, **options)
     fake.authorize_as = account_id
     return account_id
+
+
+@contextmanager
+def links_removed_afterwards(app) -> Iterator[None]:
+    """Delete the social links made meanwhile: left behind, they fall due for the background refresh
+    of a later test, which would call that test's fake platforms."""
+    with app.app_context():
+        before = db.session.scalar(select(func.max(SocialLink.id))) or 0
+        db.session.rollback()
+    try:
+        yield
+    finally:
+        with app.app_context(), transaction():
+            db.session.execute(delete(SocialLink).where(SocialLink.id > before))
