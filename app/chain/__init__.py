@@ -7,10 +7,10 @@ of this package reaches web3, and the limit is put back: to what it was, or to C
 py_ecc came in before this package (a test importing web3 first).
 """
 
+import importlib as _importlib
 import sys as _sys
 
 _CPYTHON_LIMIT = 1000
 _limit = _CPYTHON_LIMIT if "py_ecc" in _sys.modules else _sys.getrecursionlimit()
-import py_ecc  # noqa: E402, F401
-
+_importlib.import_module("py_ecc")
 _sys.setrecursionlimit(_limit)

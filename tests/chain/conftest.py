@@ -66,25 +66,24 @@ class Node:
 @pytest.fixture(scope="session")
 def anvil() -> Iterator[Node]:
     port = _free_port()
-    log = open(TMP_DIR / f"anvil-{port}.log", "wb")  # noqa: SIM115 (open for the node's lifetime)
-    process = subprocess.Popen(
-        [str(anvil_binary()), "--host", "127.0.0.1", "--port", str(port), "--chain-id", str(CHAIN_ID)],
-        stdout=log,
-        stderr=subprocess.STDOUT,
-    )
-    url = f"http://127.0.0.1:{port}"
-    w3 = Web3(Web3.HTTPProvider(url))
-    deadline = time.monotonic() + 30
-    while not w3.is_connected():
-        assert process.poll() is None, f"anvil exited with {process.returncode}"
-        assert time.monotonic() < deadline, "anvil did not answer within 30 s"
-        time.sleep(0.1)
-    try:
-        yield Node(url, w3, process)
-    finally:
-        process.terminate()
-        process.wait(timeout=10)
-        log.close()
+    with open(TMP_DIR / f"anvil-{port}.log", "wb") as log:
+        process = subprocess.Popen(
+            [str(anvil_binary()), "--host", "127.0.0.1", "--port", str(port), "--chain-id", str(CHAIN_ID)],
+            stdout=log,
+            stderr=subprocess.STDOUT,
+        )
+        url = f"http://127.0.0.1:{port}"
+        w3 = Web3(Web3.HTTPProvider(url))
+        deadline = time.monotonic() + 30
+        while not w3.is_connected():
+            assert process.poll() is None, f"anvil exited with {process.returncode}"
+            assert time.monotonic() < deadline, "anvil did not answer within 30 s"
+            time.sleep(0.1)
+        try:
+            yield Node(url, w3, process)
+        finally:
+            process.terminate()
+            process.wait(timeout=10)
 
 
 @dataclass(frozen=True)

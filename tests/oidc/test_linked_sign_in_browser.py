@@ -5,30 +5,19 @@ another user."""
 
 from __future__ import annotations
 
-import os
-import threading
-
 import pytest
 import requests
-from selenium import webdriver
-from selenium.webdriver.chrome.service import Service
 from selenium.webdriver.common.by import By
 from selenium.webdriver.support import expected_conditions
 from selenium.webdriver.support.ui import WebDriverWait
-from werkzeug.serving import make_server
 
-from app import create_app
-from app.extensions import celery
 from app.oidc.tokens import b64_json
-from tests.support.browser import page_left
+from tests.support.browser import application_served, headless_chromium, page_left
 from tests.support.linked import link_account, links_removed_afterwards, new_account, platform_settings, turn_on
 from tests.support.oidc import authorize_query, make_tenant, query_of
 from tests.support.social_fakes import FakeChat, FakeGameStore, FakeStreaming, Platforms
 
 pytestmark = pytest.mark.browser
-
-CHROMIUM = os.environ.get("CHROMIUM_BINARY", "/usr/bin/chromium")
-CHROMEDRIVER = os.environ.get("CHROMEDRIVER", "/usr/bin/chromedriver")
 
 
 @pytest.fixture(scope="module")
@@ -45,44 +34,13 @@ def fakes(app):
 @pytest.fixture(scope="module")
 def linked_server(app, real_worker, fakes):
     """The application on 127.0.0.1, its issuer that address, its platforms the fakes."""
-    holder: dict = {}
-    server = make_server("127.0.0.1", 0, lambda environ, start: holder["app"](environ, start), threaded=True)
-    url = f"http://127.0.0.1:{server.server_port}"
-    holder["app"] = create_app(
-        {
-            "TESTING": True,
-            "BASE_URL": url,
-            "OIDC_ISSUER": url,
-            "OIDC_LOGIN_RATE_LIMIT": "100000 per minute",
-            "OIDC_TOKEN_RATE_LIMIT": "100000 per minute",
-            "OIDC_KEY_CACHE_SECONDS": 0,
-            "RATELIMIT_KEY_PREFIX": app.config["RATELIMIT_KEY_PREFIX"],
-            **platform_settings(fakes),
-        }
-    )
-    celery.flask_app = app  # create_app rebinds the shared Celery app; the session app stays its owner
-    thread = threading.Thread(target=server.serve_forever, name="linked-sign-in-server", daemon=True)
-    thread.start()
-    yield url
-    server.shutdown()
-    thread.join(timeout=5)
+    with application_served(app, **platform_settings(fakes)) as url:
+        yield url
 
 
 @pytest.fixture
 def browser():
-    options = webdriver.ChromeOptions()
-    options.binary_location = CHROMIUM
-    for argument in (
-        "--headless",
-        "--no-sandbox",
-        "--disable-background-networking",
-        "--disable-dev-shm-usage",
-        "--disable-gpu",
-        "--window-size=1024,900",
-    ):
-        options.add_argument(argument)
-    driver = webdriver.Chrome(service=Service(executable_path=CHROMEDRIVER), options=options)
-    driver.set_page_load_timeout(30)
+    driver = headless_chromium()
     yield driver
     driver.quit()
 

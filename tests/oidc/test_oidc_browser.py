@@ -2,13 +2,10 @@
 
 from __future__ import annotations
 
-import os
 from datetime import timedelta
 
 import pytest
 import requests
-from selenium import webdriver
-from selenium.webdriver.chrome.service import Service
 from selenium.webdriver.common.by import By
 from selenium.webdriver.support import expected_conditions
 from selenium.webdriver.support.ui import WebDriverWait
@@ -16,30 +13,15 @@ from selenium.webdriver.support.ui import WebDriverWait
 from app.db import transaction, utcnow
 from app.extensions import db
 from app.oidc.models import AuthorizationRequest
-from tests.support.browser import page_left
+from tests.support.browser import headless_chromium, page_left
 from tests.support.oidc import add_sub_client, authorize_query, latest_code_over_http, make_tenant, query_of
 
 pytestmark = pytest.mark.browser
 
-CHROMIUM = os.environ.get("CHROMIUM_BINARY", "/usr/bin/chromium")
-CHROMEDRIVER = os.environ.get("CHROMEDRIVER", "/usr/bin/chromedriver")
-
 
 @pytest.fixture
 def browser():
-    options = webdriver.ChromeOptions()
-    options.binary_location = CHROMIUM
-    for argument in (
-        "--headless",
-        "--no-sandbox",
-        "--disable-background-networking",
-        "--disable-dev-shm-usage",
-        "--disable-gpu",
-        "--window-size=1024,900",
-    ):
-        options.add_argument(argument)
-    driver = webdriver.Chrome(service=Service(executable_path=CHROMEDRIVER), options=options)
-    driver.set_page_load_timeout(30)
+    driver = headless_chromium()
     yield driver
     driver.quit()
 

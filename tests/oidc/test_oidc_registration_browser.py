@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import base64
 import json
-import os
 import time
 from urllib.parse import urlencode
 
@@ -14,30 +13,19 @@ import pytest
 import requests
 from joserfc import jwt
 from joserfc.jwk import ECKey
-from selenium import webdriver
-from selenium.webdriver.chrome.service import Service
 from selenium.webdriver.common.by import By
 from selenium.webdriver.support import expected_conditions
 from selenium.webdriver.support.ui import WebDriverWait
 
-from tests.support.browser import page_left
+from tests.support.browser import headless_chromium, page_left
 from tests.support.oidc import latest_code_over_http, make_tenant, query_of
 
 pytestmark = pytest.mark.browser
 
-CHROMIUM = os.environ.get("CHROMIUM_BINARY", "/usr/bin/chromium")
-CHROMEDRIVER = os.environ.get("CHROMEDRIVER", "/usr/bin/chromedriver")
-
 
 @pytest.fixture
 def browser():
-    options = webdriver.ChromeOptions()
-    options.binary_location = CHROMIUM
-    for argument in ("--headless", "--no-sandbox", "--disable-background-networking", "--disable-dev-shm-usage",
-                     "--disable-gpu", "--window-size=1024,900"):  # fmt: skip
-        options.add_argument(argument)
-    driver = webdriver.Chrome(service=Service(executable_path=CHROMEDRIVER), options=options)
-    driver.set_page_load_timeout(30)
+    driver = headless_chromium()
     yield driver
     driver.quit()
 

@@ -5,32 +5,23 @@ in with it, and the refusal where the tenant requires a passkey the user does no
 from __future__ import annotations
 
 import contextlib
-import os
-import threading
 
 import pytest
 import requests
-from selenium import webdriver
 from selenium.common.exceptions import ElementNotInteractableException, StaleElementReferenceException
-from selenium.webdriver.chrome.service import Service
 from selenium.webdriver.common.by import By
 from selenium.webdriver.common.virtual_authenticator import Protocol, Transport, VirtualAuthenticatorOptions
 from selenium.webdriver.support import expected_conditions
 from selenium.webdriver.support.ui import WebDriverWait
-from werkzeug.serving import make_server
 
-from app import create_app
 from app.db import transaction
-from app.extensions import celery
 from app.oidc.tokens import b64_json
 from app.tenancy import service as tenancy_service
-from tests.support.browser import page_left
+from tests.support.browser import application_served, headless_chromium, page_left
 from tests.support.oidc import authorize_query, latest_code_over_http, make_tenant, query_of
 
 pytestmark = pytest.mark.browser
 
-CHROMIUM = os.environ.get("CHROMIUM_BINARY", "/usr/bin/chromium")
-CHROMEDRIVER = os.environ.get("CHROMEDRIVER", "/usr/bin/chromedriver")
 WIDTHS = {"desktop": "1024,900", "phone": "390,844"}
 
 
@@ -38,43 +29,13 @@ WIDTHS = {"desktop": "1024,900", "phone": "390,844"}
 def localhost_server(app, real_worker):
     """The application on 127.0.0.1 with `BASE_URL` http://localhost:<port>: WebAuthn takes no IP
     address as RP id, and http://localhost is a secure context."""
-    holder: dict = {}
-    server = make_server("127.0.0.1", 0, lambda environ, start: holder["app"](environ, start), threaded=True)
-    url = f"http://localhost:{server.server_port}"
-    holder["app"] = create_app(
-        {
-            "TESTING": True,
-            "BASE_URL": url,
-            "OIDC_ISSUER": url,
-            "OIDC_LOGIN_RATE_LIMIT": "100000 per minute",
-            "OIDC_TOKEN_RATE_LIMIT": "100000 per minute",
-            "OIDC_KEY_CACHE_SECONDS": 0,
-            "RATELIMIT_KEY_PREFIX": app.config["RATELIMIT_KEY_PREFIX"],
-        }
-    )
-    celery.flask_app = app  # create_app rebinds the shared Celery app; the session app stays its owner
-    thread = threading.Thread(target=server.serve_forever, name="passkey-server", daemon=True)
-    thread.start()
-    yield url
-    server.shutdown()
-    thread.join(timeout=5)
+    with application_served(app, host_name="localhost") as url:
+        yield url
 
 
 @pytest.fixture(params=sorted(WIDTHS))
 def browser(request):
-    options = webdriver.ChromeOptions()
-    options.binary_location = CHROMIUM
-    for argument in (
-        "--headless",
-        "--no-sandbox",
-        "--disable-background-networking",
-        "--disable-dev-shm-usage",
-        "--disable-gpu",
-        f"--window-size={WIDTHS[request.param]}",
-    ):
-        options.add_argument(argument)
-    driver = webdriver.Chrome(service=Service(executable_path=CHROMEDRIVER), options=options)
-    driver.set_page_load_timeout(30)
+    driver = headless_chromium(WIDTHS[request.param])
     driver.add_virtual_authenticator(
         VirtualAuthenticatorOptions(
             protocol=Protocol.CTAP2,
