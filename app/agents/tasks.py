@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 from app.agents import cards, consents, credits, registry
-from app.agents.chain_cards import host_card_on_chain
 from app.agents.schemas import (
     ApprovedConsentOut,
     DeregistrationOut,
@@ -28,6 +27,8 @@ FOLLOW_SECONDS = 5.0
 @job_task("agents.host_card", transient=(NotYetMined,), deferred=(NotYetConfirmed,))
 def host_card(job):
     if current(ChainSettings).registry_backend == EVM:
+        from app.agents.chain_cards import host_card_on_chain  # web3 (about 1 s) loads only where a chain is used
+
         return host_card_on_chain(job)
     return HostedCardOut().dump(cards.host_card_from_job(job))
 
