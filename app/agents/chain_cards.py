@@ -16,7 +16,7 @@ from app.agents.cards import host_card_from_job, public_card_url
 from app.agents.schemas import HostedCardOut
 from app.agents.settings import AgentSettings
 from app.chain.errors import ChainUnavailable
-from app.chain.identity import IdentityRegistration, register_identity
+from app.chain.identity import IDENTITY_STEP, IdentityRegistration, register_identity
 from app.chain.models import AgentIdentity, ChainTransaction
 from app.chain.settings import ChainSettings
 from app.db import utcnow
@@ -58,7 +58,7 @@ def host_card_on_chain(job: Job) -> dict | CallOutside:
             created_at=utcnow(),
         )
         db.session.add(identity)
-        sent = db.session.get(ChainTransaction, locked.id)
+        sent = db.session.get(ChainTransaction, (locked.id, IDENTITY_STEP))
         receipt = {
             "txHash": registration.tx_hash,
             "nonce": sent.nonce,

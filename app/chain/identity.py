@@ -13,6 +13,9 @@ from app.chain.rpc import connect
 from app.chain.settings import ChainSettings
 from app.settings import current
 
+# The step of a job's transactions that registers the agent's identity (`app.chain.relay`).
+IDENTITY_STEP = "identity"
+
 
 @dataclass(frozen=True)
 class IdentityRegistration:
@@ -38,7 +41,9 @@ def register_identity(network: str, job_id: str, agent_uri: str) -> IdentityRegi
     w3 = connect(chain.rpc_url)
     identity = w3.eth.contract(address=chain.identity_registry_address, abi=load_artifact(IDENTITY_REGISTRY).abi)
     call = identity.encode_abi("register", args=[agent_uri])
-    tx_hash = send_once(w3, settings.relayer_key.secret, job_id, {"to": identity.address, "data": call})
+    tx_hash = send_once(
+        w3, settings.relayer_key.secret, job_id, {"to": identity.address, "data": call}, step=IDENTITY_STEP
+    )
     receipt = confirmed_receipt(w3, tx_hash)
     if receipt.status != 1:
         raise TransactionReverted(f"The registration transaction {tx_hash} reverted (block {receipt.block_number}).")

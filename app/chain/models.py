@@ -49,11 +49,13 @@ class RelayerNonce(Base):
 
 
 class ChainTransaction(Base):
-    """The one transaction a job relays: its nonce, then the signed bytes and hash, sent again as they are."""
+    """One transaction a job relays at its step `step` (a job may relay several, one per step): its
+    nonce, then the signed bytes and hash, sent again as they are."""
 
     __tablename__ = "chain_job_transactions"
 
     job_id: Mapped[str] = mapped_column(String(36), primary_key=True)
+    step: Mapped[str] = mapped_column(String(40), primary_key=True, default="")
     account: Mapped[str] = mapped_column(String(80))
     nonce: Mapped[int] = mapped_column(BigInteger)
     tx_hash: Mapped[str | None] = mapped_column(String(66), nullable=True)

@@ -55,21 +55,21 @@ def relayer_account(w3: Web3, relayer_key: bytes) -> tuple[str, str]:
     return address, f"{w3.eth.chain_id}:{address}"
 
 
-def _stored(job_id: str) -> ChainTransaction | None:
+def _stored(job_id: str, step: str) -> ChainTransaction | None:
     with unit_of_work(Mode.READ):
-        row = db.session.get(ChainTransaction, job_id)
+        row = db.session.get(ChainTransaction, (job_id, step))
         if row is not None:
             db.session.expunge(row)
         return row
 
 
-def _take_nonce(job_id: str, account: str, chain_next: int) -> int:
-    """The job's nonce: the one it took before, else the next of the relayer's locked row.
+def _take_nonce(job_id: str, step: str, account: str, chain_next: int) -> int:
+    """The nonce of the job's step: the one it took before, else the next of the relayer's locked row.
 
     `chain_next` (the node's pending count) moves the row past nonces used outside Tessera.
     """
     with transaction():
-        taken = db.session.get(ChainTransaction, job_id)
+        taken = db.session.get(ChainTransaction, (job_id, step))
         if taken is not None:
             return taken.nonce
         row = db.session.execute(
@@ -80,11 +80,11 @@ def _take_nonce(job_id: str, account: str, chain_next: int) -> int:
             db.session.add(row)
         nonce = max(row.next_nonce, chain_next)
         row.next_nonce = nonce + 1
-        db.session.add(ChainTransaction(job_id=job_id, account=account, nonce=nonce))
+        db.session.add(ChainTransaction(job_id=job_id, step=step, account=account, nonce=nonce))
         return nonce
 
 
-def _store_signed(job_id: str, tx_hash: str, raw: str) -> tuple[str, str]:
+def _store_signed(job_id: str, step: str, tx_hash: str, raw: str) -> tuple[str, str]:
     """Store the job's signed transaction unless a run of it stored one first; the stored one's hash and bytes.
 
     Two runs of one job (a worker past its lease and the next) sign with the same nonce; only the
@@ -92,7 +92,9 @@ def _store_signed(job_id: str, tx_hash: str, raw: str) -> tuple[str, str]:
     """
     with transaction():
         row = db.session.execute(
-            select(ChainTransaction).where(ChainTransaction.job_id == job_id).with_for_update()
+            select(ChainTransaction)
+            .where(ChainTransaction.job_id == job_id, ChainTransaction.step == step)
+            .with_for_update()
         ).scalar_one()
         if row.raw_transaction is None:
             row.tx_hash, row.raw_transaction = tx_hash, raw
@@ -107,12 +109,13 @@ def _send_raw(w3: Web3, raw: str) -> None:
             raise ChainUnavailable(f"The chain node refused the transaction: {error}") from None
 
 
-def send_once(w3: Web3, relayer_key: bytes, job_id: str, call: dict[str, Any]) -> str:
-    """Send `call` (`to`, `data`) for job `job_id` at most once; its transaction hash.
+def send_once(w3: Web3, relayer_key: bytes, job_id: str, call: dict[str, Any], *, step: str = "") -> str:
+    """Send `call` (`to`, `data`) for step `step` of job `job_id` at most once; its transaction hash.
 
     Must run with no database transaction open. A job that signed before sends the same bytes again.
+    A job relaying several transactions names each by its step, and sends them one after the other.
     """
-    stored = _stored(job_id)
+    stored = _stored(job_id, step)
     if stored is not None and stored.raw_transaction is not None:
         _send_raw(w3, stored.raw_transaction)
         return stored.tx_hash
@@ -122,9 +125,9 @@ def send_once(w3: Web3, relayer_key: bytes, job_id: str, call: dict[str, Any]) -
         full["gas"] = w3.eth.estimate_gas(full)
     except ContractLogicError as error:
         raise TransactionReverted(f"The contract refuses the call: {error}.") from None
-    full["nonce"] = _take_nonce(job_id, account, w3.eth.get_transaction_count(sender, "pending"))
+    full["nonce"] = _take_nonce(job_id, step, account, w3.eth.get_transaction_count(sender, "pending"))
     signed = Account.sign_transaction(full, relayer_key)
-    tx_hash, raw = _store_signed(job_id, signed.hash.to_0x_hex(), signed.raw_transaction.to_0x_hex())
+    tx_hash, raw = _store_signed(job_id, step, signed.hash.to_0x_hex(), signed.raw_transaction.to_0x_hex())
     _send_raw(w3, raw)
     return tx_hash
 

@@ -25,6 +25,7 @@ from app.chain import relay
 from app.chain.abi import IDENTITY_REGISTRY, load_artifact
 from app.chain.deploy import deploy_contract
 from app.chain.errors import NotYetConfirmed, NotYetMined
+from app.chain.identity import IDENTITY_STEP
 from app.chain.models import ChainTransaction
 from app.client.library import TesseraClient
 from app.db import Mode, unit_of_work
@@ -90,7 +91,7 @@ def _run(app, job_id: str) -> None:
 
 def _sent(app, job_id: str) -> ChainTransaction | None:
     with app.app_context(), unit_of_work(Mode.READ):
-        row = db.session.get(ChainTransaction, job_id)
+        row = db.session.get(ChainTransaction, (job_id, IDENTITY_STEP))
         if row is not None:
             db.session.expunge(row)
         return row
@@ -220,7 +221,7 @@ def test_a_run_killed_after_taking_its_nonce_is_resumed_with_that_nonce(app, anv
     job = evm.host_card(registration_card("Resumed"), wait=False)
     nonce = w3.eth.get_transaction_count(RELAYER)
     with app.app_context():  # what the killed run did before it died: its nonce taken, nothing signed
-        assert relay._take_nonce(job["id"], f"{CHAIN_ID}:{RELAYER}", nonce) == nonce
+        assert relay._take_nonce(job["id"], IDENTITY_STEP, f"{CHAIN_ID}:{RELAYER}", nonce) == nonce
     with TesseraClient(server.url, api_key=claim_key_over_http(server), poll_interval=0.05) as other:
         other.authenticate()
         later = other.host_card(registration_card("Next in line"), wait=False)
