@@ -10,6 +10,9 @@ from __future__ import annotations
 
 from typing import Any
 
+from flask import Response, jsonify, request
+
+from app.db import commit_before_the_edge
 from app.errors import DomainError
 
 
@@ -217,3 +220,24 @@ class AuthorizationRedirectError(Exception):
         self.error = error
         self.description = description
         self.location = location
+
+
+def oauth_error_headers(error: OAuthError, basic: bool) -> dict[str, str]:
+    """The headers of an RFC 6749 error answer (both doors): never cached, and a `Basic` challenge
+    to a client that failed to authenticate with Basic."""
+    headers = dict(error.headers)
+    if isinstance(error, InvalidClient) and basic:
+        headers["WWW-Authenticate"] = 'Basic realm="tessera"'
+    return {**headers, "Cache-Control": "no-store", "Pragma": "no-cache"}
+
+
+def oauth_error_response(error: OAuthError) -> Response:
+    """The RFC 6749 §5.2 answer to `error` in a Flask view, for every OAuth endpoint (the token,
+    revocation, introspection and registration endpoints)."""
+    if error.keep_changes:
+        commit_before_the_edge("an OAuth error whose recorded changes (a revoked token family) must stand")
+    response = jsonify(error.body())
+    response.status_code = error.status
+    auth = request.authorization
+    response.headers.update(oauth_error_headers(error, auth is not None and auth.type == "basic"))
+    return response

@@ -16,14 +16,20 @@ from flask_smorest import Blueprint
 from werkzeug.datastructures import Authorization
 from werkzeug.exceptions import RequestEntityTooLarge
 
-from app.db import commit_before_the_edge
 from app.errors import BadRequest, NotFound
 from app.extensions import limiter
 from app.http import UnsupportedMediaType, accepts, is_loopback_client, no_store, problem_doc
 from app.oidc import acr, client_auth, dpop, jarm, keys, mail, par, request_objects, service, subjects
 from app.oidc.auth import request_urls, require_grant
 from app.oidc.claims import SCOPE_CLAIMS, SUPPORTED_SCOPES
-from app.oidc.errors import BodyTooLarge, InvalidClient, InvalidRequest, OAuthError, UnsupportedBodyType
+from app.oidc.errors import (
+    BodyTooLarge,
+    InvalidRequest,
+    OAuthError,
+    UnsupportedBodyType,
+    oauth_error_headers,
+    oauth_error_response,
+)
 from app.oidc.schemas import (
     DeviceAuthorizationOut,
     DeviceAuthorizationRequest,
@@ -73,35 +79,16 @@ def _setup(state) -> None:
         state.app.add_url_rule(f"{issuer_path}/.well-known/openid-configuration", "oidc_issuer_discovery", discovery)
 
 
-def oauth_error_headers(error: OAuthError, basic: bool) -> dict[str, str]:
-    """The headers of an RFC 6749 error answer (both doors): never cached, and a `Basic` challenge
-    to a client that failed to authenticate with Basic."""
-    headers = dict(error.headers)
-    if isinstance(error, InvalidClient) and basic:
-        headers["WWW-Authenticate"] = 'Basic realm="tessera"'
-    return {**headers, "Cache-Control": "no-store", "Pragma": "no-cache"}
-
-
-def _oauth_response(error: OAuthError) -> Response:
-    if error.keep_changes:
-        commit_before_the_edge("an OAuth error whose recorded changes (a revoked token family) must stand")
-    response = jsonify(error.body())
-    response.status_code = error.status
-    auth = request.authorization
-    response.headers.update(oauth_error_headers(error, auth is not None and auth.type == "basic"))
-    return response
-
-
 @blp.errorhandler(OAuthError)
 def _handle_oauth_error(error: OAuthError) -> Response:
-    return _oauth_response(error)
+    return oauth_error_response(error)
 
 
 @blp.errorhandler(UnsupportedMediaType)
 def _handle_unsupported_media_type(error: UnsupportedMediaType) -> Response:
     if request.endpoint not in _OAUTH_ENDPOINTS:
         return handle_domain_error(error)
-    return _oauth_response(UnsupportedBodyType(error.detail))
+    return oauth_error_response(UnsupportedBodyType(error.detail))
 
 
 @blp.errorhandler(RequestEntityTooLarge)
@@ -109,7 +96,7 @@ def _handle_too_large(error: RequestEntityTooLarge) -> Response:
     if request.endpoint not in _OAUTH_ENDPOINTS:
         return handle_http_exception(error)
     limit = current_app.config.get("MAX_CONTENT_LENGTH")
-    return _oauth_response(
+    return oauth_error_response(
         BodyTooLarge(f"The request body is larger than the limit of {limit} bytes." if limit else "Body too large.")
     )
 

@@ -13,7 +13,7 @@ from flask import Response, jsonify, request
 from flask_smorest import Blueprint
 
 from app.http import no_store, problem_doc
-from app.oidc.errors import OAuthError
+from app.oidc.errors import OAuthError, oauth_error_response
 from app.oidc.routes import add_discovery_metadata
 from app.oidc.schemas import OAuthErrorOut
 from app.oidc.settings import OidcSettings
@@ -55,10 +55,7 @@ def _discovery_members(origin: str) -> dict:
 
 @blp.errorhandler(OAuthError)
 def _handle_oauth_error(error: OAuthError) -> Response:
-    response = jsonify(error.body())
-    response.status_code = error.status
-    response.headers.update({**error.headers, "Cache-Control": "no-store", "Pragma": "no-cache"})
-    return response
+    return oauth_error_response(error)
 
 
 def _bearer() -> str | None:
