@@ -190,6 +190,22 @@ def start_device_authorization(authenticate: Authenticator, scope: str | None) -
     return device.issue(client, scopes).as_dict()
 
 
+@dataclass(frozen=True)
+class _AccessStamp:
+    """When a new access token is issued, its id and when it expires: the refresh token issued with
+    it records the same `jti` and expiry, so revoking the family denies the access token too."""
+
+    issued_at: int
+    jti: str
+    expires_at: datetime
+
+    @classmethod
+    def new(cls) -> _AccessStamp:
+        issued_at = int(time.time())
+        expires_at = datetime.fromtimestamp(issued_at + current(OidcSettings).access_token_ttl, UTC)
+        return cls(issued_at, uuid.uuid4().hex, expires_at)
+
+
 def device_code_grant(
     authenticate: Authenticator, *, device_code: str | None, proof: dpop.Proof | None = None
 ) -> TokenResponse:
@@ -209,9 +225,7 @@ def device_code_grant(
     user = get_enabled_user_in_tree(redeemed.user_id, client.root_id or client.id)
     if user is None:
         raise InvalidGrant("The user of this device code no longer exists or was disabled.")
-    issued_at = int(time.time())
-    jti = uuid.uuid4().hex
-    expires_at = datetime.fromtimestamp(issued_at + current(OidcSettings).access_token_ttl, UTC)
+    stamp = _AccessStamp.new()
     refresh_token = None
     if refresh.wanted(client, redeemed.scope):
         refresh_token, _ = refresh.add_member(
@@ -224,8 +238,8 @@ def device_code_grant(
             acr=redeemed.acr,
             family=None,
             family_expires_at=None,
-            access_token_jti=jti,
-            access_token_expires_at=expires_at,
+            access_token_jti=stamp.jti,
+            access_token_expires_at=stamp.expires_at,
         )
     return _user_tokens(
         client,
@@ -236,8 +250,8 @@ def device_code_grant(
         sid=_live_sid(redeemed.sid),
         amr=redeemed.amr,
         acr=redeemed.acr,
-        jti=jti,
-        issued_at=issued_at,
+        jti=stamp.jti,
+        issued_at=stamp.issued_at,
         refresh_token=refresh_token,
         claims=None,  # a device authorization asks for scopes only
         jkt=jkt,
@@ -363,12 +377,11 @@ class _Redemption:
 
     @classmethod
     def of(cls, code: str, redirect_uri: str, code_verifier: str | None) -> _Redemption:
-        issued_at = int(time.time())
+        stamp = _AccessStamp.new()
         return cls(
             code_hash=hash_secret(code), redirect_uri=redirect_uri,
-            challenge=_pkce_challenge(code_verifier) if code_verifier else "", now=utcnow(), issued_at=issued_at,
-            jti=uuid.uuid4().hex,
-            access_token_expires_at=datetime.fromtimestamp(issued_at + current(OidcSettings).access_token_ttl, UTC),
+            challenge=_pkce_challenge(code_verifier) if code_verifier else "", now=utcnow(),
+            issued_at=stamp.issued_at, jti=stamp.jti, access_token_expires_at=stamp.expires_at,
         )  # fmt: skip
 
     def parameters(self, client_id: int) -> dict[str, Any]:
@@ -759,9 +772,7 @@ def refresh_grant(
     if not set(requested) <= set(granted):
         raise InvalidScope("The requested scope exceeds the one originally granted.")
     jkt = dpop_binding(client, proof)
-    issued_at = int(time.time())
-    jti = uuid.uuid4().hex
-    expires_at = datetime.fromtimestamp(issued_at + current(OidcSettings).access_token_ttl, UTC)
+    stamp = _AccessStamp.new()
     rotated, _ = refresh.add_member(
         client,
         user_id=user.id,
@@ -773,8 +784,8 @@ def refresh_grant(
         claims=consumed.claims,
         family=consumed.family,
         family_expires_at=consumed.family_expires_at,
-        access_token_jti=jti,
-        access_token_expires_at=expires_at,
+        access_token_jti=stamp.jti,
+        access_token_expires_at=stamp.expires_at,
     )
     return _user_tokens(
         client,
@@ -785,8 +796,8 @@ def refresh_grant(
         sid=_live_sid(consumed.sid),
         amr=consumed.amr,
         acr=consumed.acr,
-        jti=jti,
-        issued_at=issued_at,
+        jti=stamp.jti,
+        issued_at=stamp.issued_at,
         refresh_token=rotated,
         claims=consumed.claims,
         jkt=jkt,
