@@ -9,21 +9,28 @@ worker's own `run_job`, as in test_host_card_on_chain.
 
 from __future__ import annotations
 
+import json
 import threading
 import time
 from collections.abc import Iterator
+from contextlib import contextmanager
 
 import pytest
+from click.testing import CliRunner
 from eth_account import Account
+from sqlalchemy import select
 from werkzeug.serving import make_server
 
 from app.agents.credits import held_credits
 from app.agents.tasks import deregister, follow_registry, host_card, set_card
 from app.chain.index import get_indexed_record, next_block
 from app.chain.typed_data import ZERO_ADDRESS, sign_typed_data
+from app.client.cli import main
 from app.client.library import OwnerNamedDeregistration, TesseraClient
 from app.db import Mode, unit_of_work
+from app.extensions import db
 from app.jobs import service as jobs
+from app.jobs.models import QUEUED, Job
 from app.jobs.service import run_job
 from tests.chain.conftest import CHAIN_ID, RELAYER_KEY
 from tests.chain.test_registry_contract import Agent, record, register, relay
@@ -74,6 +81,31 @@ def _run(app, client: TesseraClient, job: dict, task) -> dict:
     with app.app_context():
         run_job(job["id"], task.handler)
     return client.get_job(job["id"])
+
+
+@contextmanager
+def _jobs_of(app, did: str) -> Iterator[None]:
+    """Run the queued jobs `did` starts in a thread of this process, as a worker would, while the block runs."""
+    handlers = {task.name: task.handler for task in (set_card, deregister)}
+    stop = threading.Event()
+
+    def work() -> None:
+        while not stop.wait(0.05):
+            with app.app_context():
+                with unit_of_work(Mode.READ):
+                    queued = db.session.execute(
+                        select(Job.id, Job.kind).where(Job.agent_did == did, Job.state == QUEUED)
+                    ).all()
+                for job_id, kind in queued:
+                    run_job(job_id, handlers[kind])
+
+    thread = threading.Thread(target=work, name="chain-writes-jobs", daemon=True)
+    thread.start()
+    try:
+        yield
+    finally:
+        stop.set()
+        thread.join(timeout=10)
 
 
 def _follow(app, anvil) -> None:
@@ -194,3 +226,25 @@ def test_deregistering_a_record_that_names_an_owner_on_chain_is_refused_before_a
         assert refused.value.problem["owner"] == owner.account.address
         assert w3.eth.get_transaction_count(RELAYER) == nonce
         assert record(contracts, owned.did)[1] == owner.account.address
+
+
+def test_the_cli_commands_do_not_change_on_a_chain(app, anvil, contracts, server, evm, monkeypatch):
+    for name in ("TESSERA_ENV", "TESSERA_API_KEY", "TESSERA_PRODUCTION_URL"):
+        monkeypatch.delenv(name, raising=False)
+    key = claim_key_over_http(server)
+    env = {"TESSERA_NETWORK_URL": server.url, "TESSERA_API_KEY": key}
+    runner = CliRunner()
+
+    def tessera(*args: str) -> dict:
+        result = runner.invoke(main, ["--json", *args], env=env)
+        assert result.exit_code == 0, result.output
+        return json.loads(result.stdout)
+
+    did = tessera("whoami")["did"]
+    address = Account.from_key(key).address
+    uri = "https://agent.example/cli/card.json"
+    with _jobs_of(app, did):
+        assert tessera("set-card", "--uri", uri)["state"] == "succeeded"
+        assert record(contracts, did) == (address, ZERO_ADDRESS, uri)
+        assert tessera("agent", "deregister", "--yes")["state"] == "succeeded"
+    assert record(contracts, did) == (ZERO_ADDRESS, ZERO_ADDRESS, "")
