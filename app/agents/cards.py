@@ -22,6 +22,7 @@ from app.agents.errors import CardNotFound, CardTooLarge, InvalidCard
 from app.agents.models import AgentAccount, PrivateCard, PublicCard
 from app.agents.registration_file import did_service_errors, registration_file_errors
 from app.agents.settings import AgentSettings
+from app.chain.settings import EVM, ChainSettings
 from app.db import utcnow
 from app.dids.method import is_network_did
 from app.errors import ValidationFailed
@@ -32,6 +33,7 @@ from app.settings import current
 MAX_CARD_BYTES = 16384
 MAX_CARD_URI_BYTES = 2048
 CARD_URI_SCHEMES = ("https", "http")
+SET_CARD = "set-card"
 # Used with fullmatch: `$` alone also matches before a trailing newline.
 _ABSOLUTE_URI = re.compile(r"^[A-Za-z][A-Za-z0-9+.\-]*:[^\s\x00-\x1f\x7f]+$")
 
@@ -242,11 +244,22 @@ def validate_card_uri(uri: Any) -> str:
     return uri
 
 
-def request_set_card(caller: AgentAccount, did: str, uri: str) -> Job:
-    """Check and start the job that registers a card URI in the registry record."""
+def request_set_card(
+    caller: AgentAccount, did: str, uri: str, signature: str | None = None, deadline: int | None = None
+) -> Job:
+    """Check and start the job that registers a card URI in the registry record.
+
+    On a chain (`AGENT_REGISTRY_BACKEND=evm`) the request also carries the agent's signature of the
+    write and its deadline (see `app.agents.chain_writes.checked_chain_write`).
+    """
     validate_card_uri(uri)
     target = authorize_for_did(caller, did)
-    return start_paid_job("agents.set_card", "set-card", caller, target, uri=uri)
+    chain_write = {}
+    if current(ChainSettings).registry_backend == EVM:
+        from app.agents.chain_writes import checked_chain_write  # web3 loads only where a chain is used
+
+        chain_write = checked_chain_write(target, SET_CARD, signature, deadline, uri)
+    return start_paid_job("agents.set_card", SET_CARD, caller, target, uri=uri, **chain_write)
 
 
 def set_card_from_job(job: Job) -> RegisteredCardUri:

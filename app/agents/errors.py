@@ -82,3 +82,15 @@ class ConsentNotPending(Conflict):
 
 class ClaimUnavailable(NotFound):
     """The claim page exists only on a testnet."""
+
+
+class RegistrySignatureRequired(ValidationFailed):
+    code, title = "registry_signature_required", "Registry signature required"
+
+
+class RegistrySignatureExpired(ValidationFailed):
+    code, title = "registry_signature_expired", "Registry signature expired"
+
+
+class RegistrySignatureRefused(Forbidden):
+    code, title = "registry_signature_refused", "Registry signature not made by the record's signer"

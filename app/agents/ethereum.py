@@ -1,4 +1,4 @@
-"""Ethereum account primitives: keccak-256, EIP-55 addresses, EIP-191 personal_sign.
+"""Ethereum account primitives: keccak-256, EIP-55 addresses, EIP-191 personal_sign, signing digests.
 
 Pure module (no Flask). Signatures are the 65-byte ``r || s || v`` form wallets produce;
 recovery accepts only canonical low-s signatures so one message has exactly one valid signature.
@@ -110,8 +110,16 @@ def sign_personal_message(message: str | bytes, private_key: str | bytes) -> str
 
     The signature is deterministic (RFC 6979) and always low-s.
     """
+    return sign_digest(personal_message_hash(message), private_key)
+
+
+def sign_digest(digest: bytes, private_key: str | bytes) -> str:
+    """Sign a 32-byte digest (EIP-191 or EIP-712); return 0x-hex of r || s || v with v in {27, 28}.
+
+    The signature is deterministic (RFC 6979) and always low-s.
+    """
     secret = parse_private_key(private_key) if isinstance(private_key, str) else private_key
-    raw = coincurve.PrivateKey(secret).sign_recoverable(personal_message_hash(message), hasher=None)
+    raw = coincurve.PrivateKey(secret).sign_recoverable(digest, hasher=None)
     return "0x" + (raw[:64] + bytes([raw[64] + 27])).hex()
 
 
@@ -134,6 +142,14 @@ def recover_personal_signer(message: str | bytes, signature: str | bytes) -> str
     ``v`` may be 27/28 or 0/1. Zero or out-of-range ``r``/``s`` and high-s signatures are refused
     with ``InvalidSignature``, as is any signature from which no key can be recovered.
     """
+    return recover_digest_signer(personal_message_hash(message), signature)
+
+
+def recover_digest_signer(digest: bytes, signature: str | bytes) -> str:
+    """Return the checksummed address that signed the 32-byte ``digest`` (EIP-191 or EIP-712).
+
+    The same rules as ``recover_personal_signer``: low-s only, ``v`` 27/28 or 0/1.
+    """
     raw = decode_signature(signature)
     r = int.from_bytes(raw[:32], "big")
     s = int.from_bytes(raw[32:64], "big")
@@ -150,7 +166,7 @@ def recover_personal_signer(message: str | bytes, signature: str | bytes) -> str
         raise InvalidSignature("v must be 27, 28, 0 or 1")
     try:
         public_key = coincurve.PublicKey.from_signature_and_message(
-            raw[:64] + bytes([recovery_id]), personal_message_hash(message), hasher=None
+            raw[:64] + bytes([recovery_id]), digest, hasher=None
         )
     except ValueError as exc:
         raise InvalidSignature("no public key can be recovered from this signature") from exc

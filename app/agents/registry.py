@@ -10,11 +10,12 @@ from collections.abc import Hashable
 from dataclasses import dataclass
 
 from flask import Flask
-from sqlalchemy import bindparam, delete, exists, select, update
+from sqlalchemy import bindparam, delete, exists, func, select, update
 from sqlalchemy.engine import Connection
+from sqlalchemy.orm import aliased
 
-from app.agents.accounts import get_record, job_accounts, require_target
-from app.agents.cards import card_uri_is_served, public_card_url
+from app.agents.accounts import authorize_for_did, get_record, job_accounts, require_target
+from app.agents.cards import SET_CARD, card_uri_is_served, public_card_url, validate_card_uri
 from app.agents.credits import charge, start_paid_job
 from app.agents.errors import NotAllowedForDid, OwnerNamedRecord
 from app.agents.models import (
@@ -29,6 +30,8 @@ from app.agents.models import (
     RegistryRecord,
 )
 from app.agents.settings import AgentSettings
+from app.chain.index import get_indexed_record, registry_key
+from app.chain.models import IndexedRecord
 from app.chain.settings import EVM, ChainSettings
 from app.db import isoformat, utcnow
 from app.dialect import DriverStatement
@@ -40,6 +43,7 @@ from app.jobs.models import Job
 from app.settings import current
 
 REGISTRY_CONTRACT = "agent-registry"
+DEREGISTER = "deregister"
 
 
 @dataclass(frozen=True)
@@ -105,10 +109,42 @@ def require_contract(name: str) -> Contract:
     return current_contract()
 
 
+def _on_chain() -> bool:
+    return current(ChainSettings).registry_backend == EVM
+
+
+def owner_did_of(address: str) -> str:
+    """The DID of the account of `address` (a record's owner on chain), else the address itself."""
+    account = db.session.execute(select(AgentAccount).where(AgentAccount.address == address)).scalar_one_or_none()
+    return account.did if account is not None and account.did else address
+
+
+def _indexed_record(did: str) -> RegistryRecord | None:
+    """The record of `did` as Tessera's index of the chain has it (evm), in the shape of Tessera's own."""
+    indexed = get_indexed_record(current(AgentSettings).network, did)
+    if indexed is None:
+        return None
+    own = get_record(did)
+    return RegistryRecord(
+        did=did,
+        address=indexed.agent_address,
+        owner_did=owner_did_of(indexed.owner_address) if indexed.owner_address else None,
+        card_uri=indexed.card_uri or None,
+        created_at=own.created_at if own is not None else indexed.updated_at,
+        updated_at=indexed.updated_at,
+    )
+
+
+def get_registry_record(did: str) -> RegistryRecord | None:
+    """The registry record of `did` as readers see it: from the index of the chain's events with
+    `AGENT_REGISTRY_BACKEND=evm`, else Tessera's own (a record built from the index is never stored)."""
+    return _indexed_record(did) if _on_chain() else get_record(did)
+
+
 def get_registry_view(did: str, *, full: bool = False) -> RegistryView:
     """A registry record (``full`` adds the cards, the account and the contract)."""
     target = require_target(did)
-    record = get_record(did)
+    record = get_registry_record(did)
     if record is None:
         raise NotFound(f"{did} has no registry record yet.")
     account_id = f"eip155:{current(AgentSettings).chain_id}:{record.address}"
@@ -127,15 +163,57 @@ def get_registry_view(did: str, *, full: bool = False) -> RegistryView:
     return RegistryView(record, target, True, account_id, card, current_contract())
 
 
-def request_deregister(caller: AgentAccount, did: str) -> Job:
-    """Check and start self-service deregistration; ``OwnerNamedRecord`` (409) for owned agents."""
-    target = require_target(did)
-    if target.id != caller.id:
-        raise NotAllowedForDid("Only the agent itself can deregister its DID.")
+def refuse_if_owner_named(did: str) -> None:
+    """``OwnerNamedRecord`` (409) when Tessera's record of ``did`` names an owner organisation."""
     record = get_record(did)
     if record is not None and record.owner_did:
         raise OwnerNamedRecord(record.owner_did)
-    return start_paid_job("agents.deregister", "deregister", caller, target)
+
+
+def _require_self(caller: AgentAccount, did: str) -> AgentAccount:
+    target = require_target(did)
+    if target.id != caller.id:
+        raise NotAllowedForDid("Only the agent itself can deregister its DID.")
+    return target
+
+
+def registry_write_to_sign(caller: AgentAccount, did: str, operation: str, uri: str | None) -> dict | None:
+    """The EIP-712 typed data the agent signs for a registry write (`set-card` of `uri`, or
+    `deregister`) of `did`; None when the write needs no signature (the database backend, or a
+    deregistration of a DID with no record on chain).
+
+    The write's own checks come first (as its request makes them); on a chain, the DID's nonce is
+    read from the contract with no transaction open (`ChainUnavailable` when the node does not answer).
+    """
+    if operation == SET_CARD:
+        validate_card_uri(uri)
+        target = authorize_for_did(caller, did)
+    else:
+        target = _require_self(caller, did)
+        refuse_if_owner_named(did)
+    if not _on_chain():
+        return None
+    from app.agents.chain_writes import typed_data_to_sign  # web3 loads only where a chain is used
+
+    return typed_data_to_sign(target, operation, uri)
+
+
+def request_deregister(
+    caller: AgentAccount, did: str, signature: str | None = None, deadline: int | None = None
+) -> Job:
+    """Check and start self-service deregistration; ``OwnerNamedRecord`` (409) for owned agents.
+
+    On a chain, a DID with a record there also needs the agent's signature of the ``Deregister``
+    (see `app.agents.chain_writes.checked_chain_write`).
+    """
+    target = _require_self(caller, did)
+    refuse_if_owner_named(did)
+    chain_write = {}
+    if _on_chain():
+        from app.agents.chain_writes import checked_chain_write  # web3 loads only where a chain is used
+
+        chain_write = checked_chain_write(target, DEREGISTER, signature, deadline)
+    return start_paid_job("agents.deregister", DEREGISTER, caller, target, **chain_write)
 
 
 def deregister_from_job(job: Job) -> Deregistration:
@@ -145,9 +223,7 @@ def deregister_from_job(job: Job) -> Deregistration:
     owner any more and its consents end. All in one transaction.
     """
     target, payer = job_accounts(job)
-    record = get_record(target.did)
-    if record is not None and record.owner_did:
-        raise OwnerNamedRecord(record.owner_did)
+    refuse_if_owner_named(target.did)
     charged = charge(payer, "deregister", target.did, job.id)
     now = utcnow()
     for model in (PublicCard, PrivateCard, RegistryRecord):
@@ -182,7 +258,9 @@ def deregister_from_job(job: Job) -> Deregistration:
     return Deregistration(target.did, charged, released)
 
 
-# Every row value `find_agent_did` builds an agent's document from (`agent_did_version`).
+# Every row value `find_agent_did` builds an agent's document from (`agent_did_version`): Tessera's
+# own record, or with `AGENT_REGISTRY_BACKEND=evm` the index's record of the chain (`contract` its
+# registry) and its owner's DID as `owner_did_of` finds it.
 _DOCUMENT_INPUTS = DriverStatement(
     select(
         AgentAccount.address,
@@ -194,6 +272,21 @@ _DOCUMENT_INPUTS = DriverStatement(
     .outerjoin(RegistryRecord, RegistryRecord.did == AgentAccount.did)
     .where(AgentAccount.did == bindparam("did"))
 )
+_OWNER = aliased(AgentAccount)
+_INDEXED_DOCUMENT_INPUTS = DriverStatement(
+    select(
+        AgentAccount.address,
+        AgentAccount.deactivated_at,
+        func.coalesce(_OWNER.did, IndexedRecord.owner_address).label("owner_did"),
+        IndexedRecord.card_uri,
+        exists().where(PublicCard.did == AgentAccount.did),
+    )
+    .outerjoin(
+        IndexedRecord, (IndexedRecord.did == AgentAccount.did) & (IndexedRecord.contract == bindparam("contract"))
+    )
+    .outerjoin(_OWNER, _OWNER.address == IndexedRecord.owner_address)
+    .where(AgentAccount.did == bindparam("did"))
+)
 
 
 def agent_did_version(did: str, connection: Connection, app: Flask) -> Hashable | None:
@@ -201,11 +294,16 @@ def agent_did_version(did: str, connection: Connection, app: Flask) -> Hashable 
     statement through `connection`, and the settings it reads): equal versions, equal documents.
     None when `did` is no active agent's. Kept beside the builder: an input added there is added here.
     """
-    row = _DOCUMENT_INPUTS.first(connection, {"did": did})
+    chain_settings = current(ChainSettings, app)
+    settings = current(AgentSettings, app)
+    if chain_settings.registry_backend == EVM:
+        contract = registry_key(chain_settings.chain(settings.network))
+        row = _INDEXED_DOCUMENT_INPUTS.first(connection, {"did": did, "contract": contract})
+    else:
+        contract, row = None, _DOCUMENT_INPUTS.first(connection, {"did": did})
     if row is None or row.deactivated_at is not None:
         return None
-    settings = current(AgentSettings, app)
-    return (*row, settings.chain_id, settings.network_url)
+    return (*row, contract, settings.chain_id, settings.network_url)
 
 
 def find_agent_did(did: str) -> NetworkDid | None:
@@ -222,6 +320,8 @@ def find_agent_did(did: str) -> NetworkDid | None:
     if account.deactivated_at is not None:
         metadata.update({"deactivated": True, "updated": isoformat(account.deactivated_at)})
         return NetworkDid(deactivated_agent_document(did), metadata, deactivated=True)
+    if _on_chain():
+        record = _indexed_record(did)
     owner_did = card_uri = None
     if record is not None:
         metadata["updated"] = isoformat(record.updated_at)

@@ -27,12 +27,15 @@ from app.agents.schemas import (
     ConsentOut,
     ContractArgs,
     ContractEnvelope,
+    DeregisterIn,
     LedgerEnvelope,
     PricingEnvelope,
     RegistryArgs,
     RegistryEnvelope,
     RevokeOwnerIn,
     SessionEnvelope,
+    TypedDataEnvelope,
+    TypedDataIn,
     VerifyIn,
 )
 from app.agents.settings import AgentSettings
@@ -249,8 +252,21 @@ def delete_public_card(did: str):
 @blp.response(202, JobEnvelope, headers=BARE_LOCATION_HEADER)
 @problem_doc(400, 402, 403, 404, 410, 413, 415, 422)
 def put_card_uri(args: dict, did: str):
-    """set-card: a job registers the card URI; it then appears as the DID document's AgentService."""
-    return _accepted(cards.request_set_card(current_account(), did, args["uri"]))
+    """set-card: a job registers the card URI; it then appears as the DID document's AgentService.
+
+    On a chain registry the body also carries the agent's signature and its deadline (see typed-data)."""
+    return _accepted(cards.request_set_card(current_account(), did, args["uri"], args["signature"], args["deadline"]))
+
+
+@blp.route("/api/agents/<string:did>/registry/typed-data", methods=["POST"])
+@agent_session_required
+@blp.arguments(TypedDataIn)
+@blp.response(200, TypedDataEnvelope)
+@problem_doc(400, 403, 404, 409, 410, 413, 415, 422, 503)
+def post_registry_typed_data(args: dict, did: str):
+    """The EIP-712 typed data the agent signs for set-card or deregister of its record on a chain registry."""
+    typed = registry.registry_write_to_sign(current_account(), did, args["operation"], args["uri"])
+    return {"data": {"operation": args["operation"], "typed_data": typed}}
 
 
 @blp.route("/api/agents/<string:did>/registry", methods=["GET"])
@@ -265,11 +281,15 @@ def get_registry(args: dict, did: str):
 
 @blp.route("/api/agents/<string:did>", methods=["DELETE"])
 @agent_session_required
+@blp.arguments(DeregisterIn)
 @blp.response(202, JobEnvelope, headers=BARE_LOCATION_HEADER)
-@problem_doc(402, 403, 404, 409, 410)
-def deregister(did: str):
-    """Deregister (self only): a job removes the record and both cards; 409 if an owner is named."""
-    return _accepted(registry.request_deregister(current_account(), did))
+@problem_doc(400, 402, 403, 404, 409, 410, 413, 415, 422, 503)
+def deregister(args: dict, did: str):
+    """Deregister (self only): a job removes the record and both cards; 409 if an owner is named.
+
+    On a chain registry a DID with a record there sends the agent's signature and its deadline as a
+    JSON body (see typed-data)."""
+    return _accepted(registry.request_deregister(current_account(), did, args["signature"], args["deadline"]))
 
 
 @blp.route("/api/agents/<string:did>/owner/revoke", methods=["POST"])

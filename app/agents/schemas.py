@@ -121,8 +121,50 @@ class CardViewEnvelope(ma.Schema):
     data = ma.fields.Nested(CardView, required=True)
 
 
+_SIGNATURE = {
+    "description": "With AGENT_REGISTRY_BACKEND=evm: the agent's EIP-712 signature (0x + 65 bytes hex) of the "
+    "typed data from POST .../registry/typed-data."
+}
+_DEADLINE = {"description": "With AGENT_REGISTRY_BACKEND=evm: the deadline (Unix seconds) of that typed data."}
+# Fits the JSON payload of a job and the contract's uint256.
+_MAX_DEADLINE = 2**53
+
+
 class CardUriIn(ma.Schema):
     uri = ma.fields.String(required=True, metadata={"description": "Absolute URI, at most 2048 bytes."})
+    signature = ma.fields.String(load_default=None, metadata=_SIGNATURE)
+    deadline = ma.fields.Integer(
+        load_default=None, strict=True, validate=ma.validate.Range(0, _MAX_DEADLINE), metadata=_DEADLINE
+    )
+
+
+class DeregisterIn(ma.Schema):
+    signature = ma.fields.String(load_default=None, metadata=_SIGNATURE)
+    deadline = ma.fields.Integer(
+        load_default=None, strict=True, validate=ma.validate.Range(0, _MAX_DEADLINE), metadata=_DEADLINE
+    )
+
+
+class TypedDataIn(ma.Schema):
+    operation = ma.fields.String(required=True, validate=ma.validate.OneOf(["set-card", "deregister"]))
+    uri = ma.fields.String(load_default=None, metadata={"description": "The card URI (set-card only)."})
+
+
+class TypedDataOut(ma.Schema):
+    operation = ma.fields.String(required=True)
+    typed_data = ma.fields.Dict(
+        required=True,
+        allow_none=True,
+        metadata={
+            "description": "EIP-712 typed data (eth_signTypedData_v4) to sign with the agent key: Register, SetCard "
+            "or Deregister of TesseraRegistry, with the DID's nonce and a deadline. null: the write needs no "
+            "signature (the database registry, or a deregistration of a DID with no record on chain)."
+        },
+    )
+
+
+class TypedDataEnvelope(ma.Schema):
+    data = ma.fields.Nested(TypedDataOut, required=True)
 
 
 class RegistryArgs(ma.Schema):

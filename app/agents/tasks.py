@@ -38,13 +38,21 @@ def card_unpublish(job):
     return UnpublishedCardOut().dump(cards.card_unpublish_from_job(job))
 
 
-@job_task("agents.set_card")
+@job_task("agents.set_card", transient=(NotYetMined,), deferred=(NotYetConfirmed,))
 def set_card(job):
+    if current(ChainSettings).registry_backend == EVM:
+        from app.agents.chain_writes import set_card_on_chain  # web3 (about 1 s) loads only where a chain is used
+
+        return set_card_on_chain(job)
     return RegisteredCardUriOut().dump(cards.set_card_from_job(job))
 
 
-@job_task("agents.deregister")
+@job_task("agents.deregister", transient=(NotYetMined,), deferred=(NotYetConfirmed,))
 def deregister(job):
+    if current(ChainSettings).registry_backend == EVM:
+        from app.agents.chain_writes import deregister_on_chain  # web3 loads only where a chain is used
+
+        return deregister_on_chain(job)
     return DeregistrationOut().dump(registry.deregister_from_job(job))
 
 

@@ -1,20 +1,26 @@
-"""ERC-8004 identity of hosted agents: `register(agentURI)` in the IdentityRegistry, relayed once per job."""
+"""ERC-8004 identity of hosted agents: `register(agentURI)` and `setAgentURI` in the IdentityRegistry,
+each relayed once per job."""
 
 from __future__ import annotations
 
 from dataclasses import dataclass
 
+from web3 import Web3
+from web3.contract import Contract
 from web3.logs import DISCARD
 
 from app.chain.abi import IDENTITY_REGISTRY, load_artifact
-from app.chain.errors import ChainNotConfigured, TransactionReverted
-from app.chain.relay import confirmed_receipt, send_once
+from app.chain.errors import TransactionReverted
+from app.chain.relay import Receipt
 from app.chain.rpc import connect
-from app.chain.settings import ChainSettings
+from app.chain.settings import Chain, ChainSettings
+from app.chain.writes import relay_confirmed
 from app.settings import current
 
-# The step of a job's transactions that registers the agent's identity (`app.chain.relay`).
+# The steps of a job's transactions (`app.chain.relay`) that register the agent's identity and
+# change its URI.
 IDENTITY_STEP = "identity"
+IDENTITY_URI_STEP = "identity-uri"
 
 
 @dataclass(frozen=True)
@@ -27,6 +33,11 @@ class IdentityRegistration:
     block_number: int
 
 
+def _identity_registry(chain: Chain) -> tuple[Web3, Contract]:
+    w3 = connect(chain.rpc_url)
+    return w3, w3.eth.contract(address=chain.identity_registry_address, abi=load_artifact(IDENTITY_REGISTRY).abi)
+
+
 def register_identity(network: str, job_id: str, agent_uri: str) -> IdentityRegistration:
     """Register an agent whose registration file is at `agent_uri`; the job's one transaction.
 
@@ -34,21 +45,24 @@ def register_identity(network: str, job_id: str, agent_uri: str) -> IdentityRegi
     transaction has its confirmations; `TransactionReverted` when the contract refuses it (at
     estimation or mined); `ChainUnavailable` when the node does not answer or refuses to send it.
     """
-    settings = current(ChainSettings)
-    chain = settings.require_chain(network)
-    if settings.relayer_key is None:
-        raise ChainNotConfigured("Set CHAIN_RELAYER_KEY.")
-    w3 = connect(chain.rpc_url)
-    identity = w3.eth.contract(address=chain.identity_registry_address, abi=load_artifact(IDENTITY_REGISTRY).abi)
+    chain = current(ChainSettings).require_chain(network)
+    w3, identity = _identity_registry(chain)
     call = identity.encode_abi("register", args=[agent_uri])
-    tx_hash = send_once(
-        w3, settings.relayer_key.secret, job_id, {"to": identity.address, "data": call}, step=IDENTITY_STEP
-    )
-    receipt = confirmed_receipt(w3, tx_hash)
-    if receipt.status != 1:
-        raise TransactionReverted(f"The registration transaction {tx_hash} reverted (block {receipt.block_number}).")
+    receipt = relay_confirmed(w3, job_id, identity.address, call, step=IDENTITY_STEP)
+    tx_hash = receipt.tx_hash
     registered = identity.events.Registered().process_receipt(receipt.raw, errors=DISCARD)  # other events
     if not registered:
         raise TransactionReverted(f"The transaction {tx_hash} registered no agent.")
     agent_id = int(registered[0]["args"]["agentId"])
     return IdentityRegistration(agent_id, chain.agent_registry_id, tx_hash, receipt.block_number)
+
+
+def set_agent_uri(network: str, job_id: str, agent_id: int, agent_uri: str) -> Receipt:
+    """Point the `tokenURI` of `agent_id` (the relayer owns the token) at `agent_uri`: the job's `IDENTITY_URI_STEP`.
+
+    Must run with no database transaction open; raises as `register_identity`.
+    """
+    chain = current(ChainSettings).require_chain(network)
+    w3, identity = _identity_registry(chain)
+    call = identity.encode_abi("setAgentURI", args=[agent_id, agent_uri])
+    return relay_confirmed(w3, job_id, identity.address, call, step=IDENTITY_URI_STEP)

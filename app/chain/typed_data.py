@@ -10,6 +10,7 @@ from typing import Any
 
 from eth_account import Account
 from eth_account.messages import encode_typed_data
+from eth_utils import keccak
 
 DOMAIN_NAME = "TesseraRegistry"
 DOMAIN_VERSION = "1"
@@ -73,3 +74,9 @@ def sign_typed_data(typed_data: dict[str, Any], private_key: str | bytes) -> byt
     """The 65-byte signature (r || s || v, v in {27, 28}) of `typed_data` by `private_key`."""
     signed = Account.sign_message(encode_typed_data(full_message=typed_data), private_key)
     return bytes(signed.signature)
+
+
+def typed_data_digest(typed_data: dict[str, Any]) -> bytes:
+    """The 32-byte EIP-712 digest of `typed_data`: what the agent signs and the contract recovers from."""
+    signable = encode_typed_data(full_message=typed_data)
+    return keccak(b"\x19" + signable.version + signable.header + signable.body)

@@ -125,6 +125,10 @@ class ConsentRefused(TesseraError):
     """The consent does not say exactly that this agent accepts the expected owner; nothing was signed."""
 
 
+class RegistryWriteRefused(TesseraError):
+    """The registry write the network asked this key to sign is not the one requested; nothing was signed."""
+
+
 class JobFailed(TesseraError):
     """A job finished in state ``failed``; ``job`` is its final JSON."""
 
@@ -473,13 +477,22 @@ class TesseraClient:
         wait: bool = True,
         progress: ProgressCallback | None = None,
     ) -> dict[str, Any]:
-        """Register a card URI in the registry; it then appears as the DID document's AgentService."""
-        return self._job(
-            "PUT",
-            f"/api/agents/{quote(self._target(agent))}/registry/card-uri",
-            json_body={"uri": uri},
-            wait=wait,
-            progress=progress,
+        """Register a card URI in the registry; it then appears as the DID document's AgentService.
+
+        On a network whose registry is on a chain, the key signs the write (``sign_registry_write``).
+        """
+        target = self._target(agent)
+        return self._signed_write(
+            "set-card",
+            target,
+            lambda signed: self._job(
+                "PUT",
+                f"/api/agents/{quote(target)}/registry/card-uri",
+                json_body={"uri": uri, **signed},
+                wait=wait,
+                progress=progress,
+            ),
+            uri=uri,
         )
 
     # -- public reads ---------------------------------------------------------------------
@@ -549,7 +562,79 @@ class TesseraClient:
             too_old = True
         if too_old:
             raise RegistryTooOld(version)
-        return self._job("DELETE", f"/api/agents/{quote(self._target(agent_did))}", wait=wait, progress=progress)
+        target = self._target(agent_did)
+        return self._signed_write(
+            "deregister",
+            target,
+            lambda signed: self._job(
+                "DELETE", f"/api/agents/{quote(target)}", json_body=signed or None, wait=wait, progress=progress
+            ),
+        )
+
+    # -- registry writes on a chain -------------------------------------------------------
+
+    def _signed_write(
+        self, operation: str, did: str, send: Callable[[dict[str, Any]], dict[str, Any]], uri: str | None = None
+    ) -> dict[str, Any]:
+        """``send({})``; when the network's registry is on a chain and answers that the write needs the
+        agent's signature, ``send`` again with the signature and its deadline."""
+        try:
+            return send({})
+        except ApiError as refused:
+            if refused.code != "registry_signature_required":
+                raise
+        typed = self._data(
+            "POST",
+            f"/api/agents/{quote(did)}/registry/typed-data",
+            authenticated=True,
+            json_body={"operation": operation, "uri": uri},
+        )["typed_data"]
+        if typed is None:
+            raise RegistryWriteRefused(f"the network asks for a signature of {operation} but gives nothing to sign")
+        signature = self.sign_registry_write(typed, operation, did, uri)
+        return send({"signature": signature, "deadline": typed["message"]["deadline"]})
+
+    def sign_registry_write(self, typed_data: Any, operation: str, did: str, uri: str | None = None) -> str:
+        """Sign the network's EIP-712 typed data of ``operation`` (``set-card`` of ``uri`` or ``deregister``)
+        of ``did`` with the agent key; the 0x-hex signature.
+
+        The typed data is rebuilt from its domain and the members of its message that the registry's
+        type names, after checking they say exactly this write of this DID by this key; anything
+        else raises ``RegistryWriteRefused`` and nothing is signed.
+        """
+        # eth-account is loaded only by a network whose registry is on a chain.
+        from app.chain.typed_data import DOMAIN_NAME, TYPES, ZERO_ADDRESS, registry_message, typed_data_digest
+
+        allowed = {"set-card": ("Register", "SetCard"), "deregister": ("Deregister",)}[operation]
+        refusal = f"refusing to sign the registry write the network sent for {operation} of {did}"
+        if not isinstance(typed_data, dict):
+            raise RegistryWriteRefused(f"{refusal}: it is not an object")
+        primary, message, domain = (typed_data.get(key) for key in ("primaryType", "message", "domain"))
+        if primary not in allowed or not isinstance(message, dict) or not isinstance(domain, dict):
+            raise RegistryWriteRefused(f"{refusal}: it is a {primary!r}, not one of {', '.join(allowed)}")
+        expected = {"did": did}
+        if operation == "set-card":
+            expected["cardURI"] = uri
+        if primary == "Register":
+            expected.update(agent=self.address, owner=ZERO_ADDRESS)
+        wrong = [f"{name} {message.get(name)!r} (expected {value!r})" for name, value in expected.items()
+                 if message.get(name) != value]  # fmt: skip
+        if domain.get("name") != DOMAIN_NAME:
+            wrong.append(f"domain {domain.get('name')!r} (expected {DOMAIN_NAME!r})")
+        if wrong:
+            raise RegistryWriteRefused(f"{refusal}: it names " + ", ".join(wrong))
+        try:
+            rebuilt = registry_message(
+                primary,
+                {field["name"]: message[field["name"]] for field in TYPES[primary]},
+                chain_id=int(domain["chainId"]),
+                registry_address=str(domain["verifyingContract"]),
+            )
+            digest = typed_data_digest(rebuilt)
+        except (KeyError, TypeError, ValueError) as exc:
+            raise RegistryWriteRefused(f"{refusal}: {exc!r}") from exc
+        assert self._api_key is not None
+        return ethereum.sign_digest(digest, self._api_key)
 
     # -- organisation consent -------------------------------------------------------------
 

@@ -113,3 +113,29 @@ def test_registry_views_did_document_and_deregistration_name_every_field(live_se
     assert gone.status_code == 410
     assert gone.json()["didDocument"] == {"@context": DID_CONTEXTS, "id": agent_client.did}
     assert list(gone.json()["didDocumentMetadata"]) == ["created", "deactivated", "updated"]
+
+
+def test_writes_need_no_signature_on_the_database_registry(live_server, agent_client):
+    token = agent_client.authenticate()["token"]
+    with live_server.http() as http:
+        answers = [
+            http.post(
+                f"/api/agents/{agent_client.did}/registry/typed-data",
+                json=body,
+                headers={"Authorization": f"Bearer {token}"},
+            )
+            for body in (
+                {"operation": "set-card", "uri": "https://agent.example/card.json"},
+                {"operation": "deregister"},
+            )
+        ]
+        refused = http.post(
+            f"/api/agents/{agent_client.did}/registry/typed-data",
+            json={"operation": "set-card", "uri": "javascript:alert(1)"},
+            headers={"Authorization": f"Bearer {token}"},
+        )
+    assert [answer.json()["data"] for answer in answers] == [
+        {"operation": "set-card", "typed_data": None},
+        {"operation": "deregister", "typed_data": None},
+    ]
+    assert refused.status_code == 422  # the write's own checks come first
