@@ -3,7 +3,10 @@
 
 from __future__ import annotations
 
+import os
 import re
+import subprocess
+import sys
 
 import pytest
 from eth_account import Account
@@ -16,6 +19,7 @@ from app.extensions import db
 from app.outbound import CalledInsideTransaction
 from tests.chain.conftest import CHAIN_ID, RELAYER_KEY
 from tests.support.config import change_settings
+from tests.support.environment import REPO_ROOT
 
 SETTINGS_LINE = re.compile(r"^CHAIN_TESTNET_(REGISTRY|IDENTITY_REGISTRY)_ADDRESS=(0x[0-9a-fA-F]{40})$", re.M)
 
@@ -36,6 +40,36 @@ def test_deploy_creates_both_contracts_and_prints_their_settings(app, anvil, mon
     assert registry.functions.version().call() == "1.7.0"
     assert anvil.w3.eth.get_code(addresses["IDENTITY_REGISTRY"]) != b""
     assert RELAYER_KEY.removeprefix("0x") not in result.output
+
+
+def _readme_chain_lines() -> list[str]:
+    text = (REPO_ROOT / "README.md").read_text()
+    block = text.split("## Your agents on a chain (optional)", 1)[1].split("```bash\n", 1)[1].split("```", 1)[0]
+    return block.splitlines()
+
+
+def test_the_readme_chain_lines_deploy_with_tessera_admin(app, anvil, tmp_path):
+    """The README's lines as written, with this node's URL and chain id and the relayer's key put in
+    (on the database `app` migrated)."""
+    exports, key_line, command = _readme_chain_lines()
+    assert command == "tessera-admin chain deploy --env testnet"
+    assert key_line.startswith("export CHAIN_RELAYER_KEY=0x...")
+    settings = dict(part.split("=", 1) for part in exports.removeprefix("export ").split())
+    assert set(settings) == {"CHAIN_TESTNET_RPC_URL", "CHAIN_TESTNET_CHAIN_ID", "AGENT_CHAIN_ID"}
+    settings.update(CHAIN_TESTNET_RPC_URL=anvil.url, CHAIN_TESTNET_CHAIN_ID=str(CHAIN_ID), AGENT_CHAIN_ID=str(CHAIN_ID))
+    # What pip writes for the console script (tests/agents/test_cli_profiles.py runs the same).
+    script = tmp_path / "tessera-admin"
+    script.write_text("import sys\nfrom app.admin import main\nsys.exit(main())\n")
+    env = {**os.environ, **settings, "CHAIN_RELAYER_KEY": RELAYER_KEY, "PYTHONPATH": str(REPO_ROOT)}
+    result = subprocess.run(
+        [sys.executable, str(script), *command.split()[1:]], cwd=tmp_path, env=env, capture_output=True, text=True,
+        timeout=120,
+    )  # fmt: skip
+    assert result.returncode == 0, result.stderr
+    addresses = dict(SETTINGS_LINE.findall(result.stdout))
+    assert set(addresses) == {"REGISTRY", "IDENTITY_REGISTRY"}
+    registry = anvil.w3.eth.contract(address=addresses["REGISTRY"], abi=load_artifact(REGISTRY).abi)
+    assert registry.functions.version().call() == "1.7.0"
 
 
 def test_deploy_refuses_a_node_of_another_chain_and_sends_nothing(app, anvil, monkeypatch):

@@ -113,7 +113,13 @@ def test_the_readme_is_a_front_door():
     lines = README.read_text().splitlines()
     assert len(lines) <= 160, f"the README has {len(lines)} lines; the rest belongs in docs/"
     headings = [line for line in lines if line.startswith("## ")]
-    assert headings == ["## Two commands", "## First sign-in", "## First agent", "## Where to go next"], headings
+    assert headings == [
+        "## Two commands",
+        "## First sign-in",
+        "## First agent",
+        "## Your agents on a chain (optional)",
+        "## Where to go next",
+    ], headings
 
 
 @dataclass
