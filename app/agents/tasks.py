@@ -24,7 +24,7 @@ from app.settings import current
 FOLLOW_SECONDS = 5.0
 
 
-@job_task("agents.host_card", transient=(NotYetMined,), deferred=(NotYetConfirmed,))
+@job_task("agents.host_card", deferred=(NotYetMined, NotYetConfirmed))
 def host_card(job):
     if current(ChainSettings).registry_backend == EVM:
         from app.agents.chain_cards import host_card_on_chain  # web3 (about 1 s) loads only where a chain is used

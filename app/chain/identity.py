@@ -44,11 +44,13 @@ def register_identity(network: str, job_id: str, agent_uri: str) -> IdentityRegi
     tx_hash = send_once(
         w3, settings.relayer_key.secret, job_id, {"to": identity.address, "data": call}, step=IDENTITY_STEP
     )
-    receipt = confirmed_receipt(w3, tx_hash)
+    receipt = confirmed_receipt(w3, tx_hash)  # of the version mined, if a stuck one was replaced
     if receipt.status != 1:
-        raise TransactionReverted(f"The registration transaction {tx_hash} reverted (block {receipt.block_number}).")
+        raise TransactionReverted(
+            f"The registration transaction {receipt.tx_hash} reverted (block {receipt.block_number})."
+        )
     registered = identity.events.Registered().process_receipt(receipt.raw, errors=DISCARD)  # other events
     if not registered:
-        raise TransactionReverted(f"The transaction {tx_hash} registered no agent.")
+        raise TransactionReverted(f"The transaction {receipt.tx_hash} registered no agent.")
     agent_id = int(registered[0]["args"]["agentId"])
-    return IdentityRegistration(agent_id, chain.agent_registry_id, tx_hash, receipt.block_number)
+    return IdentityRegistration(agent_id, chain.agent_registry_id, receipt.tx_hash, receipt.block_number)
