@@ -10,10 +10,12 @@ switched off where a test needs a transaction to wait, and switched back on when
 
 from __future__ import annotations
 
+import json
 from collections.abc import Iterator
 from datetime import timedelta
 
 import pytest
+import requests
 from eth_account.typed_transactions import TypedTransaction
 from hexbytes import HexBytes
 from sqlalchemy import select, update
@@ -29,6 +31,7 @@ from app.extensions import db
 from tests.chain.conftest import CONFIRMATIONS, RELAYER, run_host_card, sent_step
 from tests.support.agents import registration_card
 from tests.support.config import change_settings
+from tests.support.servers import serve_on_loopback
 
 
 @pytest.fixture
@@ -180,6 +183,57 @@ def test_a_transaction_a_reorganisation_dropped_is_sent_again_as_stored(app, anv
     assert finished["result"]["transaction"]["blockNumber"] == mined["blockNumber"]
     assert w3.eth.get_transaction_count(RELAYER) == nonce + 1
     assert len(_registered(identity, finished["result"]["public_url"])) == 1
+
+
+class LaggingNode:
+    """A JSON-RPC endpoint in front of anvil that answers receipts it holds in `stale` from its own
+    copy, as a node behind a load balancer that has not seen a reorganisation yet."""
+
+    def __init__(self, upstream: str) -> None:
+        self.upstream, self.stale = upstream, {}
+        self.server = serve_on_loopback(self._answer, name="lagging-node")
+        self.url = f"http://127.0.0.1:{self.server.server_port}"
+
+    def _answer(self, method: str, path: str, body: bytes) -> tuple[str, bytes]:
+        request = json.loads(body)
+        if request["method"] == "eth_getTransactionReceipt" and request["params"][0] in self.stale:
+            answer = {"jsonrpc": "2.0", "id": request["id"], "result": self.stale[request["params"][0]]}
+            return "application/json", json.dumps(answer).encode()
+        upstream = requests.post(self.upstream, data=body, headers={"Content-Type": "application/json"}, timeout=10)
+        return "application/json", upstream.content
+
+
+@pytest.fixture
+def lagging(anvil) -> Iterator[LaggingNode]:
+    node = LaggingNode(anvil.url)
+    yield node
+    node.server.shutdown()
+
+
+def test_a_receipt_of_a_block_no_longer_canonical_does_not_count(app, anvil, evm, lagging, monkeypatch):
+    w3 = anvil.w3
+    job = evm.host_card(registration_card("Stale receipt"), wait=False)
+    nonce = w3.eth.get_transaction_count(RELAYER)
+    with pytest.raises(NotYetConfirmed):
+        run_host_card(app, job["id"])
+    sent = sent_step(app, job["id"])
+    lagging.stale[sent.tx_hash] = w3.provider.make_request("eth_getTransactionReceipt", [sent.tx_hash])["result"]
+    w3.provider.make_request("anvil_reorg", [1, []])
+    _mine(anvil, 1 + CONFIRMATIONS)  # the stale receipt's block number has its confirmations
+    change_settings(monkeypatch, app, CHAIN_TESTNET_RPC_URL=lagging.url, CHAIN_RPC_TIMEOUT="1")
+
+    with pytest.raises(NotYetMined):  # the stale receipt is not taken: the stored bytes are sent again
+        run_host_card(app, job["id"])
+
+    assert evm.get_job(job["id"])["state"] == "running"
+    mined = w3.eth.get_transaction_receipt(sent.tx_hash)
+    assert mined["blockHash"].to_0x_hex() != lagging.stale[sent.tx_hash]["blockHash"]
+    lagging.stale.clear()  # the node catches up
+    _mine(anvil, CONFIRMATIONS)
+    run_host_card(app, job["id"])
+    finished = evm.get_job(job["id"])
+    assert finished["state"] == "succeeded" and finished["result"]["transaction"]["blockNumber"] == mined["blockNumber"]
+    assert w3.eth.get_transaction_count(RELAYER) == nonce + 1
 
 
 def _follow(app) -> None:
