@@ -214,6 +214,12 @@ def _stuck(row: ChainTransaction) -> bool:
     return waited >= timedelta(seconds=current(ChainSettings).stuck_seconds)
 
 
+def _nonce_used(w3: Web3, row: ChainTransaction) -> bool:
+    """Whether the chain has mined a transaction of the relayer with the step's nonce."""
+    address = row.account.split(":", 1)[1]
+    return w3.eth.get_transaction_count(address, "latest") > row.nonce
+
+
 def keep_sent(w3: Web3, relayer_key: bytes, row: ChainTransaction) -> tuple[str, TxReceipt | None]:
     """Keep a step's signed transaction on its way; the hash to wait for and, once mined, its receipt.
 
@@ -227,6 +233,8 @@ def keep_sent(w3: Web3, relayer_key: bytes, row: ChainTransaction) -> tuple[str,
     if receipt is not None:
         return receipt["transactionHash"].to_0x_hex(), receipt
     if not _stuck(row) and _send_raw(w3, row.raw_transaction):
+        return row.tx_hash, None
+    if _nonce_used(w3, row):  # mined meanwhile, its receipt not served yet: a replacement could not be mined
         return row.tx_hash, None
     tx_hash, raw = _replace(w3, relayer_key, row)
     if not _send_raw(w3, raw):

@@ -16,6 +16,7 @@ from datetime import timedelta
 
 import pytest
 import requests
+from eth_account import Account
 from eth_account.typed_transactions import TypedTransaction
 from hexbytes import HexBytes
 from sqlalchemy import select, update
@@ -28,7 +29,7 @@ from app.chain.relay import confirmed_receipt
 from app.chain.tasks import beat_schedule, follow_transactions
 from app.db import Mode, transaction, unit_of_work
 from app.extensions import db
-from tests.chain.conftest import CONFIRMATIONS, RELAYER, run_host_card, sent_step
+from tests.chain.conftest import CONFIRMATIONS, RELAYER, RELAYER_KEY, run_host_card, sent_step
 from tests.support.agents import registration_card
 from tests.support.config import change_settings
 from tests.support.servers import serve_on_loopback
@@ -154,6 +155,29 @@ def test_a_transaction_the_node_refuses_for_its_fees_is_replaced(app, anvil, ide
     finished = relay.get_job(job["id"])
     assert finished["state"] == "succeeded" and finished["result"]["transaction"]["txHash"] == second.tx_hash
     assert len(_registered(identity, finished["result"]["public_url"])) == 1
+
+
+def test_a_nonce_mined_by_another_transaction_is_not_replaced_again(app, anvil, relay):
+    w3 = anvil.w3
+    job = relay.host_card(registration_card("Nonce taken"), wait=False)
+    with pytest.raises(NotYetMined):
+        run_host_card(app, job["id"])
+    first = sent_step(app, job["id"])
+    # Someone with the relayer's key sends another transaction with that nonce, at a higher fee.
+    old = _signed(first.raw_transaction)
+    outside = {
+        "type": 2, "chainId": old["chainId"], "nonce": old["nonce"], "to": RELAYER, "value": 0, "gas": 21000,
+        "maxFeePerGas": 2 * old["maxFeePerGas"], "maxPriorityFeePerGas": 2 * old["maxPriorityFeePerGas"],
+    }  # fmt: skip
+    w3.eth.send_raw_transaction(Account.sign_transaction(outside, RELAYER_KEY).raw_transaction)
+    _mine(anvil, 1)
+    _sent_long_ago(app, job["id"])
+
+    with pytest.raises(NotYetMined):  # nothing of the job's is mined, and no replacement could be
+        run_host_card(app, job["id"])
+
+    assert _versions(app, job["id"]) == [first.tx_hash]
+    assert w3.eth.get_transaction_count(RELAYER, "pending") == old["nonce"] + 1
 
 
 def test_a_transaction_a_reorganisation_dropped_is_sent_again_as_stored(app, anvil, identity, evm):
