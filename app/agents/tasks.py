@@ -24,7 +24,7 @@ from app.settings import current
 FOLLOW_SECONDS = 5.0
 
 
-@job_task("agents.host_card", transient=(NotYetMined,), deferred=(NotYetConfirmed,))
+@job_task("agents.host_card", deferred=(NotYetMined, NotYetConfirmed))
 def host_card(job):
     if current(ChainSettings).registry_backend == EVM:
         from app.agents.chain_cards import host_card_on_chain  # web3 (about 1 s) loads only where a chain is used
@@ -38,7 +38,7 @@ def card_unpublish(job):
     return UnpublishedCardOut().dump(cards.card_unpublish_from_job(job))
 
 
-@job_task("agents.set_card", transient=(NotYetMined,), deferred=(NotYetConfirmed,))
+@job_task("agents.set_card", deferred=(NotYetMined, NotYetConfirmed))
 def set_card(job):
     if current(ChainSettings).registry_backend == EVM:
         from app.agents.chain_writes import set_card_on_chain  # web3 (about 1 s) loads only where a chain is used
@@ -47,7 +47,7 @@ def set_card(job):
     return RegisteredCardUriOut().dump(cards.set_card_from_job(job))
 
 
-@job_task("agents.deregister", transient=(NotYetMined,), deferred=(NotYetConfirmed,))
+@job_task("agents.deregister", deferred=(NotYetMined, NotYetConfirmed))
 def deregister(job):
     if current(ChainSettings).registry_backend == EVM:
         from app.agents.chain_writes import deregister_on_chain  # web3 loads only where a chain is used

@@ -18,7 +18,15 @@ class TransactionReverted(DomainError):
 
 
 class NotYetMined(Exception):
-    """A relayed transaction is not mined yet: the job's retry (counted, with backoff) asks again."""
+    """A relayed transaction is not mined yet: ask again in `seconds`.
+
+    The relay keeps it going meanwhile (sent again when dropped, replaced with higher fees when
+    stuck), so this wait does not use up the job's retries either.
+    """
+
+    def __init__(self, reason: str, seconds: float) -> None:
+        super().__init__(reason)
+        self.seconds = seconds
 
 
 class NotYetConfirmed(Exception):

@@ -52,7 +52,7 @@ def register_identity(network: str, job_id: str, agent_uri: str) -> IdentityRegi
     tx_hash = receipt.tx_hash
     registered = identity.events.Registered().process_receipt(receipt.raw, errors=DISCARD)  # other events
     if not registered:
-        raise TransactionReverted(f"The transaction {tx_hash} registered no agent.")
+        raise TransactionReverted(f"The transaction {receipt.tx_hash} registered no agent.")
     agent_id = int(registered[0]["args"]["agentId"])
     return IdentityRegistration(agent_id, chain.agent_registry_id, tx_hash, receipt.block_number)
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from datetime import datetime
 
-from sqlalchemy import BigInteger, DateTime, String, Text
+from sqlalchemy import BigInteger, DateTime, Index, String, Text
 from sqlalchemy.orm import Mapped, mapped_column
 
 from app.db import Base, utcnow
@@ -50,7 +50,12 @@ class RelayerNonce(Base):
 
 class ChainTransaction(Base):
     """One transaction a job relays at its step `step` (a job may relay several, one per step): its
-    nonce, then the signed bytes and hash, sent again as they are."""
+    nonce, then the signed bytes and hash of its latest version, sent again as they are.
+
+    A version stuck unmined is replaced by one signed with the same nonce and higher fees (all
+    versions are kept in `ChainTransactionVersion`); at most one of them is ever mined. The
+    `mined_*` columns and `confirmed_at` are what the relay last saw of it on the canonical chain.
+    """
 
     __tablename__ = "chain_job_transactions"
 
@@ -60,6 +65,25 @@ class ChainTransaction(Base):
     nonce: Mapped[int] = mapped_column(BigInteger)
     tx_hash: Mapped[str | None] = mapped_column(String(66), nullable=True)
     raw_transaction: Mapped[str | None] = mapped_column(Text, nullable=True)
+    sent_at: Mapped[datetime | None] = mapped_column(DateTime(timezone=True), nullable=True)
+    mined_tx_hash: Mapped[str | None] = mapped_column(String(66), nullable=True)
+    mined_block_number: Mapped[int | None] = mapped_column(BigInteger, nullable=True)
+    mined_block_hash: Mapped[str | None] = mapped_column(String(66), nullable=True)
+    confirmed_at: Mapped[datetime | None] = mapped_column(DateTime(timezone=True), nullable=True)
+    created_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), default=utcnow)
+
+
+class ChainTransactionVersion(Base):
+    """One signed version of a job step's transaction (same nonce, its own fees), kept so that
+    whichever version the chain mines is found by any of the step's hashes."""
+
+    __tablename__ = "chain_transaction_versions"
+    __table_args__ = (Index("ix_chain_transaction_versions_step", "job_id", "step"),)
+
+    tx_hash: Mapped[str] = mapped_column(String(66), primary_key=True)
+    job_id: Mapped[str] = mapped_column(String(36))
+    step: Mapped[str] = mapped_column(String(40))
+    raw_transaction: Mapped[str] = mapped_column(Text)
     created_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), default=utcnow)
 
 

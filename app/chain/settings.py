@@ -116,6 +116,12 @@ class ChainSettings:
     )
     rpc_timeout: float = env("CHAIN_RPC_TIMEOUT", 10.0, "Seconds one JSON-RPC call may take in all.")
     confirmations: int = env("CHAIN_CONFIRMATIONS", 2, "Blocks on top of a registry transaction before it counts.")
+    stuck_seconds: float = env(
+        "CHAIN_STUCK_SECONDS",
+        60.0,
+        "Seconds a relayed transaction may wait unmined before it is replaced by one with the same "
+        "nonce and fees raised by at least 12.5 % (and to at least what the node asks now).",
+    )
 
     def chain(self, network: str) -> Chain:
         """The chain of `network`: `testnet`'s, else production's (as the agent network decides)."""

@@ -29,7 +29,7 @@ def relay_confirmed(w3: Web3, job_id: str, to: str, data: str, *, step: str) -> 
     when the node does not answer or refuses to send it.
     """
     tx_hash = send_once(w3, relayer_key(), job_id, {"to": to, "data": data}, step=step)
-    receipt = confirmed_receipt(w3, tx_hash)
+    receipt = confirmed_receipt(w3, tx_hash)  # of the version mined, if a stuck one was replaced
     if receipt.status != 1:
-        raise TransactionReverted(f"The transaction {tx_hash} reverted (block {receipt.block_number}).")
+        raise TransactionReverted(f"The transaction {receipt.tx_hash} reverted (block {receipt.block_number}).")
     return receipt

@@ -17,6 +17,7 @@ from sqlalchemy import func, select, text
 
 from app.client.library import TesseraClient
 from tests.support.agents import registration_card
+from tests.support.environment import republish_abandoned
 
 pytestmark = pytest.mark.realworker
 
@@ -75,32 +76,6 @@ def snapshot(app, did: str, job_id: str) -> dict:
         }
         db.session.rollback()
         return state
-
-
-def republish_abandoned(app, job_id: str) -> None:
-    """What the outbox sweep does once the dead worker's lease has run out."""
-    from app.db import transaction
-    from app.extensions import db
-    from app.jobs.models import Job
-    from app.jobs.service import sweep_outbox
-
-    with app.app_context():
-        with transaction():
-            job = db.session.get(Job, job_id)
-            assert job.state == "running"
-            job.lease_expires_at = started = job.started_at
-        # Workers sweep on their own timer too: whichever sweep comes first re-publishes the job
-        # (renewing its lease); one finding another sweep at work does nothing.
-        deadline = time.monotonic() + 30
-        while True:
-            sweep_outbox()
-            job = db.session.get(Job, job_id, populate_existing=True)
-            state, lease = job.state, job.lease_expires_at
-            db.session.rollback()
-            if state != "running" or lease != started:
-                return
-            assert time.monotonic() < deadline, "the abandoned job was never re-published"
-            time.sleep(0.2)
 
 
 def crash_during(app, real_worker, did: str, start_job) -> str:

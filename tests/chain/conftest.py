@@ -1,5 +1,6 @@
 """A real chain for the tests: anvil from the pinned `@foundry-rs/anvil` npm package on a free port,
-with TesseraRegistry and the ERC-8004 IdentityRegistry deployed from the committed artifacts.
+with TesseraRegistry and the ERC-8004 IdentityRegistry deployed from the committed artifacts; the
+application over real HTTP with the evm backend on it (`evm`), jobs run in the test step by step.
 
 `installed_packages()` runs `npm ci` in app/chain on first use (package-lock.json pins solc,
 OpenZeppelin and anvil); without node and npm these tests are skipped.
@@ -10,6 +11,7 @@ from __future__ import annotations
 import shutil
 import socket
 import subprocess
+import threading
 import time
 from collections.abc import Iterator
 from dataclasses import dataclass
@@ -18,15 +20,28 @@ from pathlib import Path
 import pytest
 from eth_account import Account
 from web3 import Web3
+from werkzeug.serving import make_server
 
+from app.agents.tasks import host_card
 from app.chain.abi import IDENTITY_REGISTRY, REGISTRY, load_artifact
-from app.chain.deploy import deploy_contracts
+from app.chain.deploy import deploy_contract, deploy_contracts
+from app.chain.identity import IDENTITY_STEP
+from app.chain.models import ChainTransaction
+from app.client.library import TesseraClient
+from app.db import Mode, unit_of_work
+from app.extensions import db
+from app.jobs import service as jobs
+from app.jobs.service import run_job
+from tests.support.agents import LiveServer, claim_key_over_http
+from tests.support.config import change_settings
 from tests.support.environment import REPO_ROOT, TMP_DIR
 
 CHAIN_DIR = REPO_ROOT / "app" / "chain"
 CHAIN_ID = 31337
 # anvil's first development account (its well-known test mnemonic): the relayer of the tests.
 RELAYER_KEY = "0xac0974bec39a17e36ba4a6b4d238ff944bacb478cbed5efcae784d7bf4f2ff80"
+RELAYER = Account.from_key(RELAYER_KEY).address
+CONFIRMATIONS = 2
 
 
 def installed_packages() -> Path:
@@ -99,3 +114,65 @@ def contracts(anvil: Node) -> Contracts:
         anvil.w3.eth.contract(address=deployment.registry_address, abi=load_artifact(REGISTRY).abi),
         anvil.w3.eth.contract(address=deployment.identity_registry_address, abi=load_artifact(IDENTITY_REGISTRY).abi),
     )
+
+
+@pytest.fixture(scope="session")
+def server(app) -> Iterator[LiveServer]:
+    """The application over real HTTP on a loopback port, in a thread (jobs run where each test says)."""
+    http = make_server("127.0.0.1", 0, app, threaded=True)
+    thread = threading.Thread(target=http.serve_forever, name="chain-live-server", daemon=True)
+    thread.start()
+    yield LiveServer(f"http://127.0.0.1:{http.server_port}")
+    http.shutdown()
+    thread.join(timeout=10)
+
+
+@pytest.fixture
+def identity(anvil):
+    """An IdentityRegistry of this test's own (a test may change its code on the node)."""
+    address = deploy_contract(anvil.w3, Account.from_key(RELAYER_KEY).key, IDENTITY_REGISTRY)
+    return anvil.w3.eth.contract(address=address, abi=load_artifact(IDENTITY_REGISTRY).abi)
+
+
+@pytest.fixture
+def evm_settings(anvil, contracts, identity, server) -> dict[str, str]:
+    """The settings of the evm backend on the test node, the identity registry this test's own."""
+    return {
+        "AGENT_REGISTRY_BACKEND": "evm",
+        "AGENT_NETWORK": "testnet",
+        "AGENT_NETWORK_URL": server.url,
+        "AGENT_CLAIM_RATE_LIMIT": "10000 per hour",
+        "AGENT_CHALLENGE_RATE_LIMIT": "10000 per minute",
+        "CHAIN_TESTNET_RPC_URL": anvil.url,
+        "CHAIN_TESTNET_CHAIN_ID": str(CHAIN_ID),
+        "CHAIN_TESTNET_REGISTRY_ADDRESS": contracts.registry.address,
+        "CHAIN_TESTNET_IDENTITY_REGISTRY_ADDRESS": identity.address,
+        "CHAIN_RELAYER_KEY": RELAYER_KEY,
+        "CHAIN_CONFIRMATIONS": str(CONFIRMATIONS),
+        "CHAIN_RPC_TIMEOUT": "2",
+    }
+
+
+@pytest.fixture
+def evm(app, evm_settings, server, monkeypatch):
+    """The evm backend on the test node, jobs held in the outbox; a signed-in agent's client."""
+    change_settings(monkeypatch, app, **evm_settings)
+    monkeypatch.setattr(jobs, "_broker_down_until", time.monotonic() + 3600)
+    with TesseraClient(server.url, api_key=claim_key_over_http(server), poll_interval=0.05) as client:
+        client.authenticate()
+        yield client
+
+
+def run_host_card(app, job_id: str) -> None:
+    """One run of a host-card job in this process, as the worker's task runs it."""
+    with app.app_context():
+        run_job(job_id, host_card.handler)
+
+
+def sent_step(app, job_id: str) -> ChainTransaction | None:
+    """The host-card job's identity transaction as stored, detached."""
+    with app.app_context(), unit_of_work(Mode.READ):
+        row = db.session.get(ChainTransaction, (job_id, IDENTITY_STEP))
+        if row is not None:
+            db.session.expunge(row)
+        return row

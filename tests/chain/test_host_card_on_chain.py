@@ -11,90 +11,19 @@ from __future__ import annotations
 
 import json
 import socket
-import threading
-import time
-from collections.abc import Iterator
 
 import pytest
-from eth_account import Account
-from werkzeug.serving import make_server
 
 from app.agents.credits import held_credits
-from app.agents.tasks import host_card
 from app.chain import relay
-from app.chain.abi import IDENTITY_REGISTRY, load_artifact
-from app.chain.deploy import deploy_contract
 from app.chain.errors import NotYetConfirmed, NotYetMined
 from app.chain.identity import IDENTITY_STEP
-from app.chain.models import ChainTransaction
 from app.client.library import TesseraClient
 from app.db import Mode, unit_of_work
-from app.extensions import db
-from app.jobs import service as jobs
 from app.jobs.runner import TransientError
-from app.jobs.service import run_job
-from tests.chain.conftest import CHAIN_ID, RELAYER_KEY
-from tests.support.agents import LiveServer, account_id, claim_key_over_http, registration_card
+from tests.chain.conftest import CHAIN_ID, CONFIRMATIONS, RELAYER, run_host_card, sent_step
+from tests.support.agents import account_id, claim_key_over_http, registration_card
 from tests.support.config import change_settings
-
-CONFIRMATIONS = 2
-RELAYER = Account.from_key(RELAYER_KEY).address
-
-
-@pytest.fixture(scope="module")
-def server(app) -> Iterator[LiveServer]:
-    """The application over real HTTP on a loopback port, in a thread (no worker: jobs run in the test)."""
-    http = make_server("127.0.0.1", 0, app, threaded=True)
-    thread = threading.Thread(target=http.serve_forever, name="chain-live-server", daemon=True)
-    thread.start()
-    yield LiveServer(f"http://127.0.0.1:{http.server_port}")
-    http.shutdown()
-    thread.join(timeout=10)
-
-
-@pytest.fixture
-def identity(anvil):
-    """An IdentityRegistry of this test's own (a test may change its code on the node)."""
-    address = deploy_contract(anvil.w3, Account.from_key(RELAYER_KEY).key, IDENTITY_REGISTRY)
-    return anvil.w3.eth.contract(address=address, abi=load_artifact(IDENTITY_REGISTRY).abi)
-
-
-@pytest.fixture
-def evm(app, anvil, contracts, identity, server, monkeypatch):
-    """The evm backend on the test node, jobs held in the outbox; a signed-in agent's client."""
-    change_settings(
-        monkeypatch,
-        app,
-        AGENT_REGISTRY_BACKEND="evm",
-        AGENT_NETWORK="testnet",
-        AGENT_NETWORK_URL=server.url,
-        AGENT_CLAIM_RATE_LIMIT="10000 per hour",
-        AGENT_CHALLENGE_RATE_LIMIT="10000 per minute",
-        CHAIN_TESTNET_RPC_URL=anvil.url,
-        CHAIN_TESTNET_CHAIN_ID=str(CHAIN_ID),
-        CHAIN_TESTNET_REGISTRY_ADDRESS=contracts.registry.address,
-        CHAIN_TESTNET_IDENTITY_REGISTRY_ADDRESS=identity.address,
-        CHAIN_RELAYER_KEY=RELAYER_KEY,
-        CHAIN_CONFIRMATIONS=str(CONFIRMATIONS),
-        CHAIN_RPC_TIMEOUT="2",
-    )
-    monkeypatch.setattr(jobs, "_broker_down_until", time.monotonic() + 3600)
-    with TesseraClient(server.url, api_key=claim_key_over_http(server), poll_interval=0.05) as client:
-        client.authenticate()
-        yield client
-
-
-def _run(app, job_id: str) -> None:
-    with app.app_context():
-        run_job(job_id, host_card.handler)
-
-
-def _sent(app, job_id: str) -> ChainTransaction | None:
-    with app.app_context(), unit_of_work(Mode.READ):
-        row = db.session.get(ChainTransaction, (job_id, IDENTITY_STEP))
-        if row is not None:
-            db.session.expunge(row)
-        return row
 
 
 def _held(app, did: str) -> int:
@@ -109,20 +38,20 @@ def test_host_card_registers_the_agent_on_chain_with_one_transaction(app, anvil,
     nonce_before = w3.eth.get_transaction_count(RELAYER)
 
     with pytest.raises(NotYetConfirmed):  # sent and mined, not yet confirmed: the job's retry asks again
-        _run(app, job["id"])
-    sent = _sent(app, job["id"])
+        run_host_card(app, job["id"])
+    sent = sent_step(app, job["id"])
     assert sent.nonce == nonce_before and sent.tx_hash is not None
     assert evm.get_job(job["id"])["state"] == "running"
     assert w3.eth.get_transaction_count(RELAYER) == nonce_before + 1
 
     with pytest.raises(NotYetConfirmed):  # run again: the same signed transaction, nothing new sent
-        _run(app, job["id"])
-    assert _sent(app, job["id"]).tx_hash == sent.tx_hash
+        run_host_card(app, job["id"])
+    assert sent_step(app, job["id"]).tx_hash == sent.tx_hash
     assert w3.eth.get_transaction_count(RELAYER) == nonce_before + 1
 
     w3.provider.make_request("anvil_mine", [hex(CONFIRMATIONS)])
-    _run(app, job["id"])
-    _run(app, job["id"])  # a redelivery of a finished job does nothing
+    run_host_card(app, job["id"])
+    run_host_card(app, job["id"])  # a redelivery of a finished job does nothing
     assert w3.eth.get_transaction_count(RELAYER) == nonce_before + 1
 
     finished = evm.get_job(job["id"])
@@ -149,16 +78,16 @@ def test_hosting_again_keeps_the_agent_id_and_sends_nothing(app, anvil, identity
     w3 = anvil.w3
     first = evm.host_card(registration_card("First"), wait=False)
     with pytest.raises(NotYetConfirmed):
-        _run(app, first["id"])
+        run_host_card(app, first["id"])
     w3.provider.make_request("anvil_mine", [hex(CONFIRMATIONS)])
-    _run(app, first["id"])
+    run_host_card(app, first["id"])
     agent_id = evm.get_job(first["id"])["result"]["transaction"]["agentId"]
     nonce = w3.eth.get_transaction_count(RELAYER)
 
     second = evm.host_card(registration_card("Second"), wait=False)
-    _run(app, second["id"])
+    run_host_card(app, second["id"])
     assert evm.get_job(second["id"])["state"] == "succeeded"
-    assert _sent(app, second["id"]) is None and w3.eth.get_transaction_count(RELAYER) == nonce
+    assert sent_step(app, second["id"]) is None and w3.eth.get_transaction_count(RELAYER) == nonce
     public = json.loads(evm.get_agent_card(evm.did))
     assert public["name"] == "Second"
     agent_registry = f"eip155:{CHAIN_ID}:{identity.address}"
@@ -174,11 +103,11 @@ def test_a_call_the_contract_refuses_fails_the_job_and_releases_the_hold(app, an
     assert _held(app, evm.did) > 0
     nonce = w3.eth.get_transaction_count(RELAYER)
 
-    _run(app, job["id"])
+    run_host_card(app, job["id"])
 
     failed = evm.get_job(job["id"])
     assert failed["state"] == "failed" and failed["error"]["code"] == "chain_transaction_reverted", failed
-    assert _sent(app, job["id"]) is None and w3.eth.get_transaction_count(RELAYER) == nonce
+    assert sent_step(app, job["id"]) is None and w3.eth.get_transaction_count(RELAYER) == nonce
     assert _held(app, evm.did) == 0
     assert evm.credits()["balance"] == balance
     with pytest.raises(Exception, match="404|not found|No card"):
@@ -193,7 +122,7 @@ def test_a_transaction_mined_as_reverted_fails_the_job_and_releases_the_hold(app
     w3.provider.make_request("evm_setAutomine", [False])
     try:
         with pytest.raises(NotYetMined):  # sent, not mined within the deadline
-            _run(app, job["id"])
+            run_host_card(app, job["id"])
         # Before it is mined the contract changes under it: the mined transaction reverts (status 0).
         runtime = w3.eth.get_code(identity.address)
         refusing = w3.eth.get_code(contracts.registry.address).to_0x_hex()
@@ -201,11 +130,11 @@ def test_a_transaction_mined_as_reverted_fails_the_job_and_releases_the_hold(app
         w3.provider.make_request("anvil_mine", [hex(1 + CONFIRMATIONS)])
     finally:
         w3.provider.make_request("evm_setAutomine", [True])
-    sent = _sent(app, job["id"])
+    sent = sent_step(app, job["id"])
     assert w3.eth.get_transaction_receipt(sent.tx_hash)["status"] == 0
     assert w3.eth.get_transaction_count(RELAYER) == nonce + 1
 
-    _run(app, job["id"])
+    run_host_card(app, job["id"])
 
     failed = evm.get_job(job["id"])
     assert failed["state"] == "failed" and failed["error"]["code"] == "chain_transaction_reverted", failed
@@ -226,15 +155,15 @@ def test_a_run_killed_after_taking_its_nonce_is_resumed_with_that_nonce(app, anv
         other.authenticate()
         later = other.host_card(registration_card("Next in line"), wait=False)
         with pytest.raises(NotYetMined):
-            _run(app, later["id"])
-        assert _sent(app, later["id"]).nonce == nonce + 1  # the relayer's row gave the next one
+            run_host_card(app, later["id"])
+        assert sent_step(app, later["id"]).nonce == nonce + 1  # the relayer's row gave the next one
 
         with pytest.raises(NotYetConfirmed):
-            _run(app, job["id"])
-        assert _sent(app, job["id"]).nonce == nonce
+            run_host_card(app, job["id"])
+        assert sent_step(app, job["id"]).nonce == nonce
         w3.provider.make_request("anvil_mine", [hex(CONFIRMATIONS)])
-        _run(app, job["id"])
-        _run(app, later["id"])
+        run_host_card(app, job["id"])
+        run_host_card(app, later["id"])
         assert evm.get_job(job["id"])["state"] == other.get_job(later["id"])["state"] == "succeeded"
         assert w3.eth.get_transaction_count(RELAYER) == nonce + 2
 
@@ -244,10 +173,10 @@ def test_a_node_that_does_not_answer_leaves_the_job_to_its_retry(app, evm, monke
     job = evm.host_card(registration_card("Unanswered"), wait=False)
 
     with pytest.raises(TransientError):
-        _run(app, job["id"])
+        run_host_card(app, job["id"])
 
     assert evm.get_job(job["id"])["state"] == "running"
-    assert _sent(app, job["id"]) is None
+    assert sent_step(app, job["id"]) is None
 
 
 def _closed_port() -> int:

@@ -15,6 +15,7 @@ import shutil
 import subprocess
 import sys
 import tempfile
+import time
 import uuid
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -166,3 +167,29 @@ def fetch_job(app: Flask, job_id: str) -> dict | None:
         data = JobOut().dump(job) if job is not None else None
         db.session.rollback()
         return data
+
+
+def republish_abandoned(app, job_id: str) -> None:
+    """What the outbox sweep does once the dead worker's lease has run out."""
+    from app.db import transaction
+    from app.extensions import db
+    from app.jobs.models import Job
+    from app.jobs.service import sweep_outbox
+
+    with app.app_context():
+        with transaction():
+            job = db.session.get(Job, job_id)
+            assert job.state == "running"
+            job.lease_expires_at = started = job.started_at
+        # Workers sweep on their own timer too: whichever sweep comes first re-publishes the job
+        # (renewing its lease); one finding another sweep at work does nothing.
+        deadline = time.monotonic() + 30
+        while True:
+            sweep_outbox()
+            job = db.session.get(Job, job_id, populate_existing=True)
+            state, lease = job.state, job.lease_expires_at
+            db.session.rollback()
+            if state != "running" or lease != started:
+                return
+            assert time.monotonic() < deadline, "the abandoned job was never re-published"
+            time.sleep(0.2)
