@@ -1,6 +1,7 @@
 """`GET /v1/sub_client` keeps each item's dump per version of its row and of the settings it reads
-(`schemas.ListedSubClients`): a listed item is what a read of that sub-client answers, before and
-after the dump is kept, and any change of its row or of those settings shows on the next page."""
+(`schemas.ListedSubClients`), and its hot route each page's answer per version of its rows, those
+settings and the JSON form (`routes._page_version`): a listed item is what a read of that sub-client
+answers, before and after it is kept, and any change of a row, a setting or the form shows at once."""
 
 from __future__ import annotations
 
@@ -86,3 +87,14 @@ def test_the_settings_an_item_reads_are_part_of_its_version(app, client, master,
     assert not before["privacy_link"].startswith("https://elsewhere.example/")
     assert after["from_email_address"] == "x@elsewhere.example" != before["from_email_address"]
     assert after == _read(client, master.headers, child_id)
+
+
+def test_an_answer_kept_follows_the_json_form(app, client, master, monkeypatch):
+    create_sub_client(client, master.headers, name="Form")
+    compact = client.get("/v1/sub_client", headers=master.headers).get_data()
+    assert client.get("/v1/sub_client", headers=master.headers).get_data() == compact
+
+    monkeypatch.setattr(app.json, "compact", False)
+    indented = client.get("/v1/sub_client", headers=master.headers).get_data()
+
+    assert indented != compact and b'\n  "data": [\n' in indented
