@@ -2,17 +2,19 @@
 
 from __future__ import annotations
 
+from collections.abc import Hashable
 from urllib.parse import parse_qsl
 
-from flask import url_for
+from flask import Flask, url_for
 from flask.views import MethodView
 from flask_smorest import Blueprint
 from marshmallow import ValidationError
 
+from app.cache import Cache
 from app.db import read_only
 from app.http import LOCATION_HEADER, MAX_ID, id_parameter, no_store, path_id, problem_doc
 from app.idempotency.service import idempotent
-from app.pagination import PageArgs
+from app.pagination import Page, PageArgs
 from app.tenancy import service
 from app.tenancy.auth import api_token_required, current_caller, unstamped_caller
 from app.tenancy.schemas import (
@@ -25,7 +27,7 @@ from app.tenancy.schemas import (
     SubClientPage,
     SubClientUpdateIn,
 )
-from app.web.hot import HotAnswer, HotRequest, hot, json_answer
+from app.web.hot import HotAnswer, HotRequest, hot, json_answer, json_form
 
 blp = Blueprint(
     "sub_clients",
@@ -99,7 +101,8 @@ _PAGE_ARG_NAMES = frozenset({"page", "per_page"})
 def list_sub_clients_at_once(request: HotRequest) -> HotAnswer | None:
     """The list's plain success: a valid token whose last use needs no stamp, acting in its own
     client, `page` and `per_page` (each at most once, digits only) that the view's `PageArgs` takes.
-    The view's token statement, `service.list_sub_clients` and the view's schema, run on every request."""
+    The view's token statement and `service.list_sub_clients` run on every request; the answer the
+    view's schema makes of a page is kept while what it is built from is unchanged (`_page_version`)."""
     token = request.header("HTTP_X_API_TOKEN")
     query = _plain_query(request.header("QUERY_STRING"))
     if not token or "HTTP_X_API_SUBCLIENT_ID" in request.environ or query is None:
@@ -114,7 +117,24 @@ def list_sub_clients_at_once(request: HotRequest) -> HotAnswer | None:
             if caller is None:
                 return request.hand_off("token unknown, revoked, expired or its use to stamp")
             page = service.list_sub_clients(caller, args["page"], args["per_page"], connection)
-        return json_answer(request.app, 200, _SUB_CLIENT_PAGE.dump(page))
+        key = (caller.root_id, caller.acting_client_id, args["page"], args["per_page"])
+        version = _page_version(page, request.app)
+        answer = _PAGE_ANSWERS.peek(key, version)
+        if answer is None:
+            answer = json_answer(request.app, 200, _SUB_CLIENT_PAGE.dump(page))
+            _PAGE_ANSWERS.put(key, answer, version)
+        return answer
+
+
+# Plain pages as answered, per tenant, acting node and page (a kept answer is shared, never changed).
+_PAGE_ANSWERS: Cache[HotAnswer] = Cache("sub_client_pages", maxsize=256)
+
+
+def _page_version(page: Page, app: Flask) -> Hashable:
+    """What a page's answer is built from besides its key: each row as read, the total, the settings
+    its items read and the JSON form (kept beside the builder, `list_sub_clients_at_once`)."""
+    rows = tuple(row.version for row in page.data)
+    return rows, page.total_pages, service.answer_settings(), json_form(app)
 
 
 def _plain_query(query: str) -> dict[str, str] | None:

@@ -6,7 +6,9 @@ from datetime import UTC
 from typing import Any
 
 import marshmallow as ma
+from flask import current_app
 
+from app.cache import Cache
 from app.db import utcnow
 from app.pagination import PageMeta
 from app.profile.schemas import PROFILE_FIELDS
@@ -321,8 +323,35 @@ class SubClientEnvelope(ma.Schema):
     data = ma.fields.Nested(SubClientOut, required=True)
 
 
+# The dumps of sub-clients listed, per tenant and sub-client, valid for the columns and settings they were built from.
+_LISTED_SUB_CLIENTS: Cache[dict] = Cache("listed_sub_clients", maxsize=4096)
+
+
+class ListedSubClients(ma.fields.Nested):
+    """The `SubClientOut` dumps of a page's `service.SubClientRow`s, each built once per version of
+    its row and of the settings the answer reads (`service.answer_settings`); a dump kept is shared,
+    never changed."""
+
+    def _serialize(self, nested_obj: Any, attr: str | None, obj: Any, **kwargs: Any) -> Any:
+        if nested_obj is None:
+            return None
+        settings = service.answer_settings()
+        sort_keys = getattr(current_app.json, "sort_keys", False)
+        dumps = []
+        for row in nested_obj:
+            version = (row.version, settings)
+            dump = _LISTED_SUB_CLIENTS.peek(row.key, version)
+            if dump is None:
+                dump = self.schema.dump(row, many=False)
+                if sort_keys:  # kept in the order the JSON provider writes: its sort then finds them in order
+                    dump = dict(sorted(dump.items()))
+                _LISTED_SUB_CLIENTS.put(row.key, dump, version)
+            dumps.append(dump)
+        return dumps
+
+
 class SubClientPage(PageMeta):
-    data = ma.fields.Nested(SubClientOut, many=True, required=True)
+    data = ListedSubClients(SubClientOut, many=True, required=True)
 
 
 def _in_future(value: Any) -> None:

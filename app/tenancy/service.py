@@ -7,6 +7,7 @@ flush but never commit: the request, task or CLI command that called them owns t
 
 from __future__ import annotations
 
+import json
 import uuid
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -15,7 +16,7 @@ from functools import cache
 from typing import Any
 
 from flask import current_app
-from sqlalchemy import and_, bindparam, exists, func, or_, select, update
+from sqlalchemy import JSON, Text, and_, bindparam, cast, exists, func, or_, select, update
 from sqlalchemy.engine import Connection
 from sqlalchemy.exc import IntegrityError
 from sqlalchemy.orm import aliased
@@ -151,10 +152,19 @@ _CLIENT_ROW_IN_SUBTREE = DriverStatement(
 
 _CHILDREN = (Client.parent_id == bindparam("parent_id"), Client.disabled_at.is_(None))
 _CHILDREN_COUNT = DriverStatement(select(func.count().label("total")).select_from(Client).where(*_CHILDREN))
+# The JSON members of a sub-client, read by a page as their text: decoded only for an answer not cached.
+_JSON_READ = frozenset(name for name in _SUB_CLIENT_READ if isinstance(Client.__table__.c[name].type, JSON))
+
+
+def _page_column(name: str) -> Any:
+    column = Client.__table__.c[name]
+    return cast(column, Text).label(name) if name in _JSON_READ else column
+
+
 # A page of `list_sub_clients`, each row carrying the count of every child (one statement, one round trip).
 _CHILDREN_PAGE = DriverStatement(
     select(
-        *(Client.__table__.c[name] for name in _SUB_CLIENT_READ),
+        *(_page_column(name) for name in _SUB_CLIENT_READ),
         select(func.count()).select_from(Client).where(*_CHILDREN).scalar_subquery().label("total"),
     )
     .where(*_CHILDREN)
@@ -305,14 +315,44 @@ def find_sub_client_row(caller: Caller, client_id: int, connection: Connection |
 
 def list_sub_clients(caller: Caller, page: int, per_page: int, connection: Connection | None = None) -> Page:
     """The direct children of the caller's acting node that are not disabled, oldest first: a page of
-    rows of the members a `SubClientOut` shows (as `read_sub_client`), read through `connection` when
-    given, else the session's. One statement counts and reads the page; an empty page counts again."""
+    `SubClientRow`s (the members a `SubClientOut` shows, as `read_sub_client`'s row), read through
+    `connection` when given, else the session's. One statement counts and reads the page; an empty
+    page counts again."""
     if connection is None:
         connection = db.session.connection()
     parent = {"parent_id": caller.acting_client_id}
     rows = _CHILDREN_PAGE.all(connection, {**parent, "limit": per_page, "offset": (page - 1) * per_page})
     total = rows[0].total if rows else _CHILDREN_COUNT.first(connection, parent).total
-    return page_of(rows, total, page, per_page)
+    return page_of([SubClientRow(row, caller.root_id) for row in rows], total, page, per_page)
+
+
+class SubClientRow:
+    """A sub-client as a page reads it: its members by attribute (as `read_sub_client`'s row), the
+    JSON ones decoded at their first use, so an answer built before from the same columns costs
+    no decoding.
+
+    `key` names the sub-client within its tenant (the tree's root id, the client id) and `version`
+    is every column read, as read: equal versions, equal members.
+    """
+
+    __slots__ = ("_row", "_decoded", "key", "version")
+
+    def __init__(self, row: Any, tenant: int) -> None:
+        self._row = row
+        self._decoded: dict[str, Any] | None = None
+        self.key = (tenant, row.id)
+        self.version = tuple(row[: len(_SUB_CLIENT_READ)])
+
+    def __getattr__(self, name: str) -> Any:
+        if name in _JSON_READ:
+            if self._decoded is None:
+                self._decoded = {member: _json_of_text(getattr(self._row, member)) for member in _JSON_READ}
+            return self._decoded[name]
+        return getattr(self._row, name)
+
+
+def _json_of_text(text: str | None) -> Any:
+    return None if text is None else json.loads(text)
 
 
 def _apply_members(client: Client, members: dict[str, Any]) -> None:
@@ -395,6 +435,13 @@ def client_id_of_privacy_reference(reference: str) -> int | None:
 def privacy_link(client: Client) -> str:
     """The URL of the client's privacy notice (default `<BASE_URL>/privacy/<client_id>-<tag>`)."""
     return client.privacy_link or f"{current_app.config['BASE_URL']}/privacy/{privacy_reference(client)}"
+
+
+def answer_settings() -> tuple[str, str, str]:
+    """What an answer about a sub-client reads besides its columns: the settings of
+    `from_email_address` and `privacy_link` (kept beside them: a setting added there is added here)."""
+    config = current_app.config
+    return config["BASE_URL"], config["SECRET_HASH_KEY"], current(TenancySettings).mail_default_from
 
 
 def list_clients(*, include_disabled: bool = True) -> list[Client]:

@@ -274,10 +274,17 @@ class HotLayer:
 def json_answer(app: Flask, status: int, document: object, headers: dict[str, str] | None = None) -> HotAnswer:
     """`document` as the views answer JSON (`app.json.response`: its encoder, compact unless
     debugging, a final newline), with `headers`."""
-    provider = app.json
-    compact = provider.compact if provider.compact is not None else not app.debug  # type: ignore[attr-defined]
+    provider, compact = json_form(app)[:2]
     text = provider.dumps(document, **({"separators": (",", ":")} if compact else {"indent": 2})) + "\n"
     return HotAnswer(status, text.encode(), {"Content-Type": "application/json", **(headers or {})})
+
+
+def json_form(app: Flask) -> tuple:
+    """What the bytes `json_answer` makes of a document depend on besides the document (a cached
+    answer's version; kept beside it): the JSON provider, whether it writes compact, its options."""
+    provider = app.json
+    compact = provider.compact if provider.compact is not None else not app.debug  # type: ignore[attr-defined]
+    return provider, compact, getattr(provider, "sort_keys", None), getattr(provider, "ensure_ascii", None)
 
 
 def internal_error() -> HotAnswer:
