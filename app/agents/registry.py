@@ -33,7 +33,7 @@ from app.agents.settings import AgentSettings
 from app.chain.index import get_indexed_record, registry_key
 from app.chain.models import IndexedRecord
 from app.chain.settings import EVM, ChainSettings
-from app.db import isoformat, utcnow
+from app.db import commit_before_the_edge, isoformat, utcnow
 from app.dialect import DriverStatement
 from app.dids.agents import agent_did_document, deactivated_agent_document
 from app.dids.resolution import NetworkDid
@@ -96,8 +96,8 @@ def current_contract() -> Contract:
 def require_contract(name: str) -> Contract:
     """The contract called ``name`` with its version; ``NotFound`` for others.
 
-    With ``AGENT_REGISTRY_BACKEND=evm`` the version is read from the deployed contract (so no
-    transaction may be open: ``ChainUnavailable`` when the node does not answer).
+    With ``AGENT_REGISTRY_BACKEND=evm`` the version is read from the deployed contract, after the
+    caller's reads end (``ChainUnavailable`` when the node does not answer).
     """
     if name != REGISTRY_CONTRACT:
         raise NotFound(f"No contract is named {name!r}.")
@@ -105,6 +105,7 @@ def require_contract(name: str) -> Contract:
         # web3 costs every process seconds of imports; only a network on a chain pays them.
         from app.chain.registry import read_registry_version
 
+        commit_before_the_edge("the registry contract is read with no transaction open")
         return Contract(REGISTRY_CONTRACT, read_registry_version(current(AgentSettings).network))
     return current_contract()
 
@@ -142,7 +143,11 @@ def get_registry_record(did: str) -> RegistryRecord | None:
 
 
 def get_registry_view(did: str, *, full: bool = False) -> RegistryView:
-    """A registry record (``full`` adds the cards, the account and the contract)."""
+    """A registry record (``full`` adds the cards, the account and the contract).
+
+    On a chain the full view's contract version is the deployed contract's (`require_contract`: the
+    caller's reads end first; ``ChainUnavailable`` when the node does not answer).
+    """
     target = require_target(did)
     record = get_registry_record(did)
     if record is None:
@@ -150,6 +155,7 @@ def get_registry_view(did: str, *, full: bool = False) -> RegistryView:
     account_id = f"eip155:{current(AgentSettings).chain_id}:{record.address}"
     if not full:
         return RegistryView(record, target, full=False, blockchain_account_id=account_id)
+    contract = require_contract(REGISTRY_CONTRACT)  # the deployed contract's version on a chain
     private = db.session.get(PrivateCard, did)
     public = db.session.get(PublicCard, did)
     card = CardState(
@@ -160,7 +166,7 @@ def get_registry_view(did: str, *, full: bool = False) -> RegistryView:
         hosted_by=private.hosted_by_did if private is not None else None,
         public_url=public_card_url(did) if public is not None else None,
     )
-    return RegistryView(record, target, True, account_id, card, current_contract())
+    return RegistryView(record, target, True, account_id, card, contract)
 
 
 def refuse_if_owner_named(did: str) -> None:

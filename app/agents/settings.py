@@ -61,7 +61,12 @@ class AgentSettings:
         parse=_prices,
     )
     card_cache_seconds: int = env("AGENT_CARD_CACHE_SECONDS", 60, "max-age of public card and DID document reads.")
-    registry_version: str = env("AGENT_REGISTRY_VERSION", "1.7.0", "Version of the agent-registry contract.")
+    registry_version: str = env(
+        "AGENT_REGISTRY_VERSION",
+        "1.7.0",
+        "Version of the agent-registry contract of the `database` backend (with `evm`, the deployed "
+        "contract answers its own).",
+    )
 
     @property
     def is_testnet(self) -> bool:

@@ -14,6 +14,7 @@ import subprocess
 import threading
 import time
 from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -22,16 +23,20 @@ from eth_account import Account
 from web3 import Web3
 from werkzeug.serving import make_server
 
-from app.agents.tasks import host_card
+from app.agents.tasks import follow_registry, host_card
 from app.chain.abi import IDENTITY_REGISTRY, REGISTRY, load_artifact
 from app.chain.deploy import deploy_contract, deploy_contracts
 from app.chain.identity import IDENTITY_STEP
+from app.chain.index import get_indexed_record, next_block
 from app.chain.models import ChainTransaction
+from app.chain.settings import ChainSettings
+from app.chain.typed_data import ZERO_ADDRESS
 from app.client.library import TesseraClient
 from app.db import Mode, unit_of_work
 from app.extensions import db
 from app.jobs import service as jobs
 from app.jobs.service import run_job
+from app.settings import current
 from tests.support.agents import LiveServer, claim_key_over_http
 from tests.support.config import change_settings
 from tests.support.environment import REPO_ROOT, TMP_DIR
@@ -169,10 +174,46 @@ def run_host_card(app, job_id: str) -> None:
         run_job(job_id, host_card.handler)
 
 
-def sent_step(app, job_id: str) -> ChainTransaction | None:
-    """The host-card job's identity transaction as stored, detached."""
+def sent_step(app, job_id: str, step: str = IDENTITY_STEP) -> ChainTransaction | None:
+    """A job's transaction of `step` (the host-card's identity by default) as stored, detached."""
     with app.app_context(), unit_of_work(Mode.READ):
-        row = db.session.get(ChainTransaction, (job_id, IDENTITY_STEP))
+        row = db.session.get(ChainTransaction, (job_id, step))
         if row is not None:
             db.session.expunge(row)
         return row
+
+
+def follow_index(app, anvil: Node) -> None:
+    """Run the registry follower (`agents.follow_registry`) in this process until it has read every
+    block with `CHAIN_CONFIRMATIONS` on top."""
+    with app.app_context():
+        while True:
+            follow_registry.apply(throw=True)  # a failure raises here; no .get() (a worker in this process forbids it)
+            with unit_of_work(Mode.READ):
+                caught_up = next_block("testnet") > anvil.w3.eth.block_number - current(ChainSettings).confirmations
+            if caught_up:
+                return
+
+
+def indexed_record(app, did: str) -> tuple[str, str, str] | None:
+    """Tessera's index of the DID's record (`chain_registry_records`) as getRecord answers it:
+    (agent, owner, cardURI); None when the index has no record."""
+    with app.app_context(), unit_of_work(Mode.READ):
+        row = get_indexed_record("testnet", did)
+        return None if row is None else (row.agent_address, row.owner_address or ZERO_ADDRESS, row.card_uri)
+
+
+@contextmanager
+def worker_started_with(real_worker, settings: dict[str, str] | None) -> Iterator[None]:
+    """The session's worker (PostgreSQL + Redis runs) restarted with `settings` in its environment,
+    and restarted plain after; nothing changes when `settings` is None (SQLite: jobs run in process)."""
+    if settings is None:
+        yield
+        return
+    real_worker.stop()
+    real_worker.start(extra_env=settings)
+    try:
+        yield
+    finally:
+        real_worker.stop()
+        real_worker.start()

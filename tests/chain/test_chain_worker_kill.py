@@ -1,6 +1,7 @@
-"""A worker killed in the middle of a host-card job on the chain: after its transaction was signed
-and sent, before the job's final state. A new worker finishes the job, and the chain holds exactly
-one registration for it, read back from the node's logs, which the card and Tessera's index name.
+"""A worker killed in the middle of a chain write (a host-card job, a set-card job): after its
+transaction was signed and sent, before the job's final state. A new worker finishes the job, and
+the chain holds exactly one registration for it, read back from the node's logs, which the card and
+Tessera's tables (the registry follower's index for set-card) name.
 
 The session's worker is restarted with the evm backend on the test node (and restarted plain after);
 the node mines only when told to, so the transaction waits in its pool while the worker is killed.
@@ -16,10 +17,12 @@ import pytest
 from sqlalchemy import select
 
 from app.chain.models import AgentIdentity, ChainTransactionVersion
+from app.chain.registry import RECORD_STEP
+from app.chain.typed_data import ZERO_ADDRESS
 from app.client.library import TesseraClient
 from app.db import Mode, unit_of_work
 from app.extensions import db
-from tests.chain.conftest import CHAIN_ID, RELAYER, sent_step
+from tests.chain.conftest import CHAIN_ID, RELAYER, follow_index, indexed_record, sent_step
 from tests.support.agents import claim_key_over_http, registration_card
 from tests.support.config import change_settings
 from tests.support.environment import fetch_job, republish_abandoned
@@ -117,3 +120,44 @@ def test_worker_killed_after_sending_the_registration(app, anvil, identity, serv
         card = json.loads(client.get_agent_card(client.did))
         assert card["registrations"] == [{"agentId": agent_id, "agentRegistry": agent_registry}]
         assert _identities(app, client.did) == [(str(agent_id), sent.tx_hash)]
+
+
+def test_worker_killed_after_sending_a_set_card(app, anvil, contracts, server, chain_worker):
+    w3, registry, uri = anvil.w3, contracts.registry, "https://agent.example/killed/card.json"
+    nonce = w3.eth.get_transaction_count(RELAYER)
+
+    def events(name: str, did: str) -> list:
+        return [log for log in getattr(registry.events, name)().get_logs(from_block=0) if log.args.did == did]
+
+    with TesseraClient(server.url, api_key=claim_key_over_http(server), poll_interval=0.05) as client:
+        client.authenticate()
+        did = client.did
+        job_id = client.set_card(uri, wait=False)["id"]  # signs a Register: the DID has no record on chain
+
+        sent = _wait_for("record sent", lambda: (row := sent_step(app, job_id, RECORD_STEP)) and row.tx_hash and row)
+        _wait_for("transaction in the node's pool", lambda: w3.eth.get_transaction_count(RELAYER, "pending") > nonce)
+        chain_worker.kill()
+
+        assert fetch_job(app, job_id)["state"] == "running"
+        assert w3.eth.get_transaction_count(RELAYER) == nonce  # sent, not mined
+        assert not registry.functions.isRegistered(did).call() and events("Registered", did) == []
+
+        chain_worker.start()
+        republish_abandoned(app, job_id)
+        finished = _wait_for(
+            "final job",
+            lambda: (job := fetch_job(app, job_id))["state"] != "running" and job,
+            60,
+            between=lambda: w3.provider.make_request("anvil_mine", ["0x1"]),  # blocks keep coming
+        )
+
+    assert finished["state"] == "succeeded", finished
+    (relayed,) = finished["result"]["transactions"]
+    registered = events("Registered", did)  # the chain, read independently: one write, one nonce used
+    assert [log.transactionHash.to_0x_hex() for log in registered] == [sent.tx_hash] == [relayed["txHash"]]
+    assert events("CardSet", did) == []
+    assert w3.eth.get_transaction_count(RELAYER) == nonce + 1 and _versions(app, job_id) == 1
+    on_chain = tuple(registry.functions.getRecord(did).call())
+    assert on_chain == (client.address, ZERO_ADDRESS, uri)
+    follow_index(app, anvil)
+    assert indexed_record(app, did) == on_chain

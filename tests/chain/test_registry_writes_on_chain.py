@@ -22,8 +22,7 @@ from sqlalchemy import select
 from werkzeug.serving import make_server
 
 from app.agents.credits import held_credits
-from app.agents.tasks import deregister, follow_registry, host_card, set_card
-from app.chain.index import get_indexed_record, next_block
+from app.agents.tasks import deregister, host_card, set_card
 from app.chain.typed_data import ZERO_ADDRESS, sign_typed_data
 from app.client.cli import main
 from app.client.library import OwnerNamedDeregistration, TesseraClient
@@ -32,7 +31,7 @@ from app.extensions import db
 from app.jobs import service as jobs
 from app.jobs.models import QUEUED, Job
 from app.jobs.service import run_job
-from tests.chain.conftest import CHAIN_ID, RELAYER_KEY
+from tests.chain.conftest import CHAIN_ID, RELAYER_KEY, follow_index, indexed_record
 from tests.chain.test_registry_contract import Agent, record, register, relay
 from tests.support.agents import LiveServer, account_id, claim_key_over_http, http_problem, registration_card
 from tests.support.config import change_settings
@@ -108,22 +107,6 @@ def _jobs_of(app, did: str) -> Iterator[None]:
         thread.join(timeout=10)
 
 
-def _follow(app, anvil) -> None:
-    """Run the registry follower until it has read every block."""
-    with app.app_context():
-        while True:
-            follow_registry.apply(throw=True)
-            with unit_of_work(Mode.READ):
-                if next_block("testnet") > anvil.w3.eth.block_number:
-                    return
-
-
-def _indexed(app, did: str) -> tuple | None:
-    with app.app_context(), unit_of_work(Mode.READ):
-        row = get_indexed_record("testnet", did)
-        return None if row is None else (row.agent_address, row.owner_address or ZERO_ADDRESS, row.card_uri)
-
-
 def _held(app, did: str) -> int:
     with app.app_context(), unit_of_work(Mode.READ):
         return held_credits(account_id(did))
@@ -141,8 +124,8 @@ def test_set_card_and_deregister_are_signed_by_the_agent_and_written_on_chain(ap
     assert record(contracts, did) == (address, ZERO_ADDRESS, first)
     assert contracts.identity.functions.tokenURI(agent_id).call() == first
 
-    _follow(app, anvil)
-    assert _indexed(app, did) == (address, ZERO_ADDRESS, first)
+    follow_index(app, anvil)
+    assert indexed_record(app, did) == (address, ZERO_ADDRESS, first)
     assert evm.get_did(did)["service"] == [{"id": f"{did}#agent", "type": "AgentService", "serviceEndpoint": first}]
     assert evm.registry()["card_uri"] == first
 
@@ -152,15 +135,15 @@ def test_set_card_and_deregister_are_signed_by_the_agent_and_written_on_chain(ap
     assert record(contracts, did) == (address, ZERO_ADDRESS, second)
     assert contracts.identity.functions.tokenURI(agent_id).call() == second
     assert evm.get_did(did)["service"][0]["serviceEndpoint"] == first  # the index has not followed yet
-    _follow(app, anvil)
+    follow_index(app, anvil)
     assert evm.get_did(did)["service"][0]["serviceEndpoint"] == second
 
     done = _run(app, evm, evm.deregister_agent(wait=False), deregister)
     assert done["state"] == "succeeded", done
     assert [sent["step"] for sent in done["result"]["transactions"]] == ["record"]
     assert record(contracts, did) == (ZERO_ADDRESS, ZERO_ADDRESS, "")
-    _follow(app, anvil)
-    assert _indexed(app, did) is None
+    follow_index(app, anvil)
+    assert indexed_record(app, did) is None
     assert evm.whoami()["deactivated"] is True
 
 

@@ -1,0 +1,195 @@
+"""The agent walkthrough (README "First agent", the spec's §4.12) through the `tessera` command line,
+for one freshly claimed key, on both registry backends: login, whoami, create-card, host-card, the
+public card and DID document, set-card, did get, agent registry --full, card-unpublish, deregister.
+
+With `evm`, after every step the chain is read back independently (eth_call through a plain web3
+client: TesseraRegistry's getRecord and isRegistered, the IdentityRegistry's ownerOf and tokenURI)
+and compared with what the command printed, and with Tessera's index (`chain_registry_records`) once
+the registry follower has run. On `database` the same steps print the same things, minus the chain.
+
+Jobs run as the session runs them: eagerly after commit in the web process on SQLite (this
+process, so the settings a test changes reach them), in the session's worker on PostgreSQL + Redis,
+restarted with the evm settings for the `evm` run. `CHAIN_CONFIRMATIONS` is 0 and the node mines
+each transaction at once, so no job waits for blocks.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+
+import httpx
+import pytest
+from click.testing import CliRunner
+from eth_account import Account
+
+from app.chain.settings import DATABASE, EVM
+from app.chain.typed_data import ZERO_ADDRESS
+from app.client.cli import main
+from tests.chain.conftest import CHAIN_ID, RELAYER, Node, follow_index, indexed_record, worker_started_with
+from tests.support.agents import LiveServer, claim_key_over_http
+from tests.support.config import change_settings
+from tests.support.environment import USING_POSTGRES
+
+CARD_URI = "https://echo.example/.well-known/agent-card.json"
+UNREGISTERED = (ZERO_ADDRESS, ZERO_ADDRESS, "")
+
+
+@dataclass
+class Chain:
+    """The test node read by a plain web3 client, and what Tessera's index says of it."""
+
+    app: object
+    anvil: Node
+    registry: object
+    identity: object
+
+    def record(self, did: str) -> tuple[str, str, str]:
+        """getRecord(did) by eth_call: (agent, owner, cardURI)."""
+        return tuple(self.registry.functions.getRecord(did).call())
+
+    def registered(self, did: str) -> bool:
+        return self.registry.functions.isRegistered(did).call()
+
+    def events(self, name: str, did: str) -> list:
+        """The registry's `name` events of `did`, from the node's logs."""
+        return [log for log in getattr(self.registry.events, name)().get_logs(from_block=0) if log.args.did == did]
+
+    def check_index(self, did: str) -> tuple[str, str, str]:
+        """Follow the registry into the index, which must then hold the chain's record (none when
+        the DID is not registered); the chain's record."""
+        follow_index(self.app, self.anvil)
+        on_chain = self.record(did)
+        assert indexed_record(self.app, did) == (on_chain if self.registered(did) else None)
+        return on_chain
+
+
+@pytest.fixture(params=[DATABASE, EVM])
+def chain(request, app, server, real_worker, monkeypatch) -> Iterator[Chain | None]:
+    """The backend of this run: None for `database`, else the chain the jobs write (in the worker too)."""
+    if request.param == DATABASE:
+        change_settings(
+            monkeypatch,
+            app,
+            AGENT_REGISTRY_BACKEND=DATABASE,
+            AGENT_NETWORK_URL=server.url,
+            AGENT_CLAIM_RATE_LIMIT="10000 per hour",
+            AGENT_CHALLENGE_RATE_LIMIT="10000 per minute",
+        )
+        yield None
+        return
+    anvil, contracts = request.getfixturevalue("anvil"), request.getfixturevalue("contracts")
+    # The database backend's contract version, which the chain's contract (1.7.0) overrides.
+    settings = {**request.getfixturevalue("evm_settings"), "CHAIN_CONFIRMATIONS": "0"}
+    settings["AGENT_REGISTRY_VERSION"] = "1.6.9"
+    change_settings(monkeypatch, app, **settings)
+    with worker_started_with(real_worker, settings if USING_POSTGRES else None):
+        yield Chain(app, anvil, contracts.registry, request.getfixturevalue("identity"))
+
+
+@pytest.fixture
+def tessera(server: LiveServer, tmp_path, monkeypatch):
+    """`tessera --json ...` run in process as a user runs it: in a directory of its own, the key kept
+    by `tessera login` in a config directory of its own; returns the printed JSON."""
+    monkeypatch.chdir(tmp_path)
+    runner = CliRunner()
+    env = {
+        "TESSERA_NETWORK_URL": server.url,
+        "XDG_CONFIG_HOME": str(tmp_path / "config"),
+        "TESSERA_JOB_TIMEOUT": "30",
+        "TESSERA_ENV": None,
+        "TESSERA_API_KEY": None,
+        "TESSERA_PRODUCTION_URL": None,
+    }
+
+    def run(*args: str, stdin: str | None = None) -> dict:
+        result = runner.invoke(main, ["--json", *args], env=env, input=stdin)
+        assert result.exit_code == 0, (args, result.output)
+        return json.loads(result.stdout)
+
+    return run
+
+
+def test_the_agent_walkthrough(server, chain: Chain | None, tessera):
+    key = claim_key_over_http(server)
+    address = Account.from_key(key).address
+
+    stored = tessera("login", stdin=key + "\n")
+    assert stored["env"] == "testnet" and stored["address"] == address
+    account = tessera("whoami")
+    did = account["did"]
+    assert did.startswith("did:tessera:") and account["address"] == address and account["balance"] == 1000
+    if chain:
+        assert not chain.registered(did) and chain.check_index(did) == UNREGISTERED
+
+    scaffold = tessera("agent", "create-card", "--name", "Echo", "--description", "Echoes what it is sent",
+                       "--image", "https://echo.example/echo.png", "--a2a-url", CARD_URI, "--no-mcp")  # fmt: skip
+    assert scaffold["placeholders"] == [] and scaffold["card"]["services"][-1]["endpoint"] == did
+    written = Path("agent-card.json").read_bytes()
+
+    hosted = tessera("host-card", "--file", "agent-card.json")
+    assert hosted["state"] == "succeeded", hosted
+    result = hosted["result"]
+    assert result["did"] == did and result["charged"] == 10 and result["balance"] == 990
+    public_url = f"{server.url}/api/agent-card/{did}"
+    assert result["public_url"].endswith(f"/api/agent-card/{did}")  # the worker's own BASE_URL on PostgreSQL
+    with server.http() as http:
+        card = http.get(public_url)
+        assert card.status_code == 200
+        document = http.get(f"/api/did/{did}")
+        assert document.status_code == 200 and document.json()["id"] == did and "service" not in document.json()
+    if chain:
+        agent_id = int(result["transaction"]["agentId"])  # a uint256, printed as a string
+        identities = chain.identity.events.Registered().get_logs(from_block=0)
+        assert [log.args.agentId for log in identities] == [agent_id]
+        assert identities[0].transactionHash.to_0x_hex() == result["transaction"]["txHash"]
+        assert chain.identity.functions.ownerOf(agent_id).call() == RELAYER
+        assert chain.identity.functions.tokenURI(agent_id).call() == result["public_url"] == public_url
+        agent_registry = f"eip155:{CHAIN_ID}:{chain.identity.address}"
+        assert card.json()["registrations"] == [{"agentId": agent_id, "agentRegistry": agent_registry}]
+        assert not chain.registered(did) and chain.check_index(did) == UNREGISTERED  # no registry record yet
+    else:
+        assert card.content == written
+
+    done = tessera("set-card", "--uri", CARD_URI)
+    assert done["state"] == "succeeded" and done["result"]["did"] == did, done
+    if chain:
+        sent = {step["step"]: step for step in done["result"]["transactions"]}
+        assert list(sent) == ["record", "identity-uri"] and {step["status"] for step in sent.values()} == {1}
+        assert chain.registered(did) and chain.check_index(did) == (address, ZERO_ADDRESS, CARD_URI)
+        registered = chain.events("Registered", did)
+        assert [log.transactionHash.to_0x_hex() for log in registered] == [sent["record"]["txHash"]]
+        assert chain.identity.functions.tokenURI(agent_id).call() == CARD_URI
+
+    document = tessera("did", "get", did)
+    assert document["id"] == did
+    assert document["service"] == [{"id": f"{did}#agent", "type": "AgentService", "serviceEndpoint": CARD_URI}]
+    assert document["verificationMethod"][0]["blockchainAccountId"].endswith(f":{address}")
+
+    record = tessera("agent", "registry", did, "--full")
+    assert (record["did"], record["address"], record["owner"], record["card_uri"]) == (did, address, None, CARD_URI)
+    assert record["card"]["hosted"] is True and record["card"]["published"] is True
+    assert record["contract"]["name"] == "agent-registry"
+    if chain:
+        assert record["contract"]["version"] == chain.registry.functions.version().call() == "1.7.0"
+        assert chain.check_index(did) == (record["address"], ZERO_ADDRESS, record["card_uri"])
+
+    unpublished = tessera("card-unpublish", "--yes")
+    assert unpublished["state"] == "succeeded" and unpublished["result"]["did"] == did, unpublished
+    assert httpx.get(public_url, timeout=10).status_code == 404
+    assert tessera("agent", "registry", did, "--full")["card"]["published"] is False
+    if chain:  # the chain's record and identity stay as they were
+        assert chain.check_index(did) == (address, ZERO_ADDRESS, CARD_URI)
+        assert chain.identity.functions.tokenURI(agent_id).call() == CARD_URI
+
+    gone = tessera("agent", "deregister", "--yes")
+    assert gone["state"] == "succeeded" and gone["result"]["did"] == did, gone
+    assert httpx.get(f"{server.url}/api/did/{did}", timeout=10).status_code == 410
+    if chain:
+        assert [step["step"] for step in gone["result"]["transactions"]] == ["record"]
+        assert not chain.registered(did) and chain.check_index(did) == UNREGISTERED
+        deregistered = [log.transactionHash.to_0x_hex() for log in chain.events("Deregistered", did)]
+        assert deregistered == [gone["result"]["transactions"][0]["txHash"]]
+        assert len(chain.events("Registered", did)) == 1 and chain.events("CardSet", did) == []
