@@ -187,12 +187,15 @@ def publish_job(job_id: str, kind: str, request_id: str | None = None) -> bool:
         task = celery.tasks.get(kind)
         args, kwargs = [job_id], {"request_id": request_id}
         # Given, the representations Celery would otherwise build with its safe repr for every message.
+        # No queue declared per message (kombu copies and binds the queue to look it up in its cache):
+        # a job goes to its queue by name through the default exchange, and workers declare their queues.
         options: dict[str, Any] = {
             "args": args,
             "kwargs": kwargs,
             "argsrepr": repr(args),
             "kwargsrepr": repr(kwargs),
             "producer": _batch_producer.get(),
+            "declare": (),
         }
         if task is not None:
             task.apply_async(**options)
