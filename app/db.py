@@ -85,6 +85,8 @@ _FLUSHED = "tessera_flushed"
 _EDGE_WRITES = "tessera_edge_writes"
 _AUTOCOMMIT = {"isolation_level": "AUTOCOMMIT"}
 _STATEMENT_ENGINE = "tessera.statement_engine"
+# Session.info key: the writes of a `JOB` unit sent with its commit (`write_with_commit`).
+_WITH_COMMIT = "tessera_with_commit"
 
 
 @event.listens_for(Session, "before_flush")
@@ -172,6 +174,7 @@ def _take_after_commit() -> list[Callable[[], None]]:
     if session.info.pop(_READ_ONLY, None):
         session.autoflush = True
     session.info.pop("after_commit_batches", None)
+    session.info.pop(_WITH_COMMIT, None)
     return session.info.pop("after_commit", [])
 
 
@@ -186,6 +189,8 @@ def commit() -> None:
     try:
         if session.info.get(_READ_ONLY) and (session.new or session.dirty or session.deleted):
             _begin_edge_writes(session)
+        for statement, parameters in session.info.pop(_WITH_COMMIT, ()):
+            session.execute(statement, parameters)
         session.commit()
     except Exception:
         session.rollback()
@@ -382,7 +387,8 @@ def commit_on_its_own(statement: Update, parameters: dict[str, Any], *, then: Ex
 
 
 def commit_with(statement: Executable, parameters: dict[str, Any]) -> None:
-    """In a `JOB` unit, as its last write: flush, then run `statement` and commit the transaction.
+    """In a `JOB` unit, as its last write: flush, then run the `write_with_commit` writes and
+    `statement`, and commit the transaction.
 
     On PostgreSQL the statement travels with the COMMIT, one round trip; the unit's own commit
     then finds the transaction ended and sends nothing, and runs the after-commit callbacks.
@@ -394,7 +400,26 @@ def commit_with(statement: Executable, parameters: dict[str, Any]) -> None:
     session = db.session()
     if dialect.pipelines(db.engine):
         session.flush()
-        dialect.driver_pipeline(session.connection(), [(statement, parameters), dialect.COMMIT])
+        writes: list[dialect.Step] = session.info.pop(_WITH_COMMIT, [])
+        dialect.driver_pipeline(session.connection(), [*writes, (statement, parameters), dialect.COMMIT])
+        return
+    session.execute(statement, parameters)
+
+
+def write_with_commit(statement: Executable, parameters: dict[str, Any]) -> None:
+    """In a `JOB` unit: a write that nothing in the unit reads back, sent when the unit commits.
+
+    On PostgreSQL it travels in `commit_with`'s round trip (with the job's final state and the
+    COMMIT), run by the driver as `commit_with`'s statement is: give every column's value, defaults
+    included. Elsewhere it runs now. A unit that ends without `commit_with` runs it before its
+    commit; a rollback discards it with the rest.
+    """
+    from app.extensions import db
+
+    _require_mode(Mode.JOB)
+    session = db.session()
+    if dialect.pipelines(db.engine):
+        session.info.setdefault(_WITH_COMMIT, []).append((statement, parameters))
         return
     session.execute(statement, parameters)
 

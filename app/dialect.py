@@ -140,22 +140,23 @@ def driver_pipeline(connection: Connection, steps: Sequence[Step]) -> list[tuple
     Each statement runs prepared, compiled once, its parameters converted as SQLAlchemy would.
     For the unit of work (`app.db`) only, which runs the same steps through SQLAlchemy elsewhere.
     """
-    commands: list[tuple[str, dict[str, Any] | None]] = []
+    # Per step: its SQL, its parameters, whether rows come back (None: BEGIN or COMMIT). Rows are
+    # known from the statement: asking the cursor (its description) builds every column's description.
+    commands: list[tuple[str, dict[str, Any] | None, bool | None]] = []
     for step in steps:
         if isinstance(step, Begin):
-            commands.append(("BEGIN", None))
+            commands.append(("BEGIN", None, None))
         elif isinstance(step, Commit):
-            commands.append(("COMMIT", None))
+            commands.append(("COMMIT", None, None))
         else:
             form = _driver_form(step[0], connection)
-            commands.append((form.sql, form.parameters(step[1])))
-    with driver_errors(connection, "; ".join(sql for sql, _ in commands)) as driver, driver.pipeline():
-        cursors = [driver.execute(sql, parameters, prepare=True) for sql, parameters in commands]
-    results: list[tuple[int, tuple | None] | None] = []
-    for step, cursor in zip(steps, cursors, strict=True):
-        marker = isinstance(step, (Begin, Commit))
-        results.append(None if marker else (cursor.rowcount, cursor.fetchone() if cursor.description else None))
-    return results
+            commands.append((form.sql, form.parameters(step[1]), form.rows))
+    with driver_errors(connection, "; ".join(sql for sql, _, _ in commands)) as driver, driver.pipeline():
+        cursors = [driver.execute(sql, parameters, prepare=True) for sql, parameters, _ in commands]
+    return [
+        None if rows is None else (cursor.rowcount, cursor.fetchone() if rows else None)
+        for (_, _, rows), cursor in zip(commands, cursors, strict=True)
+    ]
 
 
 class _DriverForm:
@@ -167,6 +168,7 @@ class _DriverForm:
         if self.compiled.literal_execute_params or self.compiled.post_compile_params:
             raise TypeError("a pipelined statement takes no expanding or literal-execute parameters")
         self.sql = str(self.compiled)
+        self.rows = bool(statement.exported_columns)  # a SELECT, or DML with RETURNING
         # Parameters the statement fixes itself (literals SQLAlchemy binds), beside the caller's.
         self.constants = {name: value for name, value in self.compiled.params.items() if value is not None}
         self.processors = {

@@ -32,8 +32,9 @@ class Job(Base):
     request_id: Mapped[str | None] = mapped_column(String(64), nullable=True)
     attempts: Mapped[int] = mapped_column(Integer, default=0)
     created_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), default=utcnow)
-    # The last time the broker accepted this job, how often it did, and when a job still queued
-    # is presumed lost by the broker and published again (later after each publish).
+    # The last time the broker accepted this job, how often it did, and when a job still queued is
+    # presumed lost by the broker and published again (later after each publish). A new job is
+    # written as published once (`app.jobs.service._queued_job`); a refused publish undoes that.
     published_at: Mapped[datetime | None] = mapped_column(DateTime(timezone=True), nullable=True)
     publish_count: Mapped[int] = mapped_column(Integer, default=0, server_default="0")
     republish_at: Mapped[datetime | None] = mapped_column(DateTime(timezone=True), nullable=True)

@@ -26,7 +26,17 @@ from sqlalchemy.orm import make_transient_to_detached
 from sqlalchemy.orm.attributes import set_committed_value
 from sqlalchemy.orm.util import identity_key
 
-from app.db import Mode, after_commit_batch, as_utc, commit_on_its_own, commit_with, transaction, unit_of_work, utcnow
+from app.db import (
+    Mode,
+    after_commit_batch,
+    as_utc,
+    commit_on_its_own,
+    commit_with,
+    transaction,
+    unit_of_work,
+    utcnow,
+    write_with_commit,
+)
 from app.dialect import try_transaction_lock
 from app.errors import DomainError, NotFound
 from app.extensions import celery, db
@@ -107,7 +117,15 @@ def insert_job(
 
 
 def _queued_job(kind: str, payload: dict, client_id: int | None, agent_did: str | None) -> dict[str, Any]:
-    """The columns of a new queued job (the others keep their defaults)."""
+    """The columns of a new queued job (the others keep their defaults).
+
+    Written as published once already (`published_at`, `publish_count`, `republish_at` as a
+    successful first publish records them): the publish after the commit almost always succeeds,
+    and this saves a statement per job. A refused publish puts the job back to never published
+    (`_UNPUBLISH`), due at the sweep after `OUTBOX_GRACE_SECONDS`. Should the process die between
+    the commit and the publish, the sweep publishes the job at its `republish_at`.
+    """
+    now = utcnow()
     return {
         "id": str(uuid.uuid4()),
         "kind": kind,
@@ -117,7 +135,10 @@ def _queued_job(kind: str, payload: dict, client_id: int | None, agent_did: str 
         "agent_did": agent_did,
         "request_id": current_request_id(),
         "attempts": 0,
-        "created_at": utcnow(),
+        "created_at": now,
+        "published_at": now,
+        "publish_count": 1,
+        "republish_at": now + _republish_delay(1),
     }
 
 
@@ -127,19 +148,18 @@ def publish_committed_jobs(jobs: list[Job]) -> None:
 
 
 def _publish_committed(pending: list[tuple[str, str, str | None]]) -> None:
-    """Publish the jobs a transaction has just committed, then record which the broker accepted
-    (one statement, a unit of work of its own)."""
+    """Publish the jobs a transaction has just committed (written as published, `_queued_job`);
+    those the broker refused are put back to never published (one statement, a unit of its own)."""
     published = _publish_jobs(pending)
-    if not published:
+    if len(published) == len(pending):
         return
-    now = utcnow()
+    accepted = set(published)
+    refused = [job_id for job_id, _kind, _request_id in pending if job_id not in accepted]
     try:
         with unit_of_work(Mode.STATEMENT) as connection:
-            connection.execute(
-                _RECORD_FIRST_PUBLISH, {"job_ids": published, "now": now, "republish_at": now + _republish_delay(1)}
-            )
-    except Exception as exc:  # unrecorded, a job is re-published by the sweep after the grace period
-        log.warning("could not record %d publishes: %s", len(published), exc.__class__.__name__)
+            connection.execute(_UNPUBLISH, {"job_ids": refused})
+    except Exception as exc:  # the sweep publishes them at their `republish_at` instead
+        log.warning("could not record %d refused publishes: %s", len(refused), exc.__class__.__name__)
 
 
 def _republish_delay(publish_count: int) -> timedelta:
@@ -167,12 +187,15 @@ def publish_job(job_id: str, kind: str, request_id: str | None = None) -> bool:
         task = celery.tasks.get(kind)
         args, kwargs = [job_id], {"request_id": request_id}
         # Given, the representations Celery would otherwise build with its safe repr for every message.
+        # No queue declared per message (kombu copies and binds the queue to look it up in its cache):
+        # a job goes to its queue by name through the default exchange, and workers declare their queues.
         options: dict[str, Any] = {
             "args": args,
             "kwargs": kwargs,
             "argsrepr": repr(args),
             "kwargsrepr": repr(kwargs),
             "producer": _batch_producer.get(),
+            "declare": (),
         }
         if task is not None:
             task.apply_async(**options)
@@ -240,11 +263,12 @@ def require_job_for_agent(job_id: str, agent_did: str) -> Job:
 _JOBS = Job.__table__
 _JOB_KEYS = tuple(column.name for column in _JOBS.columns)
 _INSERT_JOB = insert(_JOBS)
-# The first publish of jobs still waiting: a running job's row may be locked by its worker for a while.
-_RECORD_FIRST_PUBLISH = (
+# Jobs whose first publish the broker refused, back to never published (the sweep's first case).
+# Only jobs still waiting: one that went out in a batch reported as failed may be running, its row locked.
+_UNPUBLISH = (
     update(_JOBS)
     .where(_JOBS.c.id.in_(bindparam("job_ids", expanding=True)), _JOBS.c.state == QUEUED)
-    .values(published_at=bindparam("now"), publish_count=1, republish_at=bindparam("republish_at"))
+    .values(published_at=None, publish_count=0, republish_at=None)
 )
 _LOCK_JOB = select(_JOBS).where(_JOBS.c.id == bindparam("job_id")).with_for_update()
 # A claim leases the job to this worker. Its commit may be acknowledged before it reaches disk
@@ -483,9 +507,10 @@ def start_canary(client_id: int, delay_ms: int, connection: Connection | None = 
     return enqueue_job("jobs.canary", {"delay_ms": delay_ms}, client_id=client_id)
 
 
-# One Core INSERT without RETURNING (the run's id is not needed): the ORM's unit of work would
-# cost more than the rest of a canary's effect transaction.
-_RECORD_CANARY_RUN = insert(CanaryRun.__table__).inline()
+# One Core INSERT without RETURNING (the run's id is not needed), every value given: on PostgreSQL
+# it travels with the job's final state and the COMMIT (`write_with_commit`).
+_CANARY_RUNS = CanaryRun.__table__
+_RECORD_CANARY_RUN = insert(_CANARY_RUNS).values({name: bindparam(name) for name in ("job_id", "worker", "created_at")})
 _HOSTNAME = socket.gethostname()
 
 
@@ -494,7 +519,7 @@ def run_canary(job: Job) -> dict:
     delay_ms = int(job.payload.get("delay_ms", 0))
     if delay_ms:
         time.sleep(delay_ms / 1000)
-    db.session.execute(_RECORD_CANARY_RUN, {"job_id": job.id, "worker": _HOSTNAME})
+    write_with_commit(_RECORD_CANARY_RUN, {"job_id": job.id, "worker": _HOSTNAME, "created_at": utcnow()})
     return {"delay_ms": delay_ms}
 
 
