@@ -760,7 +760,7 @@ class TesseraClient:
             lambda signed: self._job(
                 "POST",
                 f"/api/consents/{quote(consent_id)}/approve",
-                json_body={"signature": signature, **_registry_fields(signed)},
+                json_body={"signature": signature, **({"registry_signature": signed["signature"]} if signed else {})},
                 wait=wait,
                 progress=progress,
             ),
