@@ -249,8 +249,9 @@ def request_set_card(
 ) -> Job:
     """Check and start the job that registers a card URI in the registry record.
 
-    On a chain (`AGENT_REGISTRY_BACKEND=evm`) the request also carries the agent's signature of the
-    write and its deadline (see `app.agents.chain_writes.checked_chain_write`).
+    On a chain (`AGENT_REGISTRY_BACKEND=evm`) the request also carries the signature of the write by
+    the key the contract asks for (the owner's once the record names one on chain, else the agent's)
+    and its deadline (see `app.agents.chain_writes.checked_chain_write`).
     """
     validate_card_uri(uri)
     target = authorize_for_did(caller, did)
@@ -258,7 +259,7 @@ def request_set_card(
     if current(ChainSettings).registry_backend == EVM:
         from app.agents.chain_writes import checked_chain_write  # web3 loads only where a chain is used
 
-        chain_write = checked_chain_write(target, SET_CARD, signature, deadline, uri)
+        chain_write = checked_chain_write(caller, target, SET_CARD, signature, deadline, uri)
     return start_paid_job("agents.set_card", SET_CARD, caller, target, uri=uri, **chain_write)
 
 

@@ -1,14 +1,16 @@
-"""set-card and deregister on the chain (`AGENT_REGISTRY_BACKEND=evm`), each authorised by the agent's
-own EIP-712 signature.
+"""set-card and deregister on the chain (`AGENT_REGISTRY_BACKEND=evm`), each authorised by the EIP-712
+signature of the key the contract asks for: the record's owner once one is named, else the agent.
 
-The agent first asks for the typed data of its write (`typed_data_to_sign`: `Register` while its
+The signer first asks for the typed data of its write (`typed_data_to_sign`: `Register` while its
 DID has no record on chain, else `SetCard`; `Deregister`), with the DID's nonce read from the
-contract and a deadline, and signs it with its key. The request carrying the signature is checked
-before its job starts (`checked_chain_write`): the signer must be the one the contract will ask
-for (the record's owner once named, else the agent). The job then relays the write, and for
-set-card `setAgentURI` of the agent's ERC-8004 identity when it has one, outside any database
-transaction (`CallOutside`); once confirmed, the database writes of the job happen as on the
-database backend, with the job's final state. A revert fails the job, which releases its hold.
+contract and a deadline, and signs it with its key; a caller that does not hold that key (an agent
+whose record names an owner on chain, an organisation whose agent's record does not name it) is
+refused first (`RecordSignedByAnother`). The request carrying the signature is checked before its
+job starts (`checked_chain_write`): the signer must be the one the contract will ask for. The job
+then relays the write, and for set-card `setAgentURI` of the agent's ERC-8004 identity when it has
+one, outside any database transaction (`CallOutside`); once confirmed, the database writes of the
+job happen as on the database backend, with the job's final state. A revert fails the job, which
+releases its hold.
 
 Every call to the node runs with no database transaction open: a request ends its reads first.
 """
@@ -21,9 +23,9 @@ from typing import Any
 
 from app.agents import cards, registry
 from app.agents.accounts import job_accounts
-from app.agents.cards import SET_CARD
 from app.agents.errors import (
     OwnerNamedRecord,
+    RecordSignedByAnother,
     RegistrySignatureExpired,
     RegistrySignatureRefused,
     RegistrySignatureRequired,
@@ -33,6 +35,7 @@ from app.agents.models import AgentAccount
 from app.agents.registry import DEREGISTER
 from app.agents.schemas import DeregistrationOut, RegisteredCardUriOut
 from app.agents.settings import AgentSettings
+from app.agents.signing import WriteToSign
 from app.chain.errors import ChainUnavailable
 from app.chain.identity import IDENTITY_URI_STEP, set_agent_uri
 from app.chain.models import AgentIdentity
@@ -53,11 +56,12 @@ from app.settings import current
 SIGNATURE_LIFETIME = timedelta(hours=1)
 
 
-def _now() -> int:
+def now_seconds() -> int:
+    """Now, in the Unix seconds of a signature's deadline."""
     return int(utcnow().timestamp())
 
 
-def _chain_record(did: str) -> ChainRecord:
+def chain_record(did: str) -> ChainRecord:
     """The DID's record on chain, read with no transaction open (the request's reads end first)."""
     commit_before_the_edge("the registry contract is read with no transaction open")
     return read_chain_record(current(AgentSettings).network, did)
@@ -86,59 +90,95 @@ def _typed_data(
     return registry_message(primary, message, chain_id=chain.chain_id, registry_address=chain.registry_address)
 
 
-def typed_data_to_sign(target: AgentAccount, operation: str, uri: str | None) -> dict[str, Any] | None:
-    """The EIP-712 typed data the agent signs for `operation` (`set-card` with `uri`, or `deregister`).
+def _require_writer(caller: AgentAccount, target: AgentAccount, record: ChainRecord) -> str:
+    """The address the contract asks to sign a write of `target`'s record; `RecordSignedByAnother`
+    (409) unless the caller holds it."""
+    expected = record.authority or target.address
+    if caller.address != expected:
+        raise RecordSignedByAnother(target.did, expected, registry.owner_did_of(expected))
+    return expected
+
+
+def typed_data_to_sign(caller: AgentAccount, target: AgentAccount, operation: str, uri: str | None) -> WriteToSign:
+    """The EIP-712 typed data the caller signs for `operation` (`set-card` with `uri`, or `deregister`).
 
     Reads the contract (ending the request's reads); `OwnerNamedRecord` for a deregistration of a
-    record naming an owner on chain; `ChainUnavailable` when the node does not answer.
+    record naming an owner on chain, `RecordSignedByAnother` for a set-card by a caller whose key
+    the contract will not take; `ChainUnavailable` when the node does not answer.
     """
-    record = _chain_record(target.did)
+    record = chain_record(target.did)
     if operation == DEREGISTER:
         _refuse_owned(record)
-    return _typed_data(target, record, operation, uri, _now() + int(SIGNATURE_LIFETIME.total_seconds()))
+        signer = target.address
+    else:
+        signer = _require_writer(caller, target, record)
+    typed = _typed_data(target, record, operation, uri, now_seconds() + int(SIGNATURE_LIFETIME.total_seconds()))
+    return WriteToSign(operation, typed, signer if typed is not None else None)
 
 
 def checked_chain_write(
-    target: AgentAccount, operation: str, signature: str | None, deadline: int | None, uri: str | None = None
+    caller: AgentAccount,
+    target: AgentAccount,
+    operation: str,
+    signature: str | None,
+    deadline: int | None,
+    uri: str | None = None,
 ) -> dict:
     """Check the signature of a set-card or deregister request; what its job's payload needs to relay it.
 
-    Raises `RegistrySignatureRequired` (422, naming the missing field), `RegistrySignatureExpired`
+    Raises `RecordSignedByAnother` (409) for a set-card by a caller whose key the contract will
+    not take, `RegistrySignatureRequired` (422, naming the missing field), `RegistrySignatureExpired`
     (422), `RegistrySignatureRefused` (403: signed by another key than the contract will accept),
     `OwnerNamedRecord` (409) for a deregistration of a record naming an owner on chain. A
     deregistration of a DID with no record on chain needs no signature (and relays nothing).
     """
-    if operation == SET_CARD:
-        _require_fields(signature, deadline)
-    record = _chain_record(target.did)
+    record = chain_record(target.did)
     if operation == DEREGISTER:
         _refuse_owned(record)
         if not record.exists:
             return {}
-        _require_fields(signature, deadline)
+        expected = target.address
+    else:
+        expected = _require_writer(caller, target, record)
+    require_signature_fields(signature, deadline)
     assert signature is not None and deadline is not None
-    if deadline <= _now():
-        raise RegistrySignatureExpired(f"The signature's deadline {deadline} has passed; sign the write again.")
+    require_fresh(deadline)
     typed = _typed_data(target, record, operation, uri, deadline)
     assert typed is not None
+    require_signed_by(typed, signature, expected)
+    return {"chain_write": typed["primaryType"], "deadline": deadline, "signature": signature}
+
+
+def require_fresh(deadline: int) -> None:
+    """`RegistrySignatureExpired` (422) once `deadline` has passed."""
+    if deadline <= now_seconds():
+        raise RegistrySignatureExpired(f"The signature's deadline {deadline} has passed; sign the write again.")
+
+
+def require_signed_by(typed: dict[str, Any], signature: str, expected: str, *, field: str = "signature") -> None:
+    """`RegistrySignatureRefused` (403) unless `signature` of `typed` was made by `expected`;
+    `ValidationFailed` (422, on `field`) when it is no signature at all."""
     try:
         signer = recover_digest_signer(typed_data_digest(typed), signature)
     except InvalidSignature as error:
-        raise ValidationFailed(errors={"signature": [str(error)]}) from None
-    expected = record.authority or target.address
+        raise ValidationFailed(errors={field: [str(error)]}) from None
     if signer != expected:
         raise RegistrySignatureRefused(
             f"The {typed['primaryType']} signature was made by {signer}; the registry accepts only {expected}'s.",
             signer=signer,
             expected=expected,
         )
-    return {"chain_write": typed["primaryType"], "deadline": deadline, "signature": signature}
 
 
-def _require_fields(signature: str | None, deadline: int | None) -> None:
+def require_signature_fields(
+    signature: str | None, deadline: int | None, *, field: str = "signature", needs_deadline: bool = True
+) -> None:
+    """`RegistrySignatureRequired` (422) naming what the request lacks: the EIP-712 signature sent as
+    `field` and, unless the network already knows it, its deadline."""
+    fields = ((field, signature), ("deadline", deadline)) if needs_deadline else ((field, signature),)
     missing = {
-        name: ["Required with the evm registry: the agent's EIP-712 signature of the write and its deadline."]
-        for name, value in (("signature", signature), ("deadline", deadline))
+        name: ["Required with the evm registry: the EIP-712 signature of the registry write and its deadline."]
+        for name, value in fields
         if value is None
     }
     if missing:
@@ -150,7 +190,7 @@ def _require_fields(signature: str | None, deadline: int | None) -> None:
         )
 
 
-def _relayed(send: Callable[[], list[tuple[str, Receipt]]]) -> list[tuple[str, Receipt]]:
+def relayed(send: Callable[[], list[tuple[str, Receipt]]]) -> list[tuple[str, Receipt]]:
     """Run `send()` (the job's chain writes); a node that does not answer leaves the job to its retry."""
     try:
         return send()
@@ -158,11 +198,13 @@ def _relayed(send: Callable[[], list[tuple[str, Receipt]]]) -> list[tuple[str, R
         raise TransientError(error.detail) from None
 
 
-def _signature(payload: dict[str, Any]) -> bytes:
-    return bytes.fromhex(payload["signature"].removeprefix("0x"))
+def signature_bytes(signature: str) -> bytes:
+    """The bytes of a 0x-hex signature, as the contract takes them."""
+    return bytes.fromhex(signature.removeprefix("0x"))
 
 
-def _transactions(receipts: list[tuple[str, Receipt]]) -> list[dict[str, Any]]:
+def transactions_of(receipts: list[tuple[str, Receipt]]) -> list[dict[str, Any]]:
+    """The `transactions` of a job's result: each relayed step and its receipt."""
     return [
         {"step": step, "txHash": receipt.tx_hash, "blockNumber": receipt.block_number, "status": receipt.status}
         for step, receipt in receipts
@@ -179,7 +221,8 @@ def set_card_on_chain(job: Job) -> CallOutside:
     agent_registry = current(ChainSettings).require_chain(network).agent_registry_id
     identity = db.session.get(AgentIdentity, (agent_registry, target.did))
     agent_id = None if identity is None else int(identity.agent_id)
-    did, uri, deadline, signature = target.did, payload["uri"], payload["deadline"], _signature(payload)
+    did, uri, deadline = target.did, payload["uri"], payload["deadline"]
+    signature = signature_bytes(payload["signature"])
     if payload["chain_write"] == "Register":
         function, args = "register", [did, target.address, ZERO_ADDRESS, uri, deadline, signature, b""]
     else:
@@ -194,9 +237,9 @@ def set_card_on_chain(job: Job) -> CallOutside:
 
     def record(locked: Job, receipts: list[tuple[str, Receipt]]) -> dict:
         done = RegisteredCardUriOut().dump(cards.set_card_from_job(locked))
-        return {**done, "transactions": _transactions(receipts)}
+        return {**done, "transactions": transactions_of(receipts)}
 
-    return CallOutside(lambda: _relayed(send), record)
+    return CallOutside(lambda: relayed(send), record)
 
 
 def deregister_on_chain(job: Job) -> dict | CallOutside:
@@ -207,13 +250,13 @@ def deregister_on_chain(job: Job) -> dict | CallOutside:
     if "chain_write" not in payload:  # the DID had no record on chain when the request was checked
         return DeregistrationOut().dump(registry.deregister_from_job(job))
     network, job_id = current(AgentSettings).network, job.id
-    args = [target.did, payload["deadline"], _signature(payload)]
+    args = [target.did, payload["deadline"], signature_bytes(payload["signature"])]
 
     def send() -> list[tuple[str, Receipt]]:
         return [(RECORD_STEP, relay_registry_write(network, job_id, "deregister", args))]
 
     def record(locked: Job, receipts: list[tuple[str, Receipt]]) -> dict:
         done = DeregistrationOut().dump(registry.deregister_from_job(locked))
-        return {**done, "transactions": _transactions(receipts)}
+        return {**done, "transactions": transactions_of(receipts)}
 
-    return CallOutside(lambda: _relayed(send), record)
+    return CallOutside(lambda: relayed(send), record)

@@ -3,6 +3,9 @@
 An organisation asks an agent to accept it as owner (a consent with a message to sign); the
 agent approves by signing it, or later revokes the owner by a signed revocation. The writes
 happen in jobs. Services flush but never commit.
+
+With `AGENT_REGISTRY_BACKEND=evm` each also names or releases the owner in the DID's record on the
+chain, with the EIP-712 signatures gathered as `app.agents.chain_owners` tells.
 """
 
 from __future__ import annotations
@@ -31,7 +34,9 @@ from app.agents.errors import (
 )
 from app.agents.models import APPROVED, ORGANISATION, PENDING, REVOKED, AgentAccount, Consent
 from app.agents.settings import AgentSettings
+from app.agents.signing import APPROVE_CONSENT, SET_OWNER, WriteToSign
 from app.agents.siwe import InvalidSiweMessage, format_date_time, parse_date_time
+from app.chain.settings import EVM, ChainSettings
 from app.db import as_utc, utcnow
 from app.errors import NotFound, ValidationFailed
 from app.extensions import db
@@ -52,6 +57,15 @@ class ApprovedConsent:
 
 
 @dataclass(frozen=True)
+class Approval:
+    """A pending consent an approve-consent job may still carry out: its agent, owner and consent."""
+
+    target: AgentAccount
+    owner: AgentAccount
+    consent: Consent
+
+
+@dataclass(frozen=True)
 class RevokedOwner:
     """The outcome of a revoke-owner job."""
 
@@ -68,8 +82,12 @@ def consent_url(consent: Consent) -> str:
     return f"{current(AgentSettings).network_url}/consent/{consent.id}"
 
 
-def request_consent(caller: AgentAccount, owner: str, agent: str) -> Consent:
-    """As organisation ``owner`` (the caller), ask ``agent`` to accept it as owner."""
+def _on_chain() -> bool:
+    return current(ChainSettings).registry_backend == EVM
+
+
+def _requestable(caller: AgentAccount, owner: str, agent: str) -> AgentAccount:
+    """The agent ``caller`` (organisation ``owner``) may ask to own, by Tessera's tables."""
     if caller.kind != ORGANISATION:
         raise NotAnOrganisation("Only an organisation account can request ownership of an agent.")
     if owner != caller.did:
@@ -80,6 +98,23 @@ def request_consent(caller: AgentAccount, owner: str, agent: str) -> Consent:
     record = get_record(agent)
     if record is not None and record.owner_did:
         raise AlreadyOwned(f"{agent} is already owned by {record.owner_did}.")
+    return target
+
+
+def request_consent(
+    caller: AgentAccount, owner: str, agent: str, signature: str | None = None, deadline: int | None = None
+) -> Consent:
+    """As organisation ``owner`` (the caller), ask ``agent`` to accept it as owner.
+
+    On a chain the request also carries the organisation's EIP-712 signature naming itself owner and
+    its deadline (`app.agents.chain_owners.checked_consent_request`), kept with the consent.
+    """
+    target = _requestable(caller, owner, agent)
+    chain_write: dict = {}
+    if _on_chain():
+        from app.agents.chain_owners import checked_consent_request  # web3 loads only where a chain is used
+
+        chain_write = checked_consent_request(caller, target, signature, deadline)
     now = utcnow().replace(microsecond=0)
     consent_id = secrets.token_hex(16)
     expires_at = now + current(AgentSettings).consent_lifetime
@@ -101,6 +136,7 @@ def request_consent(caller: AgentAccount, owner: str, agent: str) -> Consent:
         state=PENDING,
         created_at=now,
         expires_at=expires_at,
+        **chain_write,
     )
     db.session.add(consent)
     db.session.flush()
@@ -128,24 +164,44 @@ def get_consent_for(caller: AgentAccount, consent_id: str) -> Consent:
     return consent
 
 
-def request_consent_approval(caller: AgentAccount, consent_id: str, signature: str) -> Job:
-    """As the agent, approve a consent with a personal_sign signature of its message; starts a job."""
+def _approvable(caller: AgentAccount, consent_id: str) -> Consent:
     consent = get_consent_for(caller, consent_id)
     if caller.did != consent.agent_did:
         raise NotAllowedForDid("Only the agent named in the consent can approve it.")
     if consent.state != PENDING or as_utc(consent.expires_at) <= utcnow():
         raise ConsentNotPending("The consent is no longer pending.")
+    return consent
+
+
+def request_consent_approval(
+    caller: AgentAccount, consent_id: str, signature: str, registry_signature: str | None = None
+) -> Job:
+    """As the agent, approve a consent with a personal_sign signature of its message; starts a job.
+
+    On a chain the request also carries the agent's EIP-712 signature of the write the organisation
+    signed (`app.agents.chain_owners.checked_consent_approval`); both are checked here.
+    """
+    consent = _approvable(caller, consent_id)
     try:
         signer = ethereum.recover_personal_signer(consent.message, signature)
     except ethereum.InvalidSignature as exc:
         raise ValidationFailed(errors={"signature": [str(exc)]}) from exc
     if signer != caller.address:
         raise ValidationFailed(errors={"signature": ["Not signed by the agent's key."]})
-    return start_job("agents.approve_consent", caller, caller, consent_id=consent.id, signature=signature)
+    consent_id = consent.id
+    chain_write: dict = {}
+    if _on_chain():
+        from app.agents.chain_owners import checked_consent_approval  # web3 loads only where a chain is used
+
+        chain_write = checked_consent_approval(caller, consent, registry_signature)
+    return start_job(
+        "agents.approve_consent", caller, caller, consent_id=consent_id, signature=signature, **chain_write
+    )
 
 
-def approve_consent_from_job(job: Job) -> ApprovedConsent:
-    """Name the owner in the agent's registry record and mark the consent approved, together."""
+def require_approval(job: Job) -> Approval:
+    """What an approve-consent job carries out; `ConsentNotPending` or `AlreadyOwned` (409) when it no
+    longer may (checked again before anything is sent to a chain)."""
     target, _payer = job_accounts(job)
     consent = db.session.get(Consent, job.payload["consent_id"])
     if consent is None or consent.state != PENDING:
@@ -153,9 +209,17 @@ def approve_consent_from_job(job: Job) -> ApprovedConsent:
     owner = get_account_by_did(consent.owner_did)
     if owner is None or owner.deactivated_at is not None:
         raise ConsentNotPending(f"The organisation {consent.owner_did} was deregistered.")
-    record = ensure_record(target)
-    if record.owner_did and record.owner_did != consent.owner_did:
+    record = get_record(target.did)
+    if record is not None and record.owner_did and record.owner_did != consent.owner_did:
         raise AlreadyOwned(f"{target.did} is already owned by {record.owner_did}.")
+    return Approval(target, owner, consent)
+
+
+def approve_consent_from_job(job: Job) -> ApprovedConsent:
+    """Name the owner in the agent's registry record and mark the consent approved, together."""
+    approval = require_approval(job)
+    target, consent = approval.target, approval.consent
+    record = ensure_record(target)
     now = utcnow()
     record.owner_did = consent.owner_did
     record.updated_at = now
@@ -167,7 +231,25 @@ def approve_consent_from_job(job: Job) -> ApprovedConsent:
 # -- owner revocation --------------------------------------------------------------------------
 
 
-def request_owner_revocation(caller: AgentAccount, did: str, owner: str, issued_at: str, signature: str) -> Job:
+def _revocable(caller: AgentAccount, did: str, owner: str) -> AgentAccount:
+    target = require_target(did)
+    if target.id != caller.id:
+        raise NotAllowedForDid("Only the agent itself can revoke its owner.")
+    record = get_record(did)
+    if record is None or record.owner_did != owner:
+        raise OwnerNotNamed(f"The registry record of {did} does not name {owner} as owner.")
+    return target
+
+
+def request_owner_revocation(
+    caller: AgentAccount,
+    did: str,
+    owner: str,
+    issued_at: str,
+    signature: str,
+    registry_signature: str | None = None,
+    deadline: int | None = None,
+) -> Job:
     """As the agent, drop the owner its record names, by a signed revocation; starts a job.
 
     The agent's key signs ``format_revocation_message`` for this network, agent, owner and
@@ -175,13 +257,10 @@ def request_owner_revocation(caller: AgentAccount, did: str, owner: str, issued_
     owner's consent was approved, so a revocation cannot be replayed against a later consent.
     Raises ``NotAllowedForDid`` (403) for anyone but the agent, ``OwnerNotNamed`` (409) when the
     record names another owner or none, ``ValidationFailed`` (422) for the time or signature.
+    On a chain whose record names the owner, the request also carries the agent's EIP-712 signature
+    releasing it and its deadline (`app.agents.chain_owners.checked_owner_release`).
     """
-    target = require_target(did)
-    if target.id != caller.id:
-        raise NotAllowedForDid("Only the agent itself can revoke its owner.")
-    record = get_record(did)
-    if record is None or record.owner_did != owner:
-        raise OwnerNotNamed(f"The registry record of {did} does not name {owner} as owner.")
+    target = _revocable(caller, did, owner)
     try:
         moment = parse_date_time(issued_at)
     except InvalidSiweMessage as exc:
@@ -205,16 +284,33 @@ def request_owner_revocation(caller: AgentAccount, did: str, owner: str, issued_
         raise ValidationFailed(errors={"signature": [str(exc)]}) from exc
     if signer != caller.address:
         raise ValidationFailed(errors={"signature": ["Not the agent key's signature of the revocation message."]})
-    return start_job("agents.revoke_owner", caller, target, owner=owner, issued_at=issued_at, signature=signature)
+    chain_write: dict = {}
+    if _on_chain():
+        from app.agents.chain_owners import checked_owner_release  # web3 loads only where a chain is used
+
+        chain_write = checked_owner_release(target, owner, registry_signature, deadline)
+    return start_job(
+        "agents.revoke_owner", caller, target, owner=owner, issued_at=issued_at, signature=signature, **chain_write
+    )
 
 
-def revoke_owner_from_job(job: Job) -> RevokedOwner:
-    """Clear the record's owner and mark its consent revoked, together; no-op refusal if it changed."""
+def require_named_owner(job: Job) -> AgentAccount:
+    """The agent of a revoke-owner job; `OwnerNotNamed` (409) once its record no longer names the owner
+    (checked again before anything is sent to a chain)."""
     target, _payer = job_accounts(job)
     owner = job.payload["owner"]
     record = get_record(target.did)
     if record is None or record.owner_did != owner:
         raise OwnerNotNamed(f"The registry record of {target.did} does not name {owner} as owner.")
+    return target
+
+
+def revoke_owner_from_job(job: Job) -> RevokedOwner:
+    """Clear the record's owner and mark its consent revoked, together; no-op refusal if it changed."""
+    target = require_named_owner(job)
+    owner = job.payload["owner"]
+    record = get_record(target.did)
+    assert record is not None
     record.owner_did = None
     record.updated_at = utcnow()
     db.session.execute(
@@ -225,3 +321,37 @@ def revoke_owner_from_job(job: Job) -> RevokedOwner:
     )
     db.session.flush()
     return RevokedOwner(target.did, owner)
+
+
+# -- what ownership asks to sign on a chain ------------------------------------------------------
+
+
+def ownership_write_to_sign(
+    caller: AgentAccount, did: str, operation: str, owner: str | None, consent_id: str | None
+) -> WriteToSign:
+    """The EIP-712 typed data of an ownership write of agent `did` and who signs it: the organisation
+    `owner` (the caller) asking to own it (`set-owner`), the agent approving consent `consent_id`
+    (`approve-consent`), or the agent releasing `owner` (`revoke-owner`). The request's own checks
+    come first; nothing to sign on the database backend, or for a release the chain has no owner of.
+    """
+    if operation == APPROVE_CONSENT:
+        if consent_id is None:
+            raise ValidationFailed(errors={"consent": ["Required for approve-consent: the consent's id."]})
+        consent = _approvable(caller, consent_id)
+        if consent.agent_did != did:
+            raise NotFound("No such consent.")
+    elif owner is None:
+        raise ValidationFailed(errors={"owner": [f"Required for {operation}: the owner organisation's DID."]})
+    elif operation == SET_OWNER:
+        target = _requestable(caller, owner, did)
+    else:
+        target = _revocable(caller, did, owner)
+    if not _on_chain():
+        return WriteToSign(operation, None, None)
+    from app.agents import chain_owners  # web3 loads only where a chain is used
+
+    if operation == APPROVE_CONSENT:
+        return chain_owners.approval_to_sign(caller, consent)
+    if operation == SET_OWNER:
+        return chain_owners.consent_to_sign(caller, target)
+    return chain_owners.release_to_sign(target, owner)

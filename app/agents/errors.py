@@ -94,3 +94,21 @@ class RegistrySignatureExpired(ValidationFailed):
 
 class RegistrySignatureRefused(Forbidden):
     code, title = "registry_signature_refused", "Registry signature not made by the record's signer"
+
+
+class RecordSignedByAnother(Conflict):
+    """On a chain registry, a write of a record is signed by its owner once one is named, else by its agent."""
+
+    code, title = "record_signed_by_another", "Another key signs this registry record"
+
+    def __init__(self, did: str, signer: str, signer_did: str) -> None:
+        super().__init__(
+            f"On the chain the registry record of {did} is written with the signature of {signer_did} "
+            f"({signer}) only; ask it to make this write.",
+            signer=signer,
+            signer_did=signer_did,
+        )
+
+
+class ConsentSignatureStale(Conflict):
+    code, title = "consent_signature_stale", "The organisation's registry signature no longer holds"

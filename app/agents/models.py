@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from datetime import datetime
 
-from sqlalchemy import DateTime, ForeignKey, Integer, LargeBinary, String, Text
+from sqlalchemy import BigInteger, DateTime, ForeignKey, Integer, LargeBinary, String, Text
 from sqlalchemy.orm import Mapped, mapped_column
 
 from app.db import Base, utcnow
@@ -157,3 +157,7 @@ class Consent(Base):
     created_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), default=utcnow)
     expires_at: Mapped[datetime] = mapped_column(DateTime(timezone=True))
     approved_at: Mapped[datetime | None] = mapped_column(DateTime(timezone=True), nullable=True)
+    # With AGENT_REGISTRY_BACKEND=evm: the organisation's EIP-712 signature naming itself owner on
+    # chain (`SetOwner`, or `Register` while the DID has no record there) and that typed data's deadline.
+    registry_signature: Mapped[str | None] = mapped_column(String(132), nullable=True)
+    registry_deadline: Mapped[int | None] = mapped_column(BigInteger, nullable=True)

@@ -16,6 +16,7 @@ from sqlalchemy.orm import aliased
 
 from app.agents.accounts import authorize_for_did, get_record, job_accounts, require_target
 from app.agents.cards import SET_CARD, card_uri_is_served, public_card_url, validate_card_uri
+from app.agents.consents import ownership_write_to_sign
 from app.agents.credits import charge, start_paid_job
 from app.agents.errors import NotAllowedForDid, OwnerNamedRecord
 from app.agents.models import (
@@ -30,6 +31,7 @@ from app.agents.models import (
     RegistryRecord,
 )
 from app.agents.settings import AgentSettings
+from app.agents.signing import OWNERSHIP_OPERATIONS, WriteToSign
 from app.chain.index import get_indexed_record, registry_key
 from app.chain.models import IndexedRecord
 from app.chain.settings import EVM, ChainSettings
@@ -183,14 +185,24 @@ def _require_self(caller: AgentAccount, did: str) -> AgentAccount:
     return target
 
 
-def registry_write_to_sign(caller: AgentAccount, did: str, operation: str, uri: str | None) -> dict | None:
-    """The EIP-712 typed data the agent signs for a registry write (`set-card` of `uri`, or
-    `deregister`) of `did`; None when the write needs no signature (the database backend, or a
-    deregistration of a DID with no record on chain).
+def registry_write_to_sign(
+    caller: AgentAccount,
+    did: str,
+    operation: str,
+    uri: str | None = None,
+    owner: str | None = None,
+    consent_id: str | None = None,
+) -> WriteToSign:
+    """The EIP-712 typed data the caller signs for a registry write of `did`: `set-card` of `uri`,
+    `deregister`, or ownership (`set-owner`, `approve-consent`, `revoke-owner`: see
+    `app.agents.consents.ownership_write_to_sign`); nothing to sign on the database backend, or for a
+    deregistration of a DID with no record on chain.
 
     The write's own checks come first (as its request makes them); on a chain, the DID's nonce is
     read from the contract with no transaction open (`ChainUnavailable` when the node does not answer).
     """
+    if operation in OWNERSHIP_OPERATIONS:
+        return ownership_write_to_sign(caller, did, operation, owner, consent_id)
     if operation == SET_CARD:
         validate_card_uri(uri)
         target = authorize_for_did(caller, did)
@@ -198,10 +210,10 @@ def registry_write_to_sign(caller: AgentAccount, did: str, operation: str, uri: 
         target = _require_self(caller, did)
         refuse_if_owner_named(did)
     if not _on_chain():
-        return None
+        return WriteToSign(operation, None, None)
     from app.agents.chain_writes import typed_data_to_sign  # web3 loads only where a chain is used
 
-    return typed_data_to_sign(target, operation, uri)
+    return typed_data_to_sign(caller, target, operation, uri)
 
 
 def request_deregister(
@@ -218,7 +230,7 @@ def request_deregister(
     if _on_chain():
         from app.agents.chain_writes import checked_chain_write  # web3 loads only where a chain is used
 
-        chain_write = checked_chain_write(target, DEREGISTER, signature, deadline)
+        chain_write = checked_chain_write(caller, target, DEREGISTER, signature, deadline)
     return start_paid_job("agents.deregister", DEREGISTER, caller, target, **chain_write)
 
 

@@ -250,7 +250,7 @@ def delete_public_card(did: str):
 @idempotent
 @blp.arguments(CardUriIn)
 @blp.response(202, JobEnvelope, headers=BARE_LOCATION_HEADER)
-@problem_doc(400, 402, 403, 404, 410, 413, 415, 422)
+@problem_doc(400, 402, 403, 404, 409, 410, 413, 415, 422, 503)
 def put_card_uri(args: dict, did: str):
     """set-card: a job registers the card URI; it then appears as the DID document's AgentService.
 
@@ -264,9 +264,13 @@ def put_card_uri(args: dict, did: str):
 @blp.response(200, TypedDataEnvelope)
 @problem_doc(400, 403, 404, 409, 410, 413, 415, 422, 503)
 def post_registry_typed_data(args: dict, did: str):
-    """The EIP-712 typed data the agent signs for set-card or deregister of its record on a chain registry."""
-    typed = registry.registry_write_to_sign(current_account(), did, args["operation"], args["uri"])
-    return {"data": {"operation": args["operation"], "typed_data": typed}}
+    """The EIP-712 typed data a registry write of ``did`` on a chain registry needs signed, and by whom:
+    set-card, deregister, and ownership (set-owner, approve-consent, revoke-owner)."""
+    return {
+        "data": registry.registry_write_to_sign(
+            current_account(), did, args["operation"], args["uri"], args["owner"], args["consent"]
+        )
+    }
 
 
 @blp.route("/api/agents/<string:did>/registry", methods=["GET"])
@@ -297,12 +301,10 @@ def deregister(args: dict, did: str):
 @idempotent
 @blp.arguments(RevokeOwnerIn)
 @blp.response(202, JobEnvelope, headers=BARE_LOCATION_HEADER)
-@problem_doc(400, 403, 404, 409, 410, 413, 415, 422)
+@problem_doc(400, 403, 404, 409, 410, 413, 415, 422, 503)
 def revoke_owner(args: dict, did: str):
     """As the agent, revoke the owner organisation by a signed revocation; a job clears the owner."""
-    return _accepted(
-        consents.request_owner_revocation(current_account(), did, args["owner"], args["issued_at"], args["signature"])
-    )
+    return _accepted(consents.request_owner_revocation(current_account(), did, **args))
 
 
 @blp.route("/api/contracts/current", methods=["GET"])
@@ -322,10 +324,10 @@ def current_contract(args: dict):
 @idempotent
 @blp.arguments(ConsentIn)
 @blp.response(201, ConsentEnvelope)
-@problem_doc(400, 403, 404, 409, 410, 413, 415, 422)
+@problem_doc(400, 403, 404, 409, 410, 413, 415, 422, 503)
 def create_consent(args: dict):
     """As an organisation, ask an agent to accept it as owner; answers with the consent link."""
-    return {"data": consents.request_consent(current_account(), args["owner"], args["agent"])}
+    return {"data": consents.request_consent(current_account(), **args)}
 
 
 @blp.route("/api/consents/<string:consent_id>", methods=["GET"])
@@ -342,10 +344,10 @@ def get_consent(consent_id: str):
 @idempotent
 @blp.arguments(ApproveIn)
 @blp.response(202, JobEnvelope, headers=BARE_LOCATION_HEADER)
-@problem_doc(400, 403, 404, 409, 413, 415, 422)
+@problem_doc(400, 403, 404, 409, 413, 415, 422, 503)
 def approve_consent(args: dict, consent_id: str):
     """As the agent, approve with a signature of the message; a job names the owner in the record."""
-    return _accepted(consents.request_consent_approval(current_account(), consent_id, args["signature"]))
+    return _accepted(consents.request_consent_approval(current_account(), consent_id, **args))
 
 
 @blp.route("/consent/<string:consent_id>", methods=["GET"])

@@ -146,8 +146,19 @@ class DeregisterIn(ma.Schema):
 
 
 class TypedDataIn(ma.Schema):
-    operation = ma.fields.String(required=True, validate=ma.validate.OneOf(["set-card", "deregister"]))
+    operation = ma.fields.String(
+        required=True,
+        validate=ma.validate.OneOf(["set-card", "deregister", "set-owner", "approve-consent", "revoke-owner"]),
+        metadata={
+            "description": "set-card, deregister; set-owner (the organisation asking to own the agent, before "
+            "POST /api/consents), approve-consent (the agent, before approving), revoke-owner (the agent)."
+        },
+    )
     uri = ma.fields.String(load_default=None, metadata={"description": "The card URI (set-card only)."})
+    owner = ma.fields.String(
+        load_default=None, metadata={"description": "The owner organisation's DID (set-owner, revoke-owner)."}
+    )
+    consent = ma.fields.String(load_default=None, metadata={"description": "The consent's id (approve-consent)."})
 
 
 class TypedDataOut(ma.Schema):
@@ -156,10 +167,16 @@ class TypedDataOut(ma.Schema):
         required=True,
         allow_none=True,
         metadata={
-            "description": "EIP-712 typed data (eth_signTypedData_v4) to sign with the agent key: Register, SetCard "
-            "or Deregister of TesseraRegistry, with the DID's nonce and a deadline. null: the write needs no "
-            "signature (the database registry, or a deregistration of a DID with no record on chain)."
+            "description": "EIP-712 typed data (eth_signTypedData_v4) to sign with the key named by signer: "
+            "Register, SetCard, SetOwner or Deregister of TesseraRegistry, with the DID's nonce and a deadline. "
+            "null: the write needs no signature (the database registry, a deregistration of a DID with no record "
+            "on chain, a revocation of an owner the chain does not name)."
         },
+    )
+    signer = ma.fields.String(
+        required=True,
+        allow_none=True,
+        metadata={"description": "The address whose signature the registry accepts for this write."},
     )
 
 
@@ -230,6 +247,16 @@ class ContractEnvelope(ma.Schema):
 class ConsentIn(ma.Schema):
     owner = ma.fields.String(required=True, metadata={"description": "The organisation's DID (the caller)."})
     agent = ma.fields.String(required=True, metadata={"description": "The agent's DID."})
+    signature = ma.fields.String(
+        load_default=None,
+        metadata={
+            "description": "With AGENT_REGISTRY_BACKEND=evm: the organisation's EIP-712 signature of the typed data "
+            "from POST /api/agents/{agent}/registry/typed-data (operation set-owner)."
+        },
+    )
+    deadline = ma.fields.Integer(
+        load_default=None, strict=True, validate=ma.validate.Range(0, _MAX_DEADLINE), metadata=_DEADLINE
+    )
 
 
 class ConsentOut(ma.Schema):
@@ -250,6 +277,16 @@ class ConsentEnvelope(ma.Schema):
 
 class RevokeOwnerIn(ma.Schema):
     owner = ma.fields.String(required=True, metadata={"description": "The owner organisation's DID."})
+    registry_signature = ma.fields.String(
+        load_default=None,
+        metadata={
+            "description": "With AGENT_REGISTRY_BACKEND=evm and a record on chain naming the owner: the agent's "
+            "EIP-712 signature of the typed data from POST .../registry/typed-data (operation revoke-owner)."
+        },
+    )
+    deadline = ma.fields.Integer(
+        load_default=None, strict=True, validate=ma.validate.Range(0, _MAX_DEADLINE), metadata=_DEADLINE
+    )
     issued_at = ma.fields.String(
         required=True, metadata={"description": "RFC 3339 UTC time written in the message, within minutes of now."}
     )
@@ -265,6 +302,13 @@ class RevokeOwnerIn(ma.Schema):
 
 class ApproveIn(ma.Schema):
     signature = ma.fields.String(required=True, metadata={"description": "personal_sign of the message."})
+    registry_signature = ma.fields.String(
+        load_default=None,
+        metadata={
+            "description": "With AGENT_REGISTRY_BACKEND=evm: the agent's EIP-712 signature of the typed data from "
+            "POST /api/agents/{agent}/registry/typed-data (operation approve-consent)."
+        },
+    )
 
 
 # -- job results (stored as the job's ``result``) ----------------------------------------------

@@ -56,13 +56,21 @@ def deregister(job):
     return DeregistrationOut().dump(registry.deregister_from_job(job))
 
 
-@job_task("agents.approve_consent")
+@job_task("agents.approve_consent", deferred=(NotYetMined, NotYetConfirmed))
 def approve_consent(job):
+    if current(ChainSettings).registry_backend == EVM:
+        from app.agents.chain_owners import approve_consent_on_chain  # web3 loads only where a chain is used
+
+        return approve_consent_on_chain(job)
     return ApprovedConsentOut().dump(consents.approve_consent_from_job(job))
 
 
-@job_task("agents.revoke_owner")
+@job_task("agents.revoke_owner", deferred=(NotYetMined, NotYetConfirmed))
 def revoke_owner(job):
+    if current(ChainSettings).registry_backend == EVM:
+        from app.agents.chain_owners import revoke_owner_on_chain  # web3 loads only where a chain is used
+
+        return revoke_owner_on_chain(job)
     return RevokedOwnerOut().dump(consents.revoke_owner_from_job(job))
 
 

@@ -241,6 +241,11 @@ def _problem_of(response: httpx.Response) -> dict[str, Any]:
     return body if isinstance(body, dict) else {}
 
 
+def _registry_fields(signed: dict[str, Any]) -> dict[str, Any]:
+    """A request's fields for an EIP-712 registry signature beside its own (personal_sign) ``signature``."""
+    return {"registry_signature": signed["signature"], "deadline": signed["deadline"]} if signed else {}
+
+
 def _raise_for_problem(status: int, problem: dict[str, Any]) -> None:
     code = problem.get("code")
     if code == "account_deactivated":
@@ -574,10 +579,18 @@ class TesseraClient:
     # -- registry writes on a chain -------------------------------------------------------
 
     def _signed_write(
-        self, operation: str, did: str, send: Callable[[dict[str, Any]], dict[str, Any]], uri: str | None = None
+        self,
+        operation: str,
+        did: str,
+        send: Callable[[dict[str, Any]], dict[str, Any]],
+        uri: str | None = None,
+        *,
+        owner_did: str | None = None,
+        consent: str | None = None,
     ) -> dict[str, Any]:
-        """``send({})``; when the network's registry is on a chain and answers that the write needs the
-        agent's signature, ``send`` again with the signature and its deadline."""
+        """``send({})``; when the network's registry is on a chain and answers that the write needs an
+        EIP-712 signature, ``send`` again with ``{"signature", "deadline"}`` of the typed data the network
+        hands out for ``operation`` of ``did`` (``sign_registry_write`` checks it first)."""
         try:
             return send({})
         except ApiError as refused:
@@ -587,38 +600,78 @@ class TesseraClient:
             "POST",
             f"/api/agents/{quote(did)}/registry/typed-data",
             authenticated=True,
-            json_body={"operation": operation, "uri": uri},
+            json_body={"operation": operation, "uri": uri, "owner": owner_did, "consent": consent},
         )["typed_data"]
         if typed is None:
             raise RegistryWriteRefused(f"the network asks for a signature of {operation} but gives nothing to sign")
-        signature = self.sign_registry_write(typed, operation, did, uri)
+        signature = self.sign_registry_write(typed, operation, did, uri, owner_did=owner_did)
         return send({"signature": signature, "deadline": typed["message"]["deadline"]})
 
-    def sign_registry_write(self, typed_data: Any, operation: str, did: str, uri: str | None = None) -> str:
-        """Sign the network's EIP-712 typed data of ``operation`` (``set-card`` of ``uri`` or ``deregister``)
-        of ``did`` with the agent key; the 0x-hex signature.
+    def _address_of(self, did: str) -> str:
+        """The address of the key of account ``did``, from its public DID document."""
+        for method in self.get_did(did).get("verificationMethod", []):
+            account = method.get("blockchainAccountId") if isinstance(method, dict) else None
+            if isinstance(account, str) and account.startswith("eip155:"):
+                return account.rsplit(":", 1)[-1]
+        raise TesseraError(f"the DID document of {did} names no key address")
 
-        The typed data is rebuilt from its domain and the members of its message that the registry's
-        type names, after checking they say exactly this write of this DID by this key; anything
-        else raises ``RegistryWriteRefused`` and nothing is signed.
+    def _expected_write(self, operation: str, primary: str, did: str, uri: str | None, owner_did: str | None) -> dict:
+        """The members of the message of ``primary`` that say exactly this write (addresses lower-cased)."""
+        from app.chain.typed_data import ZERO_ADDRESS
+
+        expected: dict[str, Any] = {"did": did}
+        if operation == "set-card":
+            expected["cardURI"] = uri
+            if primary == "Register":
+                expected.update(agent=self.address, owner=ZERO_ADDRESS)
+        elif operation == "revoke-owner":
+            expected["owner"] = ZERO_ADDRESS
+        elif operation in ("set-owner", "approve-consent"):
+            if owner_did is None:
+                raise RegistryWriteRefused(f"refusing to sign {operation} of {did}: no owner was named")
+            # The organisation names itself (the agent's address from its DID document); the agent names
+            # the organisation of the consent it reviewed.
+            owner = self.address if operation == "set-owner" else self._address_of(owner_did)
+            expected["owner"] = owner
+            if primary == "Register":
+                agent = self._address_of(did) if operation == "set-owner" else self.address
+                expected.update(agent=agent, cardURI="")
+        return {name: value.lower() if name in ("agent", "owner") else value for name, value in expected.items()}
+
+    def sign_registry_write(
+        self, typed_data: Any, operation: str, did: str, uri: str | None = None, *, owner_did: str | None = None
+    ) -> str:
+        """Sign the network's EIP-712 typed data of ``operation`` of ``did`` with this key; the 0x-hex signature.
+
+        ``operation`` is ``set-card`` (of ``uri``), ``deregister``, ``set-owner`` (this organisation
+        asking to own agent ``did``: ``owner_did`` is its own DID), ``approve-consent`` (this agent
+        accepting ``owner_did``) or ``revoke-owner``. The typed data is rebuilt from its domain and the
+        members of its message that the registry's type names, after checking they say exactly this
+        write of this DID (its URI, its owner, its agent); anything else raises ``RegistryWriteRefused``
+        and nothing is signed.
         """
         # eth-account is loaded only by a network whose registry is on a chain.
-        from app.chain.typed_data import DOMAIN_NAME, TYPES, ZERO_ADDRESS, registry_message, typed_data_digest
+        from app.chain.typed_data import DOMAIN_NAME, TYPES, registry_message, typed_data_digest
 
-        allowed = {"set-card": ("Register", "SetCard"), "deregister": ("Deregister",)}[operation]
+        allowed = {
+            "set-card": ("Register", "SetCard"),
+            "deregister": ("Deregister",),
+            "set-owner": ("Register", "SetOwner"),
+            "approve-consent": ("Register", "SetOwner"),
+            "revoke-owner": ("SetOwner",),
+        }[operation]
         refusal = f"refusing to sign the registry write the network sent for {operation} of {did}"
         if not isinstance(typed_data, dict):
             raise RegistryWriteRefused(f"{refusal}: it is not an object")
         primary, message, domain = (typed_data.get(key) for key in ("primaryType", "message", "domain"))
         if primary not in allowed or not isinstance(message, dict) or not isinstance(domain, dict):
             raise RegistryWriteRefused(f"{refusal}: it is a {primary!r}, not one of {', '.join(allowed)}")
-        expected = {"did": did}
-        if operation == "set-card":
-            expected["cardURI"] = uri
-        if primary == "Register":
-            expected.update(agent=self.address, owner=ZERO_ADDRESS)
-        wrong = [f"{name} {message.get(name)!r} (expected {value!r})" for name, value in expected.items()
-                 if message.get(name) != value]  # fmt: skip
+        expected = self._expected_write(operation, primary, did, uri, owner_did)
+        wrong = []
+        for name, value in expected.items():
+            found = message.get(name)
+            if (found.lower() if name in ("agent", "owner") and isinstance(found, str) else found) != value:
+                wrong.append(f"{name} {found!r} (expected {value!r})")
         if domain.get("name") != DOMAIN_NAME:
             wrong.append(f"domain {domain.get('name')!r} (expected {DOMAIN_NAME!r})")
         if wrong:
@@ -644,7 +697,15 @@ class TesseraClient:
             self.authenticate()
         if owner != self.did:
             raise TesseraError(f"--owner {owner} is not the authenticated account {self.did}")
-        return self._data("POST", "/api/consents", authenticated=True, json_body={"owner": owner, "agent": agent})
+        # On a chain registry the organisation also signs the write naming itself owner (``set-owner``).
+        return self._signed_write(
+            "set-owner",
+            agent,
+            lambda signed: self._data(
+                "POST", "/api/consents", authenticated=True, json_body={"owner": owner, "agent": agent, **signed}
+            ),
+            owner_did=owner,
+        )
 
     def get_consent(self, link_or_id: str) -> dict[str, Any]:
         """Return a consent this account is party to: ``{id, owner, agent, state, message, ...}``."""
@@ -692,12 +753,19 @@ class TesseraClient:
         consent_id = consent_id_from_link(link_or_id)
         assert self._api_key is not None
         signature = ethereum.sign_personal_message(consent["message"], self._api_key)
-        return self._job(
-            "POST",
-            f"/api/consents/{quote(consent_id)}/approve",
-            json_body={"signature": signature},
-            wait=wait,
-            progress=progress,
+        # On a chain registry the agent also signs the write naming the owner (``approve-consent``).
+        return self._signed_write(
+            "approve-consent",
+            self._target(None),
+            lambda signed: self._job(
+                "POST",
+                f"/api/consents/{quote(consent_id)}/approve",
+                json_body={"signature": signature, **({"registry_signature": signed["signature"]} if signed else {})},
+                wait=wait,
+                progress=progress,
+            ),
+            owner_did=consent["owner"],
+            consent=consent_id,
         )
 
     def owner_of(self, agent_did: str | None = None) -> str | None:
@@ -730,12 +798,18 @@ class TesseraClient:
         )
         assert self._api_key is not None
         signature = ethereum.sign_personal_message(message, self._api_key)
-        return self._job(
-            "POST",
-            f"/api/agents/{quote(agent_did)}/owner/revoke",
-            json_body={"owner": owner, "issued_at": issued_at, "signature": signature},
-            wait=wait,
-            progress=progress,
+        # On a chain registry naming the owner, the agent also signs its release (``revoke-owner``).
+        return self._signed_write(
+            "revoke-owner",
+            agent_did,
+            lambda signed: self._job(
+                "POST",
+                f"/api/agents/{quote(agent_did)}/owner/revoke",
+                json_body={"owner": owner, "issued_at": issued_at, "signature": signature, **_registry_fields(signed)},
+                wait=wait,
+                progress=progress,
+            ),
+            owner_did=owner,
         )
 
     # -- jobs -----------------------------------------------------------------------------

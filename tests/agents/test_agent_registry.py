@@ -135,7 +135,7 @@ def test_writes_need_no_signature_on_the_database_registry(live_server, agent_cl
             headers={"Authorization": f"Bearer {token}"},
         )
     assert [answer.json()["data"] for answer in answers] == [
-        {"operation": "set-card", "typed_data": None},
-        {"operation": "deregister", "typed_data": None},
+        {"operation": "set-card", "typed_data": None, "signer": None},
+        {"operation": "deregister", "typed_data": None, "signer": None},
     ]
     assert refused.status_code == 422  # the write's own checks come first

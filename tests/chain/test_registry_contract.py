@@ -212,3 +212,44 @@ def test_a_record_naming_an_owner_refuses_the_agent_and_obeys_the_owner(anvil, c
     assert contracts.registry.events.OwnerSet().process_receipt(receipt, errors=DISCARD)[0].args.owner == ZERO_ADDRESS
     relay(anvil.w3, deregister(anvil.w3, contracts, agent.did, agent))
     assert record(contracts, agent.did)[0] == ZERO_ADDRESS
+
+
+def _release(contracts, w3: Web3, agent: Agent, signer: Agent):
+    ends = deadline(w3)
+    message = {
+        "did": agent.did,
+        "owner": ZERO_ADDRESS,
+        "nonce": contracts.registry.functions.nonce(agent.did).call(),
+        "deadline": ends,
+    }
+    return contracts.registry.functions.setOwner(
+        agent.did, ZERO_ADDRESS, ends, sign(contracts, "SetOwner", message, signer.key), b""
+    )
+
+
+def test_the_agent_may_release_its_owner_alone_but_not_name_another(anvil, contracts):
+    w3, agent, owner, stranger = anvil.w3, Agent(), Agent(), Agent()
+    relay(w3, register(w3, contracts, agent, owner=owner))
+
+    assert_reverts(w3, _release(contracts, w3, agent, stranger), "NotAuthorised(address,address)")
+    # Naming another owner still needs the current owner's signature, not the agent's.
+    ends = deadline(w3)
+    message = {
+        "did": agent.did,
+        "owner": stranger.account.address,
+        "nonce": contracts.registry.functions.nonce(agent.did).call(),
+        "deadline": ends,
+    }
+    by_agent = contracts.registry.functions.setOwner(
+        agent.did,
+        stranger.account.address,
+        ends,
+        sign(contracts, "SetOwner", message, agent.key),
+        sign(contracts, "SetOwner", message, stranger.key),
+    )
+    assert_reverts(w3, by_agent, "NotAuthorised(address,address)")
+
+    relay(w3, _release(contracts, w3, agent, agent))
+    assert record(contracts, agent.did) == (agent.account.address, ZERO_ADDRESS, "")
+    relay(w3, set_card(w3, contracts, agent.did, "https://agent.example/mine.json", agent))  # the agent decides again
+    assert record(contracts, agent.did)[2] == "https://agent.example/mine.json"

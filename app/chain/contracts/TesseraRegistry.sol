@@ -7,7 +7,7 @@ import {EIP712} from "@openzeppelin/contracts/utils/cryptography/EIP712.sol";
 /// @title Tessera's agent registry
 /// @notice Records keyed by DID: the agent's address, an optional owner and a card URI. Every
 /// write carries an EIP-712 signature: the agent's own while its record names no owner, the
-/// owner's once it does. A relayer sends the transactions and pays gas; who may write is decided by
+/// owner's once it does (except the release of the owner, which the agent may also sign). A relayer sends the transactions and pays gas; who may write is decided by
 /// the signatures alone, so "only its own DID" and "refused when the record names an owner" hold on
 /// chain whoever relays. Only the registrar (the deploying account, Tessera's relayer) creates
 /// records: which key a DID belongs to is the network's decision, so nobody claims a DID first.
@@ -113,7 +113,8 @@ contract TesseraRegistry is EIP712 {
     }
 
     /// @notice Name `owner` (signed by the current authority and by the new owner) or release the
-    /// record (`owner` zero, signed by the owner alone).
+    /// record (`owner` zero, signed by the owner or by the agent alone: an agent may always drop its
+    /// owner, as it consented to it).
     function setOwner(
         string calldata did,
         address owner,
@@ -125,7 +126,12 @@ contract TesseraRegistry is EIP712 {
         Record storage record = _requireRecord(didHash, did);
         bytes32 digest =
             _digest(abi.encode(SET_OWNER_TYPEHASH, didHash, owner, _nonces[didHash], deadline), deadline);
-        _requireSigner(digest, authoritySignature, _authority(record));
+        if (owner == address(0) && record.owner != address(0)) {
+            address signer = ECDSA.recover(digest, authoritySignature);
+            if (signer != record.owner && signer != record.agent) revert NotAuthorised(signer, record.owner);
+        } else {
+            _requireSigner(digest, authoritySignature, _authority(record));
+        }
         if (owner != address(0)) _requireSigner(digest, ownerSignature, owner);
         _nonces[didHash] += 1;
         record.owner = owner;
