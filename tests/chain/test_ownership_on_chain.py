@@ -35,8 +35,9 @@ from app.extensions import db
 from app.jobs import service as jobs
 from app.jobs.models import QUEUED, Job
 from app.jobs.service import run_job
+from tests.chain.conftest import follow_index, indexed_record
 from tests.chain.test_registry_contract import record
-from tests.chain.test_registry_writes_on_chain import RELAYER, _follow, _indexed, _run
+from tests.chain.test_registry_writes_on_chain import RELAYER, _run
 from tests.support.agents import claim_key_over_http, http_problem
 from tests.support.config import change_settings
 
@@ -95,8 +96,8 @@ def test_an_approved_consent_names_the_owner_on_chain_who_then_writes_the_record
         assert done["state"] == "succeeded", done
         assert [sent["step"] for sent in done["result"]["transactions"]] == ["record"]
         assert record(contracts, did) == (address, org.address, first)
-        _follow(app, anvil)
-        assert _indexed(app, did) == (address, org.address, first)
+        follow_index(app, anvil)
+        assert indexed_record(app, did) == (address, org.address, first)
         assert evm.get_did(did)["controller"] == [did, org.did]
         assert evm.registry()["owner"] == org.did
 
@@ -116,8 +117,8 @@ def test_an_approved_consent_names_the_owner_on_chain_who_then_writes_the_record
         assert done["state"] == "succeeded", done
         assert [sent["step"] for sent in done["result"]["transactions"]] == ["record"]
         assert record(contracts, did) == (address, ZERO_ADDRESS, second)
-        _follow(app, anvil)
-        assert _indexed(app, did) == (address, ZERO_ADDRESS, second)
+        follow_index(app, anvil)
+        assert indexed_record(app, did) == (address, ZERO_ADDRESS, second)
         assert "controller" not in evm.get_did(did)
         assert evm.owner_of() is None
         with pytest.raises(ApiError) as refused:  # the organisation's key no longer writes the record
@@ -148,7 +149,7 @@ def test_the_cli_commands_name_and_release_an_owner_on_chain_for_a_did_with_no_r
         assert record(contracts, did) == (agent, owner, "")  # registered by the approval, naming the owner
         assert tessera(org_key, "set-card", "--uri", uri, "--agent", did)["state"] == "succeeded"
         assert record(contracts, did) == (agent, owner, uri)
-        _follow(app, anvil)  # revoke-owner reads the owner from the registry view, the index's
+        follow_index(app, anvil)  # revoke-owner reads the owner from the registry view, the index's
         assert tessera(agent_key, "agent", "revoke-owner", "--yes")["state"] == "succeeded"
     assert record(contracts, did) == (agent, ZERO_ADDRESS, uri)
 
