@@ -154,13 +154,33 @@ def _raised(value: int) -> int:
     return value + value // 8 + 1
 
 
+def _fees(w3: Web3) -> dict[str, int]:
+    """The fees of a transaction sent now, `maxFeePerGas` at most `CHAIN_MAX_FEE_PER_GAS`."""
+    market = eip1559_fees(w3)
+    fee = min(market["maxFeePerGas"], current(ChainSettings).max_fee_per_gas)
+    return {"maxFeePerGas": fee, "maxPriorityFeePerGas": min(market["maxPriorityFeePerGas"], fee)}
+
+
 def _replace(w3: Web3, relayer_key: bytes, row: ChainTransaction) -> tuple[str, str]:
     """Sign the step's latest version again with the same nonce and raised fees, and store it; the
-    latest version's hash and bytes (another run's replacement, if it stored one first)."""
+    latest version's hash and bytes (another run's replacement, if it stored one first).
+
+    `NotYetMined` when the raise would pass `CHAIN_MAX_FEE_PER_GAS`: the version sent waits.
+    """
     old = TypedTransaction.from_bytes(HexBytes(row.raw_transaction)).as_dict()
     market = eip1559_fees(w3)
     tip = max(_raised(old["maxPriorityFeePerGas"]), market["maxPriorityFeePerGas"])
     fee = max(_raised(old["maxFeePerGas"]), market["maxFeePerGas"], tip)
+    ceiling = current(ChainSettings).max_fee_per_gas
+    if fee > ceiling:
+        log.warning(
+            "%s (nonce %d) waits: replacing it needs %d wei per gas, above the ceiling", row.tx_hash, row.nonce, fee
+        )
+        raise NotYetMined(
+            f"{row.tx_hash} waits for fees to fall: replacing it needs {fee} wei per gas, "
+            f"above CHAIN_MAX_FEE_PER_GAS ({ceiling})",
+            MINED_POLL_SECONDS,
+        )
     replacement = {
         **{name: old[name] for name in ("chainId", "nonce", "value", "data", "gas", "accessList")},
         "to": Web3.to_checksum_address(old["to"]),
@@ -253,10 +273,12 @@ def send_once(w3: Web3, relayer_key: bytes, job_id: str, call: dict[str, Any], *
     if stored is not None and stored.raw_transaction is not None:
         return keep_sent(w3, relayer_key, stored)[0]
     sender, account = relayer_account(w3, relayer_key)
-    full = {**call, "from": sender, "chainId": w3.eth.chain_id, "type": 2, **eip1559_fees(w3)}
+    full = {**call, "from": sender, "chainId": w3.eth.chain_id, "type": 2, **_fees(w3)}
     try:
         full["gas"] = w3.eth.estimate_gas(full)
     except ContractLogicError as error:
+        if stored is not None:  # an earlier run took a nonce for the call: later transactions wait behind it
+            _fill_nonce(w3, relayer_key, stored)
         raise TransactionReverted(f"The contract refuses the call: {error}.") from None
     full["nonce"] = _take_nonce(job_id, step, account, w3.eth.get_transaction_count(sender, "pending"))
     signed = Account.sign_transaction(full, relayer_key)
@@ -264,6 +286,28 @@ def send_once(w3: Web3, relayer_key: bytes, job_id: str, call: dict[str, Any], *
     if not _send_raw(w3, raw):  # the fees went up since they were read: the next run replaces it
         raise NotYetMined(f"{tx_hash} was refused for its fees; it is replaced on the next run", MINED_POLL_SECONDS)
     return tx_hash
+
+
+def _fill_nonce(w3: Web3, relayer_key: bytes, taken: ChainTransaction) -> None:
+    """Spend the nonce a step took for a call the contract now refuses on a transfer of nothing to
+    the relayer itself, stored as the step's transaction (sent once, as any other), so the
+    relayer's later transactions are not left waiting behind an unused nonce."""
+    sender = Account.from_key(relayer_key).address
+    filler = {
+        "to": sender,
+        "value": 0,
+        "gas": 21_000,
+        "nonce": taken.nonce,
+        "chainId": w3.eth.chain_id,
+        "type": 2,
+        **_fees(w3),
+    }
+    signed = Account.sign_transaction(filler, relayer_key)
+    log.info("filling nonce %d of %s with a transfer to itself (its call was refused)", taken.nonce, sender)
+    tx_hash, raw = _store_version(
+        taken.job_id, taken.step, None, signed.hash.to_0x_hex(), signed.raw_transaction.to_0x_hex()
+    )
+    _send_raw(w3, raw)
 
 
 def confirmed_receipt(w3: Web3, tx_hash: str) -> Receipt:
@@ -347,6 +391,8 @@ def follow_sent_transactions() -> int:
             follow_step(connect(nodes[int(chain_id)]), settings.relayer_key.secret, row)
         except ChainUnavailable as error:
             log.warning("transaction of job %s (%s) not followed: %s", row.job_id, row.step, error.detail)
+            continue
+        except NotYetMined:  # waits at the fee ceiling (logged where it was decided)
             continue
         followed += 1
     return followed

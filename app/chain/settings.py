@@ -122,6 +122,13 @@ class ChainSettings:
         "Seconds a relayed transaction may wait unmined before it is replaced by one with the same "
         "nonce and fees raised by at least 12.5 % (and to at least what the node asks now).",
     )
+    max_fee_per_gas: int = env(
+        "CHAIN_MAX_FEE_PER_GAS",
+        500 * 10**9,
+        "Most the relayer offers per unit of gas, in wei (default 500 gwei): no transaction is sent "
+        "or replaced with a higher `maxFeePerGas`; one that would need more waits for fees to fall.",
+        parse=int,
+    )
 
     def chain(self, network: str) -> Chain:
         """The chain of `network`: `testnet`'s, else production's (as the agent network decides)."""

@@ -11,6 +11,7 @@ switched off where a test needs a transaction to wait, and switched back on when
 from __future__ import annotations
 
 import json
+import uuid
 from collections.abc import Iterator
 from datetime import timedelta
 
@@ -22,14 +23,15 @@ from hexbytes import HexBytes
 from sqlalchemy import select, update
 from web3.exceptions import TransactionNotFound
 
-from app.chain.errors import NotYetConfirmed, NotYetMined
+from app.chain import relay as relay_module
+from app.chain.errors import NotYetConfirmed, NotYetMined, TransactionReverted
 from app.chain.identity import IDENTITY_STEP
 from app.chain.models import ChainTransaction, ChainTransactionVersion
 from app.chain.relay import confirmed_receipt
 from app.chain.tasks import beat_schedule, follow_transactions
 from app.db import Mode, transaction, unit_of_work
 from app.extensions import db
-from tests.chain.conftest import CONFIRMATIONS, RELAYER, RELAYER_KEY, run_host_card, sent_step
+from tests.chain.conftest import CHAIN_ID, CONFIRMATIONS, RELAYER, RELAYER_KEY, run_host_card, sent_step
 from tests.support.agents import registration_card
 from tests.support.config import change_settings
 from tests.support.servers import serve_on_loopback
@@ -128,6 +130,54 @@ def test_a_stuck_transaction_is_replaced_with_higher_fees_and_one_is_mined(app, 
     assert finished["state"] == "succeeded", finished
     assert finished["result"]["transaction"]["txHash"] == second.tx_hash
     assert len(_registered(identity, finished["result"]["public_url"])) == 1
+
+
+def test_no_replacement_is_sent_above_the_fee_ceiling(app, anvil, identity, relay, monkeypatch):
+    job = relay.host_card(registration_card("Ceiling"), wait=False)
+    with pytest.raises(NotYetMined):
+        run_host_card(app, job["id"])
+    first = sent_step(app, job["id"])
+    ceiling = _signed(first.raw_transaction)["maxFeePerGas"]  # a raise of 12.5 % would pass it
+    change_settings(monkeypatch, app, CHAIN_MAX_FEE_PER_GAS=str(ceiling))
+    _sent_long_ago(app, job["id"])
+
+    with pytest.raises(NotYetMined, match="CHAIN_MAX_FEE_PER_GAS"):
+        run_host_card(app, job["id"])
+    with app.app_context():
+        follow_transactions.apply(throw=True)  # beat does not replace it either
+
+    assert _versions(app, job["id"]) == [first.tx_hash]  # the version sent waits
+    _finish(app, anvil, job["id"])
+    assert relay.get_job(job["id"])["state"] == "succeeded"
+    assert anvil.w3.eth.get_transaction_receipt(first.tx_hash)["status"] == 1
+
+
+def test_a_nonce_taken_for_a_call_the_contract_then_refuses_is_filled(app, anvil, contracts, evm):
+    """A run took the step's nonce and stopped before signing; on the next run the contract refuses
+    the call: the nonce is spent on a transfer of nothing, and the relayer's next transaction mines."""
+    w3 = anvil.w3
+    job_id, account = str(uuid.uuid4()), f"{CHAIN_ID}:{RELAYER}"
+    nonce = w3.eth.get_transaction_count(RELAYER, "pending")
+    refused = {
+        "to": contracts.registry.address,
+        "data": contracts.registry.encode_abi("setCard", args=["did:tessera:unknown", "https://x", 2**40, b"\0" * 65]),
+    }
+    with app.app_context():
+        assert relay_module._take_nonce(job_id, "record", account, nonce) == nonce
+        with pytest.raises(TransactionReverted):
+            relay_module.send_once(w3, bytes.fromhex(RELAYER_KEY[2:]), job_id, refused, step="record")
+
+    filler = w3.eth.get_transaction(_step(app, job_id).tx_hash)
+    assert (filler["nonce"], filler["to"], filler["value"], filler["input"]) == (nonce, RELAYER, 0, b"")
+    assert w3.eth.get_transaction_receipt(filler["hash"])["status"] == 1
+    assert w3.eth.get_transaction_count(RELAYER) == nonce + 1  # nothing waits behind an unused nonce
+
+
+def _step(app, job_id: str) -> ChainTransaction:
+    with app.app_context(), unit_of_work(Mode.READ):
+        row = db.session.get(ChainTransaction, (job_id, "record"))
+        db.session.expunge(row)
+        return row
 
 
 def test_a_transaction_the_node_refuses_for_its_fees_is_replaced(app, anvil, identity, relay, base_fee_restored):
