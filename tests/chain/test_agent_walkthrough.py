@@ -1,6 +1,8 @@
 """The agent walkthrough (README "First agent", the spec's §4.12) through the `tessera` command line,
 for one freshly claimed key, on both registry backends: login, whoami, create-card, host-card, the
-public card and DID document, set-card, did get, agent registry --full, card-unpublish, deregister.
+public card and DID document, set-card, did get, agent registry --full, card-unpublish, deregister;
+and an organisation acting for its agent: consent request and approval, host-card and set-card with
+--owner/--agent, the agent's deregistration refused while an owner is named, revoke-owner.
 
 With `evm`, after every step the chain is read back independently (eth_call through a plain web3
 client: TesseraRegistry's getRecord and isRegistered, the IdentityRegistry's ownerOf and tokenURI)
@@ -193,3 +195,64 @@ def test_the_agent_walkthrough(server, chain: Chain | None, tessera):
         deregistered = [log.transactionHash.to_0x_hex() for log in chain.events("Deregistered", did)]
         assert deregistered == [gone["result"]["transactions"][0]["txHash"]]
         assert len(chain.events("Registered", did)) == 1 and chain.events("CardSet", did) == []
+
+
+def _as(server: LiveServer, key: str):
+    """`tessera --json ...` run with `key` (TESSERA_API_KEY, as scripts pass it); (exit code, printed JSON)."""
+    runner = CliRunner()
+    env = {"TESSERA_NETWORK_URL": server.url, "TESSERA_API_KEY": key, "TESSERA_JOB_TIMEOUT": "30",
+           "TESSERA_ENV": None, "TESSERA_PRODUCTION_URL": None}  # fmt: skip
+
+    def run(*args: str, code: int = 0) -> dict:
+        result = runner.invoke(main, ["--json", *args], env=env)
+        assert result.exit_code == code, (args, result.output)
+        return json.loads(result.stdout)
+
+    return run
+
+
+def test_the_organisation_walkthrough(server, chain: Chain | None, tmp_path, monkeypatch):
+    """An organisation acting for its agent (the spec's step 4: host-card with --owner and --agent
+    and a consent link): consent, the agent's approval, the organisation's host-card and set-card
+    for it, the agent's deregistration refused while an owner is named, then the agent's revocation."""
+    monkeypatch.chdir(tmp_path)
+    agent_key, org_key = claim_key_over_http(server), claim_key_over_http(server, "organisation")
+    agent, org = _as(server, agent_key), _as(server, org_key)
+    did, org_did = agent("whoami")["did"], org("whoami")["did"]
+    agent_address, org_address = Account.from_key(agent_key).address, Account.from_key(org_key).address
+
+    link = org("consent", "request", "--owner", org_did, "--agent", did)["consent_url"]
+    approved = agent("consent", "approve", link, "--owner", org_did, "--yes")
+    assert approved["state"] == "succeeded", approved
+    if chain:
+        assert chain.check_index(did) == (agent_address, org_address, "")  # the approval registered it, owned
+
+    org("agent", "create-card", "--name", "Echo", "--description", "Echoes what it is sent", "--image",
+        "https://echo.example/echo.png", "--did", did, "--a2a-url", CARD_URI, "--no-mcp")  # fmt: skip
+    hosted = org("host-card", "--file", "agent-card.json", "--owner", org_did, "--agent", did)
+    assert hosted["state"] == "succeeded" and hosted["result"]["did"] == did, hosted
+    public_url = f"{server.url}/api/agent-card/{did}"
+    assert httpx.get(public_url, timeout=10).status_code == 200
+    if chain:
+        agent_id = int(hosted["result"]["transaction"]["agentId"])
+        assert chain.identity.functions.tokenURI(agent_id).call() == public_url
+        assert chain.check_index(did) == (agent_address, org_address, "")
+
+    done = org("set-card", "--uri", CARD_URI, "--agent", did)
+    assert done["state"] == "succeeded", done
+    if chain:  # signed by the owner; the registry view is the index's once the follower has read it
+        assert chain.check_index(did) == (agent_address, org_address, CARD_URI)
+        assert chain.identity.functions.tokenURI(agent_id).call() == CARD_URI
+    record = agent("agent", "registry", did, "--full")
+    assert (record["owner"], record["card_uri"]) == (org_did, CARD_URI)
+
+    refused = agent("agent", "deregister", "--yes", code=1)  # the spec's one stated refusal
+    assert org_did in refused["error"]["message"]
+    if chain:
+        assert chain.events("Deregistered", did) == [] and chain.registered(did)
+
+    revoked = agent("agent", "revoke-owner", "--yes")
+    assert revoked["state"] == "succeeded", revoked
+    if chain:
+        assert chain.check_index(did) == (agent_address, ZERO_ADDRESS, CARD_URI)
+    assert agent("agent", "registry", did, "--full")["owner"] is None
