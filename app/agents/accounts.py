@@ -49,6 +49,12 @@ def get_account_by_did(did: str) -> AgentAccount | None:
     return db.session.execute(select(AgentAccount).where(AgentAccount.did == did)).scalar_one_or_none()
 
 
+def owner_did_of(address: str) -> str:
+    """The DID of the account of `address` (a record's owner on chain), else the address itself."""
+    account = db.session.execute(select(AgentAccount).where(AgentAccount.address == address)).scalar_one_or_none()
+    return account.did if account is not None and account.did else address
+
+
 def lock_or_create_account(address: str) -> AgentAccount:
     """The account of ``address``, created as an agent if new, locked until the transaction ends.
 

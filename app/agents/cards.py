@@ -22,6 +22,7 @@ from app.agents.errors import CardNotFound, CardTooLarge, InvalidCard
 from app.agents.models import AgentAccount, PrivateCard, PublicCard
 from app.agents.registration_file import did_service_errors, registration_file_errors
 from app.agents.settings import AgentSettings
+from app.agents.signing import SET_CARD
 from app.chain.settings import EVM, ChainSettings
 from app.db import utcnow
 from app.dids.method import is_network_did
@@ -33,7 +34,6 @@ from app.settings import current
 MAX_CARD_BYTES = 16384
 MAX_CARD_URI_BYTES = 2048
 CARD_URI_SCHEMES = ("https", "http")
-SET_CARD = "set-card"
 # Used with fullmatch: `$` alone also matches before a trailing newline.
 _ABSOLUTE_URI = re.compile(r"^[A-Za-z][A-Za-z0-9+.\-]*:[^\s\x00-\x1f\x7f]+$")
 
@@ -251,13 +251,13 @@ def request_set_card(
 
     On a chain (`AGENT_REGISTRY_BACKEND=evm`) the request also carries the signature of the write by
     the key the contract asks for (the owner's once the record names one on chain, else the agent's)
-    and its deadline (see `app.agents.chain_writes.checked_chain_write`).
+    and its deadline (see `app.agents.chain_signatures.checked_chain_write`).
     """
     validate_card_uri(uri)
     target = authorize_for_did(caller, did)
     chain_write = {}
     if current(ChainSettings).registry_backend == EVM:
-        from app.agents.chain_writes import checked_chain_write  # web3 loads only where a chain is used
+        from app.agents.chain_signatures import checked_chain_write  # web3 loads only where a chain is used
 
         chain_write = checked_chain_write(caller, target, SET_CARD, signature, deadline, uri)
     return start_paid_job("agents.set_card", SET_CARD, caller, target, uri=uri, **chain_write)

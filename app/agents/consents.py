@@ -5,7 +5,7 @@ agent approves by signing it, or later revokes the owner by a signed revocation.
 happen in jobs. Services flush but never commit.
 
 With `AGENT_REGISTRY_BACKEND=evm` each also names or releases the owner in the DID's record on the
-chain, with the EIP-712 signatures gathered as `app.agents.chain_owners` tells.
+chain, with the EIP-712 signatures gathered as `app.agents.chain_signatures` tells.
 """
 
 from __future__ import annotations
@@ -107,12 +107,12 @@ def request_consent(
     """As organisation ``owner`` (the caller), ask ``agent`` to accept it as owner.
 
     On a chain the request also carries the organisation's EIP-712 signature naming itself owner and
-    its deadline (`app.agents.chain_owners.checked_consent_request`), kept with the consent.
+    its deadline (`app.agents.chain_signatures.checked_consent_request`), kept with the consent.
     """
     target = _requestable(caller, owner, agent)
     chain_write: dict = {}
     if _on_chain():
-        from app.agents.chain_owners import checked_consent_request  # web3 loads only where a chain is used
+        from app.agents.chain_signatures import checked_consent_request  # web3 loads only where a chain is used
 
         chain_write = checked_consent_request(caller, target, signature, deadline)
     now = utcnow().replace(microsecond=0)
@@ -179,7 +179,7 @@ def request_consent_approval(
     """As the agent, approve a consent with a personal_sign signature of its message; starts a job.
 
     On a chain the request also carries the agent's EIP-712 signature of the write the organisation
-    signed (`app.agents.chain_owners.checked_consent_approval`); both are checked here.
+    signed (`app.agents.chain_signatures.checked_consent_approval`); both are checked here.
     """
     consent = _approvable(caller, consent_id)
     try:
@@ -191,7 +191,7 @@ def request_consent_approval(
     consent_id = consent.id
     chain_write: dict = {}
     if _on_chain():
-        from app.agents.chain_owners import checked_consent_approval  # web3 loads only where a chain is used
+        from app.agents.chain_signatures import checked_consent_approval  # web3 loads only where a chain is used
 
         chain_write = checked_consent_approval(caller, consent, registry_signature)
     return start_job(
@@ -258,7 +258,7 @@ def request_owner_revocation(
     Raises ``NotAllowedForDid`` (403) for anyone but the agent, ``OwnerNotNamed`` (409) when the
     record names another owner or none, ``ValidationFailed`` (422) for the time or signature.
     On a chain whose record names the owner, the request also carries the agent's EIP-712 signature
-    releasing it and its deadline (`app.agents.chain_owners.checked_owner_release`).
+    releasing it and its deadline (`app.agents.chain_signatures.checked_owner_release`).
     """
     target = _revocable(caller, did, owner)
     try:
@@ -286,7 +286,7 @@ def request_owner_revocation(
         raise ValidationFailed(errors={"signature": ["Not the agent key's signature of the revocation message."]})
     chain_write: dict = {}
     if _on_chain():
-        from app.agents.chain_owners import checked_owner_release  # web3 loads only where a chain is used
+        from app.agents.chain_signatures import checked_owner_release  # web3 loads only where a chain is used
 
         chain_write = checked_owner_release(target, owner, registry_signature, deadline)
     return start_job(
@@ -348,10 +348,10 @@ def ownership_write_to_sign(
         target = _revocable(caller, did, owner)
     if not _on_chain():
         return WriteToSign(operation, None, None)
-    from app.agents import chain_owners  # web3 loads only where a chain is used
+    from app.agents import chain_signatures  # web3 loads only where a chain is used
 
     if operation == APPROVE_CONSENT:
-        return chain_owners.approval_to_sign(caller, consent)
+        return chain_signatures.approval_to_sign(caller, consent)
     if operation == SET_OWNER:
-        return chain_owners.consent_to_sign(caller, target)
-    return chain_owners.release_to_sign(target, owner)
+        return chain_signatures.consent_to_sign(caller, target)
+    return chain_signatures.release_to_sign(target, owner)

@@ -14,8 +14,8 @@ from sqlalchemy import bindparam, delete, exists, func, select, update
 from sqlalchemy.engine import Connection
 from sqlalchemy.orm import aliased
 
-from app.agents.accounts import authorize_for_did, get_record, job_accounts, require_target
-from app.agents.cards import SET_CARD, card_uri_is_served, public_card_url, validate_card_uri
+from app.agents.accounts import authorize_for_did, get_record, job_accounts, owner_did_of, require_target
+from app.agents.cards import card_uri_is_served, public_card_url, validate_card_uri
 from app.agents.consents import ownership_write_to_sign
 from app.agents.credits import charge, start_paid_job
 from app.agents.errors import NotAllowedForDid, OwnerNamedRecord
@@ -31,7 +31,7 @@ from app.agents.models import (
     RegistryRecord,
 )
 from app.agents.settings import AgentSettings
-from app.agents.signing import OWNERSHIP_OPERATIONS, WriteToSign
+from app.agents.signing import DEREGISTER, OWNERSHIP_OPERATIONS, SET_CARD, WriteToSign
 from app.chain.index import get_indexed_record, registry_key
 from app.chain.models import IndexedRecord
 from app.chain.settings import EVM, ChainSettings
@@ -45,7 +45,6 @@ from app.jobs.models import Job
 from app.settings import current
 
 REGISTRY_CONTRACT = "agent-registry"
-DEREGISTER = "deregister"
 
 
 @dataclass(frozen=True)
@@ -114,12 +113,6 @@ def require_contract(name: str) -> Contract:
 
 def _on_chain() -> bool:
     return current(ChainSettings).registry_backend == EVM
-
-
-def owner_did_of(address: str) -> str:
-    """The DID of the account of `address` (a record's owner on chain), else the address itself."""
-    account = db.session.execute(select(AgentAccount).where(AgentAccount.address == address)).scalar_one_or_none()
-    return account.did if account is not None and account.did else address
 
 
 def _indexed_record(did: str) -> RegistryRecord | None:
@@ -211,7 +204,7 @@ def registry_write_to_sign(
         refuse_if_owner_named(did)
     if not _on_chain():
         return WriteToSign(operation, None, None)
-    from app.agents.chain_writes import typed_data_to_sign  # web3 loads only where a chain is used
+    from app.agents.chain_signatures import typed_data_to_sign  # web3 loads only where a chain is used
 
     return typed_data_to_sign(caller, target, operation, uri)
 
@@ -222,13 +215,13 @@ def request_deregister(
     """Check and start self-service deregistration; ``OwnerNamedRecord`` (409) for owned agents.
 
     On a chain, a DID with a record there also needs the agent's signature of the ``Deregister``
-    (see `app.agents.chain_writes.checked_chain_write`).
+    (see `app.agents.chain_signatures.checked_chain_write`).
     """
     target = _require_self(caller, did)
     refuse_if_owner_named(did)
     chain_write = {}
     if _on_chain():
-        from app.agents.chain_writes import checked_chain_write  # web3 loads only where a chain is used
+        from app.agents.chain_signatures import checked_chain_write  # web3 loads only where a chain is used
 
         chain_write = checked_chain_write(caller, target, DEREGISTER, signature, deadline)
     return start_paid_job("agents.deregister", DEREGISTER, caller, target, **chain_write)

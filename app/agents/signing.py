@@ -6,6 +6,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
+SET_CARD = "set-card"
+DEREGISTER = "deregister"
 SET_OWNER = "set-owner"
 APPROVE_CONSENT = "approve-consent"
 REVOKE_OWNER = "revoke-owner"

@@ -41,7 +41,7 @@ def card_unpublish(job):
 @job_task("agents.set_card", deferred=(NotYetMined, NotYetConfirmed))
 def set_card(job):
     if current(ChainSettings).registry_backend == EVM:
-        from app.agents.chain_writes import set_card_on_chain  # web3 (about 1 s) loads only where a chain is used
+        from app.agents.chain_jobs import set_card_on_chain  # web3 (about 1 s) loads only where a chain is used
 
         return set_card_on_chain(job)
     return RegisteredCardUriOut().dump(cards.set_card_from_job(job))
@@ -50,7 +50,7 @@ def set_card(job):
 @job_task("agents.deregister", deferred=(NotYetMined, NotYetConfirmed))
 def deregister(job):
     if current(ChainSettings).registry_backend == EVM:
-        from app.agents.chain_writes import deregister_on_chain  # web3 loads only where a chain is used
+        from app.agents.chain_jobs import deregister_on_chain  # web3 loads only where a chain is used
 
         return deregister_on_chain(job)
     return DeregistrationOut().dump(registry.deregister_from_job(job))
@@ -59,7 +59,7 @@ def deregister(job):
 @job_task("agents.approve_consent", deferred=(NotYetMined, NotYetConfirmed))
 def approve_consent(job):
     if current(ChainSettings).registry_backend == EVM:
-        from app.agents.chain_owners import approve_consent_on_chain  # web3 loads only where a chain is used
+        from app.agents.chain_jobs import approve_consent_on_chain  # web3 loads only where a chain is used
 
         return approve_consent_on_chain(job)
     return ApprovedConsentOut().dump(consents.approve_consent_from_job(job))
@@ -68,7 +68,7 @@ def approve_consent(job):
 @job_task("agents.revoke_owner", deferred=(NotYetMined, NotYetConfirmed))
 def revoke_owner(job):
     if current(ChainSettings).registry_backend == EVM:
-        from app.agents.chain_owners import revoke_owner_on_chain  # web3 loads only where a chain is used
+        from app.agents.chain_jobs import revoke_owner_on_chain  # web3 loads only where a chain is used
 
         return revoke_owner_on_chain(job)
     return RevokedOwnerOut().dump(consents.revoke_owner_from_job(job))
