@@ -16,7 +16,13 @@ from typing import Any
 from app.agents import cards, registry
 from app.agents.accounts import job_accounts
 from app.agents.chain_signatures import signature_bytes
-from app.agents.consents import approve_consent_from_job, require_approval, require_named_owner, revoke_owner_from_job
+from app.agents.consents import (
+    approve_consent_from_job,
+    release_owner,
+    require_approval,
+    require_named_owner,
+    revoke_owner_from_job,
+)
 from app.agents.errors import RegistrySignatureRequired
 from app.agents.schemas import ApprovedConsentOut, DeregistrationOut, RegisteredCardUriOut, RevokedOwnerOut
 from app.agents.settings import AgentSettings
@@ -141,7 +147,8 @@ def revoke_owner_on_chain(job: Job) -> dict | CallOutside:
         return [(RECORD_STEP, relay_registry_write(network, job_id, "setOwner", args))]
 
     def record(locked: Job, receipts: list[tuple[str, Receipt]]) -> dict:
-        done = RevokedOwnerOut().dump(revoke_owner_from_job(locked))
+        # The chain no longer names the owner (nor, once followed, the index): no check again here.
+        done = RevokedOwnerOut().dump(release_owner(job_accounts(locked)[0], locked.payload["owner"]))
         return {**done, "transactions": transactions_of(receipts)}
 
     return CallOutside(lambda: relayed(send), record)

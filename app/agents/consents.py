@@ -18,7 +18,15 @@ from urllib.parse import urlparse
 from sqlalchemy import func, select, update
 
 from app.agents import ethereum
-from app.agents.accounts import ensure_record, get_account_by_did, get_record, job_accounts, require_target, start_job
+from app.agents.accounts import (
+    ensure_record,
+    get_account_by_did,
+    get_record,
+    job_accounts,
+    owner_did_of,
+    require_target,
+    start_job,
+)
 from app.agents.consent_message import (
     ConsentTerms,
     OwnerRevocation,
@@ -36,6 +44,7 @@ from app.agents.models import APPROVED, ORGANISATION, PENDING, REVOKED, AgentAcc
 from app.agents.settings import AgentSettings
 from app.agents.signing import APPROVE_CONSENT, SET_OWNER, WriteToSign
 from app.agents.siwe import InvalidSiweMessage, format_date_time, parse_date_time
+from app.chain.index import get_indexed_record
 from app.chain.settings import EVM, ChainSettings
 from app.db import as_utc, utcnow
 from app.errors import NotFound, ValidationFailed
@@ -231,12 +240,24 @@ def approve_consent_from_job(job: Job) -> ApprovedConsent:
 # -- owner revocation --------------------------------------------------------------------------
 
 
+def _names_owner(did: str, owner: str) -> bool:
+    """Whether the registry record of `did` names `owner`: Tessera's own, or on a chain the index's
+    record (an organisation's deregistration releases its agents in Tessera's tables only, so the
+    chain may still name it: the agent releases it there itself)."""
+    record = get_record(did)
+    if record is not None and record.owner_did == owner:
+        return True
+    if not _on_chain():
+        return False
+    indexed = get_indexed_record(current(AgentSettings).network, did)
+    return indexed is not None and indexed.owner_address is not None and owner_did_of(indexed.owner_address) == owner
+
+
 def _revocable(caller: AgentAccount, did: str, owner: str) -> AgentAccount:
     target = require_target(did)
     if target.id != caller.id:
         raise NotAllowedForDid("Only the agent itself can revoke its owner.")
-    record = get_record(did)
-    if record is None or record.owner_did != owner:
+    if not _names_owner(did, owner):
         raise OwnerNotNamed(f"The registry record of {did} does not name {owner} as owner.")
     return target
 
@@ -299,20 +320,23 @@ def require_named_owner(job: Job) -> AgentAccount:
     (checked again before anything is sent to a chain)."""
     target, _payer = job_accounts(job)
     owner = job.payload["owner"]
-    record = get_record(target.did)
-    if record is None or record.owner_did != owner:
+    if not _names_owner(target.did, owner):
         raise OwnerNotNamed(f"The registry record of {target.did} does not name {owner} as owner.")
     return target
 
 
 def revoke_owner_from_job(job: Job) -> RevokedOwner:
     """Clear the record's owner and mark its consent revoked, together; no-op refusal if it changed."""
-    target = require_named_owner(job)
-    owner = job.payload["owner"]
+    return release_owner(require_named_owner(job), job.payload["owner"])
+
+
+def release_owner(target: AgentAccount, owner: str) -> RevokedOwner:
+    """Clear `owner` from the record of `target` (unless only the chain named it) and mark its consent
+    revoked, together."""
     record = get_record(target.did)
-    assert record is not None
-    record.owner_did = None
-    record.updated_at = utcnow()
+    if record is not None and record.owner_did == owner:
+        record.owner_did = None
+        record.updated_at = utcnow()
     db.session.execute(
         update(Consent)
         .where(Consent.agent_did == target.did, Consent.owner_did == owner, Consent.state == APPROVED)

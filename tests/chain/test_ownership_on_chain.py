@@ -26,7 +26,7 @@ from sqlalchemy import select
 from app.agents import ethereum
 from app.agents.consent_message import OwnerRevocation, format_revocation_message
 from app.agents.siwe import format_date_time
-from app.agents.tasks import approve_consent, revoke_owner, set_card
+from app.agents.tasks import approve_consent, deregister, revoke_owner, set_card
 from app.chain.typed_data import ZERO_ADDRESS, sign_typed_data
 from app.client.cli import main
 from app.client.library import ApiError, TesseraClient
@@ -63,7 +63,7 @@ def _client(server, kind: str = "agent", key: str | None = None) -> Iterator[Tes
 @contextmanager
 def _jobs_of(app, *dids: str) -> Iterator[None]:
     """Run the queued jobs of `dids` in a thread of this process, as a worker would, while the block runs."""
-    handlers = {task.name: task.handler for task in (set_card, approve_consent, revoke_owner)}
+    handlers = {task.name: task.handler for task in (set_card, approve_consent, revoke_owner, deregister)}
     stop = threading.Event()
 
     def work() -> None:
@@ -152,6 +152,39 @@ def test_the_cli_commands_name_and_release_an_owner_on_chain_for_a_did_with_no_r
         follow_index(app, anvil)  # revoke-owner reads the owner from the registry view, the index's
         assert tessera(agent_key, "agent", "revoke-owner", "--yes")["state"] == "succeeded"
     assert record(contracts, did) == (agent, ZERO_ADDRESS, uri)
+
+
+def test_an_agent_releases_on_chain_the_owner_whose_deregistration_released_it_in_tesseras_tables(
+    app, anvil, contracts, server, evm, monkeypatch
+):
+    """An organisation's deregistration releases its agents in Tessera's tables only; the chain still
+    names it, so the agent's `revoke-owner` releases it there, and the agent writes its record again."""
+    for name in ("TESSERA_ENV", "TESSERA_API_KEY", "TESSERA_PRODUCTION_URL"):
+        monkeypatch.delenv(name, raising=False)
+    agent_key, org_key = claim_key_over_http(server), claim_key_over_http(server, "organisation")
+    runner = CliRunner()
+
+    def tessera(key: str, *args: str) -> dict:
+        result = runner.invoke(main, ["--json", *args], env={"TESSERA_NETWORK_URL": server.url, "TESSERA_API_KEY": key})
+        assert result.exit_code == 0, result.output
+        return json.loads(result.stdout)
+
+    did, org_did = tessera(agent_key, "whoami")["did"], tessera(org_key, "whoami")["did"]
+    agent, owner = Account.from_key(agent_key).address, Account.from_key(org_key).address
+    link = tessera(org_key, "consent", "request", "--owner", org_did, "--agent", did)["consent_url"]
+    with _jobs_of(app, did, org_did):
+        assert tessera(agent_key, "consent", "approve", link, "--owner", org_did, "--yes")["state"] == "succeeded"
+        assert tessera(org_key, "agent", "deregister", "--yes")["state"] == "succeeded"
+        assert record(contracts, did) == (agent, owner, "")  # the chain still names the organisation
+        follow_index(app, anvil)
+        assert indexed_record(app, did) == (agent, owner, "")
+        assert tessera(agent_key, "agent", "revoke-owner", "--yes")["state"] == "succeeded"
+        assert record(contracts, did) == (agent, ZERO_ADDRESS, "")
+        uri = "https://agent.example/card.json"
+        assert tessera(agent_key, "set-card", "--uri", uri)["state"] == "succeeded"  # its own key again
+    assert record(contracts, did) == (agent, ZERO_ADDRESS, uri)
+    follow_index(app, anvil)
+    assert indexed_record(app, did) == (agent, ZERO_ADDRESS, uri)
 
 
 def _post(http, token: str, path: str, body: dict):
