@@ -33,11 +33,12 @@ def pytest_sessionstart(session) -> None:
 
 
 def pytest_collection_modifyitems(config, items) -> None:
-    """Tests marked `realworker` need PostgreSQL + Redis; the SQLite run leaves them out."""
-    if USING_POSTGRES:
-        return
-    kept = [item for item in items if item.get_closest_marker("realworker") is None]
-    left_out = [item for item in items if item.get_closest_marker("realworker") is not None]
+    """Tests marked `realworker` need PostgreSQL + Redis: the SQLite run leaves them out. Tests marked
+    `embedded` run an instance of their own on the embedded default, untouched by the run's database
+    and broker: the PostgreSQL + Redis run leaves them out (they would repeat the SQLite run's)."""
+    marker = "embedded" if USING_POSTGRES else "realworker"
+    kept = [item for item in items if item.get_closest_marker(marker) is None]
+    left_out = [item for item in items if item.get_closest_marker(marker) is not None]
     if left_out:
         config.hook.pytest_deselected(items=left_out)
         items[:] = kept

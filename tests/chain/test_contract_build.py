@@ -6,10 +6,13 @@ import json
 import shutil
 import subprocess
 
+import pytest
+
 from app.chain.abi import ARTIFACTS, IDENTITY_REGISTRY, REGISTRY
 from tests.chain.conftest import CHAIN_DIR, installed_packages
 
 
+@pytest.mark.embedded  # node and solc-js alone, the same in both runs
 def test_rebuilding_the_contracts_gives_the_committed_artifacts(tmp_path):
     assert (installed_packages() / "solc").is_dir()
     result = subprocess.run(
@@ -18,6 +21,7 @@ def test_rebuilding_the_contracts_gives_the_committed_artifacts(tmp_path):
     assert result.returncode == 0, result.stderr
 
 
+@pytest.mark.embedded  # node and solc-js alone, the same in both runs
 def test_the_check_sees_a_changed_artifact(tmp_path):
     modules = installed_packages()
     copy = tmp_path / "chain"

@@ -48,7 +48,7 @@ def procfile_line(name: str) -> str:
     raise AssertionError(f"Procfile has no {name} line")
 
 
-@pytest.fixture(params=["embedded", "redis"])
+@pytest.fixture(params=[pytest.param("embedded", marks=pytest.mark.embedded), "redis"])
 def service_env(request, tmp_path: Path) -> dict[str, str]:
     """The embedded default, or its database with the Redis broker of a PostgreSQL + Redis run."""
     env = {name: value for name, value in os.environ.items() if name not in _RUN_SETTINGS}

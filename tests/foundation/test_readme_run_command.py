@@ -9,6 +9,7 @@ import sys
 from pathlib import Path
 
 import httpx
+import pytest
 
 from app.client.library import TesseraClient
 from tests.support.agents import LiveServer, claim_key_over_http, registration_card
@@ -43,6 +44,7 @@ def test_run_command_is_one_line_that_starts_the_three_processes():
     assert "BASE_URL=${BASE_URL:-http://127.0.0.1:${PORT:-5000}} honcho start" in command, "one BASE_URL for all"
 
 
+@pytest.mark.embedded
 def test_run_command_on_another_port_serves_pages_discovery_and_worker_urls_there(tmp_path: Path):
     """honcho gives the worker and beat PORT+100 and PORT+200: BASE_URL must still name the web's port."""
     service = quickstart_block("run").split(INSTALL_AND_MIGRATE, 1)[1]

@@ -48,6 +48,7 @@ def _answer(result: subprocess.CompletedProcess) -> dict:
     return json.loads(result.stdout.splitlines()[-1])
 
 
+@pytest.mark.embedded
 @pytest.mark.parametrize("base_url", ["https://id.example.org", "http://id.example.org", "http://10.0.0.5:5000"])
 def test_dev_outbox_is_refused_unless_base_url_is_loopback_http(tmp_path, base_url):
     for args in (None, [sys.executable, "-m", "flask", "--app", "app", "clients", "list"]):
@@ -58,6 +59,7 @@ def test_dev_outbox_is_refused_unless_base_url_is_loopback_http(tmp_path, base_u
         assert "Traceback" not in result.stderr
 
 
+@pytest.mark.embedded
 @pytest.mark.parametrize("base_url", ["http://127.0.0.1:5000", "http://localhost:8000", "http://[::1]:5000"])
 def test_dev_outbox_on_loopback_starts_with_a_warning(tmp_path, base_url):
     result = _start(tmp_path, DEV_OUTBOX="1", BASE_URL=base_url)
@@ -65,12 +67,14 @@ def test_dev_outbox_on_loopback_starts_with_a_warning(tmp_path, base_url):
     assert "DEV_OUTBOX=1: login codes are readable by anyone at /dev/outbox" in result.stderr
 
 
+@pytest.mark.embedded
 def test_dev_outbox_off_starts_quietly(tmp_path):
     result = _start(tmp_path, BASE_URL="https://id.example.org")
     assert _answer(result)["DEV_OUTBOX"] is False
     assert "DEV_OUTBOX" not in result.stderr
 
 
+@pytest.mark.embedded
 def test_base_url_defaults_to_the_port_the_service_listens_on(tmp_path):
     answer = _answer(_start(tmp_path, PORT="5123"))
     assert answer["BASE_URL"] == "http://127.0.0.1:5123"
@@ -86,6 +90,7 @@ def test_base_url_defaults_to_the_port_the_service_listens_on(tmp_path):
     )
 
 
+@pytest.mark.embedded
 def test_postgresql_without_shared_secrets_refuses_to_start(tmp_path):
     result = _start(tmp_path, DATABASE_URL=UNREACHABLE_POSTGRES, SECRET_KEY="only-this-one")
     assert result.returncode == 3
@@ -94,6 +99,7 @@ def test_postgresql_without_shared_secrets_refuses_to_start(tmp_path):
     assert not (tmp_path / "instance" / ".encryption_key").exists()
 
 
+@pytest.mark.embedded
 def test_testnet_claim_page_only_where_the_network_says_testnet(tmp_path):
     secrets = {"SECRET_KEY": "k", "ENCRYPTION_KEYS": "e", "SECRET_HASH_KEY": "h"}
     production = _answer(_start(tmp_path, DATABASE_URL=UNREACHABLE_POSTGRES, **secrets))
@@ -111,6 +117,7 @@ def test_dev_outbox_needs_a_recipient(client):
     assert client.get("/dev/outbox", query_string={"to": "nobody@example.org"}).status_code == 200
 
 
+@pytest.mark.embedded
 @pytest.mark.parametrize(
     ("name", "value"), [("SMTP_PORT", "twenty-five"), ("DB_POOL_SIZE", "5.5"), ("RATELIMIT_ENABLED", "perhaps")]
 )
@@ -122,6 +129,7 @@ def test_a_malformed_setting_refuses_start_up_naming_it(tmp_path, name, value):
         assert value in result.stderr and "Traceback" not in result.stderr
 
 
+@pytest.mark.embedded
 def test_a_contexts_directory_that_cannot_be_read_refuses_start_up(tmp_path):
     missing = tmp_path / "no-such-contexts"
     broken = tmp_path / "broken-contexts"
