@@ -20,10 +20,11 @@ from pathlib import Path
 
 import pytest
 from eth_account import Account
+from sqlalchemy import select
 from web3 import Web3
 from werkzeug.serving import make_server
 
-from app.agents.tasks import follow_registry, host_card
+from app.agents.tasks import approve_consent, deregister, follow_registry, host_card, revoke_owner, set_card
 from app.chain.abi import IDENTITY_REGISTRY, REGISTRY, load_artifact
 from app.chain.deploy import deploy_contract, deploy_contracts
 from app.chain.identity import IDENTITY_STEP
@@ -35,6 +36,7 @@ from app.client.library import TesseraClient
 from app.db import Mode, unit_of_work
 from app.extensions import db
 from app.jobs import service as jobs
+from app.jobs.models import QUEUED, Job
 from app.jobs.service import run_job
 from app.settings import current
 from tests.support.agents import LiveServer, claim_key_over_http
@@ -217,3 +219,29 @@ def worker_started_with(real_worker, settings: dict[str, str] | None) -> Iterato
     finally:
         real_worker.stop()
         real_worker.start()
+
+
+@contextmanager
+def jobs_run_in_process(app, *dids: str) -> Iterator[None]:
+    """Run the queued registry jobs of `dids` in a thread of this process, as a worker would, while the
+    block runs (the outbox holds them: no worker takes them)."""
+    handlers = {task.name: task.handler for task in (set_card, deregister, approve_consent, revoke_owner)}
+    stop = threading.Event()
+
+    def work() -> None:
+        while not stop.wait(0.05):
+            with app.app_context():
+                with unit_of_work(Mode.READ):
+                    queued = db.session.execute(
+                        select(Job.id, Job.kind).where(Job.agent_did.in_(dids), Job.state == QUEUED)
+                    ).all()
+                for job_id, kind in queued:
+                    run_job(job_id, handlers[kind])
+
+    thread = threading.Thread(target=work, name="chain-jobs", daemon=True)
+    thread.start()
+    try:
+        yield
+    finally:
+        stop.set()
+        thread.join(timeout=10)

@@ -11,7 +11,6 @@ worker's own `run_job`, as in test_registry_writes_on_chain.
 from __future__ import annotations
 
 import json
-import threading
 import time
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -21,21 +20,16 @@ from urllib.parse import urlparse
 import pytest
 from click.testing import CliRunner
 from eth_account import Account
-from sqlalchemy import select
 
 from app.agents import ethereum
 from app.agents.consent_message import OwnerRevocation, format_revocation_message
 from app.agents.siwe import format_date_time
-from app.agents.tasks import approve_consent, deregister, revoke_owner, set_card
+from app.agents.tasks import approve_consent, revoke_owner, set_card
 from app.chain.typed_data import ZERO_ADDRESS, sign_typed_data
 from app.client.cli import main
 from app.client.library import ApiError, TesseraClient
-from app.db import Mode, unit_of_work
-from app.extensions import db
 from app.jobs import service as jobs
-from app.jobs.models import QUEUED, Job
-from app.jobs.service import run_job
-from tests.chain.conftest import follow_index, indexed_record
+from tests.chain.conftest import follow_index, indexed_record, jobs_run_in_process
 from tests.chain.test_registry_contract import record
 from tests.chain.test_registry_writes_on_chain import RELAYER, _run
 from tests.support.agents import claim_key_over_http, http_problem
@@ -58,31 +52,6 @@ def _client(server, kind: str = "agent", key: str | None = None) -> Iterator[Tes
     with TesseraClient(server.url, api_key=key or claim_key_over_http(server, kind), poll_interval=0.05) as client:
         client.authenticate()
         yield client
-
-
-@contextmanager
-def _jobs_of(app, *dids: str) -> Iterator[None]:
-    """Run the queued jobs of `dids` in a thread of this process, as a worker would, while the block runs."""
-    handlers = {task.name: task.handler for task in (set_card, approve_consent, revoke_owner, deregister)}
-    stop = threading.Event()
-
-    def work() -> None:
-        while not stop.wait(0.05):
-            with app.app_context():
-                with unit_of_work(Mode.READ):
-                    queued = db.session.execute(
-                        select(Job.id, Job.kind).where(Job.agent_did.in_(dids), Job.state == QUEUED)
-                    ).all()
-                for job_id, kind in queued:
-                    run_job(job_id, handlers[kind])
-
-    thread = threading.Thread(target=work, name="ownership-jobs", daemon=True)
-    thread.start()
-    try:
-        yield
-    finally:
-        stop.set()
-        thread.join(timeout=10)
 
 
 def test_an_approved_consent_names_the_owner_on_chain_who_then_writes_the_record(app, anvil, contracts, server, evm):
@@ -144,7 +113,7 @@ def test_the_cli_commands_name_and_release_an_owner_on_chain_for_a_did_with_no_r
     assert record(contracts, did) == (ZERO_ADDRESS, ZERO_ADDRESS, "")
     link = tessera(org_key, "consent", "request", "--owner", org_did, "--agent", did)["consent_url"]
     uri = "https://org.example/cli/agent.json"
-    with _jobs_of(app, did, org_did):
+    with jobs_run_in_process(app, did, org_did):
         assert tessera(agent_key, "consent", "approve", link, "--owner", org_did, "--yes")["state"] == "succeeded"
         assert record(contracts, did) == (agent, owner, "")  # registered by the approval, naming the owner
         assert tessera(org_key, "set-card", "--uri", uri, "--agent", did)["state"] == "succeeded"
@@ -172,7 +141,7 @@ def test_an_agent_releases_on_chain_the_owner_whose_deregistration_released_it_i
     did, org_did = tessera(agent_key, "whoami")["did"], tessera(org_key, "whoami")["did"]
     agent, owner = Account.from_key(agent_key).address, Account.from_key(org_key).address
     link = tessera(org_key, "consent", "request", "--owner", org_did, "--agent", did)["consent_url"]
-    with _jobs_of(app, did, org_did):
+    with jobs_run_in_process(app, did, org_did):
         assert tessera(agent_key, "consent", "approve", link, "--owner", org_did, "--yes")["state"] == "succeeded"
         assert tessera(org_key, "agent", "deregister", "--yes")["state"] == "succeeded"
         assert record(contracts, did) == (agent, owner, "")  # the chain still names the organisation

@@ -10,16 +10,12 @@ worker's own `run_job`, as in test_host_card_on_chain.
 from __future__ import annotations
 
 import json
-import threading
 import time
 from collections.abc import Iterator
-from contextlib import contextmanager
 
 import pytest
 from click.testing import CliRunner
 from eth_account import Account
-from sqlalchemy import select
-from werkzeug.serving import make_server
 
 from app.agents.credits import held_credits
 from app.agents.tasks import deregister, host_card, set_card
@@ -27,27 +23,14 @@ from app.chain.typed_data import ZERO_ADDRESS, sign_typed_data
 from app.client.cli import main
 from app.client.library import OwnerNamedDeregistration, TesseraClient
 from app.db import Mode, unit_of_work
-from app.extensions import db
 from app.jobs import service as jobs
-from app.jobs.models import QUEUED, Job
 from app.jobs.service import run_job
-from tests.chain.conftest import CHAIN_ID, RELAYER_KEY, follow_index, indexed_record
+from tests.chain.conftest import CHAIN_ID, RELAYER_KEY, follow_index, indexed_record, jobs_run_in_process
 from tests.chain.test_registry_contract import Agent, record, register, relay
-from tests.support.agents import LiveServer, account_id, claim_key_over_http, http_problem, registration_card
+from tests.support.agents import account_id, claim_key_over_http, http_problem, registration_card
 from tests.support.config import change_settings
 
 RELAYER = Account.from_key(RELAYER_KEY).address
-
-
-@pytest.fixture(scope="module")
-def server(app) -> Iterator[LiveServer]:
-    """The application over real HTTP on a loopback port (no worker: jobs run in the test)."""
-    http = make_server("127.0.0.1", 0, app, threaded=True)
-    thread = threading.Thread(target=http.serve_forever, name="chain-writes-server", daemon=True)
-    thread.start()
-    yield LiveServer(f"http://127.0.0.1:{http.server_port}")
-    http.shutdown()
-    thread.join(timeout=10)
 
 
 @pytest.fixture
@@ -80,31 +63,6 @@ def _run(app, client: TesseraClient, job: dict, task) -> dict:
     with app.app_context():
         run_job(job["id"], task.handler)
     return client.get_job(job["id"])
-
-
-@contextmanager
-def _jobs_of(app, did: str) -> Iterator[None]:
-    """Run the queued jobs `did` starts in a thread of this process, as a worker would, while the block runs."""
-    handlers = {task.name: task.handler for task in (set_card, deregister)}
-    stop = threading.Event()
-
-    def work() -> None:
-        while not stop.wait(0.05):
-            with app.app_context():
-                with unit_of_work(Mode.READ):
-                    queued = db.session.execute(
-                        select(Job.id, Job.kind).where(Job.agent_did == did, Job.state == QUEUED)
-                    ).all()
-                for job_id, kind in queued:
-                    run_job(job_id, handlers[kind])
-
-    thread = threading.Thread(target=work, name="chain-writes-jobs", daemon=True)
-    thread.start()
-    try:
-        yield
-    finally:
-        stop.set()
-        thread.join(timeout=10)
 
 
 def _held(app, did: str) -> int:
@@ -226,7 +184,7 @@ def test_the_cli_commands_do_not_change_on_a_chain(app, anvil, contracts, server
     did = tessera("whoami")["did"]
     address = Account.from_key(key).address
     uri = "https://agent.example/cli/card.json"
-    with _jobs_of(app, did):
+    with jobs_run_in_process(app, did):
         assert tessera("set-card", "--uri", uri)["state"] == "succeeded"
         assert record(contracts, did) == (address, ZERO_ADDRESS, uri)
         assert tessera("agent", "deregister", "--yes")["state"] == "succeeded"
