@@ -41,7 +41,7 @@ from app.dialect import try_transaction_lock
 from app.errors import DomainError, NotFound
 from app.extensions import celery, db
 from app.jobs.models import FAILED, QUEUED, RUNNING, SUCCEEDED, CanaryRun, Job
-from app.ops.broker import begin_refill, end_refill, lost_since
+from app.ops.broker import begin_refill, direct_publisher, end_refill, lost_since
 from app.ops.logging import current_request_id
 from app.ops.metrics import JOB_DURATION
 
@@ -184,17 +184,23 @@ def publish_job(job_id: str, kind: str, request_id: str | None = None) -> bool:
     if time.monotonic() < _broker_down_until:
         return False
     try:
-        task = celery.tasks.get(kind)
         args, kwargs = [job_id], {"request_id": request_id}
         # Given, the representations Celery would otherwise build with its safe repr for every message.
+        argsrepr, kwargsrepr = repr(args), repr(kwargs)
+        producer = _batch_producer.get()
+        publisher = None if producer is not None else direct_publisher(celery)
+        if publisher is not None:  # one job, one LPUSH; a batch goes through kombu's producer
+            publisher.publish(kind, args, kwargs, argsrepr=argsrepr, kwargsrepr=kwargsrepr)
+            return True
+        task = celery.tasks.get(kind)
         # No queue declared per message (kombu copies and binds the queue to look it up in its cache):
         # a job goes to its queue by name through the default exchange, and workers declare their queues.
         options: dict[str, Any] = {
             "args": args,
             "kwargs": kwargs,
-            "argsrepr": repr(args),
-            "kwargsrepr": repr(kwargs),
-            "producer": _batch_producer.get(),
+            "argsrepr": argsrepr,
+            "kwargsrepr": kwargsrepr,
+            "producer": producer,
             "declare": (),
         }
         if task is not None:

@@ -21,6 +21,12 @@ message is acknowledged, so an acknowledgement lost with a killed worker only me
 delivers that message again after its visibility timeout, and the job's claim turns it into a
 no-op; a job is never run twice for it.
 
+A single job's message skips Celery's `send_task` and kombu's producer (`RedisQueuePublisher`):
+Celery's own `amqp.as_task_v2` builds the task message, which is wrapped in kombu's Redis envelope
+and pushed to its queue in one LPUSH, what the producer sends for it. That machinery was about half
+of the CPU of a web request that starts a job. Batches (the outbox sweep, a transaction queueing
+many jobs) keep kombu's producer and its pipelined publish.
+
 A Redis broker restarted without persistence (or flushed) forgets every queued message without a
 word. A marker key tells (`lost_since`, `begin_refill`, `end_refill`): it holds `whole` while the
 broker has kept what it was given, and goes with the rest when the broker loses its data; the
@@ -31,8 +37,10 @@ from __future__ import annotations
 
 import contextlib
 import logging
+from base64 import b64encode
 from datetime import UTC, datetime
 from time import time
+from uuid import uuid4
 
 from kombu.transport import TRANSPORT_ALIASES, virtual
 from kombu.transport import redis as kombu_redis
@@ -144,6 +152,76 @@ class Transport(kombu_sqlalchemy.Transport):
         """
         limit = DRAIN_SLICE_SECONDS if timeout is None else min(timeout, DRAIN_SLICE_SECONDS)
         return super().drain_events(connection, timeout=limit, **kwargs)
+
+
+class RedisQueuePublisher:
+    """Celery task messages written straight to the queues of a `redis://` broker, one LPUSH each.
+
+    The message is Celery's (`amqp.as_task_v2`, protocol 2, routed by the app's router); the
+    envelope is what kombu's Redis transport stores for a message published through the default
+    exchange with the queue's name as routing key (its body JSON in base64 and a delivery tag), so
+    a worker consuming with kombu sees no difference. A refused push raises, as a publish does.
+    """
+
+    def __init__(self, celery) -> None:
+        import redis
+        from redis.backoff import NoBackoff
+        from redis.retry import Retry
+
+        self.celery = celery
+        self.broker_url = celery.conf.broker_url
+        options = celery.conf.broker_transport_options
+        # No retry here: a refused publish is the outbox sweep's to repeat, and a retried push that
+        # did land would be a second message (harmless, as the claim makes it a no-op, but slower).
+        self._client = redis.Redis.from_url(
+            self.broker_url,
+            socket_connect_timeout=options.get("socket_connect_timeout", 2),
+            socket_timeout=options.get("socket_timeout", 5),
+            retry=Retry(NoBackoff(), 0),
+        )
+
+    def publish(self, name: str, args: list, kwargs: dict, *, argsrepr: str, kwargsrepr: str) -> None:
+        """Queue the task `name` with `args` and `kwargs` on the queue the app routes it to."""
+        celery = self.celery
+        task_id = str(uuid4())
+        message = celery.amqp.as_task_v2(
+            task_id,
+            name,
+            args,
+            kwargs,
+            argsrepr=argsrepr,
+            kwargsrepr=kwargsrepr,
+            ignore_result=celery.conf.task_ignore_result,
+            reply_to=celery.thread_oid,
+        )
+        queue = celery.amqp.router.route({}, name, args, kwargs)["queue"].name
+        envelope = {
+            "body": b64encode(dumps(message.body).encode()).decode(),
+            "content-encoding": "utf-8",
+            "content-type": "application/json",
+            "headers": message.headers,
+            "properties": {
+                **message.properties,
+                "delivery_mode": 2,
+                "delivery_info": {"exchange": "", "routing_key": queue},
+                "priority": 0,
+                "body_encoding": "base64",
+                "delivery_tag": str(uuid4()),
+            },
+        }
+        self._client.lpush(queue, dumps(envelope))
+
+
+def direct_publisher(celery) -> RedisQueuePublisher | None:
+    """The process's `RedisQueuePublisher` for `celery`, or None when its broker is not this
+    module's Redis transport or its tasks run eagerly (then `apply_async` is the way)."""
+    conf = celery.conf
+    if conf.task_always_eager or conf.broker_transport != REDIS_TRANSPORT_NAME:
+        return None
+    publisher = getattr(celery, "_tessera_direct_publisher", None)
+    if publisher is None or publisher.broker_url != conf.broker_url:
+        publisher = celery._tessera_direct_publisher = RedisQueuePublisher(celery)
+    return publisher
 
 
 def set_polling_interval(seconds: float) -> None:

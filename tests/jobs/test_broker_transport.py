@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import base64
+import json
 import os
 import time
 import uuid
@@ -114,3 +116,44 @@ def test_a_worker_acknowledges_its_last_deliveries_without_waiting_for_another(
     finally:
         real_worker.stop()
         real_worker.start()
+
+
+def _pushed_messages(monkeypatch) -> list[tuple[str, dict]]:
+    """LPUSHes from this process while the test runs (queue, decoded message), kept from the broker."""
+    pushed: list[tuple[str, dict]] = []
+
+    def recording_lpush(self, name, *values):
+        pushed.extend((name if isinstance(name, str) else name.decode(), json.loads(value)) for value in values)
+        return len(values)
+
+    monkeypatch.setattr(redis.Redis, "lpush", recording_lpush)
+    return pushed
+
+
+def _as_compared(queue: str, message: dict) -> dict:
+    """A message without what differs from one publish to the next (ids, delivery tag) and the
+    representations kombu also copies into the properties (nobody reads them there)."""
+    headers = {key: value for key, value in message["headers"].items() if key not in {"id", "root_id", "origin"}}
+    unread = {"correlation_id", "delivery_tag", "argsrepr", "kwargsrepr"}
+    properties = {key: value for key, value in message["properties"].items() if key not in unread}
+    body = json.loads(base64.b64decode(message["body"]))
+    rest = {key: value for key, value in message.items() if key not in {"headers", "properties", "body"}}
+    return {"queue": queue, "headers": headers, "properties": properties, "body": body, **rest}
+
+
+def test_a_single_job_is_published_as_the_one_lpush_kombu_would_send(app, monkeypatch):
+    from app.jobs import service
+    from app.ops import broker
+
+    pushed = _pushed_messages(monkeypatch)
+    job_id = str(uuid.uuid4())
+    with app.app_context():
+        assert broker.direct_publisher(app.extensions["celery"]) is not None  # `redis://`: ours
+        assert service.publish_job(job_id, "jobs.canary", "request-1")
+        monkeypatch.setattr(service, "direct_publisher", lambda celery: None)  # Celery's and kombu's
+        assert service.publish_job(job_id, "jobs.canary", "request-1")
+    (ours_queue, ours), (theirs_queue, theirs) = pushed
+    assert ours["headers"]["id"] == ours["headers"]["root_id"] == ours["properties"]["correlation_id"]
+    assert _as_compared(ours_queue, ours) == _as_compared(theirs_queue, theirs)
+    assert _as_compared(ours_queue, ours)["body"][:2] == [[job_id], {"request_id": "request-1"}]
+    assert ours_queue == app.config["CELERY"]["task_default_queue"]
