@@ -19,7 +19,7 @@ from app.ops.logging import request_id_var
 
 log = logging.getLogger(__name__)
 
-MAX_RETRIES = 5
+MAX_RETRIES = 5  # `JOB_MAX_RETRIES`'s default
 MAX_BACKOFF_SECONDS = 300
 OUTAGE_BACKOFF_SECONDS = 5.0
 # Attempts at writing the final "failed" state that the database refuses, beyond the job's retries;
@@ -56,6 +56,13 @@ def outage_backoff_seconds(retries: int) -> float:
     return random.uniform(0, min(cap, 2 ** min(retries, 32)))
 
 
+def configured_retries() -> int:
+    """How many transient failures of a handler a job retries (`JOB_MAX_RETRIES`)."""
+    if has_app_context():
+        return int(current_app.config.get("JOB_MAX_RETRIES", MAX_RETRIES))
+    return MAX_RETRIES
+
+
 def counts_against_retries(task, error: BaseException) -> bool:
     """A handler's failure uses up one of the job's retries; an unreachable database never does.
 
@@ -68,17 +75,18 @@ def counts_against_retries(task, error: BaseException) -> bool:
 def job_task(
     name: str,
     *,
-    max_retries: int = MAX_RETRIES,
+    max_retries: int | None = None,
     max_attempts: int | None = None,
     transient: tuple[type[Exception], ...] = (),
     deferred: tuple[type[Exception], ...] = (),
 ) -> Callable:
     """Turn `handler(job) -> result` into the Celery task `name` that takes a job id.
 
-    `max_retries` counts the handler's transient failures only (`failures`, carried from retry to
-    retry); a database outage is retried with a short capped backoff, without counting.
-    `max_attempts` (see `run_job`) fails a job started more often than that, for handlers that
-    must never be run over and over (e.g. work that may outlive the job's lease). `transient`:
+    `max_retries` (unset: `JOB_MAX_RETRIES`) counts the handler's transient failures only
+    (`failures`, carried from retry to retry); a database outage is retried with a short capped
+    backoff, without counting. `max_attempts` (see `run_job`) fails a job started more often than
+    that, for handlers that must never be run over and over (e.g. work that may outlive the job's
+    lease). `transient`:
     exceptions retried like `TransientError`; `deferred`: exceptions with `seconds`, re-scheduled
     like `RetryLater`. Both may come from a `CallOutside`, which runs outside the handler.
     """
@@ -91,9 +99,10 @@ def job_task(
             self, job_id: str, request_id: str | None = None, give_up: dict | None = None, failures: int = 0
         ) -> None:
             token = request_id_var.set(request_id)
+            retries = configured_retries() if max_retries is None else max_retries
             try:
                 if give_up is not None:
-                    settle_failed(self, job_id, request_id, give_up, max_retries + SETTLE_RETRIES)
+                    settle_failed(self, job_id, request_id, give_up, retries + SETTLE_RETRIES)
                     return
                 run_job(job_id, handler, max_attempts=max_attempts)
                 log.debug("job %s (%s) done", job_id, name, extra={"job_id": job_id, "job_kind": name})
@@ -107,10 +116,10 @@ def job_task(
                     log.warning("job %s: database unreachable, retry in %.1fs (not counted): %s", job_id, countdown,
                                 exc.__class__.__name__)  # fmt: skip
                     raise self.retry(countdown=countdown, kwargs=kwargs) from None
-                if failures >= max_retries:
+                if failures >= retries:
                     log.error("job %s gave up after %d retries: %s", job_id, failures, exc)
                     error = {"code": "retries_exhausted", "detail": str(exc)[:500]}
-                    settle_failed(self, job_id, request_id, error, max_retries + SETTLE_RETRIES)
+                    settle_failed(self, job_id, request_id, error, retries + SETTLE_RETRIES)
                     return
                 countdown = backoff_seconds(failures + 1)
                 log.warning("job %s transient failure, retry in %.1fs: %s", job_id, countdown, exc)

@@ -79,3 +79,26 @@ def test_create_app_makes_no_connection(app):
     finally:  # the Celery app is process-wide: give it back to the session's application
         celery.flask_app = app
         celery.conf.update(app.config["CELERY"])
+
+
+def test_a_handler_failing_transiently_is_retried_job_max_retries_times_then_the_job_fails(app, master, monkeypatch):
+    from app.db import Mode, unit_of_work
+    from app.jobs.runner import TransientError, job_task
+    from app.jobs.service import get_job, insert_job
+
+    runs: list[str] = []
+
+    @job_task("tests.always_transient")
+    def always_transient(job):
+        runs.append(job.id)
+        raise TransientError("the peer did not answer")
+
+    monkeypatch.setitem(app.config, "JOB_MAX_RETRIES", 2)
+    with app.app_context():
+        with unit_of_work(Mode.STATEMENT) as connection:  # not published: run here, eagerly, retries included
+            job_id = insert_job(connection, "tests.always_transient", {}, client_id=master.client_id).id
+        always_transient.apply(args=[job_id])
+        job = get_job(job_id)
+        assert runs == [job_id] * 3  # the first run and JOB_MAX_RETRIES retries
+        assert job.state == "failed"
+        assert job.error == {"code": "retries_exhausted", "detail": "the peer did not answer"}
