@@ -130,19 +130,22 @@ _DEADLINE = {"description": "With AGENT_REGISTRY_BACKEND=evm: the deadline (Unix
 _MAX_DEADLINE = 2**53
 
 
+def _deadline() -> ma.fields.Integer:
+    """The `deadline` of the typed data a chain signature covers (each schema holds its own field)."""
+    return ma.fields.Integer(
+        load_default=None, strict=True, validate=ma.validate.Range(0, _MAX_DEADLINE), metadata=_DEADLINE
+    )
+
+
 class CardUriIn(ma.Schema):
     uri = ma.fields.String(required=True, metadata={"description": "Absolute URI, at most 2048 bytes."})
     signature = ma.fields.String(load_default=None, metadata=_SIGNATURE)
-    deadline = ma.fields.Integer(
-        load_default=None, strict=True, validate=ma.validate.Range(0, _MAX_DEADLINE), metadata=_DEADLINE
-    )
+    deadline = _deadline()
 
 
 class DeregisterIn(ma.Schema):
     signature = ma.fields.String(load_default=None, metadata=_SIGNATURE)
-    deadline = ma.fields.Integer(
-        load_default=None, strict=True, validate=ma.validate.Range(0, _MAX_DEADLINE), metadata=_DEADLINE
-    )
+    deadline = _deadline()
 
 
 class TypedDataIn(ma.Schema):
@@ -254,9 +257,7 @@ class ConsentIn(ma.Schema):
             "from POST /api/agents/{agent}/registry/typed-data (operation set-owner)."
         },
     )
-    deadline = ma.fields.Integer(
-        load_default=None, strict=True, validate=ma.validate.Range(0, _MAX_DEADLINE), metadata=_DEADLINE
-    )
+    deadline = _deadline()
 
 
 class ConsentOut(ma.Schema):
@@ -284,9 +285,7 @@ class RevokeOwnerIn(ma.Schema):
             "EIP-712 signature of the typed data from POST .../registry/typed-data (operation revoke-owner)."
         },
     )
-    deadline = ma.fields.Integer(
-        load_default=None, strict=True, validate=ma.validate.Range(0, _MAX_DEADLINE), metadata=_DEADLINE
-    )
+    deadline = _deadline()
     issued_at = ma.fields.String(
         required=True, metadata={"description": "RFC 3339 UTC time written in the message, within minutes of now."}
     )
