@@ -17,6 +17,10 @@ class TransactionReverted(DomainError):
     status, code, title = 409, "chain_transaction_reverted", "The chain refused the registry transaction"
 
 
+class NonceTakenElsewhere(DomainError):
+    status, code, title = 409, "chain_nonce_taken", "Another transaction of the relayer took this transaction's nonce"
+
+
 class NotYetMined(Exception):
     """A relayed transaction is not mined yet: ask again in `seconds`.
 

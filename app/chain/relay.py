@@ -17,7 +17,10 @@ is sent; dropped (a reorganisation, a node that lost it), its stored bytes are s
 are; unmined `CHAIN_STUCK_SECONDS` after it was sent, or refused by the node for its fees, it is
 replaced by a version with the same nonce and raised fees. Every version is kept
 (`ChainTransactionVersion`) and any of a step's hashes finds the one mined; they share one nonce,
-so the chain mines one transaction per step at most.
+so the chain mines one transaction per step at most. A nonce that a transaction signed outside
+Tessera spent (the relayer's key used elsewhere) ends the step with `NonceTakenElsewhere` once
+that transaction has `CHAIN_CONFIRMATIONS` blocks on top: the job fails, its transaction can
+never be mined.
 """
 
 from __future__ import annotations
@@ -36,7 +39,7 @@ from web3 import Web3
 from web3.exceptions import BlockNotFound, ContractLogicError, TransactionNotFound, Web3RPCError
 from web3.types import TxReceipt
 
-from app.chain.errors import ChainUnavailable, NotYetConfirmed, NotYetMined, TransactionReverted
+from app.chain.errors import ChainUnavailable, NonceTakenElsewhere, NotYetConfirmed, NotYetMined, TransactionReverted
 from app.chain.models import ChainTransaction, ChainTransactionVersion, RelayerNonce
 from app.chain.rpc import connect
 from app.chain.settings import TESTNET, ChainSettings
@@ -240,18 +243,36 @@ def _nonce_used(w3: Web3, row: ChainTransaction) -> bool:
     return w3.eth.get_transaction_count(address, "latest") > row.nonce
 
 
+def _nonce_settled(w3: Web3, row: ChainTransaction) -> bool:
+    """Whether a transaction of the relayer with the step's nonce has `CHAIN_CONFIRMATIONS` blocks
+    on top (at least one: a receipt may be served a moment after its block)."""
+    address = row.account.split(":", 1)[1]
+    settled = w3.eth.block_number - max(current(ChainSettings).confirmations, 1)
+    return settled >= 0 and w3.eth.get_transaction_count(address, settled) > row.nonce
+
+
 def keep_sent(w3: Web3, relayer_key: bytes, row: ChainTransaction) -> tuple[str, TxReceipt | None]:
     """Keep a step's signed transaction on its way; the hash to wait for and, once mined, its receipt.
 
     Must run with no database transaction open. Mined in a block of the canonical chain: nothing is
-    sent. Otherwise the latest version is sent again as stored (a reorganisation dropped it, or the
-    node lost it), unless it was sent `CHAIN_STUCK_SECONDS` ago or the node wants higher fees for
-    it: then a replacement with the same nonce and raised fees is signed, stored, and sent.
+    sent. Its nonce spent by another transaction, settled: `NonceTakenElsewhere`. Otherwise the
+    latest version is sent again as stored (a reorganisation dropped it, or the node lost it),
+    unless it was sent `CHAIN_STUCK_SECONDS` ago or the node wants higher fees for it: then a
+    replacement with the same nonce and raised fees is signed, stored, and sent.
     `ChainUnavailable` when the node refuses it otherwise.
     """
-    receipt = _canonical_receipt(w3, _step_hashes(row.job_id, row.step))
+    hashes = _step_hashes(row.job_id, row.step)
+    receipt = _canonical_receipt(w3, hashes)
     if receipt is not None:
         return receipt["transactionHash"].to_0x_hex(), receipt
+    if _nonce_settled(w3, row):
+        receipt = _canonical_receipt(w3, hashes)  # read again: mined after the first look
+        if receipt is not None:
+            return receipt["transactionHash"].to_0x_hex(), receipt
+        raise NonceTakenElsewhere(
+            f"Nonce {row.nonce} of the relayer was spent by a transaction signed outside Tessera; "
+            f"{row.tx_hash} can never be mined."
+        )
     if not _stuck(row) and _send_raw(w3, row.raw_transaction):
         return row.tx_hash, None
     if _nonce_used(w3, row):  # mined meanwhile, its receipt not served yet: a replacement could not be mined
@@ -393,6 +414,9 @@ def follow_sent_transactions() -> int:
             log.warning("transaction of job %s (%s) not followed: %s", row.job_id, row.step, error.detail)
             continue
         except NotYetMined:  # waits at the fee ceiling (logged where it was decided)
+            continue
+        except NonceTakenElsewhere as error:  # the job fails at its next run, which finds the same
+            log.warning("transaction of job %s (%s) can never be mined: %s", row.job_id, row.step, error.detail)
             continue
         followed += 1
     return followed

@@ -23,6 +23,7 @@ from hexbytes import HexBytes
 from sqlalchemy import select, update
 from web3.exceptions import TransactionNotFound
 
+from app.agents.credits import held_credits
 from app.chain import relay as relay_module
 from app.chain.errors import NotYetConfirmed, NotYetMined, TransactionReverted
 from app.chain.identity import IDENTITY_STEP
@@ -32,7 +33,7 @@ from app.chain.tasks import beat_schedule, follow_transactions
 from app.db import Mode, transaction, unit_of_work
 from app.extensions import db
 from tests.chain.conftest import CHAIN_ID, CONFIRMATIONS, RELAYER, RELAYER_KEY, run_host_card, sent_step
-from tests.support.agents import registration_card
+from tests.support.agents import account_id, registration_card
 from tests.support.config import change_settings
 from tests.support.servers import serve_on_loopback
 
@@ -207,8 +208,9 @@ def test_a_transaction_the_node_refuses_for_its_fees_is_replaced(app, anvil, ide
     assert len(_registered(identity, finished["result"]["public_url"])) == 1
 
 
-def test_a_nonce_mined_by_another_transaction_is_not_replaced_again(app, anvil, relay):
+def test_a_nonce_another_transaction_spent_fails_the_job_once_settled_and_releases_the_hold(app, anvil, relay):
     w3 = anvil.w3
+    balance = relay.credits()["balance"]
     job = relay.host_card(registration_card("Nonce taken"), wait=False)
     with pytest.raises(NotYetMined):
         run_host_card(app, job["id"])
@@ -223,11 +225,22 @@ def test_a_nonce_mined_by_another_transaction_is_not_replaced_again(app, anvil, 
     _mine(anvil, 1)
     _sent_long_ago(app, job["id"])
 
-    with pytest.raises(NotYetMined):  # nothing of the job's is mined, and no replacement could be
+    with pytest.raises(NotYetMined):  # the other transaction lacks its confirmations: no replacement, a wait
         run_host_card(app, job["id"])
+    assert _versions(app, job["id"]) == [first.tx_hash]
+    assert relay.get_job(job["id"])["state"] == "running"
 
+    _mine(anvil, CONFIRMATIONS)
+    _follow(app)  # beat leaves it to the job, saying why in its log
+    run_host_card(app, job["id"])
+
+    failed = relay.get_job(job["id"])
+    assert failed["state"] == "failed" and failed["error"]["code"] == "chain_nonce_taken", failed
     assert _versions(app, job["id"]) == [first.tx_hash]
     assert w3.eth.get_transaction_count(RELAYER, "pending") == old["nonce"] + 1
+    assert relay.credits()["balance"] == balance
+    with app.app_context(), unit_of_work(Mode.READ):
+        assert held_credits(account_id(relay.did)) == 0
 
 
 def test_a_transaction_a_reorganisation_dropped_is_sent_again_as_stored(app, anvil, identity, evm):
