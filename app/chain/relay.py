@@ -237,18 +237,17 @@ def _stuck(row: ChainTransaction) -> bool:
     return waited >= timedelta(seconds=current(ChainSettings).stuck_seconds)
 
 
-def _nonce_used(w3: Web3, row: ChainTransaction) -> bool:
-    """Whether the chain has mined a transaction of the relayer with the step's nonce."""
+def _nonce_used(w3: Web3, row: ChainTransaction, block: int | str = "latest") -> bool:
+    """Whether the chain has mined, by `block`, a transaction of the relayer with the step's nonce."""
     address = row.account.split(":", 1)[1]
-    return w3.eth.get_transaction_count(address, "latest") > row.nonce
+    return w3.eth.get_transaction_count(address, block) > row.nonce
 
 
 def _nonce_settled(w3: Web3, row: ChainTransaction) -> bool:
     """Whether a transaction of the relayer with the step's nonce has `CHAIN_CONFIRMATIONS` blocks
     on top (at least one: a receipt may be served a moment after its block)."""
-    address = row.account.split(":", 1)[1]
     settled = w3.eth.block_number - max(current(ChainSettings).confirmations, 1)
-    return settled >= 0 and w3.eth.get_transaction_count(address, settled) > row.nonce
+    return settled >= 0 and _nonce_used(w3, row, settled)
 
 
 def keep_sent(w3: Web3, relayer_key: bytes, row: ChainTransaction) -> tuple[str, TxReceipt | None]:

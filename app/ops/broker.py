@@ -40,6 +40,7 @@ import logging
 from base64 import b64encode
 from datetime import UTC, datetime
 from time import time
+from typing import Any
 from uuid import uuid4
 
 from kombu.transport import TRANSPORT_ALIASES, virtual
@@ -164,21 +165,14 @@ class RedisQueuePublisher:
     """
 
     def __init__(self, celery) -> None:
-        import redis
         from redis.backoff import NoBackoff
         from redis.retry import Retry
 
         self.celery = celery
         self.broker_url = celery.conf.broker_url
-        options = celery.conf.broker_transport_options
         # No retry here: a refused publish is the outbox sweep's to repeat, and a retried push that
         # did land would be a second message (harmless, as the claim makes it a no-op, but slower).
-        self._client = redis.Redis.from_url(
-            self.broker_url,
-            socket_connect_timeout=options.get("socket_connect_timeout", 2),
-            socket_timeout=options.get("socket_timeout", 5),
-            retry=Retry(NoBackoff(), 0),
-        )
+        self._client = _broker_client(celery, retry=Retry(NoBackoff(), 0))
 
     def publish(self, name: str, args: list, kwargs: dict, *, argsrepr: str, kwargsrepr: str) -> None:
         """Queue the task `name` with `args` and `kwargs` on the queue the app routes it to."""
@@ -234,15 +228,18 @@ _WHOLE = b"whole"
 
 def _marker(celery) -> tuple[object, str] | None:
     """A Redis client of the broker and the key of its marker; None for a broker that is not Redis."""
-    url = celery.conf.broker_url
-    if not url.startswith(("redis://", "rediss://")):
+    if not celery.conf.broker_url.startswith(("redis://", "rediss://")):
         return None  # the embedded broker keeps its messages in SQLite
+    return _broker_client(celery), f"tessera.broker-marker.{celery.conf.task_default_queue}"
+
+
+def _broker_client(celery, **options: Any):
+    """A client of the Redis broker, with the broker's socket timeouts."""
     import redis
 
-    options = celery.conf.broker_transport_options
-    timeouts = {name: options.get(name, 2) for name in ("socket_connect_timeout", "socket_timeout")}
-    client = redis.Redis.from_url(url, **timeouts)
-    return client, f"tessera.broker-marker.{celery.conf.task_default_queue}"
+    transport = celery.conf.broker_transport_options
+    timeouts = {name: transport.get(name, 2) for name in ("socket_connect_timeout", "socket_timeout")}
+    return redis.Redis.from_url(celery.conf.broker_url, **timeouts, **options)
 
 
 def lost_since(celery) -> datetime | None:

@@ -133,7 +133,7 @@ def _pushed_messages(monkeypatch) -> list[tuple[str, dict]]:
 def _as_compared(queue: str, message: dict) -> dict:
     """A message without what differs from one publish to the next (ids, delivery tag) and the
     representations kombu also copies into the properties (nobody reads them there)."""
-    headers = {key: value for key, value in message["headers"].items() if key not in {"id", "root_id", "origin"}}
+    headers = {key: value for key, value in message["headers"].items() if key not in {"id", "root_id"}}
     unread = {"correlation_id", "delivery_tag", "argsrepr", "kwargsrepr"}
     properties = {key: value for key, value in message["properties"].items() if key not in unread}
     body = json.loads(base64.b64decode(message["body"]))
