@@ -12,6 +12,8 @@ in SQLAlchemy Core from the table definitions, and runs it on either database.
 - A statement run by the driver itself (`DriverStatement`), prepared, without SQLAlchemy's
   execution context: psycopg on PostgreSQL; elsewhere SQLAlchemy as usual.
 - JSON columns as psycopg hands them over (bytes, `postgres_json_loads`); SQLite's are text.
+- What says a row changed without reading it (`row_version`): PostgreSQL's row version (its
+  `xmin` and `ctid`); SQLite has none, so there it is every column as one JSON array.
 
 `FOR UPDATE` (with `SKIP LOCKED`) is written in the statements themselves: SQLite's compiler leaves
 it out, its write lock already serialising the writers. Transaction boundaries are the unit of
@@ -26,10 +28,13 @@ from contextlib import contextmanager
 from typing import Any
 
 from psycopg.rows import namedtuple_row
-from sqlalchemy import Executable, Float, Table, Update, event, false, func, select, true, update
+from sqlalchemy import Executable, Float, String, Table, Update, event, false, func, select, true, update
 from sqlalchemy.dialects.postgresql.psycopg import dialect as psycopg_dialect
 from sqlalchemy.engine import Connection, Dialect, Engine
 from sqlalchemy.exc import DBAPIError
+from sqlalchemy.ext.compiler import compiles
+from sqlalchemy.sql.elements import ColumnElement
+from sqlalchemy.sql.visitors import InternalTraversal
 from sqlalchemy.types import TypeEngine
 
 from app.cache import Cache
@@ -267,3 +272,40 @@ def _converts_results(column_type: TypeEngine, dialect: Dialect) -> bool:
         return column_type.dialect_impl(dialect).result_processor(dialect, None) is not None
     except TypeError:  # a processor chosen by the column's OID (numeric types): not known here
         return True
+
+
+class _RowVersion(ColumnElement[str]):
+    """`row_version(table)`: text that changes whenever a row of `table` is written."""
+
+    inherit_cache = True
+    _traverse_internals = [("table", InternalTraversal.dp_clauseelement)]
+    type = String()
+
+    def __init__(self, table: Table) -> None:
+        self.table = table
+
+    @property
+    def _from_objects(self) -> list[Table]:
+        return [self.table]
+
+
+def row_version(table: Table) -> ColumnElement[str]:
+    """Text that changes whenever a row of `table` is written, to read instead of the row where a
+    value built from the row is kept (`app.cache`) and only its change matters.
+
+    PostgreSQL: the row version's creating transaction and place (`xmin`, `ctid`), which every
+    UPDATE changes, whoever writes it, and which cost no column read. Elsewhere: every column of the
+    row as one JSON array, the row itself. Read from `table` as named in the FROM clause (no alias).
+    """
+    return _RowVersion(table)
+
+
+@compiles(_RowVersion)
+def _every_column(element: _RowVersion, compiler: Any, **kw: Any) -> str:
+    return compiler.process(func.json_array(*element.table.columns), **kw)
+
+
+@compiles(_RowVersion, "postgresql")
+def _xmin_and_ctid(element: _RowVersion, compiler: Any, **kw: Any) -> str:
+    name = compiler.preparer.format_table(element.table)
+    return f"({name}.xmin::text || ':' || {name}.ctid::text)"

@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Iterable
 from datetime import datetime
 
-from sqlalchemy import Boolean, DateTime, Float, ForeignKey, Index, Integer, String, UniqueConstraint, false
+from sqlalchemy import Boolean, DateTime, Float, ForeignKey, Index, Integer, String, UniqueConstraint, false, text
 from sqlalchemy.orm import Mapped, mapped_column
 
 from app.db import Base, JSONType, utcnow
@@ -34,6 +34,16 @@ class Client(Base):
         UniqueConstraint("subdomain", "domain", name="uq_clients_subdomain_domain"),
         # Subtree filters are `path LIKE '/1/5/%'`; PostgreSQL needs pattern ops to use an index for it.
         Index("ix_clients_path_pattern", "path", postgresql_ops={"path": "varchar_pattern_ops"}),
+        # A page of a node's children, oldest first, and their count: one range of this index, whatever
+        # the size of other tenants' trees (an index on `parent_id` alone left the order to a sort or
+        # to a walk of the primary key through every client).
+        Index(
+            "ix_clients_enabled_children",
+            "parent_id",
+            "id",
+            postgresql_where=text("disabled_at IS NULL"),
+            sqlite_where=text("disabled_at IS NULL"),
+        ),
     )
 
     id: Mapped[int] = mapped_column(Integer, primary_key=True)

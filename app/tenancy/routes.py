@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Hashable
+from collections.abc import Hashable, Sequence
 from urllib.parse import parse_qsl
 
 from flask import Flask, url_for
@@ -14,7 +14,7 @@ from app.cache import Cache
 from app.db import read_only
 from app.http import LOCATION_HEADER, MAX_ID, id_parameter, no_store, path_id, problem_doc
 from app.idempotency.service import idempotent
-from app.pagination import Page, PageArgs
+from app.pagination import PageArgs
 from app.tenancy import service
 from app.tenancy.auth import api_token_required, current_caller, unstamped_caller
 from app.tenancy.schemas import (
@@ -101,8 +101,9 @@ _PAGE_ARG_NAMES = frozenset({"page", "per_page"})
 def list_sub_clients_at_once(request: HotRequest) -> HotAnswer | None:
     """The list's plain success: a valid token whose last use needs no stamp, acting in its own
     client, `page` and `per_page` (each at most once, digits only) that the view's `PageArgs` takes.
-    The view's token statement and `service.list_sub_clients` run on every request; the answer the
-    view's schema makes of a page is kept while what it is built from is unchanged (`_page_version`)."""
+    The view's token statement runs on every request, and `service.sub_client_page_versions`: the
+    answer the view's schema makes of a page is kept while what it is built from is unchanged
+    (`_page_version`), and the page itself (`service.list_sub_clients`) is read only to build it."""
     token = request.header("HTTP_X_API_TOKEN")
     query = _plain_query(request.header("QUERY_STRING"))
     if not token or "HTTP_X_API_SUBCLIENT_ID" in request.environ or query is None:
@@ -111,17 +112,18 @@ def list_sub_clients_at_once(request: HotRequest) -> HotAnswer | None:
         args = _PAGE_ARGS.load(query)
     except ValidationError:
         return request.hand_off("page arguments the view refuses")
-    with request.app.app_context():
-        with request.unit_of_work() as connection:
-            caller = unstamped_caller(token, connection)
-            if caller is None:
-                return request.hand_off("token unknown, revoked, expired or its use to stamp")
-            page = service.list_sub_clients(caller, args["page"], args["per_page"], connection)
-        key = (caller.root_id, caller.acting_client_id, args["page"], args["per_page"])
-        version = _page_version(page, request.app)
-        answer = _PAGE_ANSWERS.peek(key, version)
+    number, per_page = args["page"], args["per_page"]
+    with request.app.app_context(), request.unit_of_work() as connection:
+        caller = unstamped_caller(token, connection)
+        if caller is None:
+            return request.hand_off("token unknown, revoked, expired or its use to stamp")
+        key = (caller.root_id, caller.acting_client_id, number, per_page)
+        versions = service.sub_client_page_versions(caller, number, per_page, connection)
+        answer = _PAGE_ANSWERS.peek(key, _page_version(versions.data, versions.total_pages, request.app))
         if answer is None:
+            page = service.list_sub_clients(caller, number, per_page, connection)
             answer = json_answer(request.app, 200, _SUB_CLIENT_PAGE.dump(page))
+            version = _page_version([row.version for row in page.data], page.total_pages, request.app)
             _PAGE_ANSWERS.put(key, answer, version)
         return answer
 
@@ -130,11 +132,11 @@ def list_sub_clients_at_once(request: HotRequest) -> HotAnswer | None:
 _PAGE_ANSWERS: Cache[HotAnswer] = Cache("sub_client_pages", maxsize=256)
 
 
-def _page_version(page: Page, app: Flask) -> Hashable:
-    """What a page's answer is built from besides its key: each row as read, the total, the settings
-    its items read and the JSON form (kept beside the builder, `list_sub_clients_at_once`)."""
-    rows = tuple(row.version for row in page.data)
-    return rows, page.total_pages, service.answer_settings(), json_form(app)
+def _page_version(rows: Sequence[Hashable], total_pages: int, app: Flask) -> Hashable:
+    """What a page's answer is built from besides its key: the version of each row, the number of
+    pages, the settings its items read and the JSON form (kept beside the builder,
+    `list_sub_clients_at_once`)."""
+    return tuple(rows), total_pages, service.answer_settings(), json_form(app)
 
 
 def _plain_query(query: str) -> dict[str, str] | None:

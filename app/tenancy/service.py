@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import json
 import uuid
-from collections.abc import Sequence
+from collections.abc import Hashable, Sequence
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 from functools import cache
@@ -23,7 +23,7 @@ from sqlalchemy.orm import aliased
 
 from app.cache import Cache
 from app.db import as_utc, utcnow
-from app.dialect import DriverStatement
+from app.dialect import DriverStatement, row_version
 from app.errors import BadRequest, NotFound
 from app.extensions import db
 from app.pagination import Page, page_of, paginate
@@ -161,17 +161,20 @@ def _page_column(name: str) -> Any:
     return cast(column, Text).label(name) if name in _JSON_READ else column
 
 
-# A page of `list_sub_clients`, each row carrying the count of every child (one statement, one round trip).
-_CHILDREN_PAGE = DriverStatement(
-    select(
-        *(_page_column(name) for name in _SUB_CLIENT_READ),
-        select(func.count()).select_from(Client).where(*_CHILDREN).scalar_subquery().label("total"),
-    )
-    .where(*_CHILDREN)
-    .order_by(Client.id)
-    .limit(bindparam("limit"))
-    .offset(bindparam("offset"))
-)
+_CHILDREN_TOTAL = select(func.count()).select_from(Client).where(*_CHILDREN).scalar_subquery().label("total")
+_ROW_VERSION = row_version(Client.__table__).label("row_version")
+
+
+def _children_page(*columns: Any) -> DriverStatement:
+    """A page of the acting node's children: `columns`, each row carrying the count of every child
+    (one statement, one round trip)."""
+    page = select(*columns, _CHILDREN_TOTAL).where(*_CHILDREN).order_by(Client.id)
+    return DriverStatement(page.limit(bindparam("limit")).offset(bindparam("offset")))
+
+
+# A page of `list_sub_clients`, and what `sub_client_page_versions` reads of the same page.
+_CHILDREN_PAGE = _children_page(*(_page_column(name) for name in _SUB_CLIENT_READ), _ROW_VERSION)
+_CHILDREN_PAGE_VERSIONS = _children_page(Client.id, _ROW_VERSION)
 
 
 # Columns, not entities: loading two ORM objects (the clients table has 40 columns) cost more than the query.
@@ -318,12 +321,33 @@ def list_sub_clients(caller: Caller, page: int, per_page: int, connection: Conne
     `SubClientRow`s (the members a `SubClientOut` shows, as `read_sub_client`'s row), read through
     `connection` when given, else the session's. One statement counts and reads the page; an empty
     page counts again."""
+    rows, total = _children_page_rows(_CHILDREN_PAGE, caller, page, per_page, connection)
+    return page_of([SubClientRow(row, caller.root_id) for row in rows], total, page, per_page)
+
+
+def sub_client_page_versions(caller: Caller, page: int, per_page: int, connection: Connection) -> Page:
+    """The page `list_sub_clients` would read, at the cost of its ids: holding the `version` of each
+    `SubClientRow` instead. For an answer kept while its rows are unchanged: on PostgreSQL no column
+    of the rows is read."""
+    rows, total = _children_page_rows(_CHILDREN_PAGE_VERSIONS, caller, page, per_page, connection)
+    return page_of([_row_version_of(row) for row in rows], total, page, per_page)
+
+
+def _children_page_rows(
+    statement: DriverStatement, caller: Caller, page: int, per_page: int, connection: Connection | None
+) -> tuple[list[Any], int]:
+    """The rows of `statement` (a `_children_page`) for this page, and the count of every child;
+    an empty page counts again."""
     if connection is None:
         connection = db.session.connection()
     parent = {"parent_id": caller.acting_client_id}
-    rows = _CHILDREN_PAGE.all(connection, {**parent, "limit": per_page, "offset": (page - 1) * per_page})
+    rows = statement.all(connection, {**parent, "limit": per_page, "offset": (page - 1) * per_page})
     total = rows[0].total if rows else _CHILDREN_COUNT.first(connection, parent).total
-    return page_of([SubClientRow(row, caller.root_id) for row in rows], total, page, per_page)
+    return rows, total
+
+
+def _row_version_of(row: Any) -> Hashable:
+    return row.id, row.row_version
 
 
 class SubClientRow:
@@ -332,7 +356,7 @@ class SubClientRow:
     no decoding.
 
     `key` names the sub-client within its tenant (the tree's root id, the client id) and `version`
-    is every column read, as read: equal versions, equal members.
+    its row's version (`app.dialect.row_version`): equal versions, equal members.
     """
 
     __slots__ = ("_row", "_decoded", "key", "version")
@@ -341,7 +365,7 @@ class SubClientRow:
         self._row = row
         self._decoded: dict[str, Any] | None = None
         self.key = (tenant, row.id)
-        self.version = tuple(row[: len(_SUB_CLIENT_READ)])
+        self.version = _row_version_of(row)
 
     def __getattr__(self, name: str) -> Any:
         if name in _JSON_READ:

@@ -212,3 +212,31 @@ def test_the_claims_relaxed_durability_ends_with_it(app):
         assert claimed == 1 and row[0] == job_id
         if environment.USING_POSTGRES:
             assert db.session.execute(select(func.current_setting("synchronous_commit"))).scalar() == "on"
+
+
+def test_a_row_version_changes_with_every_write_of_the_row_and_only_then(app, other):
+    """`row_version` on either database: the same while the row is not written, new after every
+    UPDATE that changes it (on PostgreSQL after any UPDATE: a new version is a cache miss, never a
+    stale answer), distinct between rows."""
+    from sqlalchemy import update
+
+    from app.db import transaction, utcnow
+    from app.dialect import row_version
+    from app.extensions import db
+
+    first, second = written_job(app), written_job(app)
+    jobs = Job.__table__
+
+    def versions() -> dict[str, str]:
+        rows = other.execute(select(jobs.c.id, row_version(jobs)).where(jobs.c.id.in_([first, second]))).all()
+        other.rollback()
+        return dict(rows)
+
+    before = versions()
+    assert versions() == before and before[first] != before[second]
+    for values in ({"attempts": 1}, {"attempts": 2}, {"payload": {"a": 1}}, {"finished_at": utcnow()}):
+        with app.app_context(), transaction():
+            db.session.execute(update(jobs).where(jobs.c.id == first).values(**values))
+        after = versions()
+        assert after[first] != before[first] and after[second] == before[second]
+        before = after

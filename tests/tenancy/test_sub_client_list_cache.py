@@ -98,3 +98,39 @@ def test_an_answer_kept_follows_the_json_form(app, client, master, monkeypatch):
     indented = client.get("/v1/sub_client", headers=master.headers).get_data()
 
     assert indented != compact and b'\n  "data": [\n' in indented
+
+
+def test_a_row_written_by_anyone_else_is_listed_as_changed(app, client, master):
+    """A page kept is versioned by its rows' versions (`app.dialect.row_version`), not by the
+    service's writes: a plain UPDATE from elsewhere (an operator's SQL, another release) shows at once."""
+    from sqlalchemy import update
+
+    from app.db import transaction
+    from app.extensions import db
+    from app.tenancy.models import Client
+
+    child_id = create_sub_client(client, master.headers, name="Before", city="Lyon")["client_id"]
+    assert _page(client, master.headers)[child_id]["city"] == "Lyon"
+
+    with app.app_context(), transaction():
+        db.session.execute(update(Client).where(Client.id == child_id).values(city="Nantes"))
+    listed = _page(client, master.headers)[child_id]
+
+    assert listed["city"] == "Nantes"
+    assert listed == _read(client, master.headers, child_id)
+
+
+def test_an_unchanged_page_is_answered_without_reading_its_rows(client, master, monkeypatch):
+    from app.tenancy import service
+
+    create_sub_client(client, master.headers, name="Kept")
+    first = client.get("/v1/sub_client", headers=master.headers).get_data()
+    reads = []
+    list_sub_clients = service.list_sub_clients
+    monkeypatch.setattr(service, "list_sub_clients", lambda *args: reads.append(args) or list_sub_clients(*args))
+
+    assert client.get("/v1/sub_client", headers=master.headers).get_data() == first
+    assert reads == []
+    create_sub_client(client, master.headers, name="Added")
+    assert len(client.get("/v1/sub_client", headers=master.headers).get_json()["data"]) == 2
+    assert len(reads) == 1
