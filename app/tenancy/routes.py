@@ -153,22 +153,40 @@ def _plain_query(query: str) -> dict[str, str] | None:
 @hot.route("GET", r"/v1/sub_client/(?P<subclient_id>[0-9]{1,10})", view="sub_clients.SubClientById", cookies=False)
 def read_sub_client_at_once(request: HotRequest) -> HotAnswer | None:
     """The hottest authenticated read, its plain success only: a valid token whose last use needs
-    no stamp, acting in its own client, for a sub-client of its subtree. The token and sub-client
-    statements and the schema are the view's, run on every request (a revoked token or a disabled
-    client is refused at once)."""
+    no stamp, acting in its own client, for a sub-client of its subtree. The token statement and the
+    sub-client's version (`service.sub_client_version`) are read on every request (a revoked token
+    or a disabled client is refused at once); the answer the view's schema makes of the row is kept
+    while what it is built from is unchanged (`_read_version`), the row read only to build it."""
     client_id = int(request.params["subclient_id"])
     token = request.header("HTTP_X_API_TOKEN")
     if not token or "HTTP_X_API_SUBCLIENT_ID" in request.environ or not 0 < client_id <= MAX_ID:
         return request.hand_off("no token, another acting node or an id out of range")
-    with request.app.app_context():
-        with request.unit_of_work() as connection:
-            caller = unstamped_caller(token, connection)
-            if caller is None:
-                return request.hand_off("token unknown, revoked, expired or its use to stamp")
-            row = service.find_sub_client_row(caller, client_id, connection)
-        if row is None:
+    with request.app.app_context(), request.unit_of_work() as connection:
+        caller = unstamped_caller(token, connection)
+        if caller is None:
+            return request.hand_off("token unknown, revoked, expired or its use to stamp")
+        version = service.sub_client_version(caller, client_id, connection)
+        if version is None:
             return request.hand_off("no such sub-client in the token's subtree")
-        return json_answer(request.app, 200, _SUB_CLIENT_ENVELOPE.dump({"data": row}))
+        key = (caller.root_id, client_id)
+        answer = _READ_ANSWERS.peek(key, _read_version(version, request.app))
+        if answer is None:
+            row = service.find_sub_client_row(caller, client_id, connection)
+            if row is None:
+                return request.hand_off("no such sub-client in the token's subtree")
+            answer = json_answer(request.app, 200, _SUB_CLIENT_ENVELOPE.dump({"data": row}))
+            _READ_ANSWERS.put(key, answer, _read_version(service.sub_client_row_version(row), request.app))
+        return answer
+
+
+# Sub-client reads as answered, per tenant and sub-client (a kept answer is shared, never changed).
+_READ_ANSWERS: Cache[HotAnswer] = Cache("sub_client_reads", maxsize=4096)
+
+
+def _read_version(row: Hashable, app: Flask) -> Hashable:
+    """What a read's answer is built from besides its key: the row's version, the settings it reads
+    and the JSON form (kept beside the builder, `read_sub_client_at_once`)."""
+    return row, service.answer_settings(), json_form(app)
 
 
 @blp.route(

@@ -141,14 +141,16 @@ _SUB_CLIENT_READ = (
     *_SUB_CLIENT_MEMBERS, "id", "parent_id", "esp_token", "recaptcha_key", "recaptcha_threshold", "recaptcha_enabled",
     "created_at", "privacy_link",
 )  # fmt: skip
+_ROW_VERSION = row_version(Client.__table__).label("row_version")
+_IN_SUBTREE = (Client.id == bindparam("client_id"), Client.path.like(bindparam("subtree_pattern"), escape="/"))
 # The same as `_CLIENT_IN_SUBTREE`, as a row of those columns: fewer columns cost less to read on PostgreSQL.
 _CLIENT_ROW_IN_SUBTREE = DriverStatement(
-    select(*(Client.__table__.c[name] for name in _SUB_CLIENT_READ)).where(
-        Client.id == bindparam("client_id"),
-        Client.path.like(bindparam("subtree_pattern"), escape="/"),
-        _NO_DISABLED_ANCESTOR,
+    select(*(Client.__table__.c[name] for name in _SUB_CLIENT_READ), _ROW_VERSION).where(
+        *_IN_SUBTREE, _NO_DISABLED_ANCESTOR
     )
 )
+# What `sub_client_version` reads of the same row.
+_CLIENT_VERSION_IN_SUBTREE = DriverStatement(select(Client.id, _ROW_VERSION).where(*_IN_SUBTREE, _NO_DISABLED_ANCESTOR))
 
 _CHILDREN = (Client.parent_id == bindparam("parent_id"), Client.disabled_at.is_(None))
 _CHILDREN_COUNT = DriverStatement(select(func.count().label("total")).select_from(Client).where(*_CHILDREN))
@@ -162,7 +164,6 @@ def _page_column(name: str) -> Any:
 
 
 _CHILDREN_TOTAL = select(func.count()).select_from(Client).where(*_CHILDREN).scalar_subquery().label("total")
-_ROW_VERSION = row_version(Client.__table__).label("row_version")
 
 
 def _children_page(*columns: Any) -> DriverStatement:
@@ -309,11 +310,26 @@ def read_sub_client(caller: Caller, client_id: int) -> Any:
 
 
 def find_sub_client_row(caller: Caller, client_id: int, connection: Connection | None = None) -> Any:
-    """The row of `read_sub_client`, or None; read through `connection` when given, else the session's."""
+    """The row of `read_sub_client`, or None; read through `connection` when given, else the session's.
+    Its `sub_client_row_version` says which version of the row it is."""
     params = {"client_id": client_id, "subtree_pattern": _prefix_pattern(caller.acting_path)}
     if connection is None:
         connection = db.session.connection()
     return _CLIENT_ROW_IN_SUBTREE.first(connection, params)
+
+
+def sub_client_version(caller: Caller, client_id: int, connection: Connection) -> Hashable | None:
+    """What `find_sub_client_row` would read, at the cost of its id: the row's version
+    (`sub_client_row_version`), or None when it would find none. For an answer kept while the row
+    is unchanged: on PostgreSQL no column of the row is read."""
+    params = {"client_id": client_id, "subtree_pattern": _prefix_pattern(caller.acting_path)}
+    row = _CLIENT_VERSION_IN_SUBTREE.first(connection, params)
+    return None if row is None else sub_client_row_version(row)
+
+
+def sub_client_row_version(row: Any) -> Hashable:
+    """The version of a sub-client's row as read (`app.dialect.row_version`): equal versions, equal members."""
+    return row.id, row.row_version
 
 
 def list_sub_clients(caller: Caller, page: int, per_page: int, connection: Connection | None = None) -> Page:
@@ -330,7 +346,7 @@ def sub_client_page_versions(caller: Caller, page: int, per_page: int, connectio
     `SubClientRow` instead. For an answer kept while its rows are unchanged: on PostgreSQL no column
     of the rows is read."""
     rows, total = _children_page_rows(_CHILDREN_PAGE_VERSIONS, caller, page, per_page, connection)
-    return page_of([_row_version_of(row) for row in rows], total, page, per_page)
+    return page_of([sub_client_row_version(row) for row in rows], total, page, per_page)
 
 
 def _children_page_rows(
@@ -346,17 +362,13 @@ def _children_page_rows(
     return rows, total
 
 
-def _row_version_of(row: Any) -> Hashable:
-    return row.id, row.row_version
-
-
 class SubClientRow:
     """A sub-client as a page reads it: its members by attribute (as `read_sub_client`'s row), the
     JSON ones decoded at their first use, so an answer built before from the same columns costs
     no decoding.
 
     `key` names the sub-client within its tenant (the tree's root id, the client id) and `version`
-    its row's version (`app.dialect.row_version`): equal versions, equal members.
+    its row's version (`sub_client_row_version`).
     """
 
     __slots__ = ("_row", "_decoded", "key", "version")
@@ -365,7 +377,7 @@ class SubClientRow:
         self._row = row
         self._decoded: dict[str, Any] | None = None
         self.key = (tenant, row.id)
-        self.version = _row_version_of(row)
+        self.version = sub_client_row_version(row)
 
     def __getattr__(self, name: str) -> Any:
         if name in _JSON_READ:

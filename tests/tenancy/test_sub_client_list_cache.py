@@ -1,7 +1,8 @@
 """`GET /v1/sub_client` keeps each item's dump per version of its row and of the settings it reads
 (`schemas.ListedSubClients`), and its hot route each page's answer per version of its rows, those
-settings and the JSON form (`routes._page_version`): a listed item is what a read of that sub-client
-answers, before and after it is kept, and any change of a row, a setting or the form shows at once."""
+settings and the JSON form (`routes._page_version`), as `GET /v1/sub_client/{id}`'s hot route keeps
+each read's answer (`routes._read_version`): a listed item is what a read of that sub-client answers,
+before and after they are kept, and any change of a row, a setting or the form shows at once."""
 
 from __future__ import annotations
 
@@ -76,6 +77,7 @@ def test_the_settings_an_item_reads_are_part_of_its_version(app, client, master,
 
     child_id = create_sub_client(client, master.headers, name="Settings")["client_id"]
     before = _page(client, master.headers)[child_id]
+    assert before == _read(client, master.headers, child_id)
 
     settings = app.extensions[EXTENSION_KEY]
     monkeypatch.setitem(app.config, "BASE_URL", "https://elsewhere.example")
@@ -90,19 +92,22 @@ def test_the_settings_an_item_reads_are_part_of_its_version(app, client, master,
 
 
 def test_an_answer_kept_follows_the_json_form(app, client, master, monkeypatch):
-    create_sub_client(client, master.headers, name="Form")
+    child_id = create_sub_client(client, master.headers, name="Form")["client_id"]
     compact = client.get("/v1/sub_client", headers=master.headers).get_data()
+    read = client.get(f"/v1/sub_client/{child_id}", headers=master.headers).get_data()
     assert client.get("/v1/sub_client", headers=master.headers).get_data() == compact
 
     monkeypatch.setattr(app.json, "compact", False)
     indented = client.get("/v1/sub_client", headers=master.headers).get_data()
+    read_indented = client.get(f"/v1/sub_client/{child_id}", headers=master.headers).get_data()
 
     assert indented != compact and b'\n  "data": [\n' in indented
+    assert read_indented != read and b'\n  "data": {\n' in read_indented
 
 
 def test_a_row_written_by_anyone_else_is_listed_as_changed(app, client, master):
-    """A page kept is versioned by its rows' versions (`app.dialect.row_version`), not by the
-    service's writes: a plain UPDATE from elsewhere (an operator's SQL, another release) shows at once."""
+    """A page or a read kept is versioned by its rows' versions (`app.dialect.row_version`), not by
+    the service's writes: a plain UPDATE from elsewhere (an operator's SQL, another release) shows at once."""
     from sqlalchemy import update
 
     from app.db import transaction
@@ -110,7 +115,7 @@ def test_a_row_written_by_anyone_else_is_listed_as_changed(app, client, master):
     from app.tenancy.models import Client
 
     child_id = create_sub_client(client, master.headers, name="Before", city="Lyon")["client_id"]
-    assert _page(client, master.headers)[child_id]["city"] == "Lyon"
+    assert _page(client, master.headers)[child_id]["city"] == _read(client, master.headers, child_id)["city"] == "Lyon"
 
     with app.app_context(), transaction():
         db.session.execute(update(Client).where(Client.id == child_id).values(city="Nantes"))
@@ -118,6 +123,22 @@ def test_a_row_written_by_anyone_else_is_listed_as_changed(app, client, master):
 
     assert listed["city"] == "Nantes"
     assert listed == _read(client, master.headers, child_id)
+
+
+def test_an_unchanged_sub_client_is_read_without_reading_its_row(app, client, master, monkeypatch):
+    from app.tenancy import service
+
+    child_id = create_sub_client(client, master.headers, name="Kept")["client_id"]
+    first = client.get(f"/v1/sub_client/{child_id}", headers=master.headers).get_data()
+    reads = []
+    find_row = service.find_sub_client_row
+    monkeypatch.setattr(service, "find_sub_client_row", lambda *args: reads.append(args) or find_row(*args))
+
+    assert client.get(f"/v1/sub_client/{child_id}", headers=master.headers).get_data() == first
+    assert reads == []
+    assert client.put(f"/v1/sub_client/{child_id}", json={"city": "Lille"}, headers=master.headers).status_code == 200
+    assert _read(client, master.headers, child_id)["city"] == "Lille"
+    assert len(reads) == 1
 
 
 def test_an_unchanged_page_is_answered_without_reading_its_rows(client, master, monkeypatch):
