@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Hashable, Sequence
 from urllib.parse import parse_qsl
 
@@ -105,14 +106,10 @@ def list_sub_clients_at_once(request: HotRequest) -> HotAnswer | None:
     answer the view's schema makes of a page is kept while what it is built from is unchanged
     (`_page_version`), and the page itself (`service.list_sub_clients`) is read only to build it."""
     token = request.header("HTTP_X_API_TOKEN")
-    query = _plain_query(request.header("QUERY_STRING"))
-    if not token or "HTTP_X_API_SUBCLIENT_ID" in request.environ or query is None:
-        return request.hand_off("no token, another acting node or a query the view reads")
-    try:
-        args = _PAGE_ARGS.load(query)
-    except ValidationError:
-        return request.hand_off("page arguments the view refuses")
-    number, per_page = args["page"], args["per_page"]
+    page_args = _plain_page_args(request.header("QUERY_STRING"))
+    if not token or "HTTP_X_API_SUBCLIENT_ID" in request.environ or page_args is None:
+        return request.hand_off("no token, another acting node, or a query the view reads or refuses")
+    number, per_page = page_args
     with request.app.app_context(), request.unit_of_work() as connection:
         caller = unstamped_caller(token, connection)
         if caller is None:
@@ -137,6 +134,20 @@ def _page_version(rows: Sequence[Hashable], total_pages: int, app: Flask) -> Has
     pages, the settings its items read and the JSON form (kept beside the builder,
     `list_sub_clients_at_once`)."""
     return tuple(rows), total_pages, service.answer_settings(), json_form(app)
+
+
+@functools.lru_cache(maxsize=256)
+def _plain_page_args(query: str) -> tuple[int, int] | None:
+    """`page` and `per_page` of a plain query string (`_plain_query`) as the view's `PageArgs` loads
+    them, or None. A function of the query alone, kept for the few queries clients send."""
+    plain = _plain_query(query)
+    if plain is None:
+        return None
+    try:
+        args = _PAGE_ARGS.load(plain)
+    except ValidationError:
+        return None
+    return args["page"], args["per_page"]
 
 
 def _plain_query(query: str) -> dict[str, str] | None:
