@@ -289,6 +289,11 @@ class _RowVersion(ColumnElement[str]):
         return [self.table]
 
 
+# How long a value kept by the row versions it was built from is served: on PostgreSQL a row version
+# is unique within one database's history, and a logical replica promoted in its place numbers its own.
+ROW_VERSION_TTL = 600.0
+
+
 def row_version(table: Table) -> ColumnElement[str]:
     """Text that changes whenever a row of `table` is written, to read instead of the row where a
     value built from the row is kept (`app.cache`) and only its change matters.
@@ -296,6 +301,7 @@ def row_version(table: Table) -> ColumnElement[str]:
     PostgreSQL: the row version's creating transaction and place (`xmin`, `ctid`), which every
     UPDATE changes, whoever writes it, and which cost no column read. Elsewhere: every column of the
     row as one JSON array, the row itself. Read from `table` as named in the FROM clause (no alias).
+    A cache of values versioned by it keeps them at most `ROW_VERSION_TTL` seconds.
     """
     return _RowVersion(table)
 

@@ -13,6 +13,7 @@ from marshmallow import ValidationError
 
 from app.cache import Cache
 from app.db import read_only
+from app.dialect import ROW_VERSION_TTL
 from app.http import LOCATION_HEADER, MAX_ID, id_parameter, no_store, path_id, problem_doc
 from app.idempotency.service import idempotent
 from app.pagination import PageArgs
@@ -126,7 +127,7 @@ def list_sub_clients_at_once(request: HotRequest) -> HotAnswer | None:
 
 
 # Plain pages as answered, per tenant, acting node and page (a kept answer is shared, never changed).
-_PAGE_ANSWERS: Cache[HotAnswer] = Cache("sub_client_pages", maxsize=256)
+_PAGE_ANSWERS: Cache[HotAnswer] = Cache("sub_client_pages", maxsize=256, ttl=ROW_VERSION_TTL)
 
 
 def _page_version(rows: Sequence[Hashable], total_pages: int, app: Flask) -> Hashable:
@@ -191,7 +192,7 @@ def read_sub_client_at_once(request: HotRequest) -> HotAnswer | None:
 
 
 # Sub-client reads as answered, per tenant and sub-client (a kept answer is shared, never changed).
-_READ_ANSWERS: Cache[HotAnswer] = Cache("sub_client_reads", maxsize=4096)
+_READ_ANSWERS: Cache[HotAnswer] = Cache("sub_client_reads", maxsize=4096, ttl=ROW_VERSION_TTL)
 
 
 def _read_version(row: Hashable, app: Flask) -> Hashable:

@@ -10,6 +10,7 @@ from flask import current_app
 
 from app.cache import Cache
 from app.db import utcnow
+from app.dialect import ROW_VERSION_TTL
 from app.pagination import PageMeta
 from app.profile.schemas import PROFILE_FIELDS
 from app.serialization import PlannedSchema
@@ -324,7 +325,7 @@ class SubClientEnvelope(ma.Schema):
 
 
 # The dumps of sub-clients listed, per tenant and sub-client, valid for the columns and settings they were built from.
-_LISTED_SUB_CLIENTS: Cache[dict] = Cache("listed_sub_clients", maxsize=4096)
+_LISTED_SUB_CLIENTS: Cache[dict] = Cache("listed_sub_clients", maxsize=4096, ttl=ROW_VERSION_TTL)
 
 
 class ListedSubClients(ma.fields.Nested):

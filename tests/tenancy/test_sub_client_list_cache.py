@@ -155,3 +155,21 @@ def test_an_unchanged_page_is_answered_without_reading_its_rows(client, master, 
     create_sub_client(client, master.headers, name="Added")
     assert len(client.get("/v1/sub_client", headers=master.headers).get_json()["data"]) == 2
     assert len(reads) == 1
+
+
+def test_an_answer_kept_by_row_versions_is_built_again_after_their_time(client, master, monkeypatch):
+    """A row version is unique within one database's history only (`app.dialect.ROW_VERSION_TTL`)."""
+    import time
+
+    from app.dialect import ROW_VERSION_TTL
+    from app.tenancy import routes, service
+
+    create_sub_client(client, master.headers, name="Aged")
+    first = client.get("/v1/sub_client", headers=master.headers).get_data()
+    reads = []
+    list_sub_clients = service.list_sub_clients
+    monkeypatch.setattr(service, "list_sub_clients", lambda *args: reads.append(args) or list_sub_clients(*args))
+    monkeypatch.setattr(routes._PAGE_ANSWERS, "_clock", lambda: time.monotonic() + ROW_VERSION_TTL + 1)
+
+    assert client.get("/v1/sub_client", headers=master.headers).get_data() == first
+    assert len(reads) == 1
