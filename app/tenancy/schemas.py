@@ -324,7 +324,7 @@ class SubClientEnvelope(ma.Schema):
     data = ma.fields.Nested(SubClientOut, required=True)
 
 
-# The dumps of sub-clients listed, per tenant and sub-client, valid for the columns and settings they were built from.
+# The dumps of sub-clients listed, per tenant and sub-client, valid for the row version and settings built from.
 _LISTED_SUB_CLIENTS: Cache[dict] = Cache("listed_sub_clients", maxsize=4096, ttl=ROW_VERSION_TTL)
 
 
