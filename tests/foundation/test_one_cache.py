@@ -34,6 +34,7 @@ PURE_FUNCTIONS = {
     "app/profile/formats.py:_country_codes": "pycountry's tables, fixed for the installation",
     "app/profile/formats.py:_region_codes": "pycountry's tables, fixed for the installation",
     "app/social/connectors/http.py:tls_context": "the one TLS context of the process (system trust store)",
+    "app/tenancy/routes.py:_plain_page_args": "a list's page arguments, loaded from its query string",
     "app/tenancy/service.py:_active_token_statement": "a statement built per number of hash keys",
     "app/tenancy/validation.py:time_zones": "tzdata's zone names, fixed for the installation",
     "app/web/hot.py:_parsed_limit": "a rate-limit string parsed",
