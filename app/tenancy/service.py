@@ -312,19 +312,22 @@ def read_sub_client(caller: Caller, client_id: int) -> Any:
 def find_sub_client_row(caller: Caller, client_id: int, connection: Connection | None = None) -> Any:
     """The row of `read_sub_client`, or None; read through `connection` when given, else the session's.
     Its `sub_client_row_version` says which version of the row it is."""
-    params = {"client_id": client_id, "subtree_pattern": _prefix_pattern(caller.acting_path)}
     if connection is None:
         connection = db.session.connection()
-    return _CLIENT_ROW_IN_SUBTREE.first(connection, params)
+    return _CLIENT_ROW_IN_SUBTREE.first(connection, _in_subtree_params(caller, client_id))
 
 
 def sub_client_version(caller: Caller, client_id: int, connection: Connection) -> Hashable | None:
     """What `find_sub_client_row` would read, at the cost of its id: the row's version
     (`sub_client_row_version`), or None when it would find none. For an answer kept while the row
     is unchanged: on PostgreSQL no column of the row is read."""
-    params = {"client_id": client_id, "subtree_pattern": _prefix_pattern(caller.acting_path)}
-    row = _CLIENT_VERSION_IN_SUBTREE.first(connection, params)
+    row = _CLIENT_VERSION_IN_SUBTREE.first(connection, _in_subtree_params(caller, client_id))
     return None if row is None else sub_client_row_version(row)
+
+
+def _in_subtree_params(caller: Caller, client_id: int) -> dict[str, Any]:
+    """The parameters of `_IN_SUBTREE`: the client `client_id` within the caller's acting subtree."""
+    return {"client_id": client_id, "subtree_pattern": _prefix_pattern(caller.acting_path)}
 
 
 def sub_client_row_version(row: Any) -> Hashable:

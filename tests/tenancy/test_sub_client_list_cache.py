@@ -27,6 +27,16 @@ def _page(client, headers: dict) -> dict[int, dict]:
     return {item["client_id"]: item for item in response.get_json()["data"]}
 
 
+def _calls_to(monkeypatch, name: str) -> list:
+    """The calls made from now on to the tenancy service's function `name`, which still runs."""
+    from app.tenancy import service
+
+    calls = []
+    function = getattr(service, name)
+    monkeypatch.setattr(service, name, lambda *args: calls.append(args) or function(*args))
+    return calls
+
+
 def _read(client, headers: dict, client_id: int) -> dict:
     response = client.get(f"/v1/sub_client/{client_id}", headers=headers)
     assert response.status_code == 200
@@ -126,13 +136,10 @@ def test_a_row_written_by_anyone_else_is_listed_as_changed(app, client, master):
 
 
 def test_an_unchanged_sub_client_is_read_without_reading_its_row(app, client, master, monkeypatch):
-    from app.tenancy import service
 
     child_id = create_sub_client(client, master.headers, name="Kept")["client_id"]
     first = client.get(f"/v1/sub_client/{child_id}", headers=master.headers).get_data()
-    reads = []
-    find_row = service.find_sub_client_row
-    monkeypatch.setattr(service, "find_sub_client_row", lambda *args: reads.append(args) or find_row(*args))
+    reads = _calls_to(monkeypatch, "find_sub_client_row")
 
     assert client.get(f"/v1/sub_client/{child_id}", headers=master.headers).get_data() == first
     assert reads == []
@@ -142,13 +149,10 @@ def test_an_unchanged_sub_client_is_read_without_reading_its_row(app, client, ma
 
 
 def test_an_unchanged_page_is_answered_without_reading_its_rows(client, master, monkeypatch):
-    from app.tenancy import service
 
     create_sub_client(client, master.headers, name="Kept")
     first = client.get("/v1/sub_client", headers=master.headers).get_data()
-    reads = []
-    list_sub_clients = service.list_sub_clients
-    monkeypatch.setattr(service, "list_sub_clients", lambda *args: reads.append(args) or list_sub_clients(*args))
+    reads = _calls_to(monkeypatch, "list_sub_clients")
 
     assert client.get("/v1/sub_client", headers=master.headers).get_data() == first
     assert reads == []
@@ -162,13 +166,11 @@ def test_an_answer_kept_by_row_versions_is_built_again_after_their_time(client, 
     import time
 
     from app.dialect import ROW_VERSION_TTL
-    from app.tenancy import routes, service
+    from app.tenancy import routes
 
     create_sub_client(client, master.headers, name="Aged")
     first = client.get("/v1/sub_client", headers=master.headers).get_data()
-    reads = []
-    list_sub_clients = service.list_sub_clients
-    monkeypatch.setattr(service, "list_sub_clients", lambda *args: reads.append(args) or list_sub_clients(*args))
+    reads = _calls_to(monkeypatch, "list_sub_clients")
     monkeypatch.setattr(routes._PAGE_ANSWERS, "_clock", lambda: time.monotonic() + ROW_VERSION_TTL + 1)
 
     assert client.get("/v1/sub_client", headers=master.headers).get_data() == first
