@@ -1,5 +1,6 @@
 """Side by side with peers, interleaved rounds, medians of 3: the code exchange against
-node-oidc-provider, public reads against nginx, jobs against a bare Celery no-op task, and
+node-oidc-provider (and the floor of the same work on Tessera's stack,
+peers/exchange_floor.py, served by the Procfile's web line), public reads against nginx, jobs against a bare Celery no-op task, and
 eddsa-rdfc-2022 verification over HTTP against Digital Bazaar's verifier (`@digitalbazaar/vc`,
 pinned in peers/vc/package-lock.json), one request at a time.
 
@@ -60,6 +61,8 @@ from tests.support.tenancy import make_master
 pytestmark = [pytest.mark.benchmark, pytest.mark.realworker]
 
 PEER_DIR = Path(__file__).resolve().parent / "peers" / "oidc"
+# The floor of a code exchange on Tessera's stack, served as the Procfile serves the app.
+EXCHANGE_FLOOR = "tests.benchmarks.peers.exchange_floor:create"
 VC_PEER_DIR = PEER_DIR.parent / "vc"
 ROUNDS = 3
 EXCHANGE_SECONDS = int(os.environ.get("PEER_BENCH_SECONDS", 5))
@@ -138,18 +141,18 @@ def _median(rounds: list[dict]) -> dict:
     return {key: statistics.median(row[key] for row in rounds) for key in rounds[0]}
 
 
-def _print_pair(label: str, ours: dict, theirs: dict, peer: str) -> None:
+def _print_pair(label: str, ours: dict, theirs: dict, peer: str, name: str = "tessera") -> None:
     print(
         f"{label:<28}{'server':<22}{'req/s':>9}{'p50 ms':>9}{'p99 ms':>9}{'CPU ms/req':>12}"
         f"{'(server':>9}{'PG':>7}{'Redis)':>8}{'failed':>8}"
     )
-    for name, row in (("tessera", ours), (peer, theirs)):
+    for side, row in ((name, ours), (peer, theirs)):
         print(
-            f"{'':<28}{name:<22}{row['rps']:>9.0f}{row['p50']:>9.1f}{row['p99']:>9.1f}{row['cpu_ms']:>12.2f}"
+            f"{'':<28}{side:<22}{row['rps']:>9.0f}{row['p50']:>9.1f}{row['p99']:>9.1f}{row['cpu_ms']:>12.2f}"
             f"{row['server_ms']:>9.2f}{row['postgres_ms']:>7.2f}{row['redis_ms']:>8.2f}{row['failed']:>8.0f}"
         )
     print(
-        f"{'':<28}ratio tessera/{peer}: throughput {ours['rps'] / theirs['rps']:.2f}, "
+        f"{'':<28}ratio {name}/{peer}: throughput {ours['rps'] / theirs['rps']:.2f}, "
         f"CPU per request {ours['cpu_ms'] / theirs['cpu_ms']:.2f}x (server, PostgreSQL and Redis counted on both sides)"
     )
 
@@ -263,6 +266,9 @@ def test_code_exchange_vs_node_oidc_provider(app, client, peer_workdir):
     # The limiter stays on the path (same Redis round trip per request) with a limit no round reaches:
     # a 429 answered in a fraction of an exchange's time would inflate the figures.
     tessera = start_procfile_web(tessera_port, {"OIDC_TOKEN_RATE_LIMIT": "10000000 per minute"})
+    # The floor of the same work on Tessera's stack (peers/exchange_floor.py), served the same way.
+    floor_port = free_port()
+    floor = start_procfile_web(floor_port, {}, target=EXCHANGE_FLOOR, ready_path="/")
     # As configured by default (opaque access tokens kept in Redis: one signature per exchange), and
     # with RS256 JWT access tokens (RFC 9068), the work Tessera does (two signatures).
     nodes = {
@@ -280,20 +286,25 @@ def test_code_exchange_vs_node_oidc_provider(app, client, peer_workdir):
         for jwt, port in ((False, node_port), (True, node_jwt_port)):
             wait_for_url(f"http://127.0.0.1:{port}/.well-known/openid-configuration", nodes[jwt], timeout=60)
         tenant = make_tenant(app, client)
-        ours, theirs, theirs_jwt = [], [], []
+        _check_floor_redeems(f"http://127.0.0.1:{floor_port}/", _tessera_codes(app, tenant, 1)[0])
+        ours, floors, theirs, theirs_jwt = [], [], [], []
         for _ in range(ROUNDS):
-            _write_bodies(peer_workdir / "tessera", _tessera_codes(app, tenant, budget))
-            ours.append(
-                _wrk(
-                    wrk,
-                    f"http://127.0.0.1:{tessera_port}/v1/openidc/token",
-                    connections,
-                    EXCHANGE_SECONDS,
-                    script,
-                    [str(peer_workdir / "tessera")],
-                    server_pid=tessera.pid,
+            for url, server, rows in (
+                (f"http://127.0.0.1:{tessera_port}/v1/openidc/token", tessera, ours),
+                (f"http://127.0.0.1:{floor_port}/", floor, floors),
+            ):
+                _write_bodies(peer_workdir / "tessera", _tessera_codes(app, tenant, budget))
+                rows.append(
+                    _wrk(
+                        wrk,
+                        url,
+                        connections,
+                        EXCHANGE_SECONDS,
+                        script,
+                        [str(peer_workdir / "tessera")],
+                        server_pid=server.pid,
+                    )
                 )
-            )
             for jwt, port, rows in ((False, node_port, theirs), (True, node_jwt_port, theirs_jwt)):
                 _write_bodies(peer_workdir / "node", _node_codes(peer_workdir, redis_url, budget, jwt))
                 rows.append(
@@ -314,11 +325,25 @@ def test_code_exchange_vs_node_oidc_provider(app, client, peer_workdir):
         )
         _print_pair("POST token (code grant)", _median(ours), _median(theirs), "node-oidc-provider")
         _print_pair("  node: JWT access tokens", _median(ours), _median(theirs_jwt), "node-oidc-provider JWT")
+        _print_pair("  the floor of the work", _median(floors), _median(theirs_jwt), "node-oidc-provider JWT", "floor")
+        assert not any(row["failed"] for row in floors), "the floor refused exchanges: its figures do not count"
     finally:
+        stop_process(floor)
         for node in nodes.values():
             stop_process(node)
         stop_process(tessera)
         _forget_node_codes(redis_url)
+
+
+def _check_floor_redeems(url: str, line: str) -> None:
+    """The floor answers a code with both tokens, and refuses the same code again (it was consumed)."""
+    authorization, body = line.split("\t", 1)
+    headers = {"Authorization": authorization, "Content-Type": "application/x-www-form-urlencoded"}
+    first = httpx.post(url, content=body, headers=headers)
+    assert first.status_code == 200, first.text
+    assert {"access_token", "id_token"} <= first.json().keys()
+    again = httpx.post(url, content=body, headers=headers)
+    assert again.status_code == 400 and again.json() == {"error": "invalid_grant"}
 
 
 def _forget_node_codes(redis_url: str) -> None:
