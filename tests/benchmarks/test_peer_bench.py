@@ -1,7 +1,7 @@
 """Side by side with peers, interleaved rounds, medians of 3: the code exchange against
-node-oidc-provider (and the floor of the same work on Tessera's stack,
-peers/exchange_floor.py, served by the Procfile's web line), public reads against nginx, jobs against a bare Celery no-op task, and
-eddsa-rdfc-2022 verification over HTTP against Digital Bazaar's verifier (`@digitalbazaar/vc`,
+node-oidc-provider (and the floor of the same work on Tessera's stack, peers/exchange_floor.py,
+served by the Procfile's web line), public reads against nginx, jobs against a bare Celery no-op
+task, and eddsa-rdfc-2022 verification over HTTP against Digital Bazaar's verifier (`@digitalbazaar/vc`,
 pinned in peers/vc/package-lock.json), one request at a time.
 
 Load comes from `wrk` (compiled; a Lua script posts one fresh code per request), never from Python.
