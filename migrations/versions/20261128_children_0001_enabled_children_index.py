@@ -17,15 +17,26 @@ branch_labels = None
 depends_on = None
 
 
+INDEX = "ix_clients_enabled_children"
+
+
 def upgrade():
-    op.create_index(
-        "ix_clients_enabled_children",
-        "clients",
-        ["parent_id", "id"],
-        postgresql_where=sa.text("disabled_at IS NULL"),
-        sqlite_where=sa.text("disabled_at IS NULL"),
-    )
+    if op.get_bind().dialect.name != "postgresql":
+        op.create_index(INDEX, "clients", ["parent_id", "id"], sqlite_where=sa.text("disabled_at IS NULL"))
+        return
+    # Built without holding off writes to clients (a plain CREATE INDEX would, for the whole build).
+    # CONCURRENTLY runs outside a transaction; a build that failed half-way leaves an invalid index
+    # of this name, dropped first so that running the upgrade again builds it whole.
+    with op.get_context().autocommit_block():
+        op.drop_index(INDEX, table_name="clients", postgresql_concurrently=True, if_exists=True)
+        op.create_index(
+            INDEX,
+            "clients",
+            ["parent_id", "id"],
+            postgresql_where=sa.text("disabled_at IS NULL"),
+            postgresql_concurrently=True,
+        )
 
 
 def downgrade():
-    op.drop_index("ix_clients_enabled_children", table_name="clients")
+    op.drop_index(INDEX, table_name="clients")
