@@ -136,7 +136,6 @@ def test_a_row_written_by_anyone_else_is_listed_as_changed(app, client, master):
 
 
 def test_an_unchanged_sub_client_is_read_without_reading_its_row(app, client, master, monkeypatch):
-
     child_id = create_sub_client(client, master.headers, name="Kept")["client_id"]
     first = client.get(f"/v1/sub_client/{child_id}", headers=master.headers).get_data()
     reads = _calls_to(monkeypatch, "find_sub_client_row")
@@ -149,7 +148,6 @@ def test_an_unchanged_sub_client_is_read_without_reading_its_row(app, client, ma
 
 
 def test_an_unchanged_page_is_answered_without_reading_its_rows(client, master, monkeypatch):
-
     create_sub_client(client, master.headers, name="Kept")
     first = client.get("/v1/sub_client", headers=master.headers).get_data()
     reads = _calls_to(monkeypatch, "list_sub_clients")
