@@ -18,7 +18,7 @@ from werkzeug.routing import Rule
 from app.db import commit_before_the_edge
 from app.extensions import api, limiter
 from app.http import accepts
-from app.oidc import account, authorize, branding, device, linked, par, request_objects
+from app.oidc import account, authorize, branding, device, linked, par, request_objects, subjects
 from app.oidc.authorize import LoginStep, Outcome
 from app.oidc.claims import APP_CLAIMS_SCOPE, CLAIM_ITEM_PREFIX, SCOPE_CLAIMS, RequestedClaims
 from app.oidc.errors import AuthorizationPageError, AuthorizationRedirectError
@@ -78,8 +78,14 @@ CLAIM_DESCRIPTIONS = {
 }
 
 
-def _item_description(item: str, essential: frozenset[str]) -> str:
+# What `openid` releases to a pairwise client: its own identifier of the user, never the id or DID.
+PAIRWISE_OPENID_DESCRIPTION = "An identifier of your account for this application (not your account number or DID)"
+
+
+def _item_description(item: str, essential: frozenset[str], *, pairwise: bool = False) -> str:
     """How the consent page names an item; a claim the application says it needs says so."""
+    if item == "openid" and pairwise:
+        return PAIRWISE_OPENID_DESCRIPTION
     if not item.startswith(CLAIM_ITEM_PREFIX):
         return SCOPE_DESCRIPTIONS.get(item, item)
     name = item[len(CLAIM_ITEM_PREFIX) :]
@@ -755,7 +761,7 @@ def consent():
         handle=handle,
         email=user.email_address if user else "",
         scopes=[
-            (item, _item_description(item, essential))
+            (item, _item_description(item, essential, pairwise=subjects.is_pairwise(client)))
             for item in items
             if item in SCOPE_DESCRIPTIONS or item in SCOPE_CLAIMS or item.startswith(CLAIM_ITEM_PREFIX)
         ],

@@ -12,8 +12,10 @@ import pytest
 from joserfc.jwk import ECKey
 
 from tests.support.config import change_settings, set_settings
+from tests.support.credentials import wait_for_verification
 from tests.support.environment import USING_POSTGRES
-from tests.support.oidc import Tenant, add_sub_client, device_tokens, exchange, sign_in
+from tests.support.issuing import Issuer
+from tests.support.oidc import Tenant, add_sub_client, authorize_query, device_tokens, exchange, path_of, sign_in
 from tests.support.servers import LogoutReceiver, serve_on_loopback
 
 DEVICE_GRANT = "urn:ietf:params:oauth:grant-type:device_code"
@@ -303,3 +305,52 @@ def test_a_sector_document_vouches_for_a_device_client_by_its_keys(
     )
     assert vouched.status_code == 201, vouched.get_json()
     assert vouched.get_json()["sector_identifier_uri"] == sector_document["url"]
+
+
+def _problem(response) -> tuple[int, str, str]:
+    body = response.get_json()
+    return response.status_code, body["code"], body["detail"]
+
+
+def test_a_pairwise_client_learns_no_user_id_nor_did_from_the_user_routes(app, client, tenant):
+    public = _app_of(client, tenant, ["https://rp.example.test/public"], "Still public")
+    issuer = Issuer()
+    stored = client.post(
+        "/v1/vc/issuer/store", json={"vc": issuer.sign(issuer.credential(tenant.did))}, headers=tenant.headers
+    )
+    assert stored.status_code == 201, stored.get_json()
+    assert wait_for_verification(client, tenant.headers, stored.get_json()["data"]["cid"])["verification"]["state"] == (
+        "verified"
+    )
+    _pairwise(app, tenant.client_id)
+    token = _tokens(client, tenant)["access_token"]
+    bearer = {"Authorization": f"Bearer {token}"}
+
+    # The same refusal at every id, the user's own included: no oracle, no credential naming the DID.
+    answers = {
+        _problem(client.post(f"/v1/user/{user_id}/credentials/{kind}", headers=bearer))
+        for user_id in (tenant.user_id, tenant.user_id + 1, 999999999)
+        for kind in ("email", "social/platform_b")
+    }
+    assert len(answers) == 1
+    status, code, _detail = answers.pop()
+    assert (status, code) == (403, "pairwise_subject")
+    listed = client.get("/v1/openidc/credentials", headers=bearer)
+    assert listed.status_code == 403 and listed.get_json()["code"] == "pairwise_subject"
+    assert tenant.did not in listed.get_data(as_text=True)
+
+    # Its consent page names neither the credential list nor the DID.
+    page = client.get(authorize_query(tenant, scope="openid", prompt="consent"))
+    html = client.get(path_of(page.headers["Location"])).get_data(as_text=True)
+    assert 'data-scope="credentials"' not in html and "not your account number or DID" in html
+
+    # A public client of the interface still gets all of it.
+    public_bearer = {"Authorization": f"Bearer {_tokens(client, public)['access_token']}"}
+    public_list = client.get("/v1/openidc/credentials", headers=public_bearer)
+    assert public_list.status_code == 200, public_list.get_json()
+    assert [vc["credentialSubject"]["id"] for vc in public_list.get_json()["data"]] == [tenant.did]
+    email = client.post(f"/v1/user/{tenant.user_id}/credentials/email", headers=public_bearer)
+    assert email.status_code == 201, email.get_json()
+    assert email.get_json()["verifiableCredential"]["credentialSubject"]["id"] == tenant.did
+    own_link = client.post(f"/v1/user/{tenant.user_id}/credentials/social/platform_b", headers=public_bearer)
+    assert own_link.status_code == 404 and own_link.get_json()["code"] == "social_link_not_found"
