@@ -16,6 +16,7 @@ from flask_limiter.errors import RateLimitExceeded
 from werkzeug.routing import Rule
 
 from app.db import commit_before_the_edge
+from app.errors import DomainError
 from app.extensions import api, limiter
 from app.http import accepts
 from app.oidc import account, authorize, branding, device, linked, par, request_objects, subjects
@@ -29,6 +30,7 @@ from app.oidc.service import get_relying_party
 from app.oidc.settings import OidcSettings
 from app.security import random_token, texts_equal
 from app.settings import current
+from app.social import service as social_service
 from app.tenancy.models import Client
 from app.tenancy.service import client_id_of_privacy_reference, privacy_link
 from app.web.pages import page_security_headers
@@ -628,6 +630,24 @@ def linked_callback(platform: str):
         commit_before_the_edge("a refused linked-account sign-in still spends its state and counts as an attempt")
         return _login_page(result.step, result.handle, browser_token, code_sent=False, status=result.step.status)
     return _step_page(result.handle, result.outcome, browser_token)
+
+
+@blp.route("/v1/openidc/social/<platform>/link", methods=["GET"])
+def finish_social_link(platform: str):
+    """Back from a platform where the user proved an account to link (its callback,
+    `/v1/social/{platform}/callback`, leads here, where the sign-in cookie is sent): linked only in
+    the browser signed in as the user the link is for; any other browser gets a page saying so, and
+    nothing is linked."""
+    session = authorize.find_live_session(request.cookies.get(SESSION_COOKIE))
+    try:
+        return_to = social_service.complete_link(
+            platform, request.args.to_dict(), session.user_id if session is not None else None
+        )
+    except DomainError as refused:
+        raise AuthorizationPageError(
+            refused.detail, status=refused.status, code=refused.code, detail=refused.title
+        ) from None
+    return _redirect(return_to)
 
 
 @blp.route("/v1/openidc/login/passkey", methods=["GET"])
