@@ -20,7 +20,7 @@ from app.issuer.schemas import (
     IssuerKeyListEnvelope,
     VerifiableCredentialOut,
 )
-from app.oidc.auth import presents_access_token, require_bearer_token, require_grant
+from app.oidc.auth import presents_access_token, require_bearer_token, require_user_by_id
 from app.tenancy.auth import api_token_required, authenticate_request, current_caller
 
 blp = Blueprint("issuer", __name__, description="Issuing credentials: issuer keys, did:web, VC API issue and derive")
@@ -180,11 +180,11 @@ def vouch_for_email(user_id: str):
 
     Only the user asks for it, with an access token that may read the address (the `email` scope,
     consented): the login behind the token proved the address with a mailed code. `verifiedAt` is
-    when that token was issued. Another user's id is a 404; a token without the address is a 403.
+    when that token was issued. Another user's id is a 404; a token without the address is a 403;
+    a pairwise client's token is a 403 `pairwise_subject` whatever the id (the credential names the DID).
     """
-    claims, _grant = require_grant("email")
-    user = vouching.user_for_bearer(path_id(user_id, "user_id"), claims.user_id)
-    return _json('{"verifiableCredential":' + vouching.email_credential(user.id, claims.iat) + "}", 201)
+    claims = require_user_by_id(path_id(user_id, "user_id"), "email")
+    return _json('{"verifiableCredential":' + vouching.email_credential(claims.user_id, claims.iat) + "}", 201)
 
 
 @blp.route("/v1/user/<user_id>/credentials/social/<string:platform>", methods=["POST"], parameters=USER_ID + PLATFORM)
@@ -197,11 +197,12 @@ def vouch_for_social_account(user_id: str, platform: str):
     Asked by the user (access token, own id only) or by a client for a user of its acting
     subtree (x-api-token, x-api-subclient-id honoured). The subject names the platform, the
     account id (and name) and `verifiedAt`, when the platform's sign-in linked it.
-    A missing or broken link is a 404.
+    A missing or broken link is a 404; a pairwise client's token is a 403 `pairwise_subject`
+    whatever the id.
     """
     uid = path_id(user_id, "user_id")
     if presents_access_token():
-        user = vouching.user_for_bearer(uid, require_bearer_token().user_id)
+        user = vouching.user_of_token(require_user_by_id(uid).user_id)
     else:
         user = vouching.user_for_client(authenticate_request(honour_subclient=True), uid)
     return _json('{"verifiableCredential":' + vouching.social_account_credential(user, platform) + "}", 201)

@@ -19,6 +19,7 @@ from sqlalchemy import select
 from app.credentials import status_lists
 from app.credentials.cryptosuites import eddsa_rdfc_2022
 from app.db import isoformat, utcnow
+from app.errors import NotFound
 from app.extensions import db
 from app.issuer.service import CREDENTIALS_V2, suite_context
 from app.social.errors import SocialLinkNotFound
@@ -83,11 +84,9 @@ def social_account_credential(user: User, platform: str) -> str:
     return _sign(user, SOCIAL_TYPE, subject)
 
 
-def user_for_bearer(path_user_id: int, token_user_id: int) -> User:
-    """The token's own user; another user's id answers 404 (never say whether it exists)."""
-    from app.errors import NotFound
-
-    user = db.session.get(User, token_user_id) if path_user_id == token_user_id else None
+def user_of_token(user_id: int) -> User:
+    """The user of a verified access token (`auth.require_user_by_id`); NotFound when gone since."""
+    user = db.session.get(User, user_id)
     if user is None:
         raise NotFound("No such user.")
     return user

@@ -1,7 +1,9 @@
 """Request authentication by OpenID access token: the HTTP edge of `service.verify_access_token`.
 
 Routes of any feature that serve a user through a relying party call `require_grant` with what
-they release (the gate of `app.oidc.grants`), or `require_bearer_token` when they release nothing.
+they release (the gate of `app.oidc.grants`), or `require_bearer_token` when they release nothing;
+a route that names the user by id in its path (`/v1/user/{id}/...`) calls `require_user_by_id`,
+which refuses a pairwise client whatever the id.
 A DPoP-bound token (RFC 9449) is accepted only as `Authorization: DPoP` with a proof of its key,
 and a Bearer token never under that scheme: this module is the one place that decides it.
 """
@@ -13,13 +15,15 @@ from urllib.parse import urlsplit
 
 from flask import g, request
 
-from app.oidc import dpop
+from app.errors import NotFound
+from app.oidc import dpop, subjects
 from app.oidc.errors import (
     DpopNonceRequired,
     DpopProofRefused,
     DpopTokenRefused,
     InvalidBearerToken,
     MissingBearerToken,
+    PairwiseSubjectRefused,
 )
 from app.oidc.grants import Grant
 from app.oidc.service import token_grant, verify_access_token
@@ -123,3 +127,26 @@ def require_grant(item: str) -> tuple[AccessTokenClaims, Grant]:
     grant = token_grant(claims)
     grant.require(item)
     return claims, grant
+
+
+def require_user_by_id(path_user_id: int, item: str | None = None) -> AccessTokenClaims:
+    """Authenticate a request for the user its path names by id (`/v1/user/{id}/...`): the token
+    must be that user's (another id answers NotFound, whether or not it exists), and may read `item`
+    when given (the gate).
+
+    A pairwise client knows its users only by its own `sub`: whatever the id, even its user's, it
+    gets PairwiseSubjectRefused (403) before the id is looked at, so neither the answer nor what is
+    released (a credential naming the DID) tells it a user id.
+    """
+    claims = require_bearer_token()
+    grant = token_grant(claims)
+    if subjects.is_pairwise(grant.client):
+        raise PairwiseSubjectRefused(
+            "A pairwise client is not told user ids: it cannot ask for a user by id, nor be given what names "
+            "the user by id or DID."
+        )
+    if item is not None:
+        grant.require(item)
+    if path_user_id != claims.user_id:
+        raise NotFound("No such user.")
+    return claims

@@ -111,7 +111,8 @@ def create_demo(email: str, as_json: bool) -> None:
     "--sector-identifier-uri",
     default=None,
     help="https URL of a JSON array listing every redirect URI of the client (pairwise; needed when they have "
-    "several hosts). Its host is the sector.",
+    "several hosts) and, for a client whose tokens need no redirect (device flow), its jwks_uri. Its host is "
+    "the sector.",
 )
 def set_subject(client_id: int, subject_type: str, sector_identifier_uri: str | None) -> None:
     """Give a client public subjects (the user id, the default) or pairwise ones (one per user and sector).

@@ -185,6 +185,13 @@ class InsufficientScope(DomainError):
         )
 
 
+class PairwiseSubjectRefused(DomainError):
+    """A pairwise client is told neither the user id nor the DID: it cannot name a user by id, nor
+    read what names the user by them (stored credentials whose subject is the DID)."""
+
+    status, code, title = 403, "pairwise_subject", "Not available to a pairwise client"
+
+
 class AuthorizationPageError(Exception):
     """The authorization request cannot go on and must not redirect: shown as an HTML error page.
 

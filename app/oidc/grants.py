@@ -6,6 +6,8 @@ alone asks for. The interface's clients send only `scope=openid`; with it a clie
 list (`credentials`, while its registration `reads_credentials`), once the user has allowed them
 on the consent page. Standard scopes (`profile`, `email`, ...) add their claims when asked for.
 A request that names `app_claims` or `credentials` narrows the release to the ones it names.
+A pairwise client (`subjects.is_pairwise`) is never offered the credential list: the stored
+credentials name the user's DID in their signed subject, which it must not learn.
 
 Consent is bound to what the page showed: the mapped claims by the digest of the mapping, so a
 changed mapping releases nothing until the user allows it again. Userinfo, the id_token, the
@@ -23,6 +25,7 @@ from sqlalchemy import select
 
 from app.db import utcnow
 from app.extensions import db
+from app.oidc import subjects
 from app.oidc.claims import (
     APP_CLAIMS_SCOPE,
     CREDENTIALS_SCOPE,
@@ -35,7 +38,7 @@ from app.oidc.claims import (
     selected_claims,
     standard_claims,
 )
-from app.oidc.errors import InsufficientScope
+from app.oidc.errors import InsufficientScope, PairwiseSubjectRefused
 from app.oidc.models import Consent
 
 RELEASE_ITEMS = (APP_CLAIMS_SCOPE, CREDENTIALS_SCOPE)
@@ -43,11 +46,14 @@ NO_CLAIMS = RequestedClaims()
 
 
 class Registration(Protocol):
-    """What the gate reads of a client: its id, claim mapping and whether it reads credentials."""
+    """What the gate reads of a client: its id, claim mapping, whether it reads credentials, and
+    its subjects (`subjects.Subjected`)."""
 
     id: int
     id_token_claims: dict | None
     reads_credentials: bool | None
+    subject_type: str | None
+    sector_identifier: str | None
 
 
 class RememberedConsent(Protocol):
@@ -78,7 +84,10 @@ def requested_items(
     scopes = list(dict.fromkeys(scopes))
     named = [scope for scope in scopes if scope in RELEASE_ITEMS]
     items = [scope for scope in scopes if scope not in RELEASE_ITEMS]
-    offered = {APP_CLAIMS_SCOPE: bool(client.id_token_claims), CREDENTIALS_SCOPE: client.reads_credentials is not False}
+    offered = {
+        APP_CLAIMS_SCOPE: bool(client.id_token_claims),
+        CREDENTIALS_SCOPE: client.reads_credentials is not False and not subjects.is_pairwise(client),
+    }
     items.extend(item for item in RELEASE_ITEMS if offered[item] and (not named or item in named))
     items.extend(claim_items(claims, scopes))
     return tuple(items)
@@ -156,9 +165,15 @@ class Grant:
         return item in self.items
 
     def require(self, item: str) -> None:
-        """InsufficientScope (403) unless the token may read `item`."""
-        if not self.allows(item):
-            raise InsufficientScope(item)
+        """InsufficientScope (403) unless the token may read `item`; PairwiseSubjectRefused (403) for
+        the credential list of a pairwise client, which is never offered it."""
+        if self.allows(item):
+            return
+        if item == CREDENTIALS_SCOPE and subjects.is_pairwise(self.client):
+            raise PairwiseSubjectRefused(
+                "A pairwise client does not read the user's stored credentials: each names the user's DID."
+            )
+        raise InsufficientScope(item)
 
     def application_claims(self) -> dict:
         """The client's mapped claims the user allowed, else `{}`."""

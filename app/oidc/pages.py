@@ -16,9 +16,10 @@ from flask_limiter.errors import RateLimitExceeded
 from werkzeug.routing import Rule
 
 from app.db import commit_before_the_edge
+from app.errors import DomainError
 from app.extensions import api, limiter
 from app.http import accepts
-from app.oidc import account, authorize, branding, device, linked, par, request_objects
+from app.oidc import account, authorize, branding, device, linked, par, request_objects, subjects
 from app.oidc.authorize import LoginStep, Outcome
 from app.oidc.claims import APP_CLAIMS_SCOPE, CLAIM_ITEM_PREFIX, SCOPE_CLAIMS, RequestedClaims
 from app.oidc.errors import AuthorizationPageError, AuthorizationRedirectError
@@ -29,6 +30,7 @@ from app.oidc.service import get_relying_party
 from app.oidc.settings import OidcSettings
 from app.security import random_token, texts_equal
 from app.settings import current
+from app.social import service as social_service
 from app.tenancy.models import Client
 from app.tenancy.service import client_id_of_privacy_reference, privacy_link
 from app.web.pages import page_security_headers
@@ -78,8 +80,14 @@ CLAIM_DESCRIPTIONS = {
 }
 
 
-def _item_description(item: str, essential: frozenset[str]) -> str:
+# What `openid` releases to a pairwise client: its own identifier of the user, never the id or DID.
+PAIRWISE_OPENID_DESCRIPTION = "An identifier of your account for this application (not your account number or DID)"
+
+
+def _item_description(item: str, essential: frozenset[str], *, pairwise: bool = False) -> str:
     """How the consent page names an item; a claim the application says it needs says so."""
+    if item == "openid" and pairwise:
+        return PAIRWISE_OPENID_DESCRIPTION
     if not item.startswith(CLAIM_ITEM_PREFIX):
         return SCOPE_DESCRIPTIONS.get(item, item)
     name = item[len(CLAIM_ITEM_PREFIX) :]
@@ -624,6 +632,24 @@ def linked_callback(platform: str):
     return _step_page(result.handle, result.outcome, browser_token)
 
 
+@blp.route("/v1/openidc/social/<platform>/link", methods=["GET"])
+def finish_social_link(platform: str):
+    """Back from a platform where the user proved an account to link (its callback,
+    `/v1/social/{platform}/callback`, leads here, where the sign-in cookie is sent): linked only in
+    the browser signed in as the user the link is for; any other browser gets a page saying so, and
+    nothing is linked."""
+    session = authorize.find_live_session(request.cookies.get(SESSION_COOKIE))
+    try:
+        return_to = social_service.complete_link(
+            platform, request.args.to_dict(), session.user_id if session is not None else None
+        )
+    except DomainError as refused:
+        raise AuthorizationPageError(
+            refused.detail, status=refused.status, code=refused.code, detail=refused.title
+        ) from None
+    return _redirect(return_to)
+
+
 @blp.route("/v1/openidc/login/passkey", methods=["GET"])
 def passkey_step():
     """The passkey step of a sign-in that needs more than its first step (or a refusal to show)."""
@@ -755,7 +781,7 @@ def consent():
         handle=handle,
         email=user.email_address if user else "",
         scopes=[
-            (item, _item_description(item, essential))
+            (item, _item_description(item, essential, pairwise=subjects.is_pairwise(client)))
             for item in items
             if item in SCOPE_DESCRIPTIONS or item in SCOPE_CLAIMS or item.startswith(CLAIM_ITEM_PREFIX)
         ],

@@ -176,7 +176,8 @@ def start_device_authorization(authenticate: Authenticator, scope: str | None) -
     """RFC 8628 §3.1-3.2: a device code and a user code for the client `authenticate` proves, which
     must have the device grant.
 
-    NotFound (404) while `OIDC_DEVICE_FLOW` is off, before the client is read. `scope` defaults to
+    NotFound (404) while `OIDC_DEVICE_FLOW` is off, before the client is read; a pairwise client whose
+    sector came from its redirect URIs gets UnauthorizedClient (`subjects`). `scope` defaults to
     `openid` and must include it (InvalidScope); unknown scopes are dropped as at the authorization
     endpoint. Flushes; the edge commits.
     """
@@ -184,6 +185,7 @@ def start_device_authorization(authenticate: Authenticator, scope: str | None) -
         raise NotFound("The device authorization grant is turned off.")
     client = authenticate()
     require_grant_type(client, DEVICE_CODE_GRANT)
+    subjects.require_sector_for_redirectless_grant(client)
     scopes = parse_scope(scope or "openid")
     if "openid" not in scopes:
         raise InvalidScope("The scope must include openid.")

@@ -169,7 +169,11 @@ def _set_subject_type(client: Client, metadata: ClientMetadata, listed: list[str
     """The client's subject type, checked by the one owner of subjects (as `clients set-subject` is)."""
     try:
         subjects.set_subject_type(
-            client.id, metadata.subject_type, sector_identifier_uri=metadata.sector_identifier_uri, listed=listed
+            client.id,
+            metadata.subject_type,
+            sector_identifier_uri=metadata.sector_identifier_uri,
+            listed=listed,
+            code_flow="authorization_code" in metadata.grant_types,
         )
     except subjects.SubjectTypeRefused as error:
         raise InvalidClientMetadata(error.detail) from None

@@ -17,6 +17,13 @@ class LinkStateInvalid(BadRequest):
     status, code, title = 400, "invalid_link_state", "Invalid or expired link state"
 
 
+class LinkBrowserRefused(DomainError):
+    """The platform sent back a browser that is not signed in as the user the link is for (RFC 6749
+    §10.12): the link was started for someone else, or this browser must sign in first."""
+
+    status, code, title = 403, "link_browser_refused", "Not the browser of the user being linked"
+
+
 class PlatformNotConfigured(DomainError):
     status, code, title = 503, "platform_not_configured", "Platform not configured"
 

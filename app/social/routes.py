@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from flask import Response, make_response, redirect, request
+from flask import Response, make_response, redirect, request, url_for
 from flask_smorest import Blueprint
 
 from app.http import accepted_job, id_parameter, path_id, problem_doc
@@ -28,17 +28,23 @@ def start_link(args: dict, user_id: str, platform: str):
     """Start linking a platform account: send the user to `authorization_url` before `expires_at`.
 
     Platforms: `platform_a` (game store, OpenID 2.0), `platform_b` (chat) and `platform_c`
-    (streaming), both OAuth 2.0. After proving the account the user lands on `return_to`.
+    (streaming), both OAuth 2.0. After proving the account the user lands on `return_to`. The link
+    is bound to the user's browser: it is finished only in a browser signed in to the tree's hosted
+    sign-in as this user; any other browser gets a page saying nothing was linked.
     """
     return service.start_link(current_caller(), path_id(user_id, "user_id"), platform, args["return_to"])
 
 
 @blp.route("/social/<string:platform>/callback", methods=["GET"])
-@blp.response(302)
-@problem_doc(400, 404)
+@blp.response(
+    303, headers={"Location": {"description": "The hosted page that finishes the link.", "schema": {"type": "string"}}}
+)
 def link_callback(platform: str):
-    """Where the platform sends the user back; stores the link and redirects to `return_to`."""
-    return redirect(service.complete_link(platform, request.args.to_dict()), code=302)
+    """Where the platform sends the user back (register it at the platforms): on, with the same
+    query, to the hosted page that finishes the link, under the path of the browser's sign-in
+    cookie (`/v1/openidc/social/{platform}/link`): only the browser signed in as the user links."""
+    query = request.environ.get("QUERY_STRING", "")
+    return redirect(url_for("oidc_pages.finish_social_link", platform=platform) + (f"?{query}" if query else ""), 303)
 
 
 @blp.route("/user/<user_id>/social/<string:platform>", methods=["DELETE"], parameters=USER_ID)

@@ -59,6 +59,7 @@ from app.social.connectors import (
 )
 from app.social.errors import (
     FetchDeferred,
+    LinkBrowserRefused,
     LinkStateInvalid,
     PlatformNotConfigured,
     SocialLinkNotFound,
@@ -165,19 +166,32 @@ def start_link(caller: Caller, user_id: int, platform: str, return_to: str) -> L
     return LinkStarted(authorization_url=url, expires_at=expires_at)
 
 
-def complete_link(platform: str, params: Mapping[str, str]) -> str:
+def complete_link(platform: str, params: Mapping[str, str], browser_user_id: int | None) -> str:
     """Finish a link flow from the platform's callback; returns where to send the user.
 
-    An unknown, used or expired `state` raises `LinkStateInvalid` (400). Anything the platform
-    refuses (cancelled sign-in, forged or replayed assertion, bad code) consumes the attempt and
-    sends the user to `return_to` with `status=error&error=<code>`; success stores the link, starts
-    its first fetch and sends the user to `return_to` with `status=linked`. Flushes.
+    `browser_user_id` is the user this browser is signed in as (hosted sign-in), None when it is
+    not: the link is bound to the browser of its user (RFC 6749 §10.12), so a callback opened by any
+    other browser (someone sent the authorization URL to another person, whose platform account
+    would be linked to the sender) raises `LinkBrowserRefused` (403) and links nothing; the platform
+    is not called. An unknown, used or expired `state` raises `LinkStateInvalid` (400). Either way,
+    and whatever follows, the attempt is spent. Anything the platform refuses (cancelled sign-in,
+    forged or replayed assertion, bad code) sends the user to `return_to` with
+    `status=error&error=<code>`; success stores the link, starts its first fetch and sends the user
+    to `return_to` with `status=linked`. Flushes.
     """
     require_platform(platform)
     config = settings()
     attempt = _consume_attempt(platform, params.get("state", ""))
-    # The platform is called with no transaction open; the attempt stays spent whatever it answers.
-    commit_before_the_edge("a link attempt is spent before its platform is called")
+    for_this_browser = browser_user_id is not None and browser_user_id == attempt.user_id
+    # The platform is called with no transaction open; the attempt stays spent whatever it answers,
+    # and whoever's browser brought it back.
+    commit_before_the_edge("a link attempt is spent before its browser is checked and its platform called")
+    if not for_this_browser:
+        raise LinkBrowserRefused(
+            "This link can only be finished in a browser signed in as the person whose account is being "
+            "linked, and this browser is not: nothing was linked. If it is yours, sign in to the application "
+            "in this browser, then start linking again from there."
+        )
     refusal = params.get("error")
     if refusal:  # the user declined consent, or the platform refused the request
         code = refusal if re.fullmatch(r"[a-z_]{1,40}", refusal) else "authorization_failed"

@@ -1,6 +1,7 @@
-"""Pairwise subject identifiers (OpenID Connect Core §8) through the operator command and the real
-endpoints: one `sub` per user and sector in the id_token, userinfo, introspection and back-channel
-logout tokens, public clients unchanged, and each refusal of the sector checks."""
+"""Pairwise subject identifiers (OpenID Connect Core §8) through the operator command, dynamic
+registration and the real endpoints: one `sub` per user and sector in the id_token, userinfo,
+introspection and back-channel logout tokens, public clients unchanged, each refusal of the sector
+checks, and no sector taken from redirect URIs a client's tokens do not travel through."""
 
 from __future__ import annotations
 
@@ -8,11 +9,16 @@ import base64
 import json
 
 import pytest
+from joserfc.jwk import ECKey
 
-from tests.support.config import set_settings
+from tests.support.config import change_settings, set_settings
+from tests.support.credentials import wait_for_verification
 from tests.support.environment import USING_POSTGRES
-from tests.support.oidc import Tenant, add_sub_client, exchange, sign_in
+from tests.support.issuing import Issuer
+from tests.support.oidc import Tenant, add_sub_client, authorize_query, device_tokens, exchange, path_of, sign_in
 from tests.support.servers import LogoutReceiver, serve_on_loopback
+
+DEVICE_GRANT = "urn:ietf:params:oauth:grant-type:device_code"
 
 
 def _claims(token: str) -> dict:
@@ -102,10 +108,13 @@ def test_refresh_token_introspection_uses_the_pairwise_subject(app, client, tena
 
 @pytest.fixture
 def sector_document():
-    """A sector identifier document on loopback: `served["uris"]` is what it lists."""
-    served: dict = {"body": b"[]"}
+    """A sector identifier document on loopback: `served["body"]` is what it answers; the same server
+    answers `/jwks.json` with `served["jwks"]` (a client's key set)."""
+    served: dict = {"body": b"[]", "jwks": {"keys": []}}
 
-    def answer(_method: str, _path: str, _body: bytes) -> tuple[str, bytes]:
+    def answer(_method: str, path: str, _body: bytes) -> tuple[str, bytes]:
+        if path == "/jwks.json":
+            return "application/json", json.dumps(served["jwks"]).encode()
         return "application/json", served["body"]
 
     server = serve_on_loopback(answer, name="sector-document")
@@ -204,3 +213,144 @@ def test_back_channel_logout_tokens_carry_each_client_s_subject(app, client, ten
         (str(tenant.client_id), first["sub"]),
         (str(other.client_id), second["sub"]),
     }
+
+
+@pytest.fixture
+def initial_token(client, tenant) -> str:
+    """An initial access token of the tenant: dynamic registration makes sub-clients of its tree."""
+    response = client.post("/v1/openidc/initial_access_tokens", json={"name": "pairwise"}, headers=tenant.headers)
+    assert response.status_code == 201, response.get_json()
+    return response.get_json()["data"]["token"]
+
+
+def _register(client, token: str, **metadata):
+    body = {"client_name": "Registered", "token_endpoint_auth_method": "client_secret_post", **metadata}
+    return client.post("/v1/openidc/register", json=body, headers={"Authorization": f"Bearer {token}"})
+
+
+def _registered(client, tenant: Tenant, token: str, **metadata) -> Tenant:
+    response = _register(client, token, **metadata)
+    assert response.status_code == 201, response.get_json()
+    body = response.get_json()
+    return Tenant(int(body["client_id"]), body["client_secret"], tenant.api_token, tenant.redirect_uri,
+                  tenant.user_id, tenant.email, tenant.did)  # fmt: skip
+
+
+def test_a_client_whose_tokens_skip_its_redirect_uris_gets_a_sector_of_its_own(app, client, tenant, initial_token):
+    _pairwise(app, tenant.client_id)  # the relying party of rp.example.test
+    victim = _claims(_tokens(client, tenant)["id_token"])["sub"]
+
+    # The device flow never sends the browser to the redirect URI this client lists.
+    device_only = _registered(
+        client, tenant, initial_token, grant_types=[DEVICE_GRANT], redirect_uris=[tenant.redirect_uri],
+        subject_type="pairwise",
+    )  # fmt: skip
+    device = _claims(device_tokens(client, device_only)["id_token"])
+    assert device["sub"] != victim and "user_id" not in device
+    assert _claims(_tokens(client, device_only)["id_token"])["sub"] == device["sub"]  # one sector, its own
+
+    # Neither does a client registered for client_credentials alone.
+    machine = _registered(
+        client, tenant, initial_token, grant_types=["client_credentials"], redirect_uris=[tenant.redirect_uri],
+        subject_type="pairwise",
+    )  # fmt: skip
+    assert _claims(_tokens(client, machine)["id_token"])["sub"] not in (victim, device["sub"])
+
+    # A code-flow client of the same host still shares the sector, its codes going only there.
+    sibling = _registered(client, tenant, initial_token, redirect_uris=[tenant.redirect_uri], subject_type="pairwise")
+    assert _claims(_tokens(client, sibling)["id_token"])["sub"] == victim
+
+
+def test_a_sector_taken_from_redirect_uris_is_refused_to_the_device_flow(app, client, tenant):
+    assert _pairwise(app, tenant.client_id)["sector_identifier"] == "rp.example.test"
+    victim = _claims(_tokens(client, tenant)["id_token"])["sub"]
+    response = client.put(
+        f"/v1/sub_client/{tenant.client_id}", headers=tenant.headers, json={"grant_types": [DEVICE_GRANT]}
+    )
+    assert response.status_code == 200, response.get_json()
+
+    refused = client.post(
+        "/v1/openidc/device_authorization", auth=(str(tenant.client_id), tenant.client_secret)
+    )  # fmt: skip
+    assert refused.status_code == 400 and refused.get_json()["error"] == "unauthorized_client"
+    assert "comes from its redirect URIs" in refused.get_json()["error_description"]
+    kept = _set_subject(app, tenant.client_id, "pairwise")  # its sector cannot be moved in place
+    assert kept.exit_code == 1 and "would change its users' sub" in kept.output
+
+    assert _set_subject(app, tenant.client_id, "public").exit_code == 0
+    assert _pairwise(app, tenant.client_id)["sector_identifier"] == f"client:{tenant.client_id}"
+    assert _claims(device_tokens(client, tenant)["id_token"])["sub"] != victim
+
+
+def test_a_sector_document_vouches_for_a_device_client_by_its_keys(
+    app, client, tenant, initial_token, sector_document, monkeypatch
+):
+    change_settings(monkeypatch, app, OIDC_OUTBOUND_ALLOW_HOSTS=sector_document["host"])
+    key = ECKey.generate_key("P-256", private=True)
+    sector_document["jwks"] = {"keys": [{**key.as_dict(private=False), "kid": key.thumbprint(), "alg": "ES256"}]}
+    jwks_uri = f"http://{sector_document['host']}/jwks.json"
+    device = {"grant_types": [DEVICE_GRANT], "redirect_uris": [tenant.redirect_uri], "subject_type": "pairwise",
+              "sector_identifier_uri": sector_document["url"]}  # fmt: skip
+
+    sector_document["body"] = json.dumps([tenant.redirect_uri]).encode()  # the sector's own redirect URIs
+    by_redirect_uris = _register(client, initial_token, **device)
+    assert by_redirect_uris.status_code == 400, by_redirect_uris.get_json()
+    assert "must also list its jwks_uri" in by_redirect_uris.get_json()["error_description"]
+    by_secret = _register(client, initial_token, **device, jwks_uri=jwks_uri)
+    assert by_secret.status_code == 400 and "private_key_jwt" in by_secret.get_json()["error_description"]
+
+    sector_document["body"] = json.dumps([tenant.redirect_uri, jwks_uri]).encode()
+    vouched = _register(
+        client, initial_token, **device, jwks_uri=jwks_uri, token_endpoint_auth_method="private_key_jwt"
+    )
+    assert vouched.status_code == 201, vouched.get_json()
+    assert vouched.get_json()["sector_identifier_uri"] == sector_document["url"]
+
+
+def _problem(response) -> tuple[int, str, str]:
+    body = response.get_json()
+    return response.status_code, body["code"], body["detail"]
+
+
+def test_a_pairwise_client_learns_no_user_id_nor_did_from_the_user_routes(app, client, tenant):
+    public = _app_of(client, tenant, ["https://rp.example.test/public"], "Still public")
+    issuer = Issuer()
+    stored = client.post(
+        "/v1/vc/issuer/store", json={"vc": issuer.sign(issuer.credential(tenant.did))}, headers=tenant.headers
+    )
+    assert stored.status_code == 201, stored.get_json()
+    assert wait_for_verification(client, tenant.headers, stored.get_json()["data"]["cid"])["verification"]["state"] == (
+        "verified"
+    )
+    _pairwise(app, tenant.client_id)
+    token = _tokens(client, tenant)["access_token"]
+    bearer = {"Authorization": f"Bearer {token}"}
+
+    # The same refusal at every id, the user's own included: no oracle, no credential naming the DID.
+    answers = {
+        _problem(client.post(f"/v1/user/{user_id}/credentials/{kind}", headers=bearer))
+        for user_id in (tenant.user_id, tenant.user_id + 1, 999999999)
+        for kind in ("email", "social/platform_b")
+    }
+    assert len(answers) == 1
+    status, code, _detail = answers.pop()
+    assert (status, code) == (403, "pairwise_subject")
+    listed = client.get("/v1/openidc/credentials", headers=bearer)
+    assert listed.status_code == 403 and listed.get_json()["code"] == "pairwise_subject"
+    assert tenant.did not in listed.get_data(as_text=True)
+
+    # Its consent page names neither the credential list nor the DID.
+    page = client.get(authorize_query(tenant, scope="openid", prompt="consent"))
+    html = client.get(path_of(page.headers["Location"])).get_data(as_text=True)
+    assert 'data-scope="credentials"' not in html and "not your account number or DID" in html
+
+    # A public client of the interface still gets all of it.
+    public_bearer = {"Authorization": f"Bearer {_tokens(client, public)['access_token']}"}
+    public_list = client.get("/v1/openidc/credentials", headers=public_bearer)
+    assert public_list.status_code == 200, public_list.get_json()
+    assert [vc["credentialSubject"]["id"] for vc in public_list.get_json()["data"]] == [tenant.did]
+    email = client.post(f"/v1/user/{tenant.user_id}/credentials/email", headers=public_bearer)
+    assert email.status_code == 201, email.get_json()
+    assert email.get_json()["verifiableCredential"]["credentialSubject"]["id"] == tenant.did
+    own_link = client.post(f"/v1/user/{tenant.user_id}/credentials/social/platform_b", headers=public_bearer)
+    assert own_link.status_code == 404 and own_link.get_json()["code"] == "social_link_not_found"

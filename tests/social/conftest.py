@@ -12,6 +12,7 @@ from collections.abc import Iterator
 
 import pytest
 
+from tests.support.config import set_settings, setting_of
 from tests.support.social_fakes import FakeChat, FakeGameStore, FakeStreaming, Platforms
 
 _SESSION_PLATFORMS: Platforms | None = None
@@ -45,6 +46,15 @@ def pytest_unconfigure(config: pytest.Config) -> None:
     if _SESSION_PLATFORMS is not None:
         for fake in _SESSION_PLATFORMS.all():
             fake.stop()
+
+
+@pytest.fixture(autouse=True)
+def generous_login_rate_limit(app):
+    """A link is finished in a browser signed in as its user: the tests sign in often, from 127.0.0.1."""
+    previous = setting_of(app, "OIDC_LOGIN_RATE_LIMIT")
+    set_settings(app, OIDC_LOGIN_RATE_LIMIT="100000 per minute")
+    yield
+    set_settings(app, OIDC_LOGIN_RATE_LIMIT=previous)
 
 
 @pytest.fixture

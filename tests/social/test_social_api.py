@@ -20,11 +20,13 @@ from tests.support.social import (
     RETURN_TO,
     age_links,
     create_user,
+    finish_link,
     follow_callback,
     link,
     links_of,
     new_numeric_id,
     new_steamid,
+    sign_in_browser,
     social_data,
     start_link,
     visit_platform,
@@ -101,6 +103,7 @@ def test_forged_openid_assertion_is_refused(app, client, master, platforms: Plat
     platforms.game_store.add_player(steamid)
     platforms.game_store.openid_user = steamid
     user_id = create_user(client, master)
+    sign_in_browser(client, master, user_id)
     callback = visit_platform(start_link(client, master, user_id, "platform_a"))
     forged = callback.replace(steamid, victim)
     assert forged != callback
@@ -118,20 +121,22 @@ def test_replayed_openid_callback_is_refused(app, client, master, platforms: Pla
     platforms.game_store.openid_user = steamid
     platforms.game_store.single_verification = False  # only our own checks stand against the replay
     user_id = create_user(client, master)
+    sign_in_browser(client, master, user_id)
     callback = visit_platform(start_link(client, master, user_id, "platform_a"))
     assert follow_callback(client, callback)["status"] == "linked"
 
-    replay = client.get(callback)
+    replay = finish_link(client, callback)
     assert replay.status_code == 400
-    assert replay.json["code"] == "invalid_link_state"
+    assert "invalid_link_state" in replay.get_data(as_text=True)
 
-    # The same assertion carried into a fresh link attempt of someone else's.
+    # The same assertion carried into a fresh link attempt of someone else's, in their browser.
     other_user = create_user(client, master)
+    sign_in_browser(client, master, other_user)
     fresh_state = dict(parse_qsl(urlsplit(visit_platform(start_link(client, master, other_user, "platform_a"))).query))[
         "state"
     ]
     assertion = dict(parse_qsl(urlsplit(callback).query))
-    smuggled = client.get("/v1/social/platform_a/callback?" + urlencode({**assertion, "state": fresh_state}))
+    smuggled = finish_link(client, "/v1/social/platform_a/callback?" + urlencode({**assertion, "state": fresh_state}))
     assert smuggled.status_code == 302
     assert dict(parse_qsl(urlsplit(smuggled.headers["Location"]).query))["error"] == "assertion_refused"
     assert client.get(f"/v1/user/{other_user}/social", headers=master.headers).json == {"data": []}
@@ -148,10 +153,10 @@ def test_wrong_oauth_state_is_refused_before_any_exchange(app, client, master, p
     callback = visit_platform(start_link(client, master, user_id, "platform_b"))
     query = dict(parse_qsl(urlsplit(callback).query))
 
-    answer = client.get(f"/v1/social/platform_b/callback?code={query['code']}&state=not-the-state")
+    answer = finish_link(client, f"/v1/social/platform_b/callback?code={query['code']}&state=not-the-state")
     assert answer.status_code == 400
-    assert answer.json["code"] == "invalid_link_state"
-    answer = client.get(f"/v1/social/platform_c/callback?code={query['code']}&state={query['state']}")
+    assert "invalid_link_state" in answer.get_data(as_text=True)
+    answer = finish_link(client, f"/v1/social/platform_c/callback?code={query['code']}&state={query['state']}")
     assert answer.status_code == 400
     assert platforms.chat.calls["oauth2.token"] == 0
     assert client.get(f"/v1/user/{user_id}/social", headers=master.headers).json == {"data": []}
@@ -160,6 +165,7 @@ def test_wrong_oauth_state_is_refused_before_any_exchange(app, client, master, p
 def test_denied_oauth_consent_returns_an_error_to_the_tenant(app, client, master, platforms: Platforms) -> None:
     platforms.streaming.authorize_as = None
     user_id = create_user(client, master)
+    sign_in_browser(client, master, user_id)
     outcome = follow_callback(client, visit_platform(start_link(client, master, user_id, "platform_c")))
     assert outcome["status"] == "error"
     assert outcome["error"] == "access_denied"

@@ -14,7 +14,7 @@ from urllib.parse import parse_qs, urlencode, urlsplit
 from app.db import transaction
 from app.extensions import db
 from app.tenancy import service
-from app.tenancy.models import Client
+from app.tenancy.models import DEVICE_CODE_GRANT, Client
 
 REDIRECT_URI = "https://rp.example.test/callback"
 
@@ -245,3 +245,36 @@ def approve_device_over_http(browser, base_url: str, verification_uri_complete: 
     )
     assert response.status_code == 303, response.text
     return response.headers["Location"]
+
+
+def device_tokens(http, relying_party: Tenant, *, scope: str = "openid") -> dict:
+    """The device flow driven with a Flask test client: the client (credentials in the body) starts
+    it, the browser enters the code, signs in when it must and allows; the tokens of the first poll."""
+    credentials = {"client_id": str(relying_party.client_id), "client_secret": relying_party.client_secret}
+    started = http.post("/v1/openidc/device_authorization", data={**credentials, "scope": scope})
+    assert started.status_code == 200, started.get_json()
+    started = started.get_json()
+    page = http.get(path_of(started["verification_uri_complete"]))
+    response = http.post(
+        "/v1/openidc/device", data={**form_fields(page.get_data(as_text=True)), "user_code": started["user_code"]}
+    )
+    assert response.status_code == 303, response.get_data(as_text=True)
+    location = response.headers["Location"]
+    if "/login" in location:
+        page = http.get(path_of(location))
+        page = http.post(
+            "/v1/openidc/login", data={**form_fields(page.get_data(as_text=True)), "email": relying_party.email}
+        )
+        fields = form_fields(page.get_data(as_text=True))
+        response = http.post("/v1/openidc/login/code", data={**fields, "code": latest_code(http, relying_party.email)})
+        assert response.status_code == 303, response.get_data(as_text=True)
+        location = response.headers["Location"]
+    page = http.get(path_of(location))
+    response = http.post("/v1/openidc/consent", data={**form_fields(page.get_data(as_text=True)), "decision": "allow"})
+    assert response.status_code == 303, response.get_data(as_text=True)
+    tokens = http.post(
+        "/v1/openidc/token",
+        data={**credentials, "grant_type": DEVICE_CODE_GRANT, "device_code": started["device_code"]},
+    )
+    assert tokens.status_code == 200, tokens.get_json()
+    return tokens.get_json()

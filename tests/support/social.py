@@ -1,4 +1,5 @@
-"""Helpers of the social tests: users, the whole link flow through a fake platform, fetch waits."""
+"""Helpers of the social tests: users, the browser signed in as one, the whole link flow through a
+fake platform, fetch waits."""
 
 from __future__ import annotations
 
@@ -17,11 +18,13 @@ from app.extensions import db
 from app.jobs import service as jobs_service
 from app.jobs.models import Job
 from app.social.models import SocialLink
+from tests.support.oidc import Tenant, path_of, sign_in
 
 if TYPE_CHECKING:
     from tests.support.social_fakes import Platforms
 
 RETURN_TO = "https://tenant.example/after-link?from=tessera"
+SIGN_IN_REDIRECT = "https://tenant.example/signed-in"
 
 
 def new_steamid() -> str:
@@ -42,6 +45,20 @@ def create_user(client, master) -> int:
     return answer.json["data"]["user_id"]
 
 
+def sign_in_browser(client, master, user_id: int) -> None:
+    """Sign the test client (the person's browser) in as the user, by the hosted sign-in of a new
+    application of the master's tree: a link is finished only in the browser of its user."""
+    profile = client.get(f"/v1/user/{user_id}", headers=master.headers)
+    assert profile.status_code == 200, profile.json
+    application = client.post(
+        "/v1/sub_client", json={"name": "Linking app", "redirect_uris": [SIGN_IN_REDIRECT]}, headers=master.headers
+    )
+    assert application.status_code == 201, application.json
+    person = Tenant(application.json["data"]["client_id"], "", master.api_token, SIGN_IN_REDIRECT, user_id,
+                    profile.json["data"]["profile"]["email_address"], "")  # fmt: skip
+    assert "code" in sign_in(client, person, scope="openid", prompt="login")
+
+
 def start_link(client, master, user_id: int, platform: str) -> str:
     answer = client.post(
         f"/v1/user/{user_id}/social/{platform}/link", json={"return_to": RETURN_TO}, headers=master.headers
@@ -60,23 +77,34 @@ def visit_platform(authorization_url: str) -> str:
     return f"{location.path}?{location.query}"
 
 
+def finish_link(client, callback: str):
+    """Our callback, which sends the browser on to the hosted page that finishes the link; that
+    page's answer."""
+    hop = client.get(callback)
+    assert hop.status_code == 303, hop.get_data(as_text=True)
+    assert urlsplit(hop.headers["Location"]).path.startswith("/v1/openidc/social/")
+    return client.get(path_of(hop.headers["Location"]))
+
+
 def follow_callback(client, callback: str) -> dict[str, str]:
-    """Our callback; returns the query our redirect to `return_to` carries."""
-    answer = client.get(callback)
-    assert answer.status_code == 302, answer.json
+    """Our callback in a browser signed in as the user; returns the query our redirect to `return_to` carries."""
+    answer = finish_link(client, callback)
+    assert answer.status_code == 302, answer.get_data(as_text=True)
     target = urlsplit(answer.headers["Location"])
     assert f"{target.scheme}://{target.netloc}{target.path}" == "https://tenant.example/after-link"
     return dict(parse_qsl(target.query))
 
 
 def link(client, master, platforms: Platforms, user_id: int, platform: str, account: str, *, wait: bool = True) -> None:
-    """Link `account` through the whole browser flow; with `wait`, until its first fetch is done."""
+    """Link `account` through the whole browser flow, the browser signed in as the user; with `wait`,
+    until its first fetch is done."""
     if platform == "platform_a":
         platforms.game_store.openid_user = account
     elif platform == "platform_b":
         platforms.chat.authorize_as = account
     else:
         platforms.streaming.authorize_as = account
+    sign_in_browser(client, master, user_id)
     outcome = follow_callback(client, visit_platform(start_link(client, master, user_id, platform)))
     assert outcome == {"from": "tessera", "status": "linked", "platform": platform}
     if wait:
