@@ -8,6 +8,8 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
+from app import json_text
+
 # Claims the provider sets itself; a client's `id_token_claims` mapping can never override them.
 RESERVED_CLAIMS = frozenset(
     {
@@ -177,8 +179,8 @@ def parse_claims_request(text: str) -> RequestedClaims:
     Each member is null or an object with `essential` (boolean), `value` or `values` (an array).
     """
     try:
-        document = json.loads(text)
-    except (ValueError, RecursionError):
+        document = json_text.loads(text, "claims")
+    except ValueError:
         raise ClaimsRequestInvalid("claims is not a JSON object.") from None
     if not isinstance(document, dict):
         raise ClaimsRequestInvalid("claims is not a JSON object.")
