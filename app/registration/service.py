@@ -147,7 +147,7 @@ def _check_jwks_uri(uri: str) -> None:
     try:
         document = client_auth.fetch_jwks(uri)
     except outbound.OutboundRefused as error:
-        raise InvalidClientMetadata(f"jwks_uri cannot be used: {error}") from None
+        raise InvalidClientMetadata(outbound.unfetched("jwks_uri", error)) from None
     if not any(isinstance(key, dict) and "d" not in key for key in document["keys"]):
         raise InvalidClientMetadata("jwks_uri holds no public key.")
 

@@ -4,7 +4,10 @@ access tokens of master clients, registered sub-clients that sign users in, and 
 from __future__ import annotations
 
 import json
+import logging
+import threading
 from datetime import timedelta
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 import pytest
 from joserfc.jwk import ECKey
@@ -211,6 +214,54 @@ def test_a_jwks_uri_is_fetched_through_the_outbound_guard(app, client, registrar
     not_a_key_set = _register(client, token, jwks_uri=f"http://127.0.0.1:{port}/other.json")
     assert not_a_key_set.status_code == 400 and not_a_key_set.get_json()["error"] == "invalid_client_metadata"
     assert hits == ["/jwks.json", "/other.json"]
+
+
+@pytest.fixture
+def redirecting_host():
+    """A host on loopback that answers every request with a redirect."""
+
+    class Redirect(BaseHTTPRequestHandler):
+        def do_GET(self) -> None:
+            self.send_response(302)
+            self.send_header("Location", "https://elsewhere.example/")
+            self.send_header("Content-Length", "0")
+            self.end_headers()
+
+        def log_message(self, *args) -> None:
+            return
+
+    server = ThreadingHTTPServer(("127.0.0.1", 0), Redirect)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    yield f"127.0.0.1:{server.server_port}"
+    server.shutdown()
+
+
+def test_a_url_that_cannot_be_fetched_is_refused_in_the_same_words_whatever_the_reason(
+    app, client, registrar, redirecting_host, monkeypatch, caplog
+):
+    """Nothing of why (no name, a non-public address, what the host answered) reaches the
+    registrant, who could otherwise map the internal network with registrations; the log has it."""
+    _tenant, token = registrar
+    change_settings(monkeypatch, app, OIDC_OUTBOUND_ALLOW_HOSTS=redirecting_host)
+    caplog.set_level(logging.INFO, logger="app.oidc.outbound")
+    urls = [
+        "https://localhost/doc.json",
+        "https://no-such-host.invalid/doc.json",
+        f"http://{redirecting_host}/doc.json",
+    ]
+    for url in urls:
+        for member, metadata in (
+            ("jwks_uri", {"token_endpoint_auth_method": "private_key_jwt", "jwks_uri": url}),
+            ("sector_identifier_uri", {"subject_type": "pairwise", "sector_identifier_uri": url}),
+        ):
+            refused = _register(client, token, **metadata)
+            assert refused.status_code == 400 and refused.get_json() == {
+                "error": "invalid_client_metadata",
+                "error_description": f"{member}: the document could not be fetched.",
+            }, (url, refused.get_json())
+    assert "localhost resolves to a non-public address" in caplog.text
+    assert "Cannot resolve no-such-host.invalid" in caplog.text
+    assert "HTTP 302" in caplog.text
 
 
 def test_read_update_and_delete_with_the_registration_access_token(client, registrar):
