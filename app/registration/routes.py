@@ -115,15 +115,16 @@ def delete_registration(client_id: int):
 
 
 @blp.route("/v1/openidc/initial_access_tokens", methods=["POST"])
-@api_token_required
+@api_token_required(subclient=True)
 @no_store
 @blp.arguments(InitialAccessTokenIn)
 @blp.response(201, InitialAccessTokenEnvelope)
 @problem_doc(403, 404, 422)
 def create_initial_access_token(fields: dict):
-    """Issue an initial access token that registers sub-clients of the caller's master client.
+    """Issue an initial access token that registers sub-clients of the acting node: the caller's
+    master client, or the node of its tree `x-api-subclient-id` selects (outside it: 404).
 
-    The token is shown only in this answer (it is stored hashed). Sub-clients get 403.
+    The token is shown only in this answer (it is stored hashed). A sub-client's API token gets 403.
     """
     issued = service.create_initial_token(current_caller(), name=fields["name"], expires_in=fields["expires_in"])
     token = issued.token

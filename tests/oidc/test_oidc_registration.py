@@ -106,6 +106,36 @@ def test_initial_access_tokens_are_for_master_clients_only(app, client, registra
     assert cli.exit_code == 1 and "master" in cli.output
 
 
+def test_an_initial_access_token_belongs_to_the_node_the_subclient_header_selects(app, client, tenant):
+    node = client.post("/v1/sub_client", json={"name": "Partner desk"}, headers=tenant.headers)
+    assert node.status_code == 201, node.get_json()
+    node_id = node.get_json()["data"]["client_id"]
+    issued = client.post(
+        "/v1/openidc/initial_access_tokens",
+        json={"name": "desk"},
+        headers={**tenant.headers, "x-api-subclient-id": str(node_id)},
+    )
+    assert issued.status_code == 201, issued.get_json()
+    assert issued.get_json()["data"]["client_id"] == node_id
+    registered = _register(client, issued.get_json()["data"]["token"])
+    assert registered.status_code == 201, registered.get_json()
+    child = client.get(f"/v1/sub_client/{registered.get_json()['client_id']}", headers=tenant.headers).get_json()
+    assert child["data"]["parent_client_id"] == node_id
+
+    other = make_tenant(app, client, name="Another tenant")
+    for selected, status in ((str(other.client_id), 404), ("999999999", 404), ("not-a-node", 422)):
+        refused = client.post(
+            "/v1/openidc/initial_access_tokens", json={}, headers={**tenant.headers, "x-api-subclient-id": selected}
+        )
+        assert refused.status_code == status, (selected, refused.get_json())
+    assert (
+        client.post("/v1/openidc/initial_access_tokens", json={}, headers=tenant.headers).get_json()["data"][
+            "client_id"
+        ]
+        == tenant.client_id
+    )
+
+
 @pytest.mark.parametrize(
     ("metadata", "error"),
     [
