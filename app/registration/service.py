@@ -24,7 +24,7 @@ from app.oidc.service import supported_grant_types
 from app.oidc.settings import OidcSettings
 from app.registration.errors import InvalidClientMetadata, InvalidRegistrationToken
 from app.registration.metadata import ClientMetadata, parse_metadata
-from app.registration.models import InitialAccessToken, RegisteredClient
+from app.registration.models import InitialAccessToken, RegisteredClient, RegistrationPolicy
 from app.registration.settings import RegistrationSettings
 from app.security import hash_secret, random_token, secret_hash_candidates
 from app.settings import current
@@ -133,6 +133,64 @@ def _live_initial_token(plaintext: str | None) -> tuple[InitialAccessToken, Clie
     return token, parent
 
 
+# --- what registrations may ask for ----------------------------------------------------------------
+
+
+def registration_scopes(client_id: int) -> tuple[str, ...]:
+    """The scopes a client registered under `client_id`'s initial access tokens may ask its
+    `client_credentials` grant to be given; none unless that client allowed some."""
+    policy = db.session.get(RegistrationPolicy, client_id)
+    return tuple(policy.client_credentials_scopes) if policy is not None else ()
+
+
+def configure_registration_scopes(client_id: int, scopes: list[str]) -> tuple[str, ...]:
+    """Set the scopes of `registration_scopes` (the operator's, for any client; `scopes` already
+    checked: RFC 6749 scope tokens). Raises `NotFound` for an unknown or disabled client. Flushes."""
+    if tenancy.get_active_client(client_id) is None:
+        raise NotFound(f"No client {client_id}.")
+    policy = db.session.get(RegistrationPolicy, client_id)
+    if policy is None:
+        policy = RegistrationPolicy(client_id=client_id)
+        db.session.add(policy)
+    policy.client_credentials_scopes = list(dict.fromkeys(scopes))
+    policy.updated_at = utcnow()
+    db.session.flush()
+    return tuple(policy.client_credentials_scopes)
+
+
+def registration_policy(caller: Caller) -> tuple[str, ...]:
+    """`registration_scopes` of the caller's acting node, for a master client's API token only
+    (`MasterClientRequired`, 403, for a sub-client's)."""
+    _require_master_caller(caller)
+    return registration_scopes(caller.acting_client_id)
+
+
+def set_registration_scopes(caller: Caller, scopes: list[str]) -> tuple[str, ...]:
+    """`configure_registration_scopes` for the caller's acting node, for a master client's API
+    token only (`MasterClientRequired`, 403, for a sub-client's)."""
+    _require_master_caller(caller)
+    return configure_registration_scopes(caller.acting_client_id, scopes)
+
+
+def _require_master_caller(caller: Caller) -> None:
+    require_enabled()
+    if not caller.is_master:
+        raise MasterClientRequired("What registrations may ask for is managed with a master client's API token.")
+
+
+def _check_scopes_allowed(metadata: ClientMetadata, registering_client_id: int) -> None:
+    """A registration (or its update) asks only for scopes the client it is registered under allows
+    (`InvalidClientMetadata` otherwise): a client cannot give itself a scope its master's resource
+    servers trust (RFC 7591 §2: the server decides what `scope` it grants)."""
+    allowed = registration_scopes(registering_client_id)
+    refused = [scope for scope in metadata.scopes if scope not in allowed]
+    if refused:
+        permitted = ", ".join(allowed) if allowed else "none"
+        raise InvalidClientMetadata(
+            f"scope may hold only what the registering client allows ({permitted[:500]}); not {refused[0][:64]}."
+        )
+
+
 # --- registration --------------------------------------------------------------------------------
 
 
@@ -197,6 +255,7 @@ def register_client(initial_token: str | None, body: Any) -> Registration:
     require_enabled()
     token, parent = _live_initial_token(initial_token)
     metadata = _checked_metadata(body)
+    _check_scopes_allowed(metadata, parent.id)
     if metadata.jwks_uri is not None:
         _check_jwks_uri(metadata.jwks_uri)
     listed = _fetch_sector_document(metadata)
@@ -253,7 +312,7 @@ def update_client(client_id: int, registration_token: str | None, body: Any) -> 
     Answers with a new registration access token; the client secret is kept.
     """
     require_enabled()
-    _registered(client_id, registration_token)
+    _record, registered = _registered(client_id, registration_token)
     if isinstance(body, dict):
         if body.get("client_id") not in (None, str(client_id)):
             raise InvalidClientMetadata("client_id differs from the client being updated.")
@@ -264,6 +323,7 @@ def update_client(client_id: int, registration_token: str | None, body: Any) -> 
             ):
                 raise InvalidClientMetadata("client_secret is not the client's secret.")
     metadata = _checked_metadata(body)
+    _check_scopes_allowed(metadata, registered.parent_id)
     if metadata.jwks_uri is not None:
         _check_jwks_uri(metadata.jwks_uri)
     listed = _fetch_sector_document(metadata)

@@ -181,6 +181,9 @@ def test_native_clients_may_redirect_to_loopback_and_machine_clients_need_none(c
     native = _register(client, token, application_type="native", redirect_uris=["http://127.0.0.1:53111/cb"])
     assert native.status_code == 201 and native.get_json()["application_type"] == "native"
     assert native.get_json()["token_endpoint_auth_method"] == "client_secret_basic"  # the default
+    allowed = client.put("/v1/openidc/registration_policy", headers=_tenant.headers,
+                         json={"client_credentials_scopes": ["reports.read", "reports.write"]})  # fmt: skip
+    assert allowed.status_code == 200, allowed.get_json()
     machine = client.post(
         REGISTER,
         json={
@@ -202,6 +205,90 @@ def test_native_clients_may_redirect_to_loopback_and_machine_clients_need_none(c
     )
     assert issued.status_code == 200, issued.get_json()
     assert body["scope"] == "reports.read reports.write" and issued.get_json()["scope"] == body["scope"]
+
+
+def _machine(http, token: str, scope: str):
+    body = {"grant_types": ["client_credentials"], "token_endpoint_auth_method": "client_secret_post", "scope": scope}
+    return http.post(REGISTER, json=body, headers=_bearer(token))
+
+
+def test_a_registration_asks_only_for_the_scopes_its_master_allows(app, client, registrar):
+    tenant, token = registrar
+    before = client.get("/v1/sub_client", headers=tenant.headers).get_json()
+    for scope in ("admin payments.write", "reports.read"):  # none allowed by default
+        refused = _machine(client, token, scope)
+        assert refused.status_code == 400 and refused.get_json()["error"] == "invalid_client_metadata", scope
+        assert "allows (none)" in refused.get_json()["error_description"]
+    assert client.get("/v1/sub_client", headers=tenant.headers).get_json() == before  # nothing was created
+    policy = client.get("/v1/openidc/registration_policy", headers=tenant.headers)
+    assert policy.status_code == 200 and policy.get_json()["data"] == {
+        "client_id": tenant.client_id,
+        "client_credentials_scopes": [],
+    }
+
+    allowed = client.put("/v1/openidc/registration_policy", json={"client_credentials_scopes": ["reports.read"]},
+                         headers=tenant.headers)  # fmt: skip
+    assert allowed.status_code == 200 and allowed.get_json()["data"]["client_credentials_scopes"] == ["reports.read"]
+    over = _machine(client, token, "reports.read admin")
+    assert over.status_code == 400 and over.get_json()["error"] == "invalid_client_metadata"
+    assert "allows (reports.read); not admin" in over.get_json()["error_description"]
+    registered = _machine(client, token, "reports.read")
+    assert registered.status_code == 201, registered.get_json()
+    body = registered.get_json()
+    assert body["scope"] == "reports.read"
+
+    # An update may not widen it either (RFC 7592).
+    path = body["registration_client_uri"][body["registration_client_uri"].index(REGISTER) :]
+    update = {"client_id": body["client_id"], "grant_types": ["client_credentials"],
+              "token_endpoint_auth_method": "client_secret_post", "scope": "reports.read payments.write"}  # fmt: skip
+    widened = client.put(path, json=update, headers=_bearer(body["registration_access_token"]))
+    assert widened.status_code == 400 and widened.get_json()["error"] == "invalid_client_metadata"
+    issued = client.post("/v1/openidc/token", data={"grant_type": "client_credentials", "client_id": body["client_id"],
+                         "client_secret": body["client_secret"], "scope": "payments.write"})  # fmt: skip
+    assert issued.status_code == 400 and issued.get_json()["error"] == "invalid_scope"
+
+
+def test_the_registration_policy_is_the_acting_nodes_and_a_masters_to_set(app, client, registrar):
+    tenant, token = registrar
+    created = _register(client, token).get_json()
+    as_node = {**tenant.headers, "x-api-subclient-id": created["client_id"]}
+    set_on_node = client.put("/v1/openidc/registration_policy", json={"client_credentials_scopes": ["node.read"]},
+                             headers=as_node)  # fmt: skip
+    assert set_on_node.status_code == 200
+    assert set_on_node.get_json()["data"] == {
+        "client_id": int(created["client_id"]),
+        "client_credentials_scopes": ["node.read"],
+    }
+    assert (
+        client.get("/v1/openidc/registration_policy", headers=tenant.headers).get_json()["data"][
+            "client_credentials_scopes"
+        ]
+        == []
+    )
+    node_token = client.post("/v1/openidc/initial_access_tokens", json={}, headers=as_node).get_json()["data"]["token"]
+    assert _machine(client, node_token, "node.read").status_code == 201
+    assert _machine(client, token, "node.read").status_code == 400  # the master's own registrations: none
+
+    sub_token = client.post("/v1/api_tokens", json={"name": "sub"}, headers=as_node).get_json()["data"]["token"]
+    for method in ("GET", "PUT"):
+        refused = client.open("/v1/openidc/registration_policy", method=method, headers={"x-api-token": sub_token},
+                              json={"client_credentials_scopes": ["admin"]})  # fmt: skip
+        assert refused.status_code == 403 and refused.get_json()["code"] == "master_client_required", method
+    other = make_tenant(app, client, name="Another tenant")
+    outside = client.get(
+        "/v1/openidc/registration_policy", headers={**tenant.headers, "x-api-subclient-id": str(other.client_id)}
+    )
+    assert outside.status_code == 404
+    malformed = client.put("/v1/openidc/registration_policy", json={"client_credentials_scopes": ["two words"]},
+                           headers=tenant.headers)  # fmt: skip
+    assert malformed.status_code == 422
+
+    cli = app.test_cli_runner().invoke(args=["clients", "registration-scopes", str(tenant.client_id), "ops.read"])
+    assert cli.exit_code == 0, cli.output
+    assert _machine(client, token, "ops.read").status_code == 201
+    cleared = app.test_cli_runner().invoke(args=["clients", "registration-scopes", str(tenant.client_id)])
+    assert cleared.exit_code == 0 and "no scope" in cleared.output
+    assert _machine(client, token, "ops.read").status_code == 400
 
 
 def test_a_private_key_jwt_client_registers_its_keys_and_gets_no_secret(client, registrar):
