@@ -19,7 +19,7 @@ from flask_smorest import Blueprint
 from webargs import core as webargs_core
 from webargs.flaskparser import FlaskParser, is_json_request
 
-from app import json_text
+import app.json_text as json_text
 from app.errors import DomainError, NotFound, ValidationFailed
 
 JSON_MIMETYPES = frozenset({"application/json"})

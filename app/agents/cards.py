@@ -16,7 +16,7 @@ from datetime import datetime
 from typing import Any
 from urllib.parse import urlsplit
 
-from app import json_text
+import app.json_text as json_text
 from app.agents.accounts import authorize_for_did, ensure_record, job_accounts
 from app.agents.credits import charge, start_paid_job
 from app.agents.errors import CardNotFound, CardTooLarge, InvalidCard

@@ -27,8 +27,8 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import urlsplit
 
+import app.json_text as json_text
 import app.outbound as outbound
-from app import json_text
 from app.cache import Cache
 from app.config import CoreSettings
 from app.credentials.cryptosuites.base import ProofCheckFailed

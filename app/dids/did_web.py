@@ -10,8 +10,8 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from urllib.parse import unquote
 
+import app.json_text as json_text
 import app.outbound as outbound
-from app import json_text
 from app.dids.errors import DidResolutionFailed
 from app.outbound import OutboundPolicy, no_preparation
 

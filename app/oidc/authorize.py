@@ -19,7 +19,7 @@ from urllib.parse import parse_qsl, urlencode, urlsplit, urlunsplit
 from sqlalchemy import delete, select, update
 from sqlalchemy.orm.attributes import set_committed_value
 
-from app import json_text
+import app.json_text as json_text
 from app.db import as_utc, utcnow
 from app.extensions import db
 from app.oidc import acr, device, dpop, grants, jarm, recaptcha, request_objects, subjects, tokens

@@ -8,7 +8,7 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from app import json_text
+import app.json_text as json_text
 
 # Claims the provider sets itself; a client's `id_token_claims` mapping can never override them.
 RESERVED_CLAIMS = frozenset(
