@@ -227,7 +227,7 @@ def _register_commands(app: Flask) -> None:
     from app.jobs.cli import outbox_cli
     from app.oidc.cli import create_demo, keys_cli, set_subject
     from app.ops.schema import require_current_schema
-    from app.registration.cli import issue_registration_token, revoke_registration_token
+    from app.registration.cli import issue_registration_token, revoke_registration_token, set_registration_scopes
     from app.social.cli import set_linked_sign_in
     from app.tenancy.cli import clients_cli
     from app.users.cli import users_cli
@@ -236,6 +236,7 @@ def _register_commands(app: Flask) -> None:
     clients_cli.add_command(set_linked_sign_in)  # platforms are the social feature's, above the clients feature
     clients_cli.add_command(issue_registration_token)  # registration builds on OpenID and clients
     clients_cli.add_command(revoke_registration_token)
+    clients_cli.add_command(set_registration_scopes)
     clients_cli.add_command(set_subject)
     for group in (clients_cli, outbox_cli, keys_cli, agents_cli, users_cli, chain_cli):
         require_current_schema(group, MIGRATIONS_DIR)

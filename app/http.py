@@ -4,9 +4,7 @@ path parameters, the `Location` header, the 202 answer of a write that started a
 from __future__ import annotations
 
 import ipaddress
-import json
 import re
-import sys
 from collections.abc import Callable
 from functools import wraps
 from http import HTTPStatus
@@ -19,8 +17,9 @@ from flask.json.provider import DefaultJSONProvider
 from flask.sessions import SecureCookieSession, SecureCookieSessionInterface
 from flask_smorest import Blueprint
 from webargs import core as webargs_core
-from webargs.flaskparser import FlaskParser
+from webargs.flaskparser import FlaskParser, is_json_request
 
+import app.json_text as json_text
 from app.errors import DomainError, NotFound, ValidationFailed
 
 JSON_MIMETYPES = frozenset({"application/json"})
@@ -116,31 +115,12 @@ def no_store(view: Callable) -> Callable:
     return wrapper
 
 
-def _parse_json_bounded(load: Callable[[], Any]) -> Any:
-    """`load()`, with the limits of Python's parser reported as invalid JSON (a 400), never as a crash.
-
-    Those limits are nesting deeper than the interpreter's recursion limit and an integer of more
-    digits than `sys.get_int_max_str_digits()` (4300 by default), which `json` raises as a bare
-    `ValueError` that webargs does not take for malformed JSON.
-    """
-    try:
-        return load()
-    except json.JSONDecodeError:
-        raise
-    except RecursionError as exc:
-        raise json.JSONDecodeError("JSON nested too deeply", "(request body)", 0) from exc
-    except ValueError as exc:
-        raise json.JSONDecodeError(
-            f"a number has more than {sys.get_int_max_str_digits()} digits", "(request body)", 0
-        ) from exc
-
-
 class BoundedJSONProvider(DefaultJSONProvider):
-    """Flask's JSON, with the parser's limits (nesting, digits of an integer) reported as invalid JSON (400),
-    not a crash."""
+    """Flask's JSON, parsed under `app.json_text`'s rule: the parser's limits (nesting, digits of an
+    integer) and unpaired surrogates are invalid JSON (400), never a crash."""
 
     def loads(self, s: str | bytes, **kwargs: Any) -> Any:
-        return _parse_json_bounded(lambda: super(BoundedJSONProvider, self).loads(s, **kwargs))
+        return json_text.parse_bounded(lambda: super(BoundedJSONProvider, self).loads(s, **kwargs), s)
 
 
 class CookieSessionInterface(SecureCookieSessionInterface):
@@ -159,10 +139,12 @@ class CookieSessionInterface(SecureCookieSessionInterface):
 
 
 class BoundedArgumentsParser(FlaskParser):
-    """webargs' parser with the same treatment of the parser's limits (nesting, digits of an integer)."""
+    """webargs' parser, reading JSON bodies as `parse_json_body` does."""
 
     def _raw_load_json(self, req: Any) -> Any:
-        return _parse_json_bounded(lambda: super(BoundedArgumentsParser, self)._raw_load_json(req))
+        if not is_json_request(req):
+            return webargs_core.missing
+        return parse_json_body(req.get_data(cache=True))
 
 
 # `Blueprint.arguments` binds the parser when a view is decorated, at its module's import; every module
@@ -172,12 +154,12 @@ Blueprint.ARGUMENTS_PARSER = BoundedArgumentsParser()
 
 
 def parse_json_body(data: bytes) -> Any:
-    """A JSON request body read as the views read it (`BoundedArgumentsParser`), for paths before dispatch.
+    """A JSON request body as every view reads it (`BoundedArgumentsParser`), also for paths before dispatch.
 
-    UTF-8 only: a byte order mark or a UTF-16/32 body is malformed, as are the parser's limits; all
-    raise `json.JSONDecodeError`.
+    UTF-8 only: a byte order mark or a UTF-16/32 body is malformed, as is whatever `app.json_text`
+    refuses (the parser's limits, unpaired surrogates); all raise `json.JSONDecodeError`.
     """
-    return _parse_json_bounded(lambda: webargs_core.parse_json(data))
+    return json_text.parse_bounded(lambda: webargs_core.parse_json(data), data)
 
 
 def is_loopback_client(remote_addr: str | None) -> bool:

@@ -16,6 +16,7 @@ from datetime import datetime
 from typing import Any
 from urllib.parse import urlsplit
 
+import app.json_text as json_text
 from app.agents.accounts import authorize_for_did, ensure_record, job_accounts
 from app.agents.credits import charge, start_paid_job
 from app.agents.errors import CardNotFound, CardTooLarge, InvalidCard
@@ -108,6 +109,7 @@ def validate_card(body: bytes) -> dict:
         raise InvalidCard("The card is not valid UTF-8.", errors={"card": ["Not valid UTF-8."]}) from exc
     try:
         card = json.loads(text, parse_constant=_reject_constant)
+        json_text.refuse_unpaired_surrogates(card, "(card)")
     except (ValueError, RecursionError) as exc:
         raise InvalidCard("The card is not JSON.", errors={"card": [f"Not JSON: {exc}"]}) from exc
     if not isinstance(card, dict):

@@ -18,7 +18,6 @@ from __future__ import annotations
 import base64
 import binascii
 import gzip
-import json
 import time
 import zlib
 from collections.abc import Callable
@@ -28,6 +27,7 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import urlsplit
 
+import app.json_text as json_text
 import app.outbound as outbound
 from app.cache import Cache
 from app.config import CoreSettings
@@ -156,7 +156,7 @@ class RemoteStatusLists:
             path += "?" + parts.query
         body = self._download(policy, parts.scheme, host, port, path, url)
         try:
-            document = json.loads(body)
+            document = json_text.loads(body)
         except (UnicodeDecodeError, ValueError):
             raise ProofCheckFailed("status_check_failed", "the status list credential is not JSON") from None
         if not isinstance(document, dict):

@@ -6,11 +6,11 @@ Private hosts may be fetched only when `host:port` is on the policy's explicit
 
 from __future__ import annotations
 
-import json
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from urllib.parse import unquote
 
+import app.json_text as json_text
 import app.outbound as outbound
 from app.dids.errors import DidResolutionFailed
 from app.outbound import OutboundPolicy, no_preparation
@@ -72,7 +72,7 @@ class DidWebResolver:
         location = did_web_location(did)
         body = self._fetch(location)
         try:
-            document = json.loads(body)
+            document = json_text.loads(body)
         except (UnicodeDecodeError, ValueError):
             raise DidResolutionFailed("did_resolution_failed", "did:web document is not JSON") from None
         if not isinstance(document, dict) or document.get("id") != did:

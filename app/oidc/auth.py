@@ -65,10 +65,16 @@ def presented_token() -> PresentedToken:
     raise MissingBearerToken("Send the access token as `Authorization: Bearer <token>`.")
 
 
-def request_urls() -> tuple[str, str]:
-    """The URLs this request's endpoint is known by (without query): under the issuer's origin, and as requested."""
+def request_urls() -> tuple[str]:
+    """The URL this request's endpoint is known by (without query), which a DPoP proof's `htu` and
+    a client assertion's `aud` may name: under the issuer's origin (the configured `BASE_URL` unless
+    `OIDC_ISSUER` says otherwise), as discovery publishes it.
+
+    Never one built from the request's `Host`: the caller chooses that header, so a proof made for
+    `http://evil.example/...` and sent with `Host: evil.example` would pass as made for this server.
+    """
     issuer = urlsplit(current(OidcSettings).issuer)
-    return f"{issuer.scheme}://{issuer.netloc}{request.path}", request.base_url
+    return (f"{issuer.scheme}://{issuer.netloc}{request.path}",)
 
 
 def require_bearer_token() -> AccessTokenClaims:

@@ -8,7 +8,6 @@ leaked from one browser cannot be completed in another.
 
 from __future__ import annotations
 
-import json
 import re
 import secrets
 from collections.abc import Mapping
@@ -20,6 +19,7 @@ from urllib.parse import parse_qsl, urlencode, urlsplit, urlunsplit
 from sqlalchemy import delete, select, update
 from sqlalchemy.orm.attributes import set_committed_value
 
+import app.json_text as json_text
 from app.db import as_utc, utcnow
 from app.extensions import db
 from app.oidc import acr, device, dpop, grants, jarm, recaptcha, request_objects, subjects, tokens
@@ -87,6 +87,7 @@ _MAX_ACR_VALUES = 512
 MAX_AGE_LIMIT = 2**31 - 1
 _RESTART = "Too many wrong codes. Go back to the application and start again."
 _PASSKEY_RESTART = "Too many sign-in attempts. Go back to the application and start again."
+_NOT_THE_NAMED_USER = "The user signed in is not the one the request names (claims sub)."
 # Any passkey with user verification: what adding one to a sign-in contributes to its level.
 _A_PASSKEY = ("hwk", "user")
 
@@ -321,8 +322,8 @@ def _requested_acr(acr_values: str | None, claims_parameter: str | None) -> tupl
     if not claims_parameter:
         return values, False
     try:
-        claims = json.loads(claims_parameter)
-    except (ValueError, RecursionError):
+        claims = json_text.loads(claims_parameter, "claims")
+    except ValueError:
         raise AuthorizationRedirectError("invalid_request", "claims is not a JSON object.") from None
     if not isinstance(claims, dict) or not isinstance(claims.get("id_token", {}), dict):
         raise AuthorizationRedirectError("invalid_request", "claims is not a JSON object of objects.")
@@ -508,8 +509,11 @@ def start_authorization(params: AuthorizationParams, *, browser_token: str, sess
     session = find_session(session_token, _root_id(client))
     user = get_enabled_user_in_tree(session.user_id, _root_id(client)) if session is not None else None
     now = utcnow()
+    # OpenID Connect Core 5.5.1: a request naming a `sub` is answered only for that user.
+    another_user = user is not None and not params.claims.admits(subjects.subject_for(client, user.id))
     login_needed = (
         user is None
+        or another_user
         or "login" in params.prompt
         or (params.max_age is not None and (now - as_utc(session.auth_time)).total_seconds() > params.max_age)
     )
@@ -531,7 +535,8 @@ def start_authorization(params: AuthorizationParams, *, browser_token: str, sess
         login_needed = True
     if login_needed:
         if "none" in params.prompt:
-            return Outcome(redirect_to=error_redirect(params, "login_required", "The user is not signed in."))
+            not_signed_in = _NOT_THE_NAMED_USER if another_user else "The user is not signed in."
+            return Outcome(redirect_to=error_redirect(params, "login_required", not_signed_in))
         _, handle = _new_request(params, browser_token)
         return Outcome(page="login", handle=handle)
     assert session is not None and user is not None
@@ -907,10 +912,18 @@ def continue_after_login(request: AuthorizationRequest, client: Client) -> Outco
     """After a sign-in step: the passkey step when the request should reach more and a passkey
     gets it there, then the consent page if needed, else the code back to the client.
 
+    A user other than the one the request names (a `sub` of its `claims`) gets no answer: back to
+    the client with `login_required`, the request spent.
+
     A request that reached less than it requires stays on the passkey step, which refuses it
     (`passkey_step`); one that reached what it requires but not what it wanted continues, claiming
     what it met.
     """
+    if not RequestedClaims.from_json(request.claims).admits(subjects.subject_for(client, request.candidate_user_id)):
+        location = error_redirect(request, "login_required", _NOT_THE_NAMED_USER)
+        db.session.delete(request)
+        db.session.flush()
+        return Outcome(redirect_to=location)
     goal = request_target(request, client)
     level = acr.level_of(request.amr)
     with_passkey = acr.level_of(acr.combine(request.amr, _A_PASSKEY))

@@ -8,6 +8,8 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
+import app.json_text as json_text
+
 # Claims the provider sets itself; a client's `id_token_claims` mapping can never override them.
 RESERVED_CLAIMS = frozenset(
     {
@@ -141,25 +143,38 @@ class ClaimsRequestInvalid(ValueError):
 @dataclass(frozen=True)
 class RequestedClaims:
     """The standard claims a `claims` parameter asks for in the id_token and at userinfo, in order;
-    `essential` names those the client says it needs. Other names (`acr` aside) are ignored."""
+    `essential` names those the client says it needs. Other names (`acr` aside) are ignored.
+
+    `subjects`: the `sub` values it names (`{"id_token": {"sub": {"value": ...}}}`, or at
+    userinfo; both: the values in both), None when it names none. OpenID Connect Core 5.5.1: the
+    provider answers positively only for the user those name, signed in or authenticated by the
+    request, never for another (`admits`).
+    """
 
     id_token: tuple[str, ...] = ()
     userinfo: tuple[str, ...] = ()
     essential: frozenset[str] = frozenset()
+    subjects: frozenset[str] | None = None
 
     @property
     def names(self) -> tuple[str, ...]:
         return tuple(dict.fromkeys((*self.id_token, *self.userinfo)))
 
+    def admits(self, subject: str) -> bool:
+        """Whether the user whose `sub` (for the client) is `subject` may be the one signed in."""
+        return self.subjects is None or subject in self.subjects
+
     def to_json(self) -> str | None:
         """The stored form (None when nothing is asked for)."""
-        if not self.names:
+        if not self.names and self.subjects is None:
             return None
-        document = {
+        document: dict[str, Any] = {
             "id_token": list(self.id_token),
             "userinfo": list(self.userinfo),
             "essential": sorted(self.essential),
         }
+        if self.subjects is not None:
+            document["sub"] = sorted(self.subjects)
         return json.dumps(document, separators=(",", ":"))
 
     @classmethod
@@ -168,7 +183,8 @@ class RequestedClaims:
         if not text:
             return cls()
         document = json.loads(text)
-        return cls(tuple(document["id_token"]), tuple(document["userinfo"]), frozenset(document["essential"]))
+        subjects = frozenset(document["sub"]) if "sub" in document else None
+        return cls(tuple(document["id_token"]), tuple(document["userinfo"]), frozenset(document["essential"]), subjects)
 
 
 def parse_claims_request(text: str) -> RequestedClaims:
@@ -177,13 +193,14 @@ def parse_claims_request(text: str) -> RequestedClaims:
     Each member is null or an object with `essential` (boolean), `value` or `values` (an array).
     """
     try:
-        document = json.loads(text)
-    except (ValueError, RecursionError):
+        document = json_text.loads(text, "claims")
+    except ValueError:
         raise ClaimsRequestInvalid("claims is not a JSON object.") from None
     if not isinstance(document, dict):
         raise ClaimsRequestInvalid("claims is not a JSON object.")
     asked: dict[str, tuple[str, ...]] = {}
     essential: set[str] = set()
+    subjects: frozenset[str] | None = None
     for target in CLAIMS_TARGETS:
         members = document.get(target) or {}
         if not isinstance(members, dict):
@@ -196,8 +213,29 @@ def parse_claims_request(text: str) -> RequestedClaims:
                 raise ClaimsRequestInvalid(f"claims.{target}.{name[:64]}: essential is a boolean, values an array.")
             if spec.get("essential") and name in STANDARD_CLAIMS:
                 essential.add(name)
+            if name == "sub" and ("value" in spec or "values" in spec):
+                named = _subject_values(target, spec)
+                subjects = named if subjects is None else subjects & named
         asked[target] = tuple(name for name in members if name in STANDARD_CLAIMS)
-    return RequestedClaims(asked["id_token"], asked["userinfo"], frozenset(essential))
+    return RequestedClaims(asked["id_token"], asked["userinfo"], frozenset(essential), subjects)
+
+
+_MAX_SUBJECT_VALUES = 10
+_MAX_SUBJECT_LENGTH = 255
+
+
+def _subject_values(target: str, spec: Mapping[str, Any]) -> frozenset[str]:
+    """The `sub` values of one target's request (`value`, and `values` too when both are sent)."""
+    values = ([spec["value"]] if "value" in spec else []) + list(spec.get("values", []))
+    if (
+        not values
+        or len(values) > _MAX_SUBJECT_VALUES
+        or not all(isinstance(value, str) and 0 < len(value) <= _MAX_SUBJECT_LENGTH for value in values)
+    ):
+        raise ClaimsRequestInvalid(
+            f"claims.{target}.sub: value is a string, values an array of 1 to {_MAX_SUBJECT_VALUES} strings."
+        )
+    return frozenset(values)
 
 
 def claim_items(requested: RequestedClaims, scopes: Iterable[str]) -> tuple[str, ...]:

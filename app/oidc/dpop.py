@@ -1,7 +1,8 @@
 """DPoP (RFC 9449): the proofs of possession that bind access tokens to a client's key.
 
 A proof is a JWS typed `dpop+jwt`, signed with an algorithm of `PROOF_ALGORITHMS` by the public
-key in its own header. It names its request (`htm`, and `htu` without query and fragment), is fresh
+key in its own header. It names its request (`htm`, and `htu` without query and fragment: the
+endpoint's public URL, `app.oidc.auth.request_urls`, never one made of the request's `Host`), is fresh
 (`iat` within `OIDC_DPOP_PROOF_MAX_AGE`, `OIDC_CLOCK_LEEWAY` ahead), is used once (its `jti` kept by
 `app.oidc.replay` while it could pass), carries with `OIDC_DPOP_NONCE` a nonce the server gave in
 `DPoP-Nonce`, and at a resource the hash of the access token it comes with (`ath`). A token issued

@@ -4,11 +4,14 @@ Through the one outbound fetch policy (`app.outbound`) with `OIDC_OUTBOUND_ALLOW
 that may be private; plain `http` is allowed only for those (loopback test servers). A call may take
 `OUTBOUND_DEADLINE` seconds in all and never runs inside a database transaction (the guard raises
 `CalledInsideTransaction`). Every failure raises `OutboundRefused`, whose message is for the log and
-the job record, not for the caller of an endpoint: it may describe what the remote answered.
+the job record, not for the caller of an endpoint: it may describe what the remote answered, and
+whether a host resolves and to what kind of address (an oracle of the internal network). A caller
+is told only `unfetched`'s words.
 """
 
 from __future__ import annotations
 
+import logging
 from urllib.parse import urlsplit
 
 import httpx
@@ -18,6 +21,8 @@ from app.config import CoreSettings
 from app.oidc.settings import OidcSettings
 from app.outbound import OutboundPolicy, host_list
 from app.settings import current
+
+log = logging.getLogger(__name__)
 
 MAX_BYTES = 256 * 1024
 
@@ -83,3 +88,10 @@ def request(method: str, url: str, *, data: dict | None = None, configured: bool
         raise OutboundRefused(f"Cannot connect to {url}: {error.error.__class__.__name__}", transient=True) from None
     except outbound.TransferFailed as error:
         raise OutboundRefused(f"{method} {url}: {error.error.__class__.__name__}", transient=True) from None
+
+
+def unfetched(member: str, reason: object) -> str:
+    """What the caller who gave the URL `member` (`jwks_uri`, ...) is told when its document could
+    not be fetched or used: only that. The `reason` goes to the log, with the request id."""
+    log.info("%s could not be fetched: %s", member, reason)
+    return f"{member}: the document could not be fetched."

@@ -2,21 +2,27 @@
 
 A request object is verified with the client's registered keys (its `jwks`, or its `jwks_uri`
 fetched by `prefetch_keys` before the unit of work), with an algorithm of `ALGORITHMS` (never
-`none`): `iss` is the client_id, `aud` the issuer, `exp` in the future and `nbf` (when set) past.
-Its parameters win over those sent beside it, and its `client_id` and `response_type`, when set,
-must equal those (RFC 9101 §5). Reads only; refusals raise `RequestObjectRefused`.
+`none`): `iss` is the client_id, `aud` the issuer, `exp` in the future and `nbf` (when set) past,
+and `exp` at most `OIDC_REQUEST_OBJECT_MAX_LIFETIME` after its `nbf` (else `iat`, else now; FAPI
+1.0 Advanced §5.2.2 caps it at 60 minutes). It is used once: its `jti` (or, without one, the
+object itself) is remembered by the one replay memory (`app.oidc.replay`) until it expires, and a
+second use is refused (RFC 9101 §10.8). Its parameters win over those sent beside it, and its
+`client_id` and `response_type`, when set, must equal those (RFC 9101 §5). Refusals raise
+`RequestObjectRefused`.
 """
 
 from __future__ import annotations
 
+import hashlib
 import json
 import time
 from collections.abc import Mapping
+from datetime import UTC, datetime
 
 from joserfc import jwt
 from joserfc.errors import JoseError
 
-from app.oidc import client_auth
+from app.oidc import client_auth, replay
 from app.oidc.settings import OidcSettings
 from app.oidc.tokens import b64_json, issuer
 from app.settings import current
@@ -86,12 +92,35 @@ def _verified_claims(token: str, client: Client) -> dict:
     audience = claims.get("aud")
     if issuer() not in (audience if isinstance(audience, list) else [audience]):
         raise RequestObjectRefused("The request object's aud must be the issuer.")
-    exp, nbf = claims.get("exp"), claims.get("nbf")
-    if not isinstance(exp, int) or isinstance(exp, bool) or exp <= now - leeway:
+    exp, nbf, iat = claims.get("exp"), claims.get("nbf"), claims.get("iat")
+    if not _is_time(exp) or exp <= now - leeway:
         raise RequestObjectRefused("The request object has expired or lacks exp.")
-    if nbf is not None and (not isinstance(nbf, int) or isinstance(nbf, bool) or nbf > now + leeway):
+    if nbf is not None and (not _is_time(nbf) or nbf > now + leeway):
         raise RequestObjectRefused("The request object is not valid yet (nbf).")
+    if iat is not None and (not _is_time(iat) or iat > now + leeway):
+        raise RequestObjectRefused("The request object's iat is in the future.")
+    longest = current(OidcSettings).request_object_max_lifetime
+    start = nbf if nbf is not None else iat if iat is not None else now
+    if exp - start > longest:
+        raise RequestObjectRefused(
+            f"The request object lives longer than {longest} seconds: its exp must be at most that after its "
+            f"{'nbf' if nbf is not None else 'iat' if iat is not None else 'use'}."
+        )
+    _use_once(token, claims.get("jti"), client, exp + leeway)
     return claims
+
+
+def _is_time(value: object) -> bool:
+    return isinstance(value, int) and not isinstance(value, bool)
+
+
+def _use_once(token: str, jti: object, client: Client, until: int) -> None:
+    """Remember the object (by its `jti`, else by its digest) until it expires; refuse a second use."""
+    if jti is not None and (not isinstance(jti, str) or not jti):
+        raise RequestObjectRefused("The request object's jti must be a non-empty string.")
+    name = jti if jti is not None else "sha256:" + hashlib.sha256(token.encode()).hexdigest()
+    if not replay.remember_once(f"request_object:{client.id}:{name}", datetime.fromtimestamp(until, UTC)):
+        raise RequestObjectRefused("The request object was used before; sign a new one (with a new jti).")
 
 
 def merged_parameters(raw: Mapping[str, str], client: Client) -> dict[str, str]:

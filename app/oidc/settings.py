@@ -74,6 +74,12 @@ class OidcSettings:
         True,
         "accept signed request objects (RFC 9101 `request`, also in a pushed request); off, `request_not_supported`",
     )
+    request_object_max_lifetime: int = env(
+        "OIDC_REQUEST_OBJECT_MAX_LIFETIME",
+        3600,
+        "longest lifetime of a request object, seconds: its `exp` at most this after its `nbf` (else its `iat`, "
+        "else now), as FAPI's 60 minutes",
+    )
     claims_parameter: bool = env(
         "OIDC_CLAIMS_PARAMETER",
         True,

@@ -115,9 +115,9 @@ def fetch_sector_document(uri: str) -> list[str]:
     try:
         response = outbound.request("GET", uri)
     except outbound.OutboundRefused as error:
-        raise SubjectTypeRefused(f"sector_identifier_uri could not be fetched: {error}") from None
+        raise SubjectTypeRefused(outbound.unfetched("sector_identifier_uri", error)) from None
     if response.status_code != 200:
-        raise SubjectTypeRefused(f"sector_identifier_uri answered HTTP {response.status_code}.")
+        raise SubjectTypeRefused(outbound.unfetched("sector_identifier_uri", f"HTTP {response.status_code}"))
     try:
         listed = json.loads(response.content)
     except (ValueError, RecursionError):

@@ -1,4 +1,5 @@
-"""Operator commands of dynamic client registration: initial access tokens of master clients.
+"""Operator commands of dynamic client registration: initial access tokens of master clients, and
+what the clients registered under a client may ask for.
 
 Added to the `clients` group (`tessera-admin clients registration-token ...`).
 """
@@ -12,6 +13,7 @@ import click
 from app.db import isoformat, transaction
 from app.errors import DomainError
 from app.registration import service
+from app.registration.metadata import MAX_SCOPES, SCOPE_TOKEN
 
 
 @click.command("registration-token")
@@ -54,3 +56,20 @@ def revoke_registration_token(token_id: int) -> None:
     except DomainError as error:
         raise click.ClickException(error.detail) from error
     click.echo(f"Revoked initial access token {token_id}.")
+
+
+@click.command("registration-scopes")
+@click.argument("client_id", type=click.IntRange(min=1))
+@click.argument("scopes", nargs=-1)
+def set_registration_scopes(client_id: int, scopes: tuple[str, ...]) -> None:
+    """Let the clients registered under CLIENT_ID's initial access tokens ask their client_credentials
+    grant to be given SCOPES (none given: no scope at all)."""
+    malformed = [scope for scope in scopes if not SCOPE_TOKEN.fullmatch(scope)]
+    if malformed or len(scopes) > MAX_SCOPES:
+        raise click.BadParameter(f"at most {MAX_SCOPES} RFC 6749 scope tokens", param_hint="SCOPES")
+    try:
+        with transaction():
+            allowed = service.configure_registration_scopes(client_id, list(scopes))
+    except DomainError as error:
+        raise click.ClickException(error.detail) from error
+    click.echo(f"Clients registered under {client_id} may ask for: {' '.join(allowed) or 'no scope'}.")

@@ -27,7 +27,7 @@ MAX_NAME = 70
 MAX_JWKS_KEYS = 10
 _KEY_TYPES = ("RSA", "EC", "OKP")
 # RFC 6749 §3.3 scope tokens, as the sub-client resource takes them.
-_SCOPE_TOKEN = re.compile(r"[\x21\x23-\x5B\x5D-\x7E]{1,64}")
+SCOPE_TOKEN = re.compile(r"[\x21\x23-\x5B\x5D-\x7E]{1,64}")
 MAX_SCOPES = 20
 _PRIVATE_MEMBERS = ("d", "p", "q", "dp", "dq", "qi", "k")
 
@@ -199,7 +199,7 @@ def parse_metadata(
     if logo_uri is not None and (problem := logo_url_problem(logo_uri)):
         raise InvalidClientMetadata(f"logo_uri: {problem}")
     scopes = tuple(dict.fromkeys((_string(body, "scope") or "").split()))
-    if len(scopes) > MAX_SCOPES or not all(_SCOPE_TOKEN.fullmatch(scope) for scope in scopes):
+    if len(scopes) > MAX_SCOPES or not all(SCOPE_TOKEN.fullmatch(scope) for scope in scopes):
         raise InvalidClientMetadata(f"scope is at most {MAX_SCOPES} RFC 6749 scope tokens.")
     if scopes and "client_credentials" not in grant_types:
         raise InvalidClientMetadata("scope names what the client_credentials grant may be given: register that grant.")

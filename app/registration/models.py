@@ -1,4 +1,5 @@
-"""Rows of dynamic client registration: initial access tokens and registered clients.
+"""Rows of dynamic client registration: initial access tokens, registered clients, and what each
+registering client lets its registrations ask for.
 
 Both bearer values (the initial access token and the registration access token) are stored only as
 keyed hashes (`app.security.hash_secret`).
@@ -42,3 +43,14 @@ class RegisteredClient(Base):
     # What the client table does not hold (application_type), as registered.
     extra_metadata: Mapped[dict] = mapped_column(JSONType, default=dict)
     issued_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), default=utcnow)
+
+
+class RegistrationPolicy(Base):
+    """What the clients registered under one client's initial access tokens may ask for: the scopes
+    their `client_credentials` grant may be given. No row: none."""
+
+    __tablename__ = "registration_policies"
+
+    client_id: Mapped[int] = mapped_column(ForeignKey("clients.id", ondelete="CASCADE"), primary_key=True)
+    client_credentials_scopes: Mapped[list] = mapped_column(JSONType, default=list)
+    updated_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), default=utcnow)

@@ -1,5 +1,5 @@
-"""HTTP surface of dynamic client registration: RFC 7591 registration, RFC 7592 management, and
-initial access tokens for master clients.
+"""HTTP surface of dynamic client registration: RFC 7591 registration, RFC 7592 management,
+initial access tokens for master clients, and what their registrations may ask for.
 
 Registration errors are RFC 7591 §3.2.2 bodies (`{error, error_description}`), a bad bearer token
 RFC 6750 `invalid_token` (401); answers are never cached.
@@ -12,6 +12,7 @@ from urllib.parse import urlsplit
 from flask import Response, jsonify, request
 from flask_smorest import Blueprint
 
+from app.db import read_only
 from app.http import no_store, problem_doc
 from app.oidc.errors import OAuthError, oauth_error_response
 from app.oidc.routes import add_discovery_metadata
@@ -23,6 +24,8 @@ from app.registration.schemas import (
     ClientMetadataIn,
     InitialAccessTokenEnvelope,
     InitialAccessTokenIn,
+    RegistrationPolicyEnvelope,
+    RegistrationPolicyIn,
 )
 from app.registration.settings import RegistrationSettings
 from app.settings import current
@@ -115,15 +118,16 @@ def delete_registration(client_id: int):
 
 
 @blp.route("/v1/openidc/initial_access_tokens", methods=["POST"])
-@api_token_required
+@api_token_required(subclient=True)
 @no_store
 @blp.arguments(InitialAccessTokenIn)
 @blp.response(201, InitialAccessTokenEnvelope)
 @problem_doc(403, 404, 422)
 def create_initial_access_token(fields: dict):
-    """Issue an initial access token that registers sub-clients of the caller's master client.
+    """Issue an initial access token that registers sub-clients of the acting node: the caller's
+    master client, or the node of its tree `x-api-subclient-id` selects (outside it: 404).
 
-    The token is shown only in this answer (it is stored hashed). Sub-clients get 403.
+    The token is shown only in this answer (it is stored hashed). A sub-client's API token gets 403.
     """
     issued = service.create_initial_token(current_caller(), name=fields["name"], expires_in=fields["expires_in"])
     token = issued.token
@@ -138,3 +142,34 @@ def create_initial_access_token(fields: dict):
             "expires_at": token.expires_at,
         }
     }, 201
+
+
+@blp.route("/v1/openidc/registration_policy", methods=["GET"])
+@read_only
+@api_token_required(subclient=True)
+@blp.response(200, RegistrationPolicyEnvelope)
+@problem_doc(403, 404, 422)
+def read_registration_policy():
+    """What the clients registered under the acting node's initial access tokens may ask for. A
+    sub-client's API token gets 403."""
+    caller = current_caller()
+    return {"data": _policy(caller.acting_client_id, service.registration_policy(caller))}
+
+
+@blp.route("/v1/openidc/registration_policy", methods=["PUT"])
+@api_token_required(subclient=True)
+@blp.arguments(RegistrationPolicyIn)
+@blp.response(200, RegistrationPolicyEnvelope)
+@problem_doc(400, 403, 404, 413, 415, 422)
+def update_registration_policy(fields: dict):
+    """Set the scopes the clients registered under the acting node's initial access tokens may ask
+    their `client_credentials` grant to be given (RFC 7591 `scope`; none until set). A registration
+    or update asking for another is refused `invalid_client_metadata`. A sub-client's API token gets 403.
+    """
+    caller = current_caller()
+    scopes = service.set_registration_scopes(caller, fields["client_credentials_scopes"])
+    return {"data": _policy(caller.acting_client_id, scopes)}
+
+
+def _policy(client_id: int, scopes: tuple[str, ...]) -> dict:
+    return {"client_id": client_id, "client_credentials_scopes": list(scopes)}

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import marshmallow as ma
 
+from app.registration.metadata import MAX_SCOPES, SCOPE_TOKEN
 from app.tenancy.fields import PlainText, UtcTimestamp
 
 _DAY = 24 * 3600
@@ -97,3 +98,28 @@ class InitialAccessTokenOut(ma.Schema):
 
 class InitialAccessTokenEnvelope(ma.Schema):
     data = ma.fields.Nested(InitialAccessTokenOut, required=True)
+
+
+def _scope_token(value: str) -> None:
+    if not SCOPE_TOKEN.fullmatch(value):
+        raise ma.ValidationError("Not an RFC 6749 scope token.")
+
+
+class RegistrationPolicyIn(ma.Schema):
+    client_credentials_scopes = ma.fields.List(
+        ma.fields.String(validate=_scope_token),
+        required=True,
+        validate=ma.validate.Length(max=MAX_SCOPES),
+        metadata={
+            "description": "The scopes a client registered under the acting node's initial access tokens may "
+            "ask its client_credentials grant to be given (RFC 7591 `scope`); [] allows none."
+        },
+    )
+
+
+class RegistrationPolicyOut(RegistrationPolicyIn):
+    client_id = ma.fields.Integer(required=True, metadata={"description": "The node whose registrations it bounds."})
+
+
+class RegistrationPolicyEnvelope(ma.Schema):
+    data = ma.fields.Nested(RegistrationPolicyOut, required=True)

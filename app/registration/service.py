@@ -1,10 +1,11 @@
 """Use cases of dynamic client registration: initial access tokens, register, read, update, delete.
 
-A registration creates a sub-client of the master client whose initial access token it presents;
-the client is then managed with its registration access token (RFC 7592), which every read and
-update replaces (the service keeps only its hash, so it can answer it only when new). Functions
-flush but never commit; `register_client` and `update_client` fetch a `jwks_uri` before their
-first write, ending the reads (never inside a transaction).
+A registration creates a child of the client whose initial access token it presents (a master
+client, or the node of its tree the master issued the token for); the client is then managed with
+its registration access token (RFC 7592), which every read and update replaces (the service keeps
+only its hash, so it can answer it only when new). Functions flush but never commit;
+`register_client` and `update_client` fetch a `jwks_uri` before their first write, ending the
+reads (never inside a transaction).
 """
 
 from __future__ import annotations
@@ -23,7 +24,7 @@ from app.oidc.service import supported_grant_types
 from app.oidc.settings import OidcSettings
 from app.registration.errors import InvalidClientMetadata, InvalidRegistrationToken
 from app.registration.metadata import ClientMetadata, parse_metadata
-from app.registration.models import InitialAccessToken, RegisteredClient
+from app.registration.models import InitialAccessToken, RegisteredClient, RegistrationPolicy
 from app.registration.settings import RegistrationSettings
 from app.security import hash_secret, random_token, secret_hash_candidates
 from app.settings import current
@@ -64,7 +65,7 @@ def require_enabled() -> None:
 
 
 def issue_initial_token(client_id: int, *, name: str = "", expires_in: int | None = None) -> IssuedInitialToken:
-    """An initial access token registering sub-clients of the master client `client_id`.
+    """An initial access token registering sub-clients of the master client `client_id` (the operator's).
 
     `expires_in` seconds (None: `OIDC_INITIAL_ACCESS_TOKEN_TTL`; 0: never). Raises `NotFound` for an
     unknown or disabled client and `MasterClientRequired` (403) for a sub-client. Flushes.
@@ -74,10 +75,14 @@ def issue_initial_token(client_id: int, *, name: str = "", expires_in: int | Non
         raise NotFound(f"No client {client_id}.")
     if not client.is_master:
         raise MasterClientRequired("Initial access tokens are issued to master clients.")
+    return _issue_initial_token(client.id, name=name, expires_in=expires_in)
+
+
+def _issue_initial_token(client_id: int, *, name: str, expires_in: int | None) -> IssuedInitialToken:
     ttl = current(RegistrationSettings).initial_token_ttl if expires_in is None else expires_in
     plaintext = INITIAL_TOKEN_PREFIX + random_token(32)
     token = InitialAccessToken(
-        client_id=client.id,
+        client_id=client_id,
         name=name,
         token_hash=hash_secret(plaintext),
         prefix=plaintext[: len(INITIAL_TOKEN_PREFIX) + 6],
@@ -90,11 +95,13 @@ def issue_initial_token(client_id: int, *, name: str = "", expires_in: int | Non
 
 
 def create_initial_token(caller: Caller, *, name: str = "", expires_in: int | None = None) -> IssuedInitialToken:
-    """`issue_initial_token` for the caller's own client, which must be a master client (403 otherwise)."""
+    """An initial access token of the caller's acting node (its own client, or the node of its tree
+    `x-api-subclient-id` selected), registering children of that node; a master client's API token
+    only (`MasterClientRequired`, 403, for a sub-client's). Flushes."""
     require_enabled()
     if not caller.is_master:
-        raise MasterClientRequired("Initial access tokens are issued to master clients.")
-    return issue_initial_token(caller.client_id, name=name, expires_in=expires_in)
+        raise MasterClientRequired("Initial access tokens are issued with a master client's API token.")
+    return _issue_initial_token(caller.acting_client_id, name=name, expires_in=expires_in)
 
 
 def revoke_initial_token(token_id: int) -> InitialAccessToken:
@@ -120,10 +127,68 @@ def _live_initial_token(plaintext: str | None) -> tuple[InitialAccessToken, Clie
     )
     if token is None or (token.expires_at is not None and as_utc(token.expires_at) <= utcnow()):
         raise refused
-    master = tenancy.get_active_client(token.client_id)
-    if master is None:
+    parent = tenancy.get_active_client(token.client_id)
+    if parent is None:
         raise refused
-    return token, master
+    return token, parent
+
+
+# --- what registrations may ask for ----------------------------------------------------------------
+
+
+def registration_scopes(client_id: int) -> tuple[str, ...]:
+    """The scopes a client registered under `client_id`'s initial access tokens may ask its
+    `client_credentials` grant to be given; none unless that client allowed some."""
+    policy = db.session.get(RegistrationPolicy, client_id)
+    return tuple(policy.client_credentials_scopes) if policy is not None else ()
+
+
+def configure_registration_scopes(client_id: int, scopes: list[str]) -> tuple[str, ...]:
+    """Set the scopes of `registration_scopes` (the operator's, for any client; `scopes` already
+    checked: RFC 6749 scope tokens). Raises `NotFound` for an unknown or disabled client. Flushes."""
+    if tenancy.get_active_client(client_id) is None:
+        raise NotFound(f"No client {client_id}.")
+    policy = db.session.get(RegistrationPolicy, client_id)
+    if policy is None:
+        policy = RegistrationPolicy(client_id=client_id)
+        db.session.add(policy)
+    policy.client_credentials_scopes = list(dict.fromkeys(scopes))
+    policy.updated_at = utcnow()
+    db.session.flush()
+    return tuple(policy.client_credentials_scopes)
+
+
+def registration_policy(caller: Caller) -> tuple[str, ...]:
+    """`registration_scopes` of the caller's acting node, for a master client's API token only
+    (`MasterClientRequired`, 403, for a sub-client's)."""
+    _require_master_caller(caller)
+    return registration_scopes(caller.acting_client_id)
+
+
+def set_registration_scopes(caller: Caller, scopes: list[str]) -> tuple[str, ...]:
+    """`configure_registration_scopes` for the caller's acting node, for a master client's API
+    token only (`MasterClientRequired`, 403, for a sub-client's)."""
+    _require_master_caller(caller)
+    return configure_registration_scopes(caller.acting_client_id, scopes)
+
+
+def _require_master_caller(caller: Caller) -> None:
+    require_enabled()
+    if not caller.is_master:
+        raise MasterClientRequired("What registrations may ask for is managed with a master client's API token.")
+
+
+def _check_scopes_allowed(metadata: ClientMetadata, registering_client_id: int) -> None:
+    """A registration (or its update) asks only for scopes the client it is registered under allows
+    (`InvalidClientMetadata` otherwise): a client cannot give itself a scope its master's resource
+    servers trust (RFC 7591 §2: the server decides what `scope` it grants)."""
+    allowed = registration_scopes(registering_client_id)
+    refused = [scope for scope in metadata.scopes if scope not in allowed]
+    if refused:
+        permitted = ", ".join(allowed) if allowed else "none"
+        raise InvalidClientMetadata(
+            f"scope may hold only what the registering client allows ({permitted[:500]}); not {refused[0][:64]}."
+        )
 
 
 # --- registration --------------------------------------------------------------------------------
@@ -147,7 +212,7 @@ def _check_jwks_uri(uri: str) -> None:
     try:
         document = client_auth.fetch_jwks(uri)
     except outbound.OutboundRefused as error:
-        raise InvalidClientMetadata(f"jwks_uri cannot be used: {error}") from None
+        raise InvalidClientMetadata(outbound.unfetched("jwks_uri", error)) from None
     if not any(isinstance(key, dict) and "d" not in key for key in document["keys"]):
         raise InvalidClientMetadata("jwks_uri holds no public key.")
 
@@ -186,20 +251,21 @@ def _new_registration_token(record: RegisteredClient) -> str:
 
 
 def register_client(initial_token: str | None, body: Any) -> Registration:
-    """Register a client (RFC 7591): a sub-client of the initial access token's master client.
+    """Register a client (RFC 7591): a child of the client the initial access token belongs to.
 
     Raises `InvalidRegistrationToken` (401), `InvalidClientMetadata` / `InvalidRedirectUri` (400).
     A client secret is issued unless the client authenticates with `private_key_jwt`.
     """
     require_enabled()
-    token, master = _live_initial_token(initial_token)
+    token, parent = _live_initial_token(initial_token)
     metadata = _checked_metadata(body)
+    _check_scopes_allowed(metadata, parent.id)
     if metadata.jwks_uri is not None:
         _check_jwks_uri(metadata.jwks_uri)
     listed = _fetch_sector_document(metadata)
     if metadata.jwks_uri is not None or listed is not None:
-        token, master = _live_initial_token(initial_token)  # read again: the fetches ended the reads
-    client = tenancy.add_child_client(master, metadata.client_fields())
+        token, parent = _live_initial_token(initial_token)  # read again: the fetches ended the reads
+    client = tenancy.add_child_client(parent, metadata.client_fields())
     tenancy.configure_client(client.id, metadata.operator_fields())
     _set_subject_type(client, metadata, listed)
     secret = None
@@ -250,7 +316,7 @@ def update_client(client_id: int, registration_token: str | None, body: Any) -> 
     Answers with a new registration access token; the client secret is kept.
     """
     require_enabled()
-    _registered(client_id, registration_token)
+    _record, registered = _registered(client_id, registration_token)
     if isinstance(body, dict):
         if body.get("client_id") not in (None, str(client_id)):
             raise InvalidClientMetadata("client_id differs from the client being updated.")
@@ -261,6 +327,7 @@ def update_client(client_id: int, registration_token: str | None, body: Any) -> 
             ):
                 raise InvalidClientMetadata("client_secret is not the client's secret.")
     metadata = _checked_metadata(body)
+    _check_scopes_allowed(metadata, registered.parent_id)
     if metadata.jwks_uri is not None:
         _check_jwks_uri(metadata.jwks_uri)
     listed = _fetch_sector_document(metadata)

@@ -68,6 +68,17 @@ def test_a_card_breaking_the_registration_shape_is_named_field_by_field(live_ser
     assert agent_client.credits()["balance"] == 1000
 
 
+def test_a_card_holding_a_lone_surrogate_is_refused_naming_the_string(live_server, agent_client):
+    card = registration_card(description="MARKER").replace(b'"MARKER"', b'"a\\ud800b"')
+    with live_server.http() as http:
+        answer = http.put(f"/api/agents/{agent_client.did}/card", content=card, headers=_headers(agent_client))
+        assert answer.status_code == 422, answer.text
+        assert answer.json()["code"] == "invalid_card"
+        assert "/description holds an unpaired surrogate" in answer.json()["errors"]["card"][0]
+        assert http.get(f"/api/agent-card/{agent_client.did}").status_code == 404
+    assert agent_client.credits()["balance"] == 1000
+
+
 def test_the_older_endpoints_list_and_registrations_are_accepted(live_server, agent_client):
     card = registration_card(
         "Registered",

@@ -513,6 +513,16 @@ def test_bad_did_web_answers_fail(web_server: DidWebServer, status, headers, bod
     assert len(web_server.hosts) == 1
 
 
+def test_a_did_web_document_holding_a_lone_surrogate_is_not_json(web_server: DidWebServer) -> None:
+    did = f"did:web:localhost%3A{web_server.port}"
+    document = {**_web_document(did, _ed25519_public()), "alsoKnownAs": ["MARKER"]}
+    body = json.dumps(document).replace('"MARKER"', '"a\\ud800b"').encode()
+    web_server.routes["/.well-known/did.json"] = (200, {}, body)
+    with pytest.raises(DidResolutionFailed) as failure:
+        web_server.resolver()(did)
+    assert (failure.value.code, failure.value.detail) == ("did_resolution_failed", "did:web document is not JSON")
+
+
 def test_did_web_without_a_listener_fails_cleanly(counter: ConnectionCounter) -> None:
     port = counter.port
     counter.close()

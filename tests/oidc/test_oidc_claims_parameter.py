@@ -123,3 +123,44 @@ def test_acr_and_standard_claims_in_one_claims_parameter(client, tenant):
     unreachable = {"id_token": {"acr": {"essential": True, "values": ["urn:tessera:acr:mfa"]}, "email": None}}
     response = client.get(authorize_query(tenant, scope="openid", claims=json.dumps(unreachable)))
     assert query_of(response.headers["Location"])["error"] == "unmet_authentication_requirements"
+
+
+def _naming(sub: object, *, essential: bool = True) -> str:
+    return json.dumps({"id_token": {"sub": {"value": sub, "essential": essential}}})
+
+
+def test_a_request_naming_another_sub_gets_no_code_for_the_user_who_signs_in(app, tenant):
+    """OpenID Connect Core 5.5.1: a positive answer only for the user the `sub` value names."""
+    browser = app.test_client()
+    query = sign_in(browser, tenant, scope="openid", claims=_naming("999999"))
+    assert "code" not in query
+    assert query["error"] == "login_required" and "claims sub" in query["error_description"], query
+    assert query["state"]
+
+
+def test_a_session_of_another_user_is_not_used_for_a_request_naming_a_sub(app, client, tenant):
+    sign_in(client, tenant, scope="openid")  # the browser has a session of the tenant's user
+    silent = query_of(client.get(authorize_query(tenant, scope="openid", prompt="none", claims=_naming("999999")))
+                      .headers["Location"])  # fmt: skip
+    assert "code" not in silent and silent["error"] == "login_required", silent
+    assert silent["error_description"] == "The user signed in is not the one the request names (claims sub)."
+    interactive = client.get(authorize_query(tenant, scope="openid", claims=_naming("999999", essential=False)))
+    assert "/v1/openidc/login" in interactive.headers["Location"]  # sign in again: never the session's user
+
+
+def test_a_request_naming_the_signed_in_users_sub_is_answered(client, tenant):
+    sign_in(client, tenant, scope="openid")
+    named = client.get(authorize_query(tenant, scope="openid", prompt="none", claims=_naming(str(tenant.user_id))))
+    query = query_of(named.headers["Location"])
+    assert "code" in query, query
+    tokens = exchange(client, tenant, query["code"]).get_json()
+    assert _claims_of(tokens["id_token"])["sub"] == str(tenant.user_id)
+    among = {"id_token": {"sub": {"values": ["1", str(tenant.user_id)]}}}
+    assert "code" in sign_in(client, tenant, scope="openid", prompt="none", claims=json.dumps(among))
+
+
+def test_a_sub_value_that_is_not_a_string_is_an_invalid_request(client, tenant):
+    for sub in ({"value": 999999}, {"values": []}, {"values": [1]}):
+        response = client.get(authorize_query(tenant, scope="openid", claims=json.dumps({"id_token": {"sub": sub}})))
+        query = query_of(response.headers["Location"])
+        assert query["error"] == "invalid_request" and "claims.id_token.sub" in query["error_description"], sub

@@ -17,11 +17,11 @@ from app.db import transaction
 from app.extensions import db
 from app.tenancy.models import Client
 from tests.support.config import change_settings
-from tests.support.dpop import TOKEN_URL, Holder
+from tests.support.dpop import PUBLIC_URL, TOKEN_URL, Holder
 from tests.support.oidc import authorize_query, exchange, query_of, sign_in
 
-USERINFO_URL = "http://localhost/v1/openidc/user"
-CREDENTIALS_URL = "http://localhost/v1/openidc/credentials"
+USERINFO_URL = f"{PUBLIC_URL}/v1/openidc/user"
+CREDENTIALS_URL = f"{PUBLIC_URL}/v1/openidc/credentials"
 
 
 def _claims(token: str) -> dict:
@@ -110,7 +110,8 @@ def test_an_exchange_without_a_proof_stays_bearer(client, tenant):
     [
         ("typ", lambda h: h.proof(TOKEN_URL, header={"typ": "JWT"})),
         ("htm", lambda h: h.proof(TOKEN_URL, htm="GET")),
-        ("htu", lambda h: h.proof("http://localhost/v1/openidc/par")),
+        ("htu", lambda h: h.proof(f"{PUBLIC_URL}/v1/openidc/par")),
+        ("htu of the Host sent", lambda h: h.proof("http://localhost/v1/openidc/token")),
         ("iat stale", lambda h: h.proof(TOKEN_URL, iat=int(time.time()) - 3600)),
         ("iat ahead", lambda h: h.proof(TOKEN_URL, iat=int(time.time()) + 3600)),
         ("no jti", lambda h: h.proof(TOKEN_URL, jti=None)),
@@ -137,6 +138,25 @@ def test_a_token_request_with_a_bad_proof_is_refused_and_spends_nothing(client, 
     assert refused.status_code == 400, name
     assert refused.get_json()["error"] == "invalid_dpop_proof", (name, refused.get_json())
     assert _token_request(client, holder, _code_body(tenant, code)).status_code == 200, name
+
+
+def test_a_proof_for_the_host_the_caller_sent_is_not_a_proof_for_this_server(client, tenant):
+    """`htu` is compared with the endpoint's public URL (under `BASE_URL`), never one built from the
+    request's `Host`, which the caller chooses."""
+    holder = Holder()
+    tokens = _bound_tokens(client, tenant, holder)
+    evil = {"Host": "evil.example"}
+    code = sign_in(client, tenant)["code"]
+    refused = client.post("/v1/openidc/token", data=_code_body(tenant, code),
+                          headers={**evil, "DPoP": holder.proof("http://evil.example/v1/openidc/token")})  # fmt: skip
+    assert refused.status_code == 400 and refused.get_json()["error"] == "invalid_dpop_proof", refused.get_json()
+    assert "htu" in refused.get_json()["error_description"]
+
+    access_token = tokens["access_token"]
+    proof = holder.proof("http://evil.example/v1/openidc/user", htm="GET", access_token=access_token)
+    resource = client.get("/v1/openidc/user", headers={**evil, "Authorization": f"DPoP {access_token}", "DPoP": proof})
+    assert resource.status_code == 401 and 'error="invalid_dpop_proof"' in _challenge(resource)
+    assert _userinfo(client, holder, access_token).status_code == 200
 
 
 def test_a_proof_with_a_foreign_or_stale_nonce_asks_for_the_current_one(client, tenant):
@@ -367,7 +387,7 @@ def test_the_credential_endpoints_of_the_issuer_take_a_bound_token_as_dpop_only(
                          (f"/v1/user/{tenant.user_id}/credentials/social/platform_b", 404)):  # fmt: skip
         as_bearer = client.post(path, headers={"Authorization": f"Bearer {token}"})
         assert as_bearer.status_code == 401 and _challenge(as_bearer).startswith("DPoP "), path
-        proof = holder.proof(f"http://localhost{path}", access_token=token)
+        proof = holder.proof(f"{PUBLIC_URL}{path}", access_token=token)
         answer = client.post(path, headers={"Authorization": f"DPoP {token}", "DPoP": proof})
         assert answer.status_code == status, (path, answer.get_data(as_text=True))
 
@@ -375,7 +395,7 @@ def test_the_credential_endpoints_of_the_issuer_take_a_bound_token_as_dpop_only(
 def test_a_pushed_request_with_a_proof_binds_its_code_to_the_key(app, client, tenant):
     holder = Holder()
     _bound_tokens(client, tenant, holder)  # holds a current nonce now
-    par_url = "http://localhost/v1/openidc/par"
+    par_url = f"{PUBLIC_URL}/v1/openidc/par"
     body = {"response_type": "code", "client_id": str(tenant.client_id), "redirect_uri": tenant.redirect_uri,
             "scope": "openid"}  # fmt: skip
     auth = (str(tenant.client_id), tenant.client_secret)

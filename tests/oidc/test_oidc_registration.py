@@ -4,7 +4,10 @@ access tokens of master clients, registered sub-clients that sign users in, and 
 from __future__ import annotations
 
 import json
+import logging
+import threading
 from datetime import timedelta
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 import pytest
 from joserfc.jwk import ECKey
@@ -103,6 +106,36 @@ def test_initial_access_tokens_are_for_master_clients_only(app, client, registra
     assert cli.exit_code == 1 and "master" in cli.output
 
 
+def test_an_initial_access_token_belongs_to_the_node_the_subclient_header_selects(app, client, tenant):
+    node = client.post("/v1/sub_client", json={"name": "Partner desk"}, headers=tenant.headers)
+    assert node.status_code == 201, node.get_json()
+    node_id = node.get_json()["data"]["client_id"]
+    issued = client.post(
+        "/v1/openidc/initial_access_tokens",
+        json={"name": "desk"},
+        headers={**tenant.headers, "x-api-subclient-id": str(node_id)},
+    )
+    assert issued.status_code == 201, issued.get_json()
+    assert issued.get_json()["data"]["client_id"] == node_id
+    registered = _register(client, issued.get_json()["data"]["token"])
+    assert registered.status_code == 201, registered.get_json()
+    child = client.get(f"/v1/sub_client/{registered.get_json()['client_id']}", headers=tenant.headers).get_json()
+    assert child["data"]["parent_client_id"] == node_id
+
+    other = make_tenant(app, client, name="Another tenant")
+    for selected, status in ((str(other.client_id), 404), ("999999999", 404), ("not-a-node", 422)):
+        refused = client.post(
+            "/v1/openidc/initial_access_tokens", json={}, headers={**tenant.headers, "x-api-subclient-id": selected}
+        )
+        assert refused.status_code == status, (selected, refused.get_json())
+    assert (
+        client.post("/v1/openidc/initial_access_tokens", json={}, headers=tenant.headers).get_json()["data"][
+            "client_id"
+        ]
+        == tenant.client_id
+    )
+
+
 @pytest.mark.parametrize(
     ("metadata", "error"),
     [
@@ -148,6 +181,9 @@ def test_native_clients_may_redirect_to_loopback_and_machine_clients_need_none(c
     native = _register(client, token, application_type="native", redirect_uris=["http://127.0.0.1:53111/cb"])
     assert native.status_code == 201 and native.get_json()["application_type"] == "native"
     assert native.get_json()["token_endpoint_auth_method"] == "client_secret_basic"  # the default
+    allowed = client.put("/v1/openidc/registration_policy", headers=_tenant.headers,
+                         json={"client_credentials_scopes": ["reports.read", "reports.write"]})  # fmt: skip
+    assert allowed.status_code == 200, allowed.get_json()
     machine = client.post(
         REGISTER,
         json={
@@ -169,6 +205,90 @@ def test_native_clients_may_redirect_to_loopback_and_machine_clients_need_none(c
     )
     assert issued.status_code == 200, issued.get_json()
     assert body["scope"] == "reports.read reports.write" and issued.get_json()["scope"] == body["scope"]
+
+
+def _machine(http, token: str, scope: str):
+    body = {"grant_types": ["client_credentials"], "token_endpoint_auth_method": "client_secret_post", "scope": scope}
+    return http.post(REGISTER, json=body, headers=_bearer(token))
+
+
+def test_a_registration_asks_only_for_the_scopes_its_master_allows(app, client, registrar):
+    tenant, token = registrar
+    before = client.get("/v1/sub_client", headers=tenant.headers).get_json()
+    for scope in ("admin payments.write", "reports.read"):  # none allowed by default
+        refused = _machine(client, token, scope)
+        assert refused.status_code == 400 and refused.get_json()["error"] == "invalid_client_metadata", scope
+        assert "allows (none)" in refused.get_json()["error_description"]
+    assert client.get("/v1/sub_client", headers=tenant.headers).get_json() == before  # nothing was created
+    policy = client.get("/v1/openidc/registration_policy", headers=tenant.headers)
+    assert policy.status_code == 200 and policy.get_json()["data"] == {
+        "client_id": tenant.client_id,
+        "client_credentials_scopes": [],
+    }
+
+    allowed = client.put("/v1/openidc/registration_policy", json={"client_credentials_scopes": ["reports.read"]},
+                         headers=tenant.headers)  # fmt: skip
+    assert allowed.status_code == 200 and allowed.get_json()["data"]["client_credentials_scopes"] == ["reports.read"]
+    over = _machine(client, token, "reports.read admin")
+    assert over.status_code == 400 and over.get_json()["error"] == "invalid_client_metadata"
+    assert "allows (reports.read); not admin" in over.get_json()["error_description"]
+    registered = _machine(client, token, "reports.read")
+    assert registered.status_code == 201, registered.get_json()
+    body = registered.get_json()
+    assert body["scope"] == "reports.read"
+
+    # An update may not widen it either (RFC 7592).
+    path = body["registration_client_uri"][body["registration_client_uri"].index(REGISTER) :]
+    update = {"client_id": body["client_id"], "grant_types": ["client_credentials"],
+              "token_endpoint_auth_method": "client_secret_post", "scope": "reports.read payments.write"}  # fmt: skip
+    widened = client.put(path, json=update, headers=_bearer(body["registration_access_token"]))
+    assert widened.status_code == 400 and widened.get_json()["error"] == "invalid_client_metadata"
+    issued = client.post("/v1/openidc/token", data={"grant_type": "client_credentials", "client_id": body["client_id"],
+                         "client_secret": body["client_secret"], "scope": "payments.write"})  # fmt: skip
+    assert issued.status_code == 400 and issued.get_json()["error"] == "invalid_scope"
+
+
+def test_the_registration_policy_is_the_acting_nodes_and_a_masters_to_set(app, client, registrar):
+    tenant, token = registrar
+    created = _register(client, token).get_json()
+    as_node = {**tenant.headers, "x-api-subclient-id": created["client_id"]}
+    set_on_node = client.put("/v1/openidc/registration_policy", json={"client_credentials_scopes": ["node.read"]},
+                             headers=as_node)  # fmt: skip
+    assert set_on_node.status_code == 200
+    assert set_on_node.get_json()["data"] == {
+        "client_id": int(created["client_id"]),
+        "client_credentials_scopes": ["node.read"],
+    }
+    assert (
+        client.get("/v1/openidc/registration_policy", headers=tenant.headers).get_json()["data"][
+            "client_credentials_scopes"
+        ]
+        == []
+    )
+    node_token = client.post("/v1/openidc/initial_access_tokens", json={}, headers=as_node).get_json()["data"]["token"]
+    assert _machine(client, node_token, "node.read").status_code == 201
+    assert _machine(client, token, "node.read").status_code == 400  # the master's own registrations: none
+
+    sub_token = client.post("/v1/api_tokens", json={"name": "sub"}, headers=as_node).get_json()["data"]["token"]
+    for method in ("GET", "PUT"):
+        refused = client.open("/v1/openidc/registration_policy", method=method, headers={"x-api-token": sub_token},
+                              json={"client_credentials_scopes": ["admin"]})  # fmt: skip
+        assert refused.status_code == 403 and refused.get_json()["code"] == "master_client_required", method
+    other = make_tenant(app, client, name="Another tenant")
+    outside = client.get(
+        "/v1/openidc/registration_policy", headers={**tenant.headers, "x-api-subclient-id": str(other.client_id)}
+    )
+    assert outside.status_code == 404
+    malformed = client.put("/v1/openidc/registration_policy", json={"client_credentials_scopes": ["two words"]},
+                           headers=tenant.headers)  # fmt: skip
+    assert malformed.status_code == 422
+
+    cli = app.test_cli_runner().invoke(args=["clients", "registration-scopes", str(tenant.client_id), "ops.read"])
+    assert cli.exit_code == 0, cli.output
+    assert _machine(client, token, "ops.read").status_code == 201
+    cleared = app.test_cli_runner().invoke(args=["clients", "registration-scopes", str(tenant.client_id)])
+    assert cleared.exit_code == 0 and "no scope" in cleared.output
+    assert _machine(client, token, "ops.read").status_code == 400
 
 
 def test_a_private_key_jwt_client_registers_its_keys_and_gets_no_secret(client, registrar):
@@ -211,6 +331,54 @@ def test_a_jwks_uri_is_fetched_through_the_outbound_guard(app, client, registrar
     not_a_key_set = _register(client, token, jwks_uri=f"http://127.0.0.1:{port}/other.json")
     assert not_a_key_set.status_code == 400 and not_a_key_set.get_json()["error"] == "invalid_client_metadata"
     assert hits == ["/jwks.json", "/other.json"]
+
+
+@pytest.fixture
+def redirecting_host():
+    """A host on loopback that answers every request with a redirect."""
+
+    class Redirect(BaseHTTPRequestHandler):
+        def do_GET(self) -> None:
+            self.send_response(302)
+            self.send_header("Location", "https://elsewhere.example/")
+            self.send_header("Content-Length", "0")
+            self.end_headers()
+
+        def log_message(self, *args) -> None:
+            return
+
+    server = ThreadingHTTPServer(("127.0.0.1", 0), Redirect)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    yield f"127.0.0.1:{server.server_port}"
+    server.shutdown()
+
+
+def test_a_url_that_cannot_be_fetched_is_refused_in_the_same_words_whatever_the_reason(
+    app, client, registrar, redirecting_host, monkeypatch, caplog
+):
+    """Nothing of why (no name, a non-public address, what the host answered) reaches the
+    registrant, who could otherwise map the internal network with registrations; the log has it."""
+    _tenant, token = registrar
+    change_settings(monkeypatch, app, OIDC_OUTBOUND_ALLOW_HOSTS=redirecting_host)
+    caplog.set_level(logging.INFO, logger="app.oidc.outbound")
+    urls = [
+        "https://localhost/doc.json",
+        "https://no-such-host.invalid/doc.json",
+        f"http://{redirecting_host}/doc.json",
+    ]
+    for url in urls:
+        for member, metadata in (
+            ("jwks_uri", {"token_endpoint_auth_method": "private_key_jwt", "jwks_uri": url}),
+            ("sector_identifier_uri", {"subject_type": "pairwise", "sector_identifier_uri": url}),
+        ):
+            refused = _register(client, token, **metadata)
+            assert refused.status_code == 400 and refused.get_json() == {
+                "error": "invalid_client_metadata",
+                "error_description": f"{member}: the document could not be fetched.",
+            }, (url, refused.get_json())
+    assert "localhost resolves to a non-public address" in caplog.text
+    assert "Cannot resolve no-such-host.invalid" in caplog.text
+    assert "HTTP 302" in caplog.text
 
 
 def test_read_update_and_delete_with_the_registration_access_token(client, registrar):

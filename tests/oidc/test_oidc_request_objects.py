@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 import time
+import uuid
 from urllib.parse import urlencode
 
 import pytest
@@ -43,7 +44,7 @@ def _object(tenant, issuer: str, key, *, alg: str = "ES256", kid: str | None = "
         "iat": now,
         "exp": now + 300,
         "nbf": now - 5,
-        "jti": f"jti-{now}-{id(overrides)}",
+        "jti": f"jti-{uuid.uuid4()}",
         "client_id": str(tenant.client_id),
         "response_type": "code",
         "redirect_uri": tenant.redirect_uri,
@@ -137,6 +138,63 @@ def test_a_request_object_that_does_not_hold_is_refused_at_the_redirect_uri(clie
                                 redirect_uri=tenant.redirect_uri))  # fmt: skip
     assert query["error"] == "invalid_request_object", query
     assert query["state"] == "outside"
+
+
+@pytest.mark.parametrize(
+    "lifetime",
+    [
+        {"exp": "ten years", "nbf": "now"},
+        {"exp": "61 minutes", "nbf": "now", "iat": None},
+        {"exp": "61 minutes", "nbf": None, "iat": "now"},
+        {"exp": "61 minutes", "nbf": None, "iat": None},
+        {"exp": "10 minutes", "nbf": "an hour ago"},
+    ],
+    ids=["ten-years", "past-nbf", "past-iat", "past-now", "old-nbf"],
+)
+def test_a_request_object_living_longer_than_an_hour_is_refused(client, tenant, signer, issuer, lifetime):
+    now = int(time.time())
+    at = {"now": now, "ten years": now + 10 * 365 * 86400, "61 minutes": now + 61 * 60, "10 minutes": now + 600,
+          "an hour ago": now - 3601, None: None}  # fmt: skip
+    request_object = _object(tenant, issuer, signer, **{name: at[when] for name, when in lifetime.items()})
+    query = _refusal(_authorize(client, tenant, request_object, redirect_uri=tenant.redirect_uri))
+    assert query["error"] == "invalid_request_object", query
+    assert "lives longer than 3600 seconds" in query["error_description"]
+
+
+def test_a_request_object_lives_as_long_as_the_setting_allows(app, client, tenant, signer, issuer, monkeypatch):
+    change_settings(monkeypatch, app, OIDC_REQUEST_OBJECT_MAX_LIFETIME=120)
+    now = int(time.time())
+    longer = _object(tenant, issuer, signer, nbf=now, exp=now + 180)
+    refused = _refusal(_authorize(client, tenant, longer, redirect_uri=tenant.redirect_uri))
+    assert "lives longer than 120 seconds" in refused["error_description"]
+    shorter = _object(tenant, issuer, signer, nbf=now, exp=now + 110)
+    assert _finish_sign_in(client, tenant, _authorize(client, tenant, shorter))["code"]
+
+
+@pytest.mark.parametrize("jti", [None, "the-one-jti"], ids=["without-jti", "with-jti"])
+def test_a_request_object_is_used_once(client, tenant, signer, issuer, jti):
+    request_object = _object(tenant, issuer, signer, jti=jti or None)
+    first = _finish_sign_in(client, tenant, _authorize(client, tenant, request_object))
+    assert first["code"]
+
+    replayed = _refusal(_authorize(client, tenant, request_object, redirect_uri=tenant.redirect_uri))
+    assert replayed["error"] == "invalid_request_object"
+    assert "used before" in replayed["error_description"]
+    if jti is not None:  # another object with the same jti is the same request
+        again = _object(tenant, issuer, signer, jti=jti, state="another")
+        assert _refusal(_authorize(client, tenant, again, redirect_uri=tenant.redirect_uri))["error"] == (
+            "invalid_request_object"
+        )
+
+
+def test_a_pushed_request_object_is_used_once(client, tenant, signer, issuer):
+    request_object = _object(tenant, issuer, signer)
+    assert _push(client, tenant, request=request_object).status_code == 201
+    replayed = _push(client, tenant, request=request_object)
+    assert replayed.status_code == 400 and replayed.get_json()["error"] == "invalid_request_object"
+    assert _refusal(_authorize(client, tenant, request_object, redirect_uri=tenant.redirect_uri))["error"] == (
+        "invalid_request_object"
+    )
 
 
 def test_unsigned_foreign_and_keyless_objects_are_refused(app, client, tenant, signer, issuer):

@@ -10,7 +10,10 @@ import time
 from joserfc import jwt
 from joserfc.jwk import ECKey
 
-TOKEN_URL = "http://localhost/v1/openidc/token"
+# The session application's public URL (its `BASE_URL`, the default): a proof names an endpoint as
+# discovery publishes it, whatever `Host` the test client sends (`localhost`).
+PUBLIC_URL = "http://127.0.0.1:5000"
+TOKEN_URL = f"{PUBLIC_URL}/v1/openidc/token"
 
 
 def _ath(access_token: str) -> str:
