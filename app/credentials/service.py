@@ -384,12 +384,14 @@ def _proof_count(document: Any) -> int:
 
 
 def _verify_presentation(vp: Any, options: dict, time_limit: float | None = None) -> PresentationResult:
+    checks = tuple(options.get("checks", ()))
     expectations = HolderExpectations(
         challenge=options.get("challenge"),
         domains=tuple(options.get("domain", ())),
         presentation_header=_presentation_header(options),
-        holder_must_be_subject=options.get("holderMustBeSubject", False),
-        checks=tuple(options.get("checks", ())),
+        # A check listed is made, never skipped.
+        holder_must_be_subject=options.get("holderMustBeSubject", False) or "holder_is_subject" in checks,
+        checks=checks,
     )
     return current_engine().verify_presentation(
         vp,

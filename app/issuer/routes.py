@@ -24,6 +24,7 @@ from app.issuer.schemas import (
     VerifiablePresentationOut,
 )
 from app.oidc.auth import presents_access_token, require_bearer_token, require_grant
+from app.oidc.claims import CREDENTIALS_SCOPE
 from app.tenancy.auth import api_token_required, authenticate_request, current_caller
 
 blp = Blueprint(
@@ -171,16 +172,19 @@ DERIVED_CREDENTIAL_RESPONSE = {
 @_holder_or_client
 @blp.arguments(DeriveIn)
 @blp.doc(responses=DERIVED_CREDENTIAL_RESPONSE)
-@problem_doc(400, 413, 415, 422)
+@problem_doc(400, 403, 413, 415, 422)
 def derive_credential(args: dict, *, caller, user_id):
     """Derive a selective disclosure from a bbs-2023 or ecdsa-sd-2023 base proof (W3C VC API derive).
 
     Answers 201 with the derived credential itself (not wrapped). `verifiableCredential` is the
     credential with its base proof, or `{"id": <cid>}` naming a verified credential stored for you
-    (the user of the access token, or your client tree; `cid` is an alias of `id`).
+    (the user of the access token, when its grant reads the credential list, or your client tree;
+    `cid` is an alias of `id`).
     `options.selectivePointers` lists the JSON pointers to disclose besides the mandatory ones;
     `options.presentationHeader` (bbs-2023) binds the proof to a verifier's challenge.
     """
+    if user_id is not None and service.names_stored_credential(args["verifiableCredential"]):
+        require_grant(CREDENTIALS_SCOPE)  # a user's stored credentials are read through the consent gate
     derived = service.derive_credential(args["verifiableCredential"], args["options"], caller=caller, user_id=user_id)
     return current_app.json.response(derived), 201
 

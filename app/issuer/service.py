@@ -238,10 +238,15 @@ def default_mandatory_pointers(credential: dict) -> list[str]:
     return [f"/{name}" for name in names if name in credential]
 
 
+def names_stored_credential(value: dict) -> bool:
+    """Whether `value` names a stored credential (`{"id": <cid>}` or `{"cid": <cid>}`) instead of being one."""
+    return len(value) == 1 and next(iter(value)) in _REFERENCE_MEMBERS
+
+
 def stored_or_given(value: dict, member: str, *, caller: Caller | None = None, user_id: int | None = None) -> dict:
-    """`value` itself, or the stored credential it names (`{"id": <cid>}` or `{"cid": <cid>}`) for the
-    holder: the caller's subtree, or the user `user_id`. Raises `CredentialNotPresentable` (422)."""
-    if len(value) == 1 and next(iter(value)) in _REFERENCE_MEMBERS:
+    """`value` itself, or the stored credential it names (`names_stored_credential`) for the holder:
+    the caller's subtree, or the user `user_id`. Raises `CredentialNotPresentable` (422)."""
+    if names_stored_credential(value):
         name, cid = next(iter(value.items()))
         return presentable_credential(cid, f"{member}.{name}", caller=caller, user_id=user_id)
     return value

@@ -106,6 +106,11 @@ def test_the_holder_must_be_the_subject_when_the_verifier_asks(app, client):
     assert answer["errors"][0]["detail"].startswith("verifiableCredential 1: ")
     # Without the option the same presentation verifies: the subject is the verifier's business.
     assert verify_presentation(client, verifier.headers, vp, {"challenge": CHALLENGE})["verified"] is True
+    # The check listed in options.checks is made all the same.
+    listed = verify_presentation(
+        client, verifier.headers, vp, {"challenge": CHALLENGE, "checks": ["holder_is_subject"]}
+    )
+    assert codes(listed) == ["holder_not_subject"]
 
 
 def test_a_revoked_or_tampered_credential_fails_the_presentation(app, client):

@@ -83,3 +83,13 @@ def test_derive_takes_a_stored_credential_by_its_id(app, client):
         assert list(refused.json["errors"]) == ["verifiableCredential.id"]
     refused = _derive(client, tenant.headers, {"id": "not a cid"}, [], status=422)
     assert refused.json["code"] == "credential_not_presentable"
+
+    # A user's stored credentials are read through the consent gate, as the credential list is.
+    response = client.put(
+        f"/v1/sub_client/{tenant.client_id}", json={"reads_credentials": False}, headers=tenant.headers
+    )
+    assert response.status_code == 200, response.get_data(as_text=True)
+    refused = _derive(client, bearer, {"id": cid}, [], status=403)
+    assert refused.json["code"] == "insufficient_scope"
+    # A credential sent in full reads nothing stored: the same token derives it.
+    assert _derive(client, bearer, issued.json["verifiableCredential"], ["/credentialSubject/degree"]).json
