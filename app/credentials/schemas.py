@@ -57,7 +57,7 @@ def vc_shape_errors(vc: Any) -> dict[str, list[str]]:
     def problem(member: str, message: str) -> None:
         errors.setdefault(f"vc.{member}", []).append(message)
 
-    unstorable = _unstorable_text_member(vc)
+    unstorable = unstorable_text_member(vc)
     if unstorable is not None:
         problem(unstorable, "Must not contain U+0000 or unpaired surrogates.")
 
@@ -125,7 +125,7 @@ def _uncanonical_member(document: dict) -> str | None:
     return ""
 
 
-def _unstorable_text_member(document: dict) -> str | None:
+def unstorable_text_member(document: dict) -> str | None:
     """Dotted path of the first member whose name or string value holds NUL or a lone surrogate.
 
     Such text can be neither stored nor looked up in PostgreSQL, and no signature suite signs it

@@ -31,7 +31,7 @@ from app.credentials.errors import (
 )
 from app.credentials.models import FAILED, PENDING, VERIFIED, CredentialStatusLink, StoredCredential
 from app.credentials.presentations import HolderExpectations, PresentationResult, presentation_credentials
-from app.credentials.schemas import utc_datetime, vc_shape_errors
+from app.credentials.schemas import unstorable_text_member, utc_datetime, vc_shape_errors
 from app.credentials.settings import CredentialSettings
 from app.credentials.verifier import VerificationResult, check_verification_budget
 from app.db import commit_before_the_edge, isoformat, utcnow
@@ -343,7 +343,8 @@ def verify_submitted_presentation(caller: Caller | None, vp: Any, options: dict)
     `options` is as `PresentationVerifyIn` loads it. A presentation with more proofs (its own and
     its credentials') than `VP_INLINE_MAX_PROOFS` is verified by a job of the caller's acting client
     (`credentials.verify_presentation`, the answer in its result); without a caller (the open
-    endpoint) it is refused with `PresentationTooLarge` (413). Raises `TooManyCredentials`,
+    endpoint) it is refused with `PresentationTooLarge` (413), and one holding text no database keeps
+    (U+0000, lone surrogates) with `ValidationFailed` (422). Raises `TooManyCredentials`,
     `TooManyProofs`, `VerificationTooLarge` (422) before any work; every other problem is in the answer.
     """
     proofs = require_presentation_affordable(vp)
@@ -354,6 +355,10 @@ def verify_submitted_presentation(caller: Caller | None, vp: Any, options: dict)
                 f"{current(CredentialSettings).presentation_inline_max_proofs} is verified by a job, which needs "
                 "an API token (x-api-token) to start and read."
             )
+        unstorable = unstorable_text_member(vp) if isinstance(vp, dict) else None
+        if unstorable is not None:  # the job keeps the presentation; no suite signs such text reliably anyway
+            message = "Must not contain U+0000 or unpaired surrogates."
+            raise ValidationFailed(message, errors={f"verifiablePresentation.{unstorable}": [message]})
         payload = {"presentation": vp, "options": {**options, "domain": list(options.get("domain", ()))}}
         return enqueue_job(VERIFY_PRESENTATION_JOB, payload, client_id=caller.acting_client_id)
     commit_before_the_edge("a verification calls other hosts with no transaction open")

@@ -309,6 +309,13 @@ def test_a_large_presentation_is_verified_by_a_job(app, client, monkeypatch, wai
     other = make_tenant(app, client, name="Another tenant")
     assert client.get(response.headers["Location"], headers=other.headers).status_code == 404
 
+    # Text no database keeps cannot wait in a job, on either database.
+    unstorable = sign_presentation(holder, unsigned_presentation(credentials, holder.did), challenge="a\u0000b")
+    response = client.post(
+        "/presentations/verify", json={"verifiablePresentation": unstorable}, headers=verifier.headers
+    )
+    assert response.status_code == 422 and "verifiablePresentation.proof.challenge" in response.json["errors"]
+
     change_settings(monkeypatch, app, VC_VERIFY_OPEN=True)
     anonymous = client.post("/presentations/verify", json={"verifiablePresentation": vp})
     assert anonymous.status_code == 413 and anonymous.json["code"] == "presentation_too_large"
