@@ -28,6 +28,15 @@ class PlainText(ma.fields.String):
         return text
 
 
+class JsonBoolean(ma.fields.Boolean):
+    """`true` or `false` as JSON writes them; "false", "no", 0 and the like are refused (422), never read."""
+
+    def _deserialize(self, value: Any, attr: str | None, data: Any, **kwargs: Any) -> bool:
+        if not isinstance(value, bool):
+            raise self.make_error("invalid")
+        return value
+
+
 class UtcTimestamp(ma.fields.Field):
     """A datetime written as ISO 8601 UTC with `Z` (output only)."""
 

@@ -3,8 +3,9 @@
 `current_engine()` builds (once per process and configuration) the offline JSON-LD loader, the
 DID resolver (did:key, SSRF-guarded did:web, the network's own DIDs) and the fetcher of foreign
 status lists, and `CredentialEngine.verify` runs `verify_credential` with a Bitstring Status
-List checker. The service's own lists are read through a callback (the database), foreign lists
-over HTTPS with the same guard as did:web, verified, and cached for their `ttl`.
+List checker (`CredentialEngine.verify_presentation` verifies a presentation's credentials with it).
+The service's own lists are read through a callback (the database), foreign lists over HTTPS
+with the same guard as did:web, verified, and cached for their `ttl`.
 
 Settings (application config, else environment): `JSONLD_CONTEXTS_DIR`, `DID_WEB_ALLOW_HOSTS`
 and `STATUS_LIST_ALLOW_HOSTS` (comma-separated `host:port` that may be private; such hosts may
@@ -34,6 +35,7 @@ from app.config import CoreSettings
 from app.credentials.cryptosuites.base import ProofCheckFailed
 from app.credentials.jsonld.canon import CanonicalizationLimits
 from app.credentials.jsonld.loader import DocumentLoader, make_document_loader
+from app.credentials.presentations import HolderExpectations, PresentationResult, verify_presentation
 from app.credentials.settings import MIN_STATUS_LIST_BITS, CredentialSettings
 from app.credentials.verifier import VerificationBudget, VerificationResult, verify_credential
 from app.db import end_reads
@@ -236,6 +238,8 @@ class CredentialEngine:
         time_limit: float | None = None,
         challenge: str | None = None,
         domains: tuple[str, ...] = (),
+        presentation_header: bytes | None = None,
+        header_challenge: str | None = None,
     ) -> VerificationResult:
         """Verify `vc` completely; never raises for bad input (see `verify_credential`).
 
@@ -245,7 +249,7 @@ class CredentialEngine:
         `issuerMustControlKeys: false`) waives the binding for raw Data Integrity checks: each key
         is then checked against its own DID only, and the result carries `issuer_not_bound`.
         `time_limit` lowers the budget's time for all proofs (a job keeps it within its lease).
-        `challenge` and `domains` are what every proof must carry (`ProofExpectations`).
+        `challenge`, `domains`, `presentation_header` and `header_challenge`: see `ProofExpectations`.
         """
         budget = self.budget
         if time_limit is not None and time_limit < budget.time_limit:
@@ -268,6 +272,8 @@ class CredentialEngine:
             budget=budget,
             challenge=challenge,
             domains=domains,
+            presentation_header=presentation_header,
+            header_challenge=header_challenge,
         )
         if not bind_issuer and "proof" in result.checks:
             result.warnings.append(
@@ -278,6 +284,48 @@ class CredentialEngine:
                 }
             )
         return result
+
+    def verify_presentation(
+        self,
+        vp: Any,
+        expectations: HolderExpectations,
+        *,
+        local_bit: LocalStatusBit | None = None,
+        bind_issuer: bool = True,
+        time_limit: float | None = None,
+        max_credentials: int = 32,
+    ) -> PresentationResult:
+        """Verify a presentation and each credential in it as `verify` does; never raises for bad input.
+
+        `time_limit` (default the budget's) bounds the whole presentation; `bind_issuer` applies to
+        its credentials (see `verify`).
+        """
+        budget = self.budget
+        if time_limit is not None and time_limit < budget.time_limit:
+            budget = replace(budget, time_limit=time_limit)
+
+        def verify_embedded(
+            vc: Any, *, presentation_header: bytes | None, header_challenge: str | None, time_limit: float
+        ) -> VerificationResult:
+            return self.verify(
+                vc,
+                local_bit=local_bit,
+                bind_issuer=bind_issuer,
+                time_limit=time_limit,
+                presentation_header=presentation_header,
+                header_challenge=header_challenge,
+            )
+
+        return verify_presentation(
+            vp,
+            resolver=self.resolver,
+            loader=self.loader,
+            verify_embedded=verify_embedded,
+            expectations=expectations,
+            limits=self.limits,
+            budget=budget,
+            max_credentials=max_credentials,
+        )
 
     def credential_status(
         self, vc: dict, local_bit: LocalStatusBit | None, *, time_limit: float | None = None

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from app.errors import Conflict, NotFound, ValidationFailed
+from app.errors import Conflict, DomainError, NotFound, ValidationFailed
 
 
 class SubjectUnknown(ValidationFailed):
@@ -31,3 +31,15 @@ class TooManyProofs(ValidationFailed):
 
 class VerificationTooLarge(ValidationFailed):
     code, title = "verification_size_limit", "Checking the credential's proofs would transform too much data"
+
+
+class TooManyCredentials(ValidationFailed):
+    code, title = "too_many_credentials", "The presentation holds more credentials than one verification checks"
+
+
+class PresentationTooLarge(DomainError):
+    status, code, title = 413, "presentation_too_large", "The presentation is too large to verify in the request"
+
+
+class CredentialNotPresentable(ValidationFailed):
+    code, title = "credential_not_presentable", "The stored credential cannot be presented"

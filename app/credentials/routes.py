@@ -7,7 +7,7 @@ from collections.abc import Callable
 from functools import wraps
 from typing import Any
 
-from flask import Response, current_app, request, url_for
+from flask import Response, current_app, g, request, url_for
 from flask_smorest import Blueprint
 from marshmallow import ValidationError
 
@@ -17,6 +17,8 @@ from app.credentials.schemas import (
     CredentialRecordEnvelope,
     CredentialVerifyIn,
     CredentialVerifyOut,
+    PresentationVerifyIn,
+    PresentationVerifyOut,
     StatusEntryEnvelope,
     StatusEntryIn,
     StatusEntryPatch,
@@ -25,12 +27,13 @@ from app.credentials.schemas import (
 )
 from app.credentials.settings import CredentialSettings
 from app.db import read_only
-from app.http import BARE_LOCATION_HEADER, parse_json_body, problem_doc
+from app.http import BARE_LOCATION_HEADER, accepted_job, parse_json_body, problem_doc
 from app.idempotency.service import idempotent
+from app.jobs.schemas import JobEnvelope
 from app.oidc.auth import require_grant
 from app.oidc.claims import CREDENTIALS_SCOPE
 from app.settings import current
-from app.tenancy.auth import api_token_required, current_caller, unstamped_caller
+from app.tenancy.auth import TOKEN_HEADER, api_token_required, authenticate_request, current_caller, unstamped_caller
 from app.web.hot import HotAnswer, HotRequest, hot, json_answer
 
 blp = Blueprint("credentials", __name__, description="Verifiable credentials: store, verify, Bitstring Status Lists")
@@ -146,6 +149,62 @@ def verify_credential(args: dict):
 def verify_credential_vc_api(args: dict):
     """The W3C VC API path of `POST /v1/vc/verify`; open without a token when `VC_VERIFY_OPEN` is set."""
     return _verify(args)
+
+
+def _caller_unless_open(view: Callable) -> Callable:
+    """Require an API token unless `VC_VERIFY_OPEN` opens the endpoint; a token sent is always read
+    (a large presentation's job belongs to its client)."""
+
+    @wraps(view)
+    def wrapper(*args: Any, **kwargs: Any) -> Any:
+        open_without_token = current(CredentialSettings).verify_open and not request.headers.get(TOKEN_HEADER)
+        g.caller = None if open_without_token else authenticate_request(honour_subclient=True)
+        return view(*args, **kwargs)
+
+    return problem_doc(401)(Blueprint.doc(security=[{"ApiToken": []}, {}])(wrapper))
+
+
+_JOB_ENVELOPE = JobEnvelope()
+PRESENTATION_NOT_VERIFIED_RESPONSE = {
+    "400": {
+        "description": "Not verified (`errors` says why), or a body that is not JSON (a problem).",
+        "content": {
+            "application/json": {"schema": PresentationVerifyOut},
+            "application/problem+json": {"schema": {"$ref": "#/components/schemas/Problem"}},
+        },
+    }
+}
+
+
+@blp.route("/presentations/verify", methods=["POST"])
+@_caller_unless_open
+@idempotent
+@blp.arguments(PresentationVerifyIn)
+@blp.response(200, PresentationVerifyOut)
+@blp.alt_response(
+    202, schema=JobEnvelope, headers=BARE_LOCATION_HEADER, description="A large presentation, verified by a job."
+)
+@blp.doc(responses=PRESENTATION_NOT_VERIFIED_RESPONSE)
+@problem_doc(413, 415, 422)
+def verify_presentation(args: dict):
+    """Verify a presentation and every credential in it (W3C VC API); stores nothing.
+
+    Answers 200 when verified and 400 with the same body when not: `verified`, `checks`, `warnings`
+    and `errors` of the whole, `presentationResult` (its shape, proofs and holder) and
+    `credentialResults` (each credential checked as `POST /credentials/verify` does: proofs, validity,
+    status, issuer control). The presentation's proofs must be `authentication` proofs carrying
+    `options.challenge` and `options.domain` when sent, made with a key the `holder` DID authorises.
+    `presentation` instead of `verifiablePresentation` (or a presentation without a proof) is verified
+    for its credentials only, with the warning `presentation_not_signed`. A presentation with more
+    proofs than `VP_INLINE_MAX_PROOFS` is verified by a job: 202 with the job, the answer in its
+    `result`. An option the verifier does not honour is refused (422), never ignored.
+    """
+    vp = args["verifiablePresentation"] if "verifiablePresentation" in args else args["presentation"]
+    outcome = service.verify_submitted_presentation(g.caller, vp, args["options"])
+    if isinstance(outcome, dict):
+        return outcome, (200 if outcome["verified"] else 400)
+    body, status, headers = accepted_job(outcome)
+    return current_app.json.response(_JOB_ENVELOPE.dump(body)), status, headers
 
 
 @blp.route("/v1/vc/issuer/status_entries", methods=["POST"])

@@ -13,6 +13,7 @@ from marshmallow import ValidationError, validates_schema
 
 from app.credentials.cryptosuites.data_integrity import parse_datetime
 from app.credentials.models import ACTIVE, REVOCATION, REVOKED, SUSPENDED, SUSPENSION
+from app.fields import JsonBoolean
 
 CREDENTIALS_V2 = "https://www.w3.org/ns/credentials/v2"
 REQUIRED_PROOF_MEMBERS = ("type", "cryptosuite", "proofPurpose", "verificationMethod", "proofValue")
@@ -56,7 +57,7 @@ def vc_shape_errors(vc: Any) -> dict[str, list[str]]:
     def problem(member: str, message: str) -> None:
         errors.setdefault(f"vc.{member}", []).append(message)
 
-    unstorable = _unstorable_text_member(vc)
+    unstorable = unstorable_text_member(vc)
     if unstorable is not None:
         problem(unstorable, "Must not contain U+0000 or unpaired surrogates.")
 
@@ -124,7 +125,7 @@ def _uncanonical_member(document: dict) -> str | None:
     return ""
 
 
-def _unstorable_text_member(document: dict) -> str | None:
+def unstorable_text_member(document: dict) -> str | None:
     """Dotted path of the first member whose name or string value holds NUL or a lone surrogate.
 
     Such text can be neither stored nor looked up in PostgreSQL, and no signature suite signs it
@@ -222,24 +223,29 @@ class Domains(ma.fields.Field):
         return tuple(domains)
 
 
+_CHALLENGE_DOC = "Every proof must carry exactly this challenge (else invalid_challenge)."
+_DOMAIN_DOC = {
+    "description": "A domain or array of domains every proof must be made for (else invalid_domain).",
+    "oneOf": [{"type": "string"}, {"type": "array", "items": {"type": "string"}, "minItems": 1}],
+}
+_HEADER_DOC = (
+    "The presentation header (as UTF-8 bytes) a bbs-2023 derived proof must carry (else "
+    "presentation_header_mismatch). Without it a challenge is checked as the header of such a proof, and a "
+    "header nothing checked is the warning presentation_header_not_checked."
+)
+_ISSUER_BINDING_DOC = "false: check each proof key against its own DID only (warning issuer_not_bound)."
+
+
 class VerifyOptionsIn(ma.Schema):
     """The options of a verify request the verifier honours; any other is refused (422), never ignored."""
 
     expectedProofPurpose = ma.fields.String(
         metadata={"description": "The proofPurpose every proof must have (default assertionMethod)."}
     )
-    issuerMustControlKeys = ma.fields.Boolean(
-        metadata={"description": "false: check each proof key against its own DID only (warning issuer_not_bound)."}
-    )
-    challenge = ma.fields.String(
-        metadata={"description": "Every proof must carry exactly this challenge (else invalid_challenge)."}
-    )
-    domain = Domains(
-        metadata={
-            "description": "A domain or array of domains every proof must be made for (else invalid_domain).",
-            "oneOf": [{"type": "string"}, {"type": "array", "items": {"type": "string"}, "minItems": 1}],
-        }
-    )
+    issuerMustControlKeys = JsonBoolean(metadata={"description": _ISSUER_BINDING_DOC})
+    challenge = ma.fields.String(metadata={"description": _CHALLENGE_DOC})
+    domain = Domains(metadata=_DOMAIN_DOC)
+    presentationHeader = ma.fields.String(validate=ma.validate.Length(max=1024), metadata={"description": _HEADER_DOC})
     checks = ma.fields.List(
         ma.fields.String(validate=ma.validate.OneOf(VERIFY_CHECKS)),
         metadata={
@@ -253,13 +259,13 @@ class VerifyOptionsIn(ma.Schema):
 
 
 class CredentialVerifyIn(ma.Schema):
-    """The W3C VC API verify request."""
+    """The W3C VC API verify request; a member it does not define is refused (422), never ignored."""
 
     verifiableCredential = ma.fields.Raw(required=True)
     options = ma.fields.Nested(VerifyOptionsIn, load_default=dict)
 
     class Meta:
-        unknown = ma.EXCLUDE
+        unknown = ma.RAISE
 
 
 class CredentialVerifyOut(ma.Schema):
@@ -267,6 +273,70 @@ class CredentialVerifyOut(ma.Schema):
     checks = ma.fields.List(ma.fields.String())
     warnings = ma.fields.List(ma.fields.Dict())
     errors = ma.fields.List(ma.fields.Dict())
+
+
+PRESENTATION_CHECKS = ("shape", "proof", "holder", "holder_is_subject", "credentials")
+
+
+class PresentationVerifyOptionsIn(ma.Schema):
+    """The options of a presentation verify request; any other is refused (422), never ignored."""
+
+    challenge = ma.fields.String(metadata={"description": "Every proof of the presentation must carry it."})
+    domain = Domains(
+        metadata={**_DOMAIN_DOC, "description": "A domain or array of domains the presentation's proofs are made for."}
+    )
+    presentationHeader = ma.fields.String(validate=ma.validate.Length(max=1024), metadata={"description": _HEADER_DOC})
+    holderMustBeSubject = JsonBoolean(
+        metadata={
+            "description": "true: the proven holder must be the subject of every credential whose subject is a DID "
+            "(else holder_not_subject)."
+        }
+    )
+    issuerMustControlKeys = JsonBoolean(metadata={"description": "For the credentials: " + _ISSUER_BINDING_DOC})
+    returnPresentation = JsonBoolean(metadata={"description": "true: the answer repeats the presentation verified."})
+    checks = ma.fields.List(
+        ma.fields.String(validate=ma.validate.OneOf(PRESENTATION_CHECKS + VERIFY_CHECKS)),
+        metadata={
+            "description": "Checks the caller requires; every check that applies is made whatever is listed, and "
+            "`proof` or `holder` listed for a presentation without a proof fails (presentation_not_signed)."
+        },
+    )
+
+    class Meta:
+        unknown = ma.RAISE
+
+
+class PresentationVerifyIn(ma.Schema):
+    """The W3C VC API presentation verify request: `verifiablePresentation`, or `presentation` for one
+    without a proof; a member it does not define is refused (422), never ignored."""
+
+    verifiablePresentation = ma.fields.Raw(metadata={"description": "The presentation, with its proof."})
+    presentation = ma.fields.Raw(metadata={"description": "A presentation without a proof (its credentials only)."})
+    options = ma.fields.Nested(PresentationVerifyOptionsIn, load_default=dict)
+
+    class Meta:
+        unknown = ma.RAISE
+
+    @validates_schema
+    def _one_presentation(self, data: dict, **_kwargs: Any) -> None:
+        given = [name for name in ("verifiablePresentation", "presentation") if name in data]
+        if len(given) != 1:
+            message = "Send one of verifiablePresentation and presentation."
+            raise ValidationError({name: [message] for name in given or ["verifiablePresentation"]})
+
+
+class CredentialResultOut(CredentialVerifyOut):
+    credentialId = ma.fields.String(metadata={"description": "The credential's id, when it has one."})
+
+
+class PresentationVerifyOut(CredentialVerifyOut):
+    presentationResult = ma.fields.Nested(
+        CredentialVerifyOut, metadata={"description": "The presentation's own checks: shape, proof, holder."}
+    )
+    credentialResults = ma.fields.List(
+        ma.fields.Nested(CredentialResultOut), metadata={"description": "One per credential, in order."}
+    )
+    verifiablePresentation = ma.fields.Dict(metadata={"description": "With options.returnPresentation: true."})
 
 
 class StatusEntryIn(ma.Schema):

@@ -20,9 +20,18 @@ from sqlalchemy.exc import IntegrityError
 from app.credentials import status_lists
 from app.credentials.cryptosuites.base import ProofCheckFailed
 from app.credentials.engine import current_engine
-from app.credentials.errors import CredentialNotFound, SubjectUnknown, TooManyProofs, VerificationTooLarge
+from app.credentials.errors import (
+    CredentialNotFound,
+    CredentialNotPresentable,
+    PresentationTooLarge,
+    SubjectUnknown,
+    TooManyCredentials,
+    TooManyProofs,
+    VerificationTooLarge,
+)
 from app.credentials.models import FAILED, PENDING, VERIFIED, CredentialStatusLink, StoredCredential
-from app.credentials.schemas import utc_datetime, vc_shape_errors
+from app.credentials.presentations import HolderExpectations, PresentationResult, presentation_credentials
+from app.credentials.schemas import unstorable_text_member, utc_datetime, vc_shape_errors
 from app.credentials.settings import CredentialSettings
 from app.credentials.verifier import VerificationResult, check_verification_budget
 from app.db import commit_before_the_edge, isoformat, utcnow
@@ -37,6 +46,7 @@ from app.tenancy.service import subtree_client_ids
 from app.users.service import find_user_by_did
 
 VERIFY_JOB = "credentials.verify"
+VERIFY_PRESENTATION_JOB = "credentials.verify_presentation"
 _WHITESPACE = re.compile(r"[ \t\n\r]*")
 # The multibase base32 (lower case, no padding) form every stored `cid` has.
 _CID = re.compile(r"^b[a-z2-7]{1,79}$")
@@ -147,17 +157,17 @@ def store_credential(caller: Caller, vc: dict, vc_text: str) -> tuple[StoredCred
     return record, True
 
 
-def require_affordable(vc: Any) -> None:
+def require_affordable(vc: Any, member: str = "vc") -> None:
     """Refuse, before any proof is checked, a credential over the verification budget.
 
-    Raises `TooManyProofs` or `VerificationTooLarge` (422, the code names the limit); a no-op
-    for anything else, which verification reports itself.
+    Raises `TooManyProofs` or `VerificationTooLarge` (422, the code names the limit, `errors` the
+    proof of `member`); a no-op for anything else, which verification reports itself.
     """
     try:
         check_verification_budget(vc, current_engine().budget)
     except ProofCheckFailed as failure:
         error = TooManyProofs if failure.code == "too_many_proofs" else VerificationTooLarge
-        raise error(failure.detail, errors={"vc.proof": [failure.detail]}) from None
+        raise error(failure.detail, errors={f"{member}.proof": [failure.detail]}) from None
 
 
 def _require_subject(caller: Caller, did: str):
@@ -318,7 +328,124 @@ def verify_submitted(vc: Any, options: dict | None = None) -> VerificationResult
         bind_issuer=options.get("issuerMustControlKeys", True),
         challenge=options.get("challenge"),
         domains=options.get("domain", ()),
+        presentation_header=_presentation_header(options),
     )
+
+
+def _presentation_header(options: dict) -> bytes | None:
+    header = options.get("presentationHeader")
+    return header.encode("utf-8") if header is not None else None
+
+
+def verify_submitted_presentation(caller: Caller | None, vp: Any, options: dict) -> dict[str, Any] | Job:
+    """Verify a presentation on demand (VC API): its answer, or the job that verifies a large one.
+
+    `options` is as `PresentationVerifyIn` loads it. A presentation with more proofs (its own and
+    its credentials') than `VP_INLINE_MAX_PROOFS` is verified by a job of the caller's acting client
+    (`credentials.verify_presentation`, the answer in its result); without a caller (the open
+    endpoint) it is refused with `PresentationTooLarge` (413), and one holding text no database keeps
+    (U+0000, lone surrogates) with `ValidationFailed` (422). Raises `TooManyCredentials`,
+    `TooManyProofs`, `VerificationTooLarge` (422) before any work; every other problem is in the answer.
+    """
+    proofs = require_presentation_affordable(vp)
+    if proofs > current(CredentialSettings).presentation_inline_max_proofs:
+        if caller is None:
+            raise PresentationTooLarge(
+                f"The presentation has {proofs} proofs; one with more than "
+                f"{current(CredentialSettings).presentation_inline_max_proofs} is verified by a job, which needs "
+                "an API token (x-api-token) to start and read."
+            )
+        unstorable = unstorable_text_member(vp) if isinstance(vp, dict) else None
+        if unstorable is not None:  # the job keeps the presentation; no suite signs such text reliably anyway
+            message = "Must not contain U+0000 or unpaired surrogates."
+            raise ValidationFailed(message, errors={f"verifiablePresentation.{unstorable}": [message]})
+        payload = {"presentation": vp, "options": {**options, "domain": list(options.get("domain", ()))}}
+        return enqueue_job(VERIFY_PRESENTATION_JOB, payload, client_id=caller.acting_client_id)
+    commit_before_the_edge("a verification calls other hosts with no transaction open")
+    return presentation_answer(vp, options, _verify_presentation(vp, options))
+
+
+def require_presentation_affordable(vp: Any) -> int:
+    """Refuse, before any proof is checked, a presentation over the verification budget; returns how
+    many proofs it and its credentials have (what its verification costs).
+
+    Raises `TooManyCredentials`, `TooManyProofs` or `VerificationTooLarge` (422); a shape the
+    verification refuses counts for nothing here.
+    """
+    credentials = presentation_credentials(vp)
+    limit = current(CredentialSettings).presentation_max_credentials
+    if len(credentials) > limit:
+        detail = f"The presentation holds {len(credentials)} credentials; at most {limit} are verified."
+        raise TooManyCredentials(detail, errors={"verifiablePresentation.verifiableCredential": [detail]})
+    require_affordable(vp, "verifiablePresentation")
+    for index, credential in enumerate(credentials):
+        require_affordable(credential, f"verifiablePresentation.verifiableCredential.{index}")
+    return sum(_proof_count(document) for document in [vp, *credentials])
+
+
+def _proof_count(document: Any) -> int:
+    proof = document.get("proof") if isinstance(document, dict) else None
+    return len(proof) if isinstance(proof, list) else int(proof is not None)
+
+
+def _verify_presentation(vp: Any, options: dict, time_limit: float | None = None) -> PresentationResult:
+    checks = tuple(options.get("checks", ()))
+    expectations = HolderExpectations(
+        challenge=options.get("challenge"),
+        domains=tuple(options.get("domain", ())),
+        presentation_header=_presentation_header(options),
+        # A check listed is made, never skipped.
+        holder_must_be_subject=options.get("holderMustBeSubject", False) or "holder_is_subject" in checks,
+        checks=checks,
+    )
+    return current_engine().verify_presentation(
+        vp,
+        expectations,
+        local_bit=status_lists.local_status_bit,
+        bind_issuer=options.get("issuerMustControlKeys", True),
+        time_limit=time_limit,
+        max_credentials=current(CredentialSettings).presentation_max_credentials,
+    )
+
+
+def presentation_answer(vp: Any, options: dict, result: PresentationResult) -> dict[str, Any]:
+    """The VC API's answer of a presentation's verification (with the presentation when asked)."""
+    answer = result.as_dict()
+    if options.get("returnPresentation"):
+        answer["verifiablePresentation"] = vp
+    return answer
+
+
+def verify_presentation_from_job(job: Job) -> CallOutside:
+    """Verify the presentation of a `credentials.verify_presentation` job; its answer is the job's result.
+
+    The verification calls other hosts, so it runs with no transaction open (`CallOutside`), well
+    inside the lease (half of it), so the job ends before anyone may run it again.
+    """
+    vp, options = job.payload.get("presentation"), job.payload.get("options") or {}
+    time_limit = float(current_app.config["JOB_LEASE_SECONDS"]) / 2
+    return CallOutside(
+        call=partial(_verify_presentation, vp, options, time_limit),
+        record=lambda _job, result: presentation_answer(vp, options, result),
+    )
+
+
+def presentable_credential(cid: Any, member: str, *, caller: Caller | None = None, user_id: int | None = None) -> dict:
+    """The verified credential stored as `cid` for a holder: a client of the caller's subtree, or the
+    user `user_id`. Raises `CredentialNotPresentable` (422, naming `member`) for anything else: unknown,
+    another tenant's, still pending or failed (a revoked credential is not presented)."""
+    statement = select(StoredCredential.vc_json).where(
+        StoredCredential.cid == cid, StoredCredential.verification_state == VERIFIED
+    )
+    if caller is not None:
+        statement = statement.where(StoredCredential.client_id.in_(subtree_client_ids(caller.acting_path)))
+    else:
+        statement = statement.where(StoredCredential.user_id == user_id)
+    vc_json = db.session.scalars(statement.limit(1)).first() if isinstance(cid, str) and _CID.match(cid) else None
+    if vc_json is None:
+        message = "Not the id of a verified credential stored for you."
+        raise CredentialNotPresentable(message, errors={member: [message]})
+    return json.loads(vc_json)
 
 
 def recheck_foreign_status(limit: int = 500) -> int:

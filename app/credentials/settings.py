@@ -88,6 +88,19 @@ class CredentialSettings:
         "`JOB_LEASE_SECONDS`)",
     )
 
+    presentation_max_credentials: int = env(
+        "VP_MAX_CREDENTIALS",
+        32,
+        "credentials one presentation may hold; over it, `POST /presentations/verify` answers 422 "
+        "`too_many_credentials`",
+    )
+    presentation_inline_max_proofs: int = env(
+        "VP_INLINE_MAX_PROOFS",
+        8,
+        "proofs (the presentation's and its credentials') a presentation verified in the request may have; "
+        "one with more is verified by a job (202, the result in the job)",
+    )
+
     def __post_init__(self) -> None:
         # A list given to `create_app(config=...)` is accepted as well as the environment's text.
         for name in ("did_web_allow_hosts", "status_list_allow_hosts"):

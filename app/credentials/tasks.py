@@ -1,4 +1,5 @@
-"""Tasks of verifiable credentials: checking a stored credential, re-checking foreign statuses."""
+"""Tasks of verifiable credentials: checking a stored credential or a large presentation, re-checking
+foreign statuses."""
 
 from __future__ import annotations
 
@@ -15,6 +16,11 @@ from app.settings import current
 @job_task("credentials.verify", max_attempts=MAX_RETRIES + 1)
 def verify_stored_credential(job):
     return service.verify_stored_credential_from_job(job)
+
+
+@job_task("credentials.verify_presentation", max_attempts=MAX_RETRIES + 1)
+def verify_presentation(job):
+    return service.verify_presentation_from_job(job)
 
 
 @celery.task(name="credentials.recheck_status", ignore_result=True)

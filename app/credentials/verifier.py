@@ -40,12 +40,21 @@ class ProofExpectations:
     """What every proof must carry, from the verify options (Data Integrity 1.0, "verify proof").
 
     `challenge`, when given, must equal the proof's `challenge`; `domains`, when given, must each be
-    among the proof's `domain` (a string or a set of strings). A proof without them fails.
+    among the proof's `domain` (a string or a set of strings). A proof without them fails. A proof
+    with a presentation header (a bbs-2023 derived proof) cannot carry a challenge of its own: the
+    challenge travels as its header (the challenge's UTF-8 bytes).
+
+    `presentation_header`, when given, is the header such a proof must have
+    (`presentation_header_mismatch` otherwise). `header_challenge` is the challenge of a presentation
+    around the credential: a proof bound to a header must be bound to that challenge. A proof bound
+    to a header that nothing checked verifies with the warning `presentation_header_not_checked`.
     """
 
     purpose: str = "assertionMethod"
     challenge: str | None = None
     domains: tuple[str, ...] = ()
+    presentation_header: bytes | None = None
+    header_challenge: str | None = None
 
 
 class VerificationMethodResolver(Protocol):
@@ -126,7 +135,9 @@ def check_verification_budget(vc: Any, budget: VerificationBudget) -> None:
         )
 
 
-class _Report:
+class Report:
+    """The checks, warnings and errors of one verification as they are found."""
+
     def __init__(self) -> None:
         self.checks: list[str] = []
         self.warnings: list[dict[str, str]] = []
@@ -159,6 +170,8 @@ def verify_credential(
     budget: VerificationBudget | None = None,
     challenge: str | None = None,
     domains: tuple[str, ...] = (),
+    presentation_header: bytes | None = None,
+    header_challenge: str | None = None,
 ) -> VerificationResult:
     """Verify `vc` and report every failure; never raises for bad input.
 
@@ -167,8 +180,9 @@ def verify_credential(
     `ProofCheckFailed` (reported as is); it runs only when every proof verified.
     Error codes: `malformed_credential`, any `ProofCheckFailed` code of the suites, loader and
     resolver, `invalid_challenge`, `invalid_domain` (`challenge` and `domains`: see
-    `ProofExpectations`), `proof_expired`, `not_yet_valid`, `expired`, `revoked`, `suspended`,
-    `status_check_failed`, `verification_error` (an unexpected failure, never a pass).
+    `ProofExpectations`; `presentation_header` and `header_challenge` too), `presentation_header_mismatch`,
+    `proof_expired`, `not_yet_valid`, `expired`, `revoked`, `suspended`, `status_check_failed`,
+    `verification_error` (an unexpected failure, never a pass).
     With `issuer_must_control_keys` (the default) at least one proof must be made with a key the
     issuer's DID authorises; the other proofs of a set or chain (a second signer) only need keys
     their own DIDs authorise. Off, every proof's key is checked against its own DID only (raw Data
@@ -176,7 +190,7 @@ def verify_credential(
     `budget` bounds the cost of all proofs together (default `VerificationBudget()`); a credential
     over it fails with `too_many_proofs`, `verification_size_limit` or `verification_time_limit`.
     """
-    report = _Report()
+    report = Report()
     now = now or datetime.now(UTC)
     limits = limits or CanonicalizationLimits()
     try:
@@ -197,28 +211,36 @@ def verify_credential(
     deadline = time.monotonic() + budget.time_limit
     if limits.deadline is not None:
         deadline = min(deadline, limits.deadline)
-    limits = replace(limits, deadline=deadline)
-    ctx = SuiteContext(loader=loader, limits=limits, options=dict(suite_options or {}))
-    proofs = vc["proof"] if isinstance(vc["proof"], list) else [vc["proof"]]
+    ctx = SuiteContext(loader=loader, limits=replace(limits, deadline=deadline), options=dict(suite_options or {}))
     report.checks.append("proof")
-    expected = ProofExpectations(proof_purpose, challenge, domains)
-    # A proof made with one of the issuer's keys must be authorised by the issuer; the others
-    # (a notary's, a second signer's in a chain) only by their own DID.
-    by_issuer = [issuer_must_control_keys and _proof_did(proof) == issuer for proof in proofs]
-    for index, proof in enumerate(proofs):
-        if time.monotonic() > deadline:
-            report.fail("verification_time_limit", f"the proofs from proof {index} on were not checked in time")
-            break
-        try:
-            controller = issuer if by_issuer[index] else None
-            _verify_one_proof(vc, proofs, proof, controller, resolver, ctx, expected, now)
-        except ProofCheckFailed as failure:
-            report.fail(failure.code, _prefixed(index, len(proofs), failure.detail))
-        except Exception:  # a bug or an unforeseen input: never verified, and its text only in the log
-            log.exception("proof %d of %d could not be checked", index, len(proofs))
-            report.fail("verification_error", _prefixed(index, len(proofs), UNEXPECTED_FAILURE))
-    if issuer_must_control_keys and not any(by_issuer):
+    expected = ProofExpectations(
+        purpose=proof_purpose,
+        challenge=challenge,
+        domains=domains,
+        presentation_header=presentation_header,
+        header_challenge=header_challenge,
+    )
+    checked = check_proofs(
+        vc,
+        report,
+        bound_did=issuer,
+        bind=issuer_must_control_keys,
+        resolver=resolver,
+        ctx=ctx,
+        expected=expected,
+        now=now,
+        deadline=deadline,
+    )
+    if issuer_must_control_keys and not checked.bound:
         report.fail("verification_method_not_authorized", _no_issuer_proof(issuer))
+    if presentation_header is not None and not checked.carried:
+        report.warnings.append(
+            {
+                "code": "presentation_header_not_checked",
+                "detail": "options.presentationHeader was not checked: no proof of the credential has a "
+                "presentation header (only bbs-2023 derived proofs do)",
+            }
+        )
 
     report.checks.append("validity_window")
     _check_validity_window(vc, now, report)
@@ -233,6 +255,55 @@ def verify_credential(
             elif not report.errors:
                 _check_status(vc, status_checker, report)
     return report.result()
+
+
+@dataclass(frozen=True)
+class ProofsChecked:
+    """What `check_proofs` saw: whether a proof was made with a key of the bound DID, and whether
+    a proof carried a presentation header."""
+
+    bound: bool
+    carried: bool
+
+
+def check_proofs(
+    document: dict,
+    report: Report,
+    *,
+    bound_did: str | None,
+    bind: bool,
+    resolver: VerificationMethodResolver,
+    ctx: SuiteContext,
+    expected: ProofExpectations,
+    now: datetime,
+    deadline: float,
+) -> ProofsChecked:
+    """Check every proof of `document` (a credential or a presentation), reporting each failure.
+
+    With `bind`, a proof made with a key of `bound_did` (the issuer, the holder) must be authorised
+    by that DID for `expected.purpose`; the other proofs of a set or chain (a notary, a second
+    signer) only by their own DID. Without it every key is checked against its own DID only.
+    """
+    proofs = document["proof"] if isinstance(document["proof"], list) else [document["proof"]]
+    by_bound = [bind and bound_did is not None and _proof_did(proof) == bound_did for proof in proofs]
+    carried = False
+    for index, proof in enumerate(proofs):
+        if time.monotonic() > deadline:
+            report.fail("verification_time_limit", f"the proofs from proof {index} on were not checked in time")
+            break
+        try:
+            controller = bound_did if by_bound[index] else None
+            header, warnings = _verify_one_proof(document, proofs, proof, controller, resolver, ctx, expected, now)
+            carried = carried or header is not None
+            report.warnings.extend(
+                {"code": code, "detail": _prefixed(index, len(proofs), detail)} for code, detail in warnings
+            )
+        except ProofCheckFailed as failure:
+            report.fail(failure.code, _prefixed(index, len(proofs), failure.detail))
+        except Exception:  # a bug or an unforeseen input: never verified, and its text only in the log
+            log.exception("proof %d of %d could not be checked", index, len(proofs))
+            report.fail("verification_error", _prefixed(index, len(proofs), UNEXPECTED_FAILURE))
+    return ProofsChecked(bound=any(by_bound), carried=carried)
 
 
 def _proof_did(proof: Any) -> str | None:
@@ -263,7 +334,14 @@ def _check_shape(vc: dict) -> str:
     types = vc.get("type")
     types = types if isinstance(types, list) else [types]
     if "VerifiableCredential" not in types:
+        if "VerifiablePresentation" in types:
+            raise ProofCheckFailed(
+                "malformed_credential",
+                "this is a presentation, not a credential: verify it at POST /presentations/verify",
+            )
         raise ProofCheckFailed("malformed_credential", "type must include VerifiableCredential")
+    if context[0] == CREDENTIALS_V1 and "issuanceDate" not in vc:
+        raise ProofCheckFailed("malformed_credential", '"issuanceDate" property is required (VC Data Model 1.1)')
     issuer = vc.get("issuer")
     issuer_id = issuer.get("id") if isinstance(issuer, dict) else issuer
     if not isinstance(issuer_id, str) or ":" not in issuer_id:
@@ -285,7 +363,8 @@ def _verify_one_proof(
     ctx: SuiteContext,
     expected: ProofExpectations,
     now: datetime,
-) -> None:
+) -> tuple[bytes | None, list[tuple[str, str]]]:
+    """Check one proof; returns its presentation header (None when it has none) and its warnings."""
     if not isinstance(proof, dict):
         raise ProofCheckFailed("malformed_proof", "proof must be an object")
     if proof.get("type") != PROOF_TYPE:
@@ -294,7 +373,10 @@ def _verify_one_proof(
     purpose = proof.get("proofPurpose")
     if purpose != expected.purpose:
         raise ProofCheckFailed("invalid_proof_purpose", f"proofPurpose must be {expected.purpose}")
-    _check_challenge_and_domain(proof, expected)
+    header_of = getattr(suite, "presentation_header", None)
+    header = header_of(proof) if header_of is not None else None
+    _check_challenge_and_domain(proof, expected, header)
+    warnings = _check_presentation_header(proof, expected, header)
     vm_url = proof.get("verificationMethod")
     if not isinstance(vm_url, str):
         raise ProofCheckFailed("malformed_proof", "verificationMethod must be a string")
@@ -312,14 +394,20 @@ def _verify_one_proof(
     if "previousProof" in proof:
         document["proof"] = _previous_proofs(proof["previousProof"], all_proofs)
     suite.verify_proof(document, proof, key, ctx)
+    return header, warnings
 
 
-def _check_challenge_and_domain(proof: dict, expected: ProofExpectations) -> None:
+def _check_challenge_and_domain(proof: dict, expected: ProofExpectations, header: bytes | None) -> None:
     if expected.challenge is not None:
-        if "challenge" not in proof:
+        if "challenge" in proof:
+            if proof["challenge"] != expected.challenge:
+                raise ProofCheckFailed("invalid_challenge", "the proof's challenge is not the one expected")
+        elif header is None:
             raise ProofCheckFailed("invalid_challenge", "a challenge was expected, and the proof has none")
-        if proof["challenge"] != expected.challenge:
-            raise ProofCheckFailed("invalid_challenge", "the proof's challenge is not the one expected")
+        elif header != expected.challenge.encode("utf-8"):
+            raise ProofCheckFailed(
+                "invalid_challenge", "the derived proof's presentation header is not the challenge expected"
+            )
     if expected.domains:
         if "domain" not in proof:
             raise ProofCheckFailed("invalid_domain", "a domain was expected, and the proof has none")
@@ -327,6 +415,35 @@ def _check_challenge_and_domain(proof: dict, expected: ProofExpectations) -> Non
         missing = [domain for domain in expected.domains if domain not in found]
         if missing:
             raise ProofCheckFailed("invalid_domain", f"the proof is not made for the domain {missing[0][:200]!r}")
+
+
+def _check_presentation_header(proof: dict, expected: ProofExpectations, header: bytes | None) -> list[tuple[str, str]]:
+    if header is None:
+        return []
+    if expected.presentation_header is not None:
+        if header != expected.presentation_header:
+            raise ProofCheckFailed(
+                "presentation_header_mismatch", "the derived proof was made for another presentation header"
+            )
+        return []
+    if expected.challenge is not None and "challenge" not in proof:
+        return []  # the challenge was checked as the header
+    if header and expected.header_challenge is not None:
+        if header != expected.header_challenge.encode("utf-8"):
+            raise ProofCheckFailed(
+                "presentation_header_mismatch",
+                "the derived proof is bound to a presentation header that is not the presentation's challenge",
+            )
+        return []
+    if header:
+        return [
+            (
+                "presentation_header_not_checked",
+                "the derived proof is bound to a presentation header, and none was expected "
+                "(options.presentationHeader): a disclosure replayed from another presentation would verify",
+            )
+        ]
+    return []
 
 
 def _previous_proofs(previous: Any, all_proofs: list) -> list[dict]:
@@ -340,7 +457,7 @@ def _previous_proofs(previous: Any, all_proofs: list) -> list[dict]:
     return [copy.deepcopy(by_id[proof_id]) for proof_id in wanted]
 
 
-def _check_validity_window(vc: dict, now: datetime, report: _Report) -> None:
+def _check_validity_window(vc: dict, now: datetime, report: Report) -> None:
     v2 = vc["@context"][0] == CREDENTIALS_V2
     start_name, end_name = ("validFrom", "validUntil") if v2 else ("issuanceDate", "expirationDate")
     bounds: dict[str, datetime | None] = {}
@@ -361,7 +478,7 @@ def _check_validity_window(vc: dict, now: datetime, report: _Report) -> None:
         report.fail("expired", f"the credential expired at {vc[end_name]}")
 
 
-def _check_status(vc: dict, status_checker: StatusChecker, report: _Report) -> None:
+def _check_status(vc: dict, status_checker: StatusChecker, report: Report) -> None:
     try:
         status = status_checker(vc)
     except ProofCheckFailed as failure:

@@ -27,3 +27,7 @@ class CredentialNotDerivable(ValidationFailed):
 
 class NoIssuerKey(ValidationFailed):
     code, title = "issuer_key_missing", "No usable issuer key"
+
+
+class PresentationNotSignable(ValidationFailed):
+    code, title = "presentation_not_signable", "The presentation cannot be signed"

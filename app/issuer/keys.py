@@ -183,6 +183,17 @@ def newest_active_key(client_id: int, key_types: tuple[str, ...]) -> ClientIssue
     return db.session.execute(statement).scalar_one_or_none()
 
 
+def active_key_with_method(client_id: int, verification_method: str) -> ClientIssuerKey | None:
+    """The client's active key whose did:web or did:key verification method is `verification_method`."""
+    statement = select(ClientIssuerKey).where(
+        ClientIssuerKey.client_id == client_id, ClientIssuerKey.state == KEY_ACTIVE
+    )
+    for key in db.session.execute(statement).scalars():
+        if verification_method in verification_method_ids(key).values():
+            return key
+    return None
+
+
 def did_document(client_id: int) -> dict[str, Any]:
     """The did:web document of an active client; `IssuerDidNotFound` (404) otherwise.
 

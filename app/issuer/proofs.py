@@ -36,6 +36,11 @@ DEFAULT_SUITE = {
     "Bls12381G2": "bbs-2023",
 }
 SELECTIVE_DISCLOSURE_SUITES = frozenset({"bbs-2023", "ecdsa-sd-2023"})
+# A presentation's proof is one signature of its holder: the suites that are not selective disclosure.
+PRESENTATION_SUITES = tuple(sorted(name for name in SUITE_KEY_TYPES if name not in SELECTIVE_DISCLOSURE_SUITES))
+PRESENTATION_KEY_TYPES = tuple(
+    key_type for key_type in KEY_TYPES if any(key_type in SUITE_KEY_TYPES[name] for name in PRESENTATION_SUITES)
+)
 _EC_CURVES = {"P-256": ec.SECP256R1(), "P-384": ec.SECP384R1()}
 
 
@@ -113,6 +118,38 @@ def add_proof(
             credential, options, list(mandatory_pointers), _ec_private_key(key_type, private_key), ctx
         )
     return {**credential, "proof": proof}
+
+
+def add_presentation_proof(
+    presentation: dict,
+    *,
+    cryptosuite: str,
+    key_type: str,
+    private_key: bytes,
+    verification_method: str,
+    ctx: SuiteContext,
+    challenge: str | None = None,
+    domain: str | list[str] | None = None,
+    created: datetime | None = None,
+) -> dict:
+    """`presentation` (without a proof) secured with one `authentication` proof of a signature suite
+    (not a selective-disclosure one), carrying the verifier's `challenge` and `domain` when given.
+
+    Raises `ValueError` for a key or suite that cannot sign it, `ProofCheckFailed` for a
+    presentation the suite cannot process.
+    """
+    if cryptosuite not in PRESENTATION_SUITES or key_type not in SUITE_KEY_TYPES[cryptosuite]:
+        raise ValueError(f"{cryptosuite} cannot sign a presentation with a {key_type} key")
+    return get_suite(cryptosuite).sign(
+        presentation,
+        private_key=private_key,
+        verification_method=verification_method,
+        proof_purpose="authentication",
+        created=created,
+        ctx=ctx,
+        challenge=challenge,
+        domain=domain,
+    )
 
 
 def derive(

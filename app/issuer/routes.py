@@ -1,4 +1,5 @@
-"""HTTP surface of the issuer: keys per client, their did:web documents, VC API issue and derive."""
+"""HTTP surface of the issuer and holder: keys per client, their did:web documents, VC API issue,
+derive and create presentation."""
 
 from __future__ import annotations
 
@@ -18,12 +19,19 @@ from app.issuer.schemas import (
     IssuerKeyEnvelope,
     IssuerKeyIn,
     IssuerKeyListEnvelope,
+    PresentIn,
     VerifiableCredentialOut,
+    VerifiablePresentationOut,
 )
-from app.oidc.auth import presents_access_token, require_bearer_token, require_user_by_id
+from app.oidc.auth import presents_access_token, require_bearer_token, require_grant, require_user_by_id
+from app.oidc.claims import CREDENTIALS_SCOPE
 from app.tenancy.auth import api_token_required, authenticate_request, current_caller
 
-blp = Blueprint("issuer", __name__, description="Issuing credentials: issuer keys, did:web, VC API issue and derive")
+blp = Blueprint(
+    "issuer",
+    __name__,
+    description="Issuing and holding credentials: issuer keys, did:web, VC API issue, derive and presentations",
+)
 
 KEY_ID = [{"in": "path", "name": "key_id", "required": True, "schema": {"type": "string", "format": "uuid"}}]
 
@@ -140,31 +148,64 @@ def issue_credential(args: dict):
 
 
 def _holder_or_client(view: Callable) -> Callable:
-    """Accept a user's Bearer access token or a client's x-api-token."""
+    """Accept a user's Bearer access token or a client's x-api-token; the view receives the holder:
+    `caller` (a client) or `user_id` (a user)."""
 
     @wraps(view)
     def wrapper(*args: Any, **kwargs: Any) -> Any:
         if presents_access_token():
-            require_bearer_token()
-        else:
-            authenticate_request(honour_subclient=False)
-        return view(*args, **kwargs)
+            return view(*args, caller=None, user_id=require_bearer_token().user_id, **kwargs)
+        return view(*args, caller=authenticate_request(honour_subclient=False), user_id=None, **kwargs)
 
     return problem_doc(401)(Blueprint.doc(security=[{"BearerToken": []}, {"ApiToken": []}])(wrapper))
+
+
+DERIVED_CREDENTIAL_RESPONSE = {
+    "201": {
+        "description": "The derived credential itself, as the VC API answers it.",
+        "content": {"application/json": {"schema": {"type": "object", "required": ["@context", "proof"]}}},
+    }
+}
 
 
 @blp.route("/credentials/derive", methods=["POST"])
 @_holder_or_client
 @blp.arguments(DeriveIn)
-@blp.response(201, VerifiableCredentialOut)
-@problem_doc(400, 413, 415, 422)
-def derive_credential(args: dict):
+@blp.doc(responses=DERIVED_CREDENTIAL_RESPONSE)
+@problem_doc(400, 403, 413, 415, 422)
+def derive_credential(args: dict, *, caller, user_id):
     """Derive a selective disclosure from a bbs-2023 or ecdsa-sd-2023 base proof (W3C VC API derive).
 
+    Answers 201 with the derived credential itself (not wrapped). `verifiableCredential` is the
+    credential with its base proof, or `{"id": <cid>}` naming a verified credential stored for you
+    (the user of the access token, when its grant reads the credential list, or your client tree;
+    `cid` is an alias of `id`).
     `options.selectivePointers` lists the JSON pointers to disclose besides the mandatory ones;
     `options.presentationHeader` (bbs-2023) binds the proof to a verifier's challenge.
     """
-    return {"verifiableCredential": service.derive_credential(args["verifiableCredential"], args["options"])}, 201
+    if user_id is not None and service.names_stored_credential(args["verifiableCredential"]):
+        require_grant(CREDENTIALS_SCOPE)  # a user's stored credentials are read through the consent gate
+    derived = service.derive_credential(args["verifiableCredential"], args["options"], caller=caller, user_id=user_id)
+    return current_app.json.response(derived), 201
+
+
+@blp.route("/presentations", methods=["POST"])
+@api_token_required(subclient=True)
+@idempotent
+@blp.arguments(PresentIn)
+@blp.response(201, VerifiablePresentationOut)
+@problem_doc(400, 413, 415, 422)
+def create_presentation(args: dict):
+    """Sign a presentation with a key of the acting client as holder (W3C VC API create presentation).
+
+    `presentation.verifiableCredential` holds credentials, each in full or as `{"id": <cid>}` naming a
+    verified credential stored in your tree. The proof is an `authentication` proof carrying
+    `options.challenge` and `options.domain`, made with `options.verificationMethod` (a key's
+    did:web or did:key method), `options.keyId` or the newest active Ed25519, P-256 or P-384 key;
+    `holder` is that method's DID.
+    """
+    presentation = service.create_presentation(current_caller(), args["presentation"], args["options"])
+    return {"verifiablePresentation": presentation}, 201
 
 
 USER_ID = [id_parameter("user_id", "The user the credential is about.")]

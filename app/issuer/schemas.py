@@ -5,7 +5,8 @@ from __future__ import annotations
 import marshmallow as ma
 from marshmallow import validate
 
-from app.issuer.proofs import KEY_TYPES, SUITE_KEY_TYPES
+from app.credentials.schemas import Domains
+from app.issuer.proofs import KEY_TYPES, PRESENTATION_SUITES, SUITE_KEY_TYPES
 
 MAX_POINTERS = 256
 _POINTER = ma.fields.String(
@@ -87,11 +88,67 @@ class DeriveOptionsIn(ma.Schema):
         unknown = ma.RAISE
 
 
+_STORED_REFERENCE = (
+    ' Or `{"id": <the cid of a verified credential stored for you>}` (`cid` is an alias of `id`): the stored '
+    "credential itself."
+)
+
+
 class DeriveIn(ma.Schema):
     """The W3C VC API derive request: a credential with a base proof and what to disclose."""
 
-    verifiableCredential = ma.fields.Dict(required=True)
+    verifiableCredential = ma.fields.Dict(
+        required=True, metadata={"description": "The credential with its base proof." + _STORED_REFERENCE}
+    )
     options = ma.fields.Nested(DeriveOptionsIn, load_default=dict)
 
     class Meta:
         unknown = ma.RAISE
+
+
+class PresentOptionsIn(ma.Schema):
+    """How a presentation is signed (the VC API's `PresentCredentialOptions`)."""
+
+    type = ma.fields.String(validate=validate.Equal("DataIntegrityProof"))
+    cryptosuite = ma.fields.String(validate=validate.OneOf(PRESENTATION_SUITES))
+    verificationMethod = ma.fields.String(
+        validate=validate.Length(max=2048),
+        metadata={"description": "An active key of the client: its did:web or did:key verification method."},
+    )
+    keyId = ma.fields.String(
+        validate=validate.Length(max=64), metadata={"description": "An issuer key of the client (instead of a method)."}
+    )
+    proofPurpose = ma.fields.String(validate=validate.Equal("authentication"))
+    created = ma.fields.DateTime(format="iso", metadata={"description": "The proof's time (default now)."})
+    challenge = ma.fields.String(
+        validate=validate.Length(min=1, max=1024), metadata={"description": "The verifier's challenge."}
+    )
+    domain = Domains(
+        metadata={
+            "description": "The verifier's domain (or domains).",
+            "oneOf": [{"type": "string"}, {"type": "array", "items": {"type": "string"}, "minItems": 1}],
+        }
+    )
+
+    class Meta:
+        unknown = ma.RAISE
+
+
+class PresentIn(ma.Schema):
+    """The W3C VC API create-presentation request: an unsigned presentation and how to sign it."""
+
+    presentation = ma.fields.Dict(
+        required=True,
+        metadata={
+            "description": "The presentation without a proof; each entry of `verifiableCredential` is a credential, "
+            'or `{"id": <cid>}` naming a verified credential stored in your tree (`cid` is an alias of `id`).'
+        },
+    )
+    options = ma.fields.Nested(PresentOptionsIn, load_default=dict)
+
+    class Meta:
+        unknown = ma.RAISE
+
+
+class VerifiablePresentationOut(ma.Schema):
+    verifiablePresentation = ma.fields.Dict()

@@ -1,11 +1,12 @@
-"""Use cases of the VC API issuer and holder: issue a credential, derive a disclosure.
+"""Use cases of the VC API issuer and holder: issue a credential, derive a disclosure, sign a presentation.
 
 `issue_credential` signs with one of the acting client's keys and, when the subject is a user
 of the caller's subtree, stores the result exactly as `POST /v1/vc/issuer/store` would (same
 record, verified by the same job), so it reaches the user's list. Which user: `options.userId`
 (its DID becomes `credentialSubject.id`, or must equal it), else the user whose DID is
 `credentialSubject.id`, if any; otherwise nothing is stored. Only VC 2.0 credentials are stored
-(the store's shape rules). Functions flush, never commit.
+(the store's shape rules). The holder's routes take a credential in full or name one stored for
+the holder (`{"id": <cid>}`, `cid` an alias). Functions flush, never commit.
 """
 
 from __future__ import annotations
@@ -21,10 +22,11 @@ from app.credentials.cryptosuites.base import ProofCheckFailed, SuiteContext
 from app.credentials.engine import current_engine
 from app.credentials.models import StoredCredential
 from app.credentials.schemas import vc_shape_errors
+from app.credentials.service import presentable_credential
 from app.db import isoformat, utcnow
 from app.errors import NotFound
 from app.issuer import keys, proofs
-from app.issuer.errors import CredentialNotDerivable, CredentialNotIssuable, NoIssuerKey
+from app.issuer.errors import CredentialNotDerivable, CredentialNotIssuable, NoIssuerKey, PresentationNotSignable
 from app.issuer.models import KEY_ACTIVE, ClientIssuerKey
 from app.tenancy.caller import Caller
 from app.tenancy.service import subtree_client_ids
@@ -34,6 +36,10 @@ CREDENTIALS_V1 = "https://www.w3.org/2018/credentials/v1"
 CREDENTIALS_V2 = "https://www.w3.org/ns/credentials/v2"
 DATA_INTEGRITY_V2 = "https://w3id.org/security/data-integrity/v2"
 STATUS_ENTRY_TYPE = "BitstringStatusListEntry"
+# What a holder may never leave out of a selective disclosure, unless the issuer names the pointers:
+# without the issuer no verifier accepts it, and without its dates none can tell when it is valid.
+DEFAULT_MANDATORY_MEMBERS = {2: ("issuer", "validFrom", "validUntil"), 1: ("issuer", "issuanceDate", "expirationDate")}
+_REFERENCE_MEMBERS = ("id", "cid")
 
 
 @dataclass(frozen=True)
@@ -158,7 +164,8 @@ def _subject_user(caller: Caller, credential: dict, user_id: Any):
 def issue_credential(caller: Caller, credential: dict, options: dict) -> IssuedCredential:
     """Sign `credential` for the acting client (VC API issue); stores it for its subject user.
 
-    `options`: `cryptosuite`, `keyId`, `mandatoryPointers` (bbs-2023, ecdsa-sd-2023),
+    `options`: `cryptosuite`, `keyId`, `mandatoryPointers` (bbs-2023, ecdsa-sd-2023; by default
+    `default_mandatory_pointers`),
     `credentialStatus` (`{"type": "BitstringStatusListEntry", "statusPurpose"}` allocates an
     entry of the service's lists; for the selective-disclosure suites `/credentialStatus` is
     then always mandatory), `credentialId` (becomes `id`), `userId`.
@@ -176,7 +183,7 @@ def issue_credential(caller: Caller, credential: dict, options: dict) -> IssuedC
     if not isinstance(credential.get("credentialSubject"), dict | list) or not credential["credentialSubject"]:
         raise _refuse("credential.credentialSubject", "Must be an object or an array of objects.")
     key, suite = _choose_key(caller, options)
-    pointers = options.get("mandatoryPointers") or []
+    pointers = options.get("mandatoryPointers")
     if pointers and suite not in proofs.SELECTIVE_DISCLOSURE_SUITES:
         raise _refuse("options.mandatoryPointers", "Only bbs-2023 and ecdsa-sd-2023 take mandatory pointers.")
     verification_method = _set_issuer(credential, key)
@@ -185,6 +192,8 @@ def issue_credential(caller: Caller, credential: dict, options: dict) -> IssuedC
         if DATA_INTEGRITY_V2 not in context:
             credential["@context"] = [*context, DATA_INTEGRITY_V2]
         credential.setdefault("issuanceDate", isoformat(utcnow().replace(microsecond=0)))
+    if pointers is None:
+        pointers = default_mandatory_pointers(credential) if suite in proofs.SELECTIVE_DISCLOSURE_SUITES else []
     user = _subject_user(caller, credential, options.get("userId"))
     if user is not None and version != 2:
         if options.get("userId") is not None:
@@ -222,12 +231,37 @@ def issue_credential(caller: Caller, credential: dict, options: dict) -> IssuedC
     return IssuedCredential(signed, text, record, entry_id)
 
 
-def derive_credential(credential: dict, options: dict) -> dict:
+def default_mandatory_pointers(credential: dict) -> list[str]:
+    """The pointers a selective-disclosure base proof keeps disclosed when the issuer names none:
+    `/issuer` and the validity dates the credential has (`DEFAULT_MANDATORY_MEMBERS`)."""
+    names = DEFAULT_MANDATORY_MEMBERS[_version(credential)]
+    return [f"/{name}" for name in names if name in credential]
+
+
+def names_stored_credential(value: dict) -> bool:
+    """Whether `value` names a stored credential (`{"id": <cid>}` or `{"cid": <cid>}`) instead of being one."""
+    return len(value) == 1 and next(iter(value)) in _REFERENCE_MEMBERS
+
+
+def stored_or_given(value: dict, member: str, *, caller: Caller | None = None, user_id: int | None = None) -> dict:
+    """`value` itself, or the stored credential it names (`names_stored_credential`) for the holder:
+    the caller's subtree, or the user `user_id`. Raises `CredentialNotPresentable` (422)."""
+    if names_stored_credential(value):
+        name, cid = next(iter(value.items()))
+        return presentable_credential(cid, f"{member}.{name}", caller=caller, user_id=user_id)
+    return value
+
+
+def derive_credential(
+    credential: dict, options: dict, *, caller: Caller | None = None, user_id: int | None = None
+) -> dict:
     """The holder's derived credential disclosing `options.selectivePointers` (VC API derive).
 
-    Raises `CredentialNotDerivable` (422) when the credential carries no usable base proof or a
-    pointer selects nothing.
+    `credential` is the credential with its base proof, or names one stored for the holder
+    (`stored_or_given`). Raises `CredentialNotDerivable` (422) when the credential carries no usable
+    base proof or a pointer selects nothing, `CredentialNotPresentable` (422) for a name of nothing.
     """
+    credential = stored_or_given(credential, "verifiableCredential", caller=caller, user_id=user_id)
     pointers = options.get("selectivePointers") or []
     header = options.get("presentationHeader")
     try:
@@ -240,3 +274,100 @@ def derive_credential(credential: dict, options: dict) -> dict:
             errors={"verifiableCredential": [error.detail]},
             reason=error.code,
         ) from None
+
+
+def create_presentation(caller: Caller, presentation: dict, options: dict) -> dict:
+    """A presentation signed by the acting client as holder (VC API create presentation).
+
+    The proof is an `authentication` proof of a signature suite, with `options.challenge` and
+    `options.domain`, made with `options.verificationMethod` (the did:web or did:key method of an
+    active key of the client), `options.keyId`, or the client's newest active key a suite can use
+    (`options.cryptosuite`, default the key type's). `holder` is the DID of that method (the client's
+    did:web, or the key's did:key), filled in or checked. Entries of `verifiableCredential` naming a
+    stored credential (`stored_or_given`) are replaced by it. Raises `PresentationNotSignable`,
+    `NoIssuerKey`, `CredentialNotPresentable` (422).
+    """
+    if "proof" in presentation:
+        raise _refuse_presentation("presentation.proof", "Send the presentation without a proof.")
+    presentation = copy.deepcopy(presentation)
+    context = presentation.get("@context")
+    first = context[0] if isinstance(context, list) and context else None
+    if first not in (CREDENTIALS_V2, CREDENTIALS_V1):
+        raise _refuse_presentation("presentation.@context", f"Must be an array starting with {CREDENTIALS_V2}.")
+    if first == CREDENTIALS_V1 and DATA_INTEGRITY_V2 not in context:
+        presentation["@context"] = [*context, DATA_INTEGRITY_V2]
+    types = presentation.get("type")
+    if not (types == "VerifiablePresentation" or (isinstance(types, list) and "VerifiablePresentation" in types)):
+        raise _refuse_presentation("presentation.type", "Must include VerifiablePresentation.")
+    key, suite, method, holder = _presentation_key(caller, options)
+    given_holder = presentation.setdefault("holder", holder)
+    if (given_holder.get("id") if isinstance(given_holder, dict) else given_holder) != holder:
+        message = f"Must be {holder}, the DID of the signing key (or be left out)."
+        raise _refuse_presentation("presentation.holder", message)
+    if "verifiableCredential" in presentation:
+        entries = presentation["verifiableCredential"]
+        listed = isinstance(entries, list)
+        entries = entries if listed else [entries]
+        for index, entry in enumerate(entries):
+            if not isinstance(entry, dict):
+                raise _refuse_presentation(f"presentation.verifiableCredential.{index}", "Must be an object.")
+        resolved = [
+            stored_or_given(entry, f"presentation.verifiableCredential.{index}", caller=caller)
+            for index, entry in enumerate(entries)
+        ]
+        presentation["verifiableCredential"] = resolved if listed else resolved[0]
+    domain = options.get("domain")
+    try:
+        return proofs.add_presentation_proof(
+            presentation,
+            cryptosuite=suite,
+            key_type=key.key_type,
+            private_key=keys.private_key_of(key),
+            verification_method=method,
+            ctx=suite_context(),
+            challenge=options.get("challenge"),
+            domain=(domain[0] if len(domain) == 1 else list(domain)) if domain else None,
+            created=options.get("created"),
+        )
+    except ProofCheckFailed as error:
+        raise PresentationNotSignable(
+            f"The presentation cannot be signed: {error.detail}",
+            errors={"presentation": [error.detail]},
+            reason=error.code,
+        ) from None
+
+
+def _refuse_presentation(member: str, message: str) -> PresentationNotSignable:
+    return PresentationNotSignable(message, errors={member: [message]})
+
+
+def _presentation_key(caller: Caller, options: dict) -> tuple[ClientIssuerKey, str, str, str]:
+    """(key, cryptosuite, verification method, holder DID) of a presentation's proof."""
+    method = options.get("verificationMethod")
+    if method is not None:
+        found = keys.active_key_with_method(caller.acting_client_id, method)
+        if found is None:
+            raise NoIssuerKey(
+                "verificationMethod is not a method of an active key of this client.",
+                errors={"options.verificationMethod": ["Not a method of an active key of this client."]},
+            )
+        options = {**options, "keyId": found.id}
+    elif options.get("keyId") is None and options.get("cryptosuite") is None:
+        newest = keys.newest_active_key(caller.acting_client_id, proofs.PRESENTATION_KEY_TYPES)
+        if newest is None:
+            raise NoIssuerKey(
+                "This client has no active key that signs presentations (Ed25519, P-256 or P-384); create one "
+                "with POST /v1/issuer/keys.",
+                errors={"options.keyId": ["No active Ed25519, P-256 or P-384 key."]},
+            )
+        options = {**options, "keyId": newest.id}
+    key, suite = _choose_key(caller, options)
+    if suite not in proofs.PRESENTATION_SUITES:
+        raise NoIssuerKey(
+            f"A {key.key_type} key cannot sign presentations.",
+            errors={"options.keyId": [f"A {key.key_type} key signs no presentation suite."]},
+        )
+    methods = keys.verification_method_ids(key)
+    method = method or methods["did:web"]
+    holder = keys.did_key_of(key) if method == methods["did:key"] else keys.client_did(key.client_id)
+    return key, suite, method, holder

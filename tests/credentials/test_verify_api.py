@@ -39,7 +39,10 @@ def test_w3c_vector_verifies(client, master, name):
     body = _verify(client, master.headers, _vector(name), UNBOUND)
     assert body["verified"], body["errors"]
     assert "proof" in body["checks"]
-    assert body["warnings"] == [{"code": "issuer_not_bound", "detail": body["warnings"][0]["detail"]}]
+    expected = ["issuer_not_bound"]
+    if name.startswith("bbs-2023/derived"):  # the spec's disclosure is bound to a header no one asked for
+        expected.insert(0, "presentation_header_not_checked")
+    assert [warning["code"] for warning in body["warnings"]] == expected
 
 
 @pytest.mark.parametrize("name", EXPIRED_VECTORS)

@@ -8,18 +8,31 @@ def _resolve(spec: dict, schema: dict) -> dict:
     return spec["components"]["schemas"][ref.rsplit("/", 1)[1]] if ref else schema
 
 
-def test_issue_and_derive_have_the_vc_api_shapes(app):
+def test_issue_derive_and_present_have_the_vc_api_shapes(app):
     spec = app.test_client().get("/openapi.json").get_json()
-    for path, request_members in [
-        ("/credentials/issue", {"credential", "options"}),
-        ("/credentials/derive", {"verifiableCredential", "options"}),
+    for path, request_members, created_members in [
+        ("/credentials/issue", {"credential", "options"}, {"verifiableCredential"}),
+        ("/credentials/derive", {"verifiableCredential", "options"}, None),
+        ("/presentations", {"presentation", "options"}, {"verifiablePresentation"}),
     ]:
         operation = spec["paths"][path]["post"]
         body = _resolve(spec, operation["requestBody"]["content"]["application/json"]["schema"])
         assert set(body["properties"]) == request_members
         created = _resolve(spec, operation["responses"]["201"]["content"]["application/json"]["schema"])
-        assert set(created["properties"]) == {"verifiableCredential"}
+        if created_members is None:  # the derived credential itself, not wrapped
+            assert created["type"] == "object" and "properties" not in created
+        else:
+            assert set(created["properties"]) == created_members
         assert {"400", "401", "422"} <= set(operation["responses"])
+    present_options = _resolve(
+        spec,
+        _resolve(spec, spec["paths"]["/presentations"]["post"]["requestBody"]["content"]["application/json"]["schema"])[
+            "properties"
+        ]["options"],
+    )
+    assert {"challenge", "domain", "verificationMethod", "cryptosuite", "proofPurpose"} <= set(
+        present_options["properties"]
+    )
     options = _resolve(
         spec,
         _resolve(

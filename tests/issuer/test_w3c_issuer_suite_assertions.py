@@ -132,7 +132,9 @@ def test_the_issued_credential_verifies_with_an_independent_implementation(clien
     inside RDFC-1.0, which pyld lacks: that one is checked by Tessera's verifier only.
     """
     key = create_key(client, master.headers, key_type)
-    vc = _issue(client, master.headers, _credential(version, key["didKey"]), key, suite)
+    # The independent checks take base proofs without mandatory pointers, as the suites send them.
+    pointers = {"mandatoryPointers": []} if suite in SD_HEADERS else {}
+    vc = _issue(client, master.headers, _credential(version, key["didKey"]), key, suite, **pointers)
     assert verify(client, master.headers, vc)["verified"] is True
     _, public_key = ind.public_key_from_multikey(key["publicKeyMultibase"])
     if suite == "bbs-2023":
@@ -144,7 +146,7 @@ def test_the_issued_credential_verifies_with_an_independent_implementation(clien
             headers=master.headers,
         )
         assert derived.status_code == 201, derived.get_data(as_text=True)
-        assert ind.verify_ecdsa_sd_derived(derived.json["verifiableCredential"], public_key) is True
+        assert ind.verify_ecdsa_sd_derived(derived.json, public_key) is True
     elif not (suite == "ecdsa-rdfc-2019" and key_type == "P-384"):
         assert ind.verify_signature_suite(vc, key_type, public_key) is True
         vc["credentialSubject"]["id"] = "did:example:mallory"

@@ -161,6 +161,15 @@ class Bbs2023:
     def __init__(self, backend: Any = None) -> None:
         self.backend = backend
 
+    def presentation_header(self, proof: dict) -> bytes | None:
+        """The presentation header of a derived proof (empty when it has none); None for a base proof
+        or a proof value that cannot be read (`verify_proof` reports that)."""
+        try:
+            parsed = parse_proof_value(proof.get("proofValue"))
+        except ProofCheckFailed:
+            return None
+        return parsed.presentation_header if isinstance(parsed, DerivedProofValue) else None
+
     def verify_proof(self, document_without_proof: dict, proof: dict, key: VerificationKey, ctx: SuiteContext) -> None:
         """Return when the proof verifies with `key` (BLS12-381 G2), else raise `ProofCheckFailed`."""
         sd.check_proof_and_key(document_without_proof, proof, key, NAME, "Bls12381G2", "BLS12-381 G2")

@@ -156,11 +156,14 @@ class SignatureSuite:
         created: datetime | str | None = None,
         ctx: SuiteContext | None = None,
         proof_id: str | None = None,
+        challenge: str | None = None,
+        domain: str | list[str] | None = None,
     ) -> dict:
         """A copy of `document` with a new proof added (appended to an existing proof set).
 
         `private_key`: a raw Ed25519 seed (32 bytes), a raw ECDSA scalar (32 bytes P-256, 48
         bytes P-384) or a `cryptography` private key. `ctx` is required for RDFC suites.
+        `challenge` and `domain` go into the proof (a presentation's, for a verifier).
         """
         signer, key_type = self._signing_key(private_key)
         unsecured = {name: value for name, value in document.items() if name != "proof"}
@@ -170,6 +173,10 @@ class SignatureSuite:
         options["created"] = created if isinstance(created, str) else format_datetime(created or _now())
         options["verificationMethod"] = verification_method
         options["proofPurpose"] = proof_purpose
+        if challenge is not None:
+            options["challenge"] = challenge
+        if domain is not None:
+            options["domain"] = domain
         if "@context" in unsecured:
             options["@context"] = unsecured["@context"]
         data = self.hash_data(unsecured, options, key_type, ctx)
