@@ -670,6 +670,8 @@ def send_login_code(
         user = None  # answered as an unknown address: no code is mailed, so sign-in cannot finish
     code = f"{secrets.randbelow(10**6):06d}"
     request.email = address
+    if request.candidate_user_id != (user.id if user is not None else None):
+        request.amr = ""  # the methods passed so far were another person's
     request.candidate_user_id = user.id if user is not None else None
     request.login_code_hash = hash_secret(f"login:{request.id}:{code}")
     request.login_code_expires_at = utcnow() + timedelta(seconds=current(OidcSettings).login_code_ttl)
@@ -743,14 +745,25 @@ def complete_sign_in(request: AuthorizationRequest, client: Client, user_id: int
 
     The one end of every sign-in method (e-mail code, passkey, linked account): the session, the
     passkey step a policy asks for, consent and the code all follow from here, and the session is the
-    one back-channel logout ends. A platform account waiting for this user (`linked_pending`) is
-    linked now that they signed in.
+    one back-channel logout ends. A sign-in that has not yet reached what its tree's policy accepts
+    (the e-mail code where a passkey must follow) opens no session and changes nothing: it lives on
+    in the request only, until its next step. A platform account waiting for this user
+    (`linked_pending`) is linked once they have signed in.
     """
     now = utcnow()
-    amr = acr.combine(request.amr or "", methods)
+    # Methods passed earlier in this request count only for the same person.
+    earlier = (request.amr or "") if request.candidate_user_id == user_id else ""
+    amr = acr.combine(earlier, methods)
+    policy = sign_in_policy(client)
     session = _request_session(request, user_id)
     session_token = None
-    if session is None:
+    if session is not None:
+        session.amr = acr.combine(session_amr(session), methods)
+        session.auth_time = now
+        amr = session.amr
+    elif not acr.sign_in_complete(policy, amr):
+        request.sid = None
+    else:
         session_token, sid = random_token(32), random_token(16)
         db.session.add(
             LoginSession(
@@ -765,14 +778,10 @@ def complete_sign_in(request: AuthorizationRequest, client: Client, user_id: int
             )
         )
         request.sid = sid
-    else:
-        session.amr = acr.combine(session_amr(session), methods)
-        session.auth_time = now
-        amr = session.amr
     request.candidate_user_id = user_id
     request.amr = amr
     request.auth_time = now
-    if request.linked_pending is not None:
+    if request.linked_pending is not None and acr.sign_in_complete(policy, amr):
         social_sign_in.link_pending(request.linked_pending, user_id, client)
         request.linked_pending = None
     db.session.flush()
@@ -798,6 +807,8 @@ class PasskeyStep:
 
     options: str | None
     refusal: str | None = None
+    # Whether the user may add a passkey on the account page (their sign-in so far is a finished one).
+    can_add_passkey: bool = False
 
 
 def login_passkey_options(request: AuthorizationRequest, client: Client) -> str | None:
@@ -825,11 +836,19 @@ def passkey_step(request: AuthorizationRequest, client: Client) -> PasskeyStep:
             code="login_required",
             detail="The passkey step needs a first sign-in step.",
         )
-    if not acr.passkeys_allowed(sign_in_policy(client)) or not _has_passkey(request.candidate_user_id):
+    policy = sign_in_policy(client)
+    if not acr.passkeys_allowed(policy) or not _has_passkey(request.candidate_user_id):
+        if acr.sign_in_complete(policy, request.amr):
+            return PasskeyStep(
+                None,
+                f"{client.name} asks for a passkey here, and you have none yet. Add one on your account page, "
+                "then go back to the application and sign in again.",
+                can_add_passkey=True,
+            )
         return PasskeyStep(
             None,
-            f"{client.name} requires a passkey to sign in, and you have none yet. Add one on your account page, "
-            "then go back to the application and sign in again.",
+            f"{client.name} requires a passkey after the e-mail code, and you have none yet. A passkey can only "
+            f"be added once you are signed in: ask {client.name} how to get one.",
         )
     options, request.passkey_challenge = passkey_service.authentication_options(request.candidate_user_id)
     db.session.flush()

@@ -652,6 +652,7 @@ def _passkey_step_page(
         handle=handle,
         passkey_options=step.options,
         refusal=step.refusal,
+        can_add_passkey=step.can_add_passkey,
         message=message,
         error=bool(message),
     )

@@ -204,3 +204,43 @@ def test_openid_client_asks_for_mfa_and_sees_it(app, client, localhost_server, c
     assert result["ok"], result
     assert result["claims"]["acr"] == "urn:tessera:acr:mfa"
     assert result["claims"]["amr"] == ["otp", "hwk", "user", "mfa"]
+
+
+def test_a_code_holder_gets_no_account_and_only_the_user_finishes_the_passkey_step(
+    app, client, localhost_server, callback_server, browser
+):
+    """Under `passkey_second_factor`, another browser holding only the user's e-mail code reaches the
+    passkey step and nothing more: the account page neither names the user nor offers a registration.
+    The user's own browser then finishes the same step with their passkey."""
+    redirect_uri = callback_server.url + "/cb"
+    tenant = _tenant(app, client, redirect_uri, "passkey_alone")
+    browser.get(localhost_server + authorize_query(tenant))
+    _sign_in_by_code(browser, localhost_server, tenant.email)
+    _click_and_wait_for_next_page(browser, "allow")
+    _landed(browser, redirect_uri)
+    browser.get(localhost_server + "/v1/openidc/account")
+    _wait_for(browser, "passkey-name").send_keys("Own laptop")
+    _click_and_wait_for_next_page(browser, "add-passkey")
+    assert "Your passkey was added." in _wait_for(browser, "message").text
+    with app.app_context(), transaction():
+        tenancy_service.set_sign_in_policy(tenant.client_id, "passkey_second_factor")
+
+    other = headless_chromium(WIDTHS["phone"])
+    try:
+        other.get(localhost_server + authorize_query(tenant))
+        _sign_in_by_code(other, localhost_server, tenant.email)
+        _wait_for(other, "passkey-form")
+        other.get(localhost_server + "/v1/openidc/account")
+        page = _wait_for(other, "error-code")
+        assert page.text == "login_required"
+        body = other.find_element(By.TAG_NAME, "body").text
+        assert tenant.email not in body and "Own laptop" not in body
+        assert not other.find_elements(By.ID, "register-form")
+    finally:
+        other.quit()
+
+    browser.get(localhost_server + authorize_query(tenant, prompt="login"))
+    _sign_in_by_code(browser, localhost_server, tenant.email)
+    _click_and_wait_for_next_page(browser, "passkey-sign-in")
+    identity = _id_token(localhost_server, tenant, redirect_uri, _landed(browser, redirect_uri)["code"])
+    assert identity["amr"] == ["otp", "hwk", "user", "mfa"] and identity["acr"] == "urn:tessera:acr:mfa"

@@ -256,12 +256,13 @@ def test_the_second_factor_policy_refuses_a_user_without_a_passkey(app, http):
     assert "/v1/openidc/login/passkey" in response.headers["Location"]
     step = http.get(path_of(response.headers["Location"])).get_data(as_text=True)
     assert 'id="passkey-refusal"' in step and "requires a passkey" in step
+    assert 'id="account-link"' not in step, "the account page needs a finished sign-in"
     assert http.get(authorize_query(tenant, prompt="none")).headers["Location"].count("error=login_required")
     cancelled = http.post("/v1/openidc/login/cancel", data=form_fields(step))
     query = query_of(cancelled.headers["Location"])
     assert query["error"] == "unmet_authentication_requirements" and query["state"] == "s1"
-    # The e-mail sign-in still opened the account page, where the user can add a passkey.
-    assert http.get("/v1/openidc/account").status_code == 200
+    # The e-mail code alone is no sign-in here: it opens no account page where a passkey could be added.
+    assert http.get("/v1/openidc/account").status_code == 401
 
 
 def test_a_sub_client_inherits_the_policy(app, http):
@@ -280,6 +281,9 @@ def test_the_last_passkey_cannot_be_removed_where_one_is_required(app, http):
     _register(http, authenticator, name="First")
     _register(http, authenticator, name="Second")
     _set_policy(app, tenant, "passkey_second_factor")
+    assert http.get("/v1/openidc/account").status_code == 401, "the e-mail sign-in no longer meets the policy"
+    step = http.get(path_of(_send_code(http, tenant, prompt="login").headers["Location"])).get_data(as_text=True)
+    _finish(http, _post_passkey(http, step, authenticator.get(_options(step, "get"))))
     page = http.get("/v1/openidc/account").get_data(as_text=True)
     ids = re.findall(r'data-passkey-id="(\d+)"', page)
     csrf = form_fields(page)["csrf_token"]
