@@ -48,7 +48,7 @@ from app.passkeys.errors import PasskeyRefused
 from app.security import hash_secret, random_token, texts_equal
 from app.settings import current
 from app.social import sign_in as social_sign_in
-from app.tenancy.models import POLICY_EMAIL_CODE, Client
+from app.tenancy.models import DEFAULT_SIGN_IN_POLICY, Client
 from app.tenancy.service import from_email_address, privacy_reference
 from app.users.models import User
 from app.users.service import find_user_by_email, get_enabled_user_in_tree
@@ -345,7 +345,7 @@ def _requested_acr(acr_values: str | None, claims_parameter: str | None) -> tupl
 def sign_in_policy(client: Client) -> str:
     """The sign-in policy of the client's tree: its master client's."""
     root = client if client.root_id is None else db.session.get(Client, client.root_id)
-    return root.sign_in_policy if root is not None and root.sign_in_policy else POLICY_EMAIL_CODE
+    return root.sign_in_policy if root is not None and root.sign_in_policy else DEFAULT_SIGN_IN_POLICY
 
 
 def request_target(request: AuthorizationRequest, client: Client) -> acr.Target:

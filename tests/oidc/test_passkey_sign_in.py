@@ -116,11 +116,27 @@ def http(app):
     return app.test_client()
 
 
-def test_the_e_mail_code_is_unchanged_without_a_policy_and_claims_otp(app, http):
+def test_by_default_the_login_page_offers_a_passkey_beside_the_e_mail_code(app, http):
     tenant = make_tenant(app, http)
     page = _login_page(http, tenant)
-    assert "passkey" not in page and 'autocomplete="email"' in page
+    assert 'autocomplete="username webauthn"' in page and 'id="passkey-form"' in page
+    assert "Sign in with a passkey" in page and 'action="/v1/openidc/login"' in page
     identity = _id_token(http, tenant, sign_in(http, tenant))
+    assert identity["amr"] == ["otp"] and identity["acr"] == EMAIL_CODE
+
+
+def test_the_e_mail_code_policy_offers_and_accepts_no_passkey(app, http):
+    tenant = make_tenant(app, http)
+    authenticator = _authenticator(app)
+    sign_in(http, tenant)
+    _register(http, authenticator)
+    _set_policy(app, tenant, "email_code")
+    page = _login_page(http, tenant, prompt="login")
+    assert "passkey" not in page and 'autocomplete="email"' in page
+    options = {"rpId": authenticator.rp_id, "challenge": "AAAA"}
+    refused = _post_passkey(http, page, authenticator.get(options))
+    assert "Passkeys are not used to sign in here." in refused.get_data(as_text=True)
+    identity = _id_token(http, tenant, sign_in(http, tenant, prompt="login"))
     assert identity["amr"] == ["otp"] and identity["acr"] == EMAIL_CODE
 
 
@@ -305,6 +321,7 @@ def test_voluntary_acr_values_never_claim_an_unmet_acr(app, http):
 
 def test_an_essential_acr_that_cannot_be_met_is_refused(app, http):
     tenant = make_tenant(app, http)
+    _set_policy(app, tenant, "email_code")
     claims = json.dumps({"id_token": {"acr": {"essential": True, "values": [PASSKEY]}}})
     response = http.get(authorize_query(tenant, claims=claims, state="s2"))
     query = query_of(response.headers["Location"])
