@@ -29,6 +29,7 @@ from app.oidc.errors import AuthorizationPageError, AuthorizationRedirectError
 from app.oidc.limits import count_hit
 from app.oidc.mail import send_mail
 from app.oidc.models import (
+    AccountSignIn,
     AuthorizationCode,
     AuthorizationRequest,
     ClientAssertion,
@@ -54,6 +55,8 @@ from app.users.models import User
 from app.users.service import find_user_by_email, get_enabled_user_in_tree
 
 PROMPTS = frozenset({"none", "login", "consent", "select_account"})
+ACCOUNT_PAGE = "/v1/openidc/account"
+ACCOUNT_SIGN_IN_PAGE = "/v1/openidc/account/sign-in"
 _KNOWN_PARAMETERS = frozenset(
     {
         "response_type",
@@ -456,6 +459,27 @@ def _new_request(params: AuthorizationParams, browser_token: str, **fields) -> t
     return request, handle
 
 
+def account_request(root: Client, browser_hash_: str, email: str | None) -> tuple[AuthorizationRequest, str]:
+    """A new authorization request of the tree rooted at `root` that signs its browser in to the
+    account page (`for_account`), and its handle; the caller passes its first step."""
+    handle = random_token(32)
+    now = utcnow()
+    request = AuthorizationRequest(
+        handle_hash=hash_secret("authz:" + handle),
+        browser_hash=browser_hash_,
+        client_id=root.id,
+        redirect_uri=ACCOUNT_PAGE,
+        scope="openid",
+        email=email,
+        for_account=True,
+        created_at=now,
+        expires_at=now + timedelta(seconds=current(OidcSettings).auth_request_ttl),
+    )
+    db.session.add(request)
+    db.session.flush()
+    return request, handle
+
+
 def _issue_code(
     *,
     client: Client,
@@ -630,45 +654,20 @@ def send_login_code(
     first code (counted in the database, so every process shares the limits); beyond them, and
     once the request's attempts are used up, a LoginStep with status 429.
     """
-    address = (email or "").strip().lower()
-    if not _EMAIL.fullmatch(address) or len(address) > 254:
+    address = login_address(email)
+    if address is None:
         return LoginStep(request, client, "Enter a valid e-mail address.", error=True)
     if request.login_code_attempts >= current(OidcSettings).login_code_attempts:
         return LoginStep(request, client, _RESTART, error=True, status=429)
     if client.recaptcha_enabled and not recaptcha.recaptcha_passes(client, recaptcha_token, remote_ip):
         return LoginStep(request, client, "We could not confirm you are not a robot. Please try again.", error=True)
-    sends = db.session.execute(
-        update(AuthorizationRequest)
-        .where(
-            AuthorizationRequest.id == request.id,
-            AuthorizationRequest.login_code_sends < current(OidcSettings).login_code_sends,
-        )
-        .values(login_code_sends=AuthorizationRequest.login_code_sends + 1)
-        .returning(AuthorizationRequest.login_code_sends)
-        .execution_options(synchronize_session=False)
-    ).scalar_one_or_none()
-    if sends is None:
-        return LoginStep(
-            request,
-            client,
-            "You asked for too many codes for this sign-in. Go back to the application and start again.",
-            error=True,
-            status=429,
-        )
-    set_committed_value(request, "login_code_sends", sends)
-    # Counted whether or not the address has an account, so the limit reveals nothing either.
-    if count_hit("login-code-address:" + address, 3600) > current(OidcSettings).login_code_sends_per_address:
-        return LoginStep(
-            request,
-            client,
-            f"Too many codes were sent to {address} recently. Wait an hour and try again.",
-            error=True,
-            status=429,
-        )
+    refused_send = count_code_send(request, address)
+    if refused_send is not None:
+        return LoginStep(request, client, refused_send, error=True, status=429)
     user = find_user_by_email(_root_id(client), address)
     if user is not None and user.disabled_at is not None:
         user = None  # answered as an unknown address: no code is mailed, so sign-in cannot finish
-    code = f"{secrets.randbelow(10**6):06d}"
+    code = new_login_code()
     request.email = address
     if request.candidate_user_id != (user.id if user is not None else None):
         request.amr = ""  # the methods passed so far were another person's
@@ -692,6 +691,39 @@ def send_login_code(
 
 def _sender(client: Client) -> str:
     return formataddr((client.name, from_email_address(client)))
+
+
+def login_address(email: str | None) -> str | None:
+    """The address typed into a sign-in form, lower-cased; None when it is not a valid one."""
+    address = (email or "").strip().lower()
+    return address if _EMAIL.fullmatch(address) and len(address) <= 254 else None
+
+
+def new_login_code() -> str:
+    return f"{secrets.randbelow(10**6):06d}"
+
+
+def count_code_send(row: AuthorizationRequest | AccountSignIn, address: str) -> str | None:
+    """Count one code sent for this sign-in (`row`) and to `address`; why it may not be sent, or None.
+
+    At most `OIDC_LOGIN_CODE_SENDS` per sign-in and `OIDC_LOGIN_CODE_SENDS_PER_ADDRESS` per address in
+    an hour that opens at its first code, counted atomically in the database (every process shares
+    them), and for an address whether or not it has an account, so the limit reveals nothing.
+    """
+    model = type(row)
+    sends = db.session.execute(
+        update(model)
+        .where(model.id == row.id, model.login_code_sends < current(OidcSettings).login_code_sends)
+        .values(login_code_sends=model.login_code_sends + 1)
+        .returning(model.login_code_sends)
+        .execution_options(synchronize_session=False)
+    ).scalar_one_or_none()
+    if sends is None:
+        return "You asked for too many codes for this sign-in. Start the sign-in again."
+    set_committed_value(row, "login_code_sends", sends)
+    if count_hit("login-code-address:" + address, 3600) > current(OidcSettings).login_code_sends_per_address:
+        return f"Too many codes were sent to {address} recently. Wait an hour and try again."
+    return None
 
 
 def verify_login_code(request: AuthorizationRequest, client: Client, code: str) -> LoginStep | Outcome:
@@ -719,18 +751,19 @@ def verify_login_code(request: AuthorizationRequest, client: Client, code: str) 
     return complete_sign_in(request, client, request.candidate_user_id, (acr.OTP,))
 
 
-def count_sign_in_attempt(request: AuthorizationRequest) -> bool:
-    """Count one sign-in attempt (a code, a passkey or a linked account) against the request's
+def count_sign_in_attempt(request: AuthorizationRequest | AccountSignIn) -> bool:
+    """Count one sign-in attempt (a code, a passkey or a linked account) against the sign-in's
     limit, `OIDC_LOGIN_CODE_ATTEMPTS`; False once used up.
 
     Counted atomically, so concurrent guesses cannot share one attempt.
     """
     limit = current(OidcSettings).login_code_attempts
+    model = type(request)
     attempts = db.session.execute(
-        update(AuthorizationRequest)
-        .where(AuthorizationRequest.id == request.id, AuthorizationRequest.login_code_attempts < limit)
-        .values(login_code_attempts=AuthorizationRequest.login_code_attempts + 1)
-        .returning(AuthorizationRequest.login_code_attempts)
+        update(model)
+        .where(model.id == request.id, model.login_code_attempts < limit)
+        .values(login_code_attempts=model.login_code_attempts + 1)
+        .returning(model.login_code_attempts)
         .execution_options(synchronize_session=False)
     ).scalar_one_or_none()
     if attempts is None:
@@ -847,8 +880,9 @@ def passkey_step(request: AuthorizationRequest, client: Client) -> PasskeyStep:
             )
         return PasskeyStep(
             None,
-            f"{client.name} requires a passkey after the e-mail code, and you have none yet. A passkey can only "
-            f"be added once you are signed in: ask {client.name} how to get one.",
+            f"{client.name} requires a passkey after the e-mail code, and you have none yet. A passkey is added "
+            f"on your account page, which the e-mail code alone does not open here: ask {client.name} to let you "
+            "add one.",
         )
     options, request.passkey_challenge = passkey_service.authentication_options(request.candidate_user_id)
     db.session.flush()
@@ -859,16 +893,17 @@ def _has_passkey(user_id: int | None) -> bool:
     return user_id is not None and passkey_service.count_passkeys(user_id) > 0
 
 
-def _take_passkey_challenge(request: AuthorizationRequest) -> str | None:
-    """The request's passkey challenge, cleared in the same statement so it serves one answer only."""
+def take_passkey_challenge(request: AuthorizationRequest | AccountSignIn) -> str | None:
+    """The sign-in's passkey challenge, cleared in the same statement so it serves one answer only."""
     challenge = request.passkey_challenge
     if challenge is None:
         return None
+    model = type(request)
     taken = db.session.execute(
-        update(AuthorizationRequest)
-        .where(AuthorizationRequest.id == request.id, AuthorizationRequest.passkey_challenge == challenge)
+        update(model)
+        .where(model.id == request.id, model.passkey_challenge == challenge)
         .values(passkey_challenge=None)
-        .returning(AuthorizationRequest.id)
+        .returning(model.id)
         .execution_options(synchronize_session=False)
     ).scalar_one_or_none()
     set_committed_value(request, "passkey_challenge", None)
@@ -888,7 +923,7 @@ def verify_login_passkey(request: AuthorizationRequest, client: Client, credenti
         return LoginStep(request, client, "Passkeys are not used to sign in here.", error=True)
     if not count_sign_in_attempt(request):
         return LoginStep(request, client, _PASSKEY_RESTART, error=True, status=429)
-    challenge = _take_passkey_challenge(request)
+    challenge = take_passkey_challenge(request)
     if challenge is None:
         return LoginStep(request, client, "This passkey request has expired. Try again.", error=True)
     try:
@@ -906,9 +941,12 @@ def verify_login_passkey(request: AuthorizationRequest, client: Client, credenti
 def cancel_sign_in(request: AuthorizationRequest) -> str:
     """Give up a sign-in that could not reach what its client requires: back to the client with
     `unmet_authentication_requirements` (OpenID Connect Unmet Authentication Requirements 1.0)."""
-    location = error_redirect(
-        request, "unmet_authentication_requirements", "The user could not sign in as this application requires."
-    )
+    if request.for_account:
+        location = ACCOUNT_SIGN_IN_PAGE
+    else:
+        location = error_redirect(
+            request, "unmet_authentication_requirements", "The user could not sign in as this application requires."
+        )
     if request.device_authorization_id is not None:
         device.deny(request.device_authorization_id)
     db.session.delete(request)
@@ -942,12 +980,19 @@ def continue_after_login(request: AuthorizationRequest, client: Client) -> Outco
     db.session.flush()
     scopes = request.scope.split()
     claims = RequestedClaims.from_json(request.claims)
+    if request.for_account:
+        return Outcome(redirect_to=_finish(request, client))  # the user's own page: nothing to consent to
     if "consent" in request.prompt.split() or not grants.consent_covers(request.user_id, client, scopes, claims):
         return Outcome(page="consent")
     return Outcome(redirect_to=_finish(request, client))
 
 
 def _finish(request: AuthorizationRequest, client: Client) -> str:
+    if request.for_account:
+        location = request.redirect_uri
+        db.session.delete(request)
+        db.session.flush()
+        return location
     if request.device_authorization_id is not None:
         return _approve_device(request, client)
     location = _issue_code(
@@ -1140,8 +1185,8 @@ def plan_logout(
 
 
 def purge_expired(now: datetime | None = None) -> int:
-    """Delete expired codes, requests, sessions, deny-list entries, refresh tokens, assertion jtis,
-    pushed requests and device authorizations; returns rows removed."""
+    """Delete expired codes, requests (account sign-ins too), sessions, deny-list entries, refresh
+    tokens, assertion jtis, pushed requests and device authorizations; returns rows removed."""
     now = now or utcnow()
     removed = 0
     # A used code is kept until its token has expired, so a late replay can still revoke it.
@@ -1149,6 +1194,7 @@ def purge_expired(now: datetime | None = None) -> int:
         delete(AuthorizationCode).where(AuthorizationCode.expires_at <= now, AuthorizationCode.used_at.is_(None)),
         delete(AuthorizationCode).where(AuthorizationCode.access_token_expires_at <= now),
         delete(AuthorizationRequest).where(AuthorizationRequest.expires_at <= now),
+        delete(AccountSignIn).where(AccountSignIn.expires_at <= now),
         delete(LoginSession).where(LoginSession.expires_at <= now),
         delete(RevokedToken).where(RevokedToken.expires_at <= now),
         delete(LoginCodeCounter).where(LoginCodeCounter.expires_at <= now),

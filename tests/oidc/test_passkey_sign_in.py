@@ -188,7 +188,10 @@ def test_registration_requires_user_verification_and_a_fresh_challenge(app, http
 
 def test_the_account_page_needs_a_sign_in(app, http):
     response = http.get("/v1/openidc/account")
-    assert response.status_code == 401 and "Sign in" in response.get_data(as_text=True)
+    assert response.status_code == 303 and response.headers["Location"] == "/v1/openidc/account/sign-in"
+    csrf = form_fields(http.get(response.headers["Location"]).get_data(as_text=True))["csrf_token"]
+    refused = http.post("/v1/openidc/account/passkeys/remove", data={"csrf_token": csrf, "passkey_id": "1"})
+    assert refused.status_code == 401 and "Sign in first" in refused.get_data(as_text=True)
 
 
 def test_an_unverified_user_a_wrong_origin_and_a_foreign_passkey_are_refused(app, http):
@@ -278,7 +281,7 @@ def test_the_second_factor_policy_refuses_a_user_without_a_passkey(app, http):
     query = query_of(cancelled.headers["Location"])
     assert query["error"] == "unmet_authentication_requirements" and query["state"] == "s1"
     # The e-mail code alone is no sign-in here: it opens no account page where a passkey could be added.
-    assert http.get("/v1/openidc/account").status_code == 401
+    assert http.get("/v1/openidc/account").status_code == 303
 
 
 def test_a_sub_client_inherits_the_policy(app, http):
@@ -297,7 +300,7 @@ def test_the_last_passkey_cannot_be_removed_where_one_is_required(app, http):
     _register(http, authenticator, name="First")
     _register(http, authenticator, name="Second")
     _set_policy(app, tenant, "passkey_second_factor")
-    assert http.get("/v1/openidc/account").status_code == 401, "the e-mail sign-in no longer meets the policy"
+    assert http.get("/v1/openidc/account").status_code == 303, "the e-mail sign-in no longer meets the policy"
     step = http.get(path_of(_send_code(http, tenant, prompt="login").headers["Location"])).get_data(as_text=True)
     _finish(http, _post_passkey(http, step, authenticator.get(_options(step, "get"))))
     page = http.get("/v1/openidc/account").get_data(as_text=True)
