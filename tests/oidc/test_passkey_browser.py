@@ -31,7 +31,7 @@ WIDTHS = {"desktop": "1024,900", "phone": "390,844"}
 def localhost_server(app, real_worker):
     """The application on 127.0.0.1 with `BASE_URL` http://localhost:<port>: WebAuthn takes no IP
     address as RP id, and http://localhost is a secure context."""
-    with application_served(app, host_name="localhost") as url:
+    with application_served(app) as url:
         yield url
 
 
