@@ -102,8 +102,9 @@ class CoreSettings:
     port: int = env("PORT", 5000, "port of the `web` process (Procfile) and of the default `BASE_URL`")
     base_url_setting: str = env(
         "BASE_URL",
-        _shown("`http://127.0.0.1:$PORT`"),
-        "public address of the service (discovery, privacy links, `iss`, CLI hints)",
+        _shown("`http://localhost:$PORT`"),
+        "public address of the service (discovery, privacy links, `iss`, CLI hints); never a loopback IP "
+        "address, where browsers refuse passkeys",
     )
     trusted_proxies: int = env(
         "TRUSTED_PROXIES",
@@ -252,7 +253,7 @@ class CoreSettings:
 
     @property
     def base_url(self) -> str:
-        return (self.base_url_setting or f"http://127.0.0.1:{self.port}").rstrip("/")
+        return (self.base_url_setting or f"http://localhost:{self.port}").rstrip("/")
 
     @property
     def broker_url(self) -> str:
@@ -483,16 +484,26 @@ def is_loopback_http(url: str) -> bool:
     host = (parts.hostname or "").lower()
     if parts.scheme != "http":
         return False
-    if host in _LOOPBACK_HOSTS:
-        return True
+    return host in _LOOPBACK_HOSTS or _is_loopback_ip(host)
+
+
+def _is_loopback_ip(host: str) -> bool:
     try:
         return ipaddress.ip_address(host).is_loopback
     except ValueError:
         return False
 
 
+def _as_localhost(url: str) -> str:
+    """`url` with its host named `localhost`: the same service on this machine."""
+    parts = urlsplit(url)
+    port = parts.netloc.rpartition("]")[2].partition(":")[2]
+    return parts._replace(netloc="localhost" + (f":{port}" if port else "")).geturl()
+
+
 def check_startup_safety(config: Mapping[str, Any]) -> None:
-    """Refuse settings that are dangerous outside a development machine; raises `UnsafeConfiguration`."""
+    """Refuse settings that are dangerous outside a development machine, or that cannot work (a
+    `BASE_URL` on which browsers refuse passkeys); raises `UnsafeConfiguration`."""
     if config["SQLALCHEMY_DATABASE_URI"].startswith("postgresql"):
         missing = [name for name in SHARED_SECRETS if not config.get(name)]
         if missing:
@@ -500,6 +511,11 @@ def check_startup_safety(config: Mapping[str, Any]) -> None:
                 f"{', '.join(missing)} must be set when DATABASE_URL is PostgreSQL: every host of the "
                 "deployment must share them, and generated ones would differ from host to host."
             )
+    if _is_loopback_ip((urlsplit(config["BASE_URL"]).hostname or "").lower()):
+        raise UnsafeConfiguration(
+            f"BASE_URL {config['BASE_URL']} is a loopback IP address, where browsers refuse passkeys (their "
+            f"relying party must be a domain name): use {_as_localhost(config['BASE_URL'])}."
+        )
     if config.get("DEV_OUTBOX") and not is_loopback_http(config["BASE_URL"]):
         raise UnsafeConfiguration(
             f"DEV_OUTBOX=1 shows every login code at /dev/outbox; it is allowed only when BASE_URL is a "

@@ -31,7 +31,7 @@ from app.client.cards import (
 )
 
 ENVIRONMENTS = ("testnet", "production")
-DEFAULT_TESTNET_URL = "http://127.0.0.1:5000"
+DEFAULT_TESTNET_URL = "http://localhost:5000"
 EXIT_ERROR = 1
 EXIT_USAGE = 2
 EXIT_AUTHENTICATION = 3

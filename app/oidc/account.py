@@ -1,8 +1,9 @@
 """Use cases of the hosted account page: the signed-in user lists, adds and removes passkeys.
 
-The page is reached with the browser's single sign-on session (any sign-in method). A passkey
-registration's challenge is kept on that session and serves one answer. Functions flush but never
-commit.
+The page is reached with the browser's single sign-on session, and only with one whose sign-in is
+finished under its tree's sign-in policy: a sign-in still waiting for its passkey step sees no
+account, registers no passkey and removes none. A passkey registration's challenge is kept on that
+session and serves one answer. Functions flush but never commit.
 """
 
 from __future__ import annotations
@@ -14,7 +15,8 @@ from sqlalchemy.orm.attributes import set_committed_value
 
 from app.errors import DomainError
 from app.extensions import db
-from app.oidc.authorize import find_live_session
+from app.oidc import acr
+from app.oidc.authorize import find_live_session, session_amr, sign_in_policy
 from app.oidc.errors import AuthorizationPageError
 from app.oidc.models import LoginSession
 from app.passkeys import service as passkey_service
@@ -22,6 +24,10 @@ from app.passkeys.models import Passkey
 from app.tenancy.models import Client
 from app.users.models import User
 from app.users.service import get_enabled_user_in_tree
+
+# The pages of a signed-in person, as (endpoint, title): linked from the home page and from each
+# other. A page of another feature (the connected agents page) is added here, and only here.
+ACCOUNT_PAGES: tuple[tuple[str, str], ...] = (("oidc_pages.account_page", "Your account and passkeys"),)
 
 
 @dataclass(frozen=True)
@@ -33,19 +39,35 @@ class Account:
     client: Client
 
 
-def require_account(session_token: str | None) -> Account:
-    """The account of this browser's session; AuthorizationPageError (401) when not signed in."""
+def find_account(session_token: str | None) -> Account | None:
+    """The account of this browser's session; None when not signed in, or when the session's sign-in
+    does not meet its tree's sign-in policy (a policy that now asks more than the session passed, or
+    a session from before sign-ins were checked against it)."""
     session = find_live_session(session_token)
     user = get_enabled_user_in_tree(session.user_id, session.root_client_id) if session is not None else None
     client = db.session.get(Client, session.root_client_id) if session is not None else None
-    if session is None or user is None or client is None or client.disabled_at is not None:
+    if (
+        session is None
+        or user is None
+        or client is None
+        or client.disabled_at is not None
+        or not acr.sign_in_complete(sign_in_policy(client), session_amr(session))
+    ):
+        return None
+    return Account(session, user, client)
+
+
+def require_account(session_token: str | None) -> Account:
+    """`find_account`, or AuthorizationPageError (401) when there is none."""
+    found = find_account(session_token)
+    if found is None:
         raise AuthorizationPageError(
-            "Sign in to an application first; then come back to this page to manage your passkeys.",
+            "Sign in first; then this page shows your account and passkeys.",
             status=401,
             code="login_required",
             detail="The account page needs a signed-in browser.",
         )
-    return Account(session, user, client)
+    return found
 
 
 def passkeys_of(account: Account) -> list[Passkey]:

@@ -80,6 +80,14 @@ def claimed_acr(amr: str | None, requested: Sequence[str]) -> str | None:
     return met[0] if met else acr_of(amr)
 
 
+def sign_in_complete(policy: str, amr: str | None) -> bool:
+    """Whether a sign-in that passed `amr` is finished under a tree's `policy`: it reached the least
+    the policy accepts. Only a finished sign-in opens a single sign-on session and the account page;
+    one still waiting for its next step holds nothing beyond its request."""
+    reachable = _REACHABLE.get(policy, _REACHABLE[POLICY_EMAIL_CODE])
+    return level_of(amr) >= min(reachable)
+
+
 def passkeys_allowed(policy: str) -> bool:
     return policy in (POLICY_PASSKEY_SECOND_FACTOR, POLICY_PASSKEY_ALONE)
 

@@ -29,6 +29,7 @@ from app.oidc.errors import AuthorizationPageError, AuthorizationRedirectError
 from app.oidc.limits import count_hit
 from app.oidc.mail import send_mail
 from app.oidc.models import (
+    AccountSignIn,
     AuthorizationCode,
     AuthorizationRequest,
     ClientAssertion,
@@ -48,12 +49,14 @@ from app.passkeys.errors import PasskeyRefused
 from app.security import hash_secret, random_token, texts_equal
 from app.settings import current
 from app.social import sign_in as social_sign_in
-from app.tenancy.models import POLICY_EMAIL_CODE, Client
+from app.tenancy.models import DEFAULT_SIGN_IN_POLICY, Client
 from app.tenancy.service import from_email_address, privacy_reference
 from app.users.models import User
 from app.users.service import find_user_by_email, get_enabled_user_in_tree
 
 PROMPTS = frozenset({"none", "login", "consent", "select_account"})
+ACCOUNT_PAGE = "/v1/openidc/account"
+ACCOUNT_SIGN_IN_PAGE = "/v1/openidc/account/sign-in"
 _KNOWN_PARAMETERS = frozenset(
     {
         "response_type",
@@ -346,7 +349,7 @@ def _requested_acr(acr_values: str | None, claims_parameter: str | None) -> tupl
 def sign_in_policy(client: Client) -> str:
     """The sign-in policy of the client's tree: its master client's."""
     root = client if client.root_id is None else db.session.get(Client, client.root_id)
-    return root.sign_in_policy if root is not None and root.sign_in_policy else POLICY_EMAIL_CODE
+    return root.sign_in_policy if root is not None and root.sign_in_policy else DEFAULT_SIGN_IN_POLICY
 
 
 def request_target(request: AuthorizationRequest, client: Client) -> acr.Target:
@@ -451,6 +454,27 @@ def _new_request(params: AuthorizationParams, browser_token: str, **fields) -> t
         created_at=now,
         expires_at=now + timedelta(seconds=current(OidcSettings).auth_request_ttl),
         **fields,
+    )
+    db.session.add(request)
+    db.session.flush()
+    return request, handle
+
+
+def account_request(root: Client, browser_hash_: str, email: str | None) -> tuple[AuthorizationRequest, str]:
+    """A new authorization request of the tree rooted at `root` that signs its browser in to the
+    account page (`for_account`), and its handle; the caller passes its first step."""
+    handle = random_token(32)
+    now = utcnow()
+    request = AuthorizationRequest(
+        handle_hash=hash_secret("authz:" + handle),
+        browser_hash=browser_hash_,
+        client_id=root.id,
+        redirect_uri=ACCOUNT_PAGE,
+        scope="openid",
+        email=email,
+        for_account=True,
+        created_at=now,
+        expires_at=now + timedelta(seconds=current(OidcSettings).auth_request_ttl),
     )
     db.session.add(request)
     db.session.flush()
@@ -635,46 +659,23 @@ def send_login_code(
     first code (counted in the database, so every process shares the limits); beyond them, and
     once the request's attempts are used up, a LoginStep with status 429.
     """
-    address = (email or "").strip().lower()
-    if not _EMAIL.fullmatch(address) or len(address) > 254:
+    address = login_address(email)
+    if address is None:
         return LoginStep(request, client, "Enter a valid e-mail address.", error=True)
     if request.login_code_attempts >= current(OidcSettings).login_code_attempts:
         return LoginStep(request, client, _RESTART, error=True, status=429)
     if client.recaptcha_enabled and not recaptcha.recaptcha_passes(client, recaptcha_token, remote_ip):
         return LoginStep(request, client, "We could not confirm you are not a robot. Please try again.", error=True)
-    sends = db.session.execute(
-        update(AuthorizationRequest)
-        .where(
-            AuthorizationRequest.id == request.id,
-            AuthorizationRequest.login_code_sends < current(OidcSettings).login_code_sends,
-        )
-        .values(login_code_sends=AuthorizationRequest.login_code_sends + 1)
-        .returning(AuthorizationRequest.login_code_sends)
-        .execution_options(synchronize_session=False)
-    ).scalar_one_or_none()
-    if sends is None:
-        return LoginStep(
-            request,
-            client,
-            "You asked for too many codes for this sign-in. Go back to the application and start again.",
-            error=True,
-            status=429,
-        )
-    set_committed_value(request, "login_code_sends", sends)
-    # Counted whether or not the address has an account, so the limit reveals nothing either.
-    if count_hit("login-code-address:" + address, 3600) > current(OidcSettings).login_code_sends_per_address:
-        return LoginStep(
-            request,
-            client,
-            f"Too many codes were sent to {address} recently. Wait an hour and try again.",
-            error=True,
-            status=429,
-        )
+    refused_send = count_code_send(request, address)
+    if refused_send is not None:
+        return LoginStep(request, client, refused_send, error=True, status=429)
     user = find_user_by_email(_root_id(client), address)
     if user is not None and user.disabled_at is not None:
         user = None  # answered as an unknown address: no code is mailed, so sign-in cannot finish
-    code = f"{secrets.randbelow(10**6):06d}"
+    code = new_login_code()
     request.email = address
+    if request.candidate_user_id != (user.id if user is not None else None):
+        request.amr = ""  # the methods passed so far were another person's
     request.candidate_user_id = user.id if user is not None else None
     request.login_code_hash = hash_secret(f"login:{request.id}:{code}")
     request.login_code_expires_at = utcnow() + timedelta(seconds=current(OidcSettings).login_code_ttl)
@@ -695,6 +696,39 @@ def send_login_code(
 
 def _sender(client: Client) -> str:
     return formataddr((client.name, from_email_address(client)))
+
+
+def login_address(email: str | None) -> str | None:
+    """The address typed into a sign-in form, lower-cased; None when it is not a valid one."""
+    address = (email or "").strip().lower()
+    return address if _EMAIL.fullmatch(address) and len(address) <= 254 else None
+
+
+def new_login_code() -> str:
+    return f"{secrets.randbelow(10**6):06d}"
+
+
+def count_code_send(row: AuthorizationRequest | AccountSignIn, address: str) -> str | None:
+    """Count one code sent for this sign-in (`row`) and to `address`; why it may not be sent, or None.
+
+    At most `OIDC_LOGIN_CODE_SENDS` per sign-in and `OIDC_LOGIN_CODE_SENDS_PER_ADDRESS` per address in
+    an hour that opens at its first code, counted atomically in the database (every process shares
+    them), and for an address whether or not it has an account, so the limit reveals nothing.
+    """
+    model = type(row)
+    sends = db.session.execute(
+        update(model)
+        .where(model.id == row.id, model.login_code_sends < current(OidcSettings).login_code_sends)
+        .values(login_code_sends=model.login_code_sends + 1)
+        .returning(model.login_code_sends)
+        .execution_options(synchronize_session=False)
+    ).scalar_one_or_none()
+    if sends is None:
+        return "You asked for too many codes for this sign-in. Start the sign-in again."
+    set_committed_value(row, "login_code_sends", sends)
+    if count_hit("login-code-address:" + address, 3600) > current(OidcSettings).login_code_sends_per_address:
+        return f"Too many codes were sent to {address} recently. Wait an hour and try again."
+    return None
 
 
 def verify_login_code(request: AuthorizationRequest, client: Client, code: str) -> LoginStep | Outcome:
@@ -722,18 +756,19 @@ def verify_login_code(request: AuthorizationRequest, client: Client, code: str) 
     return complete_sign_in(request, client, request.candidate_user_id, (acr.OTP,))
 
 
-def count_sign_in_attempt(request: AuthorizationRequest) -> bool:
-    """Count one sign-in attempt (a code, a passkey or a linked account) against the request's
+def count_sign_in_attempt(request: AuthorizationRequest | AccountSignIn) -> bool:
+    """Count one sign-in attempt (a code, a passkey or a linked account) against the sign-in's
     limit, `OIDC_LOGIN_CODE_ATTEMPTS`; False once used up.
 
     Counted atomically, so concurrent guesses cannot share one attempt.
     """
     limit = current(OidcSettings).login_code_attempts
+    model = type(request)
     attempts = db.session.execute(
-        update(AuthorizationRequest)
-        .where(AuthorizationRequest.id == request.id, AuthorizationRequest.login_code_attempts < limit)
-        .values(login_code_attempts=AuthorizationRequest.login_code_attempts + 1)
-        .returning(AuthorizationRequest.login_code_attempts)
+        update(model)
+        .where(model.id == request.id, model.login_code_attempts < limit)
+        .values(login_code_attempts=model.login_code_attempts + 1)
+        .returning(model.login_code_attempts)
         .execution_options(synchronize_session=False)
     ).scalar_one_or_none()
     if attempts is None:
@@ -748,14 +783,25 @@ def complete_sign_in(request: AuthorizationRequest, client: Client, user_id: int
 
     The one end of every sign-in method (e-mail code, passkey, linked account): the session, the
     passkey step a policy asks for, consent and the code all follow from here, and the session is the
-    one back-channel logout ends. A platform account waiting for this user (`linked_pending`) is
-    linked now that they signed in.
+    one back-channel logout ends. A sign-in that has not yet reached what its tree's policy accepts
+    (the e-mail code where a passkey must follow) opens no session and changes nothing: it lives on
+    in the request only, until its next step. A platform account waiting for this user
+    (`linked_pending`) is linked once they have signed in.
     """
     now = utcnow()
-    amr = acr.combine(request.amr or "", methods)
+    # Methods passed earlier in this request count only for the same person.
+    earlier = (request.amr or "") if request.candidate_user_id == user_id else ""
+    amr = acr.combine(earlier, methods)
+    policy = sign_in_policy(client)
     session = _request_session(request, user_id)
     session_token = None
-    if session is None:
+    if session is not None:
+        session.amr = acr.combine(session_amr(session), methods)
+        session.auth_time = now
+        amr = session.amr
+    elif not acr.sign_in_complete(policy, amr):
+        request.sid = None
+    else:
         session_token, sid = random_token(32), random_token(16)
         db.session.add(
             LoginSession(
@@ -770,14 +816,10 @@ def complete_sign_in(request: AuthorizationRequest, client: Client, user_id: int
             )
         )
         request.sid = sid
-    else:
-        session.amr = acr.combine(session_amr(session), methods)
-        session.auth_time = now
-        amr = session.amr
     request.candidate_user_id = user_id
     request.amr = amr
     request.auth_time = now
-    if request.linked_pending is not None:
+    if request.linked_pending is not None and acr.sign_in_complete(policy, amr):
         social_sign_in.link_pending(request.linked_pending, user_id, client)
         request.linked_pending = None
     db.session.flush()
@@ -803,6 +845,8 @@ class PasskeyStep:
 
     options: str | None
     refusal: str | None = None
+    # Whether the user may add a passkey on the account page (their sign-in so far is a finished one).
+    can_add_passkey: bool = False
 
 
 def login_passkey_options(request: AuthorizationRequest, client: Client) -> str | None:
@@ -830,11 +874,20 @@ def passkey_step(request: AuthorizationRequest, client: Client) -> PasskeyStep:
             code="login_required",
             detail="The passkey step needs a first sign-in step.",
         )
-    if not acr.passkeys_allowed(sign_in_policy(client)) or not _has_passkey(request.candidate_user_id):
+    policy = sign_in_policy(client)
+    if not acr.passkeys_allowed(policy) or not _has_passkey(request.candidate_user_id):
+        if acr.sign_in_complete(policy, request.amr):
+            return PasskeyStep(
+                None,
+                f"{client.name} asks for a passkey here, and you have none yet. Add one on your account page, "
+                "then go back to the application and sign in again.",
+                can_add_passkey=True,
+            )
         return PasskeyStep(
             None,
-            f"{client.name} requires a passkey to sign in, and you have none yet. Add one on your account page, "
-            "then go back to the application and sign in again.",
+            f"{client.name} requires a passkey after the e-mail code, and you have none yet. A passkey is added "
+            f"on your account page, which the e-mail code alone does not open here: ask {client.name} to let you "
+            "add one.",
         )
     options, request.passkey_challenge = passkey_service.authentication_options(request.candidate_user_id)
     db.session.flush()
@@ -845,16 +898,17 @@ def _has_passkey(user_id: int | None) -> bool:
     return user_id is not None and passkey_service.count_passkeys(user_id) > 0
 
 
-def _take_passkey_challenge(request: AuthorizationRequest) -> str | None:
-    """The request's passkey challenge, cleared in the same statement so it serves one answer only."""
+def take_passkey_challenge(request: AuthorizationRequest | AccountSignIn) -> str | None:
+    """The sign-in's passkey challenge, cleared in the same statement so it serves one answer only."""
     challenge = request.passkey_challenge
     if challenge is None:
         return None
+    model = type(request)
     taken = db.session.execute(
-        update(AuthorizationRequest)
-        .where(AuthorizationRequest.id == request.id, AuthorizationRequest.passkey_challenge == challenge)
+        update(model)
+        .where(model.id == request.id, model.passkey_challenge == challenge)
         .values(passkey_challenge=None)
-        .returning(AuthorizationRequest.id)
+        .returning(model.id)
         .execution_options(synchronize_session=False)
     ).scalar_one_or_none()
     set_committed_value(request, "passkey_challenge", None)
@@ -874,7 +928,7 @@ def verify_login_passkey(request: AuthorizationRequest, client: Client, credenti
         return LoginStep(request, client, "Passkeys are not used to sign in here.", error=True)
     if not count_sign_in_attempt(request):
         return LoginStep(request, client, _PASSKEY_RESTART, error=True, status=429)
-    challenge = _take_passkey_challenge(request)
+    challenge = take_passkey_challenge(request)
     if challenge is None:
         return LoginStep(request, client, "This passkey request has expired. Try again.", error=True)
     try:
@@ -892,9 +946,12 @@ def verify_login_passkey(request: AuthorizationRequest, client: Client, credenti
 def cancel_sign_in(request: AuthorizationRequest) -> str:
     """Give up a sign-in that could not reach what its client requires: back to the client with
     `unmet_authentication_requirements` (OpenID Connect Unmet Authentication Requirements 1.0)."""
-    location = error_redirect(
-        request, "unmet_authentication_requirements", "The user could not sign in as this application requires."
-    )
+    if request.for_account:
+        location = ACCOUNT_SIGN_IN_PAGE
+    else:
+        location = error_redirect(
+            request, "unmet_authentication_requirements", "The user could not sign in as this application requires."
+        )
     if request.device_authorization_id is not None:
         device.deny(request.device_authorization_id)
     db.session.delete(request)
@@ -936,12 +993,19 @@ def continue_after_login(request: AuthorizationRequest, client: Client) -> Outco
     db.session.flush()
     scopes = request.scope.split()
     claims = RequestedClaims.from_json(request.claims)
+    if request.for_account:
+        return Outcome(redirect_to=_finish(request, client))  # the user's own page: nothing to consent to
     if "consent" in request.prompt.split() or not grants.consent_covers(request.user_id, client, scopes, claims):
         return Outcome(page="consent")
     return Outcome(redirect_to=_finish(request, client))
 
 
 def _finish(request: AuthorizationRequest, client: Client) -> str:
+    if request.for_account:
+        location = request.redirect_uri
+        db.session.delete(request)
+        db.session.flush()
+        return location
     if request.device_authorization_id is not None:
         return _approve_device(request, client)
     location = _issue_code(
@@ -1134,8 +1198,8 @@ def plan_logout(
 
 
 def purge_expired(now: datetime | None = None) -> int:
-    """Delete expired codes, requests, sessions, deny-list entries, refresh tokens, assertion jtis,
-    pushed requests and device authorizations; returns rows removed."""
+    """Delete expired codes, requests (account sign-ins too), sessions, deny-list entries, refresh
+    tokens, assertion jtis, pushed requests and device authorizations; returns rows removed."""
     now = now or utcnow()
     removed = 0
     # A used code is kept until its token has expired, so a late replay can still revoke it.
@@ -1143,6 +1207,7 @@ def purge_expired(now: datetime | None = None) -> int:
         delete(AuthorizationCode).where(AuthorizationCode.expires_at <= now, AuthorizationCode.used_at.is_(None)),
         delete(AuthorizationCode).where(AuthorizationCode.access_token_expires_at <= now),
         delete(AuthorizationRequest).where(AuthorizationRequest.expires_at <= now),
+        delete(AccountSignIn).where(AccountSignIn.expires_at <= now),
         delete(LoginSession).where(LoginSession.expires_at <= now),
         delete(RevokedToken).where(RevokedToken.expires_at <= now),
         delete(LoginCodeCounter).where(LoginCodeCounter.expires_at <= now),

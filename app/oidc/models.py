@@ -105,6 +105,31 @@ class AuthorizationRequest(Base):
         ForeignKey("oidc_device_authorizations.id", ondelete="CASCADE", name="fk_oidc_authorization_requests_device"),
         nullable=True,
     )
+    # A sign-in to the account page (`AccountSignIn`), which ends there: no consent, no code.
+    for_account: Mapped[bool] = mapped_column(Boolean, default=False, server_default=false())
+
+
+class AccountSignIn(Base):
+    """A sign-in to the account page begun without an application, in one browser: the e-mail code
+    (one code for every account of the address) or a passkey finds the account, and with it the
+    tree; it then goes on as an `AuthorizationRequest` of that tree's master client (`for_account`)."""
+
+    __tablename__ = "oidc_account_sign_ins"
+
+    id: Mapped[int] = mapped_column(Integer, primary_key=True)
+    handle_hash: Mapped[str] = mapped_column(String(64), unique=True)
+    browser_hash: Mapped[str] = mapped_column(String(64))
+    email: Mapped[str | None] = mapped_column(String(320), nullable=True)
+    login_code_hash: Mapped[str | None] = mapped_column(String(64), nullable=True)
+    login_code_expires_at: Mapped[datetime | None] = mapped_column(DateTime(timezone=True), nullable=True)
+    # Set once the code was right: the address is proven, and one of its accounts is to be chosen.
+    code_passed_at: Mapped[datetime | None] = mapped_column(DateTime(timezone=True), nullable=True)
+    # Codes and passkeys tried, and codes sent, over the whole sign-in (as an authorization request counts them).
+    login_code_attempts: Mapped[int] = mapped_column(Integer, default=0)
+    login_code_sends: Mapped[int] = mapped_column(Integer, default=0)
+    passkey_challenge: Mapped[str | None] = mapped_column(String(128), nullable=True)
+    created_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), default=utcnow)
+    expires_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), index=True)
 
 
 class DeviceAuthorization(Base):

@@ -20,11 +20,12 @@ from app.errors import DomainError
 from app.extensions import api, limiter
 from app.http import accepts
 from app.oidc import account, authorize, branding, device, linked, par, request_objects, subjects
+from app.oidc import account_sign_in as account_sign_in_service
 from app.oidc.authorize import LoginStep, Outcome
 from app.oidc.claims import APP_CLAIMS_SCOPE, CLAIM_ITEM_PREFIX, SCOPE_CLAIMS, RequestedClaims
 from app.oidc.errors import AuthorizationPageError, AuthorizationRedirectError
 from app.oidc.limits import network_retry_after, sign_in_network
-from app.oidc.models import AuthorizationRequest
+from app.oidc.models import AccountSignIn, AuthorizationRequest
 from app.oidc.recaptcha import LOGIN_ACTION
 from app.oidc.service import get_relying_party
 from app.oidc.settings import OidcSettings
@@ -47,6 +48,8 @@ FORM = "application/x-www-form-urlencoded"
 BROWSER_COOKIE = "tessera_browser"
 SESSION_COOKIE = "tessera_sso"
 COOKIE_PATH = "/v1/openidc"
+# The home page reads the session cookie too (whether the browser is signed in).
+SESSION_COOKIE_PATH = "/"
 _BROWSER_COOKIE_AGE = 365 * 24 * 3600
 _RECAPTCHA_ORIGINS = "https://www.google.com/recaptcha/ https://www.gstatic.com/recaptcha/"
 _TOO_MANY_ATTEMPTS = "Too many sign-in attempts from your network. Wait a minute and try again."
@@ -192,6 +195,36 @@ def _document_browser_endpoints() -> None:
                     "303": {"description": "To the sign-in or consent page of the device authorization."},
                     "400": {"description": "Unknown, expired or decided user code: the page again.", "content": html},
                     "429": {"description": "Too many codes entered from this network.", "content": html},
+                },
+            },
+        },
+    )
+    api.spec.path(
+        rule=Rule("/v1/openidc/account"),
+        operations={
+            "get": {
+                "tags": ["oidc"],
+                "summary": "The account page of a signed-in person: their passkeys (add, remove) and signing out",
+                "description": "Needs a single sign-on session whose sign-in met its organisation's sign-in "
+                "policy; any other browser is sent to `/v1/openidc/account/sign-in`.",
+                "responses": {
+                    "200": {"description": "The page.", "content": html},
+                    "303": {"description": "Not signed in: to the account page's sign-in."},
+                },
+            },
+        },
+    )
+    api.spec.path(
+        rule=Rule("/v1/openidc/account/sign-in"),
+        operations={
+            "get": {
+                "tags": ["oidc"],
+                "summary": "Sign in to the account page without an application (the home page's Sign in link)",
+                "description": "The e-mail code (one code for every account of the address) or a passkey; then "
+                "the organisation's sign-in policy, as for an application, and the account page.",
+                "responses": {
+                    "200": {"description": "The page.", "content": html},
+                    "303": {"description": "Already signed in: to the account page."},
                 },
             },
         },
@@ -348,10 +381,20 @@ def _check_csrf(browser_token: str) -> None:
         )
 
 
-def _set_cookie(response: Response, name: str, value: str, max_age: int) -> None:
+def _set_cookie(response: Response, name: str, value: str, max_age: int, path: str = COOKIE_PATH) -> None:
     response.set_cookie(
-        name, value, max_age=max_age, path=COOKIE_PATH, secure=_secure_cookies(), httponly=True, samesite="Lax"
+        name, value, max_age=max_age, path=path, secure=_secure_cookies(), httponly=True, samesite="Lax"
     )
+
+
+def _set_session_cookie(response: Response, session_token: str) -> None:
+    _set_cookie(response, SESSION_COOKIE, session_token, current(OidcSettings).session_ttl, SESSION_COOKIE_PATH)
+    # A session cookie set under the pages' path (before the home page read it) would shadow this one there.
+    _delete_cookie(response, SESSION_COOKIE, COOKIE_PATH)
+
+
+def _delete_cookie(response: Response, name: str, path: str) -> None:
+    response.delete_cookie(name, path=path, secure=_secure_cookies(), httponly=True, samesite="Lax")
 
 
 def _origin(url: str | None) -> str:
@@ -438,7 +481,7 @@ def _redirect(
     if new_browser and browser_token:
         _set_cookie(response, BROWSER_COOKIE, browser_token, _BROWSER_COOKIE_AGE)
     if session_token:
-        _set_cookie(response, SESSION_COOKIE, session_token, current(OidcSettings).session_ttl)
+        _set_session_cookie(response, session_token)
     return response
 
 
@@ -551,7 +594,23 @@ def _login_page(step: LoginStep, handle: str, browser_token: str, *, code_sent: 
         ttl_minutes=current(OidcSettings).login_code_ttl // 60,
         passkey_options=None if code_sent else authorize.login_passkey_options(request_row, step.client),
         linked_buttons=[] if code_sent else linked.linked_buttons(step.client),
+        actions=_LOGIN_ACTIONS,
     )
+
+
+# Where the sign-in pages' forms go: an application's sign-in, or the account page's own.
+_LOGIN_ACTIONS = {
+    "email": "oidc_pages.send_code",
+    "code": "oidc_pages.check_code",
+    "passkey": "oidc_pages.check_passkey",
+    "restart": "oidc_pages.login",
+}
+_ACCOUNT_SIGN_IN_ACTIONS = {
+    "email": "oidc_pages.account_send_code",
+    "code": "oidc_pages.account_check_code",
+    "passkey": "oidc_pages.account_check_passkey",
+    "restart": "oidc_pages.account_sign_in",
+}
 
 
 def _posted_request() -> tuple[str, str, AuthorizationRequest, Client]:
@@ -638,10 +697,10 @@ def finish_social_link(platform: str):
     `/v1/social/{platform}/callback`, leads here, where the sign-in cookie is sent): linked only in
     the browser signed in as the user the link is for; any other browser gets a page saying so, and
     nothing is linked."""
-    session = authorize.find_live_session(request.cookies.get(SESSION_COOKIE))
+    signed_in = account.find_account(request.cookies.get(SESSION_COOKIE))
     try:
         return_to = social_service.complete_link(
-            platform, request.args.to_dict(), session.user_id if session is not None else None
+            platform, request.args.to_dict(), signed_in.user.id if signed_in is not None else None
         )
     except DomainError as refused:
         raise AuthorizationPageError(
@@ -678,6 +737,7 @@ def _passkey_step_page(
         handle=handle,
         passkey_options=step.options,
         refusal=step.refusal,
+        can_add_passkey=step.can_add_passkey,
         message=message,
         error=bool(message),
     )
@@ -711,11 +771,118 @@ def cancel_sign_in():
     return _redirect(authorize.cancel_sign_in(request_row), code=303)
 
 
-@blp.route("/v1/openidc/account", methods=["GET"])
+@blp.route(authorize.ACCOUNT_PAGE, methods=["GET"])
 def account_page():
-    """The signed-in user's passkeys: list, add, remove."""
+    """The signed-in user's account and passkeys: list, add, remove; not signed in, the sign-in."""
     browser_token, new_browser = _browser_token()
-    return _account_page(account.require_account(request.cookies.get(SESSION_COOKIE)), browser_token, new_browser)
+    signed_in = account.find_account(request.cookies.get(SESSION_COOKIE))
+    if signed_in is None:
+        return _redirect(url_for("oidc_pages.account_sign_in"), code=303)
+    return _account_page(signed_in, browser_token, new_browser)
+
+
+@blp.route(authorize.ACCOUNT_SIGN_IN_PAGE, methods=["GET"])
+@limiter.limit(_login_rate_limit, key_func=_login_rate_key)
+def account_sign_in():
+    """Sign in to the account page without an application: the e-mail address, or a passkey. Each
+    page begins a sign-in (a row, purged once expired), so page loads count against the sign-in limit."""
+    browser_token, new_browser = _browser_token()
+    if account.find_account(request.cookies.get(SESSION_COOKIE)) is not None:
+        return _redirect(url_for("oidc_pages.account_page"), code=303)
+    sign_in, handle = account_sign_in_service.start(authorize.browser_hash(browser_token))
+    return _account_sign_in_page(account_sign_in_service.Step(sign_in), handle, browser_token, new_browser=new_browser)
+
+
+def _account_sign_in_page(
+    step: account_sign_in_service.Step,
+    handle: str,
+    browser_token: str,
+    *,
+    code_sent: bool = False,
+    new_browser: bool = False,
+    status: int | None = None,
+) -> Response:
+    """The account sign-in's page for `step`: the e-mail address (with passkeys), the code, or the
+    accounts the proven address has."""
+    context = {
+        "handle": handle,
+        "email": step.sign_in.email or "",
+        "message": step.message,
+        "error": step.error,
+        "actions": _ACCOUNT_SIGN_IN_ACTIONS,
+        "heading": "Sign in to your account",
+    }
+    if step.accounts:
+        template = "account_choose.html"
+        context["accounts"] = step.accounts
+    elif code_sent:
+        template = "login_code.html"
+        context["ttl_minutes"] = current(OidcSettings).login_code_ttl // 60
+    else:
+        template = "login_email.html"
+        context["passkey_options"] = account_sign_in_service.passkey_options(step.sign_in)
+    return _page(template, status or step.status, browser_token=browser_token, new_browser=new_browser, **context)
+
+
+def _posted_sign_in() -> tuple[str, str, AccountSignIn]:
+    """The account sign-in a posted form continues, once its CSRF token is checked."""
+    browser_token, _ = _browser_token()
+    _check_csrf(browser_token)
+    handle = request.form.get("request", "")
+    return browser_token, handle, account_sign_in_service.require(handle, authorize.browser_hash(browser_token))
+
+
+@blp.route(authorize.ACCOUNT_SIGN_IN_PAGE, methods=["POST"])
+@limiter.limit(_login_rate_limit, key_func=_login_rate_key)
+@accepts(FORM)
+def account_send_code():
+    """Mail the code for the address's accounts (whether or not it has any), and ask for it."""
+    _limit_network_in_database()
+    browser_token, handle, sign_in = _posted_sign_in()
+    step = account_sign_in_service.send_code(sign_in, request.form.get("email", ""))
+    return _account_sign_in_page(step, handle, browser_token, code_sent=not step.error)
+
+
+@blp.route(authorize.ACCOUNT_SIGN_IN_PAGE + "/code", methods=["POST"])
+@limiter.limit(_login_rate_limit, key_func=_login_rate_key)
+@accepts(FORM)
+def account_check_code():
+    """Check the code; then on with the address's account (or the choice of one, when it has several)."""
+    _limit_network_in_database()
+    browser_token, handle, sign_in = _posted_sign_in()
+    result = account_sign_in_service.check_code(sign_in, request.form.get("code", ""))
+    if isinstance(result, account_sign_in_service.Continued):
+        return _step_page(result.handle, result.outcome, browser_token)
+    # A refused code is answered with the page again; the attempt it used up must stand.
+    commit_before_the_edge("a refused login code still counts as an attempt")
+    return _account_sign_in_page(
+        result, handle, browser_token, code_sent=True, status=429 if result.status == 429 else 200
+    )
+
+
+@blp.route(authorize.ACCOUNT_SIGN_IN_PAGE + "/account", methods=["POST"])
+@accepts(FORM)
+def account_choose():
+    """On with the account the person picked among those of their proven address."""
+    browser_token, handle, sign_in = _posted_sign_in()
+    result = account_sign_in_service.choose(sign_in, request.form.get("account", ""))
+    if isinstance(result, account_sign_in_service.Continued):
+        return _step_page(result.handle, result.outcome, browser_token)
+    return _account_sign_in_page(result, handle, browser_token)
+
+
+@blp.route(authorize.ACCOUNT_SIGN_IN_PAGE + "/passkey", methods=["POST"])
+@limiter.limit(_login_rate_limit, key_func=_login_rate_key)
+@accepts(FORM)
+def account_check_passkey():
+    """Check a passkey answer of the account sign-in page; on with its account when it may sign in alone."""
+    _limit_network_in_database()
+    browser_token, handle, sign_in = _posted_sign_in()
+    result = account_sign_in_service.check_passkey(sign_in, request.form.get("credential", ""))
+    if isinstance(result, account_sign_in_service.Continued):
+        return _step_page(result.handle, result.outcome, browser_token)
+    commit_before_the_edge("a refused passkey still counts as an attempt")
+    return _account_sign_in_page(result, handle, browser_token, status=429 if result.status == 429 else 200)
 
 
 def _account_page(
@@ -736,6 +903,7 @@ def _account_page(
         email=signed_in.user.email_address,
         passkeys=account.passkeys_of(signed_in),
         passkey_options=account.start_registration(signed_in),
+        account_pages=account.ACCOUNT_PAGES,
         message=message,
         error=error,
     )
@@ -926,5 +1094,6 @@ def logout():
         if plan.target
         else _page("logged_out.html", browser_token=browser_token, new_browser=new_browser)
     )
-    response.delete_cookie(SESSION_COOKIE, path=COOKIE_PATH, secure=_secure_cookies(), httponly=True, samesite="Lax")
+    for path in (SESSION_COOKIE_PATH, COOKIE_PATH):
+        _delete_cookie(response, SESSION_COOKIE, path)
     return response

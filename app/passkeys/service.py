@@ -167,14 +167,14 @@ def authentication_options(user_id: int | None = None) -> tuple[str, str]:
 
 
 def verify_passkey(
-    credential: str, challenge: str, *, root_client_id: int, user_id: int | None = None
+    credential: str, challenge: str, *, root_client_id: int | None, user_id: int | None = None
 ) -> PasskeySignIn:
     """Verify an assertion answering `authentication_options` and record the passkey's use.
 
-    The passkey must belong to an enabled user of the tree rooted at `root_client_id` (and be
-    `user_id`'s when given), and the user must have been verified. A signature counter that does
-    not move forward (a cloned authenticator, or a replay) is refused and logged. Raises
-    `PasskeyRefused`.
+    The passkey must belong to an enabled user (of the tree rooted at `root_client_id` when given,
+    the account page's sign-in taking any tree's), and be `user_id`'s when given; the user must
+    have been verified. A signature counter that does not move forward (a cloned authenticator, or
+    a replay) is refused and logged. Raises `PasskeyRefused`.
     """
     if not credential or len(credential) > _MAX_CREDENTIAL_JSON:
         raise PasskeyRefused("No passkey was sent.")
@@ -185,12 +185,10 @@ def verify_passkey(
     statement = (
         select(Passkey)
         .join(User, User.id == Passkey.user_id)
-        .where(
-            Passkey.credential_id == bytes_to_base64url(parsed.raw_id),
-            User.root_client_id == root_client_id,
-            User.disabled_at.is_(None),
-        )
+        .where(Passkey.credential_id == bytes_to_base64url(parsed.raw_id), User.disabled_at.is_(None))
     )
+    if root_client_id is not None:
+        statement = statement.where(User.root_client_id == root_client_id)
     if user_id is not None:
         statement = statement.where(Passkey.user_id == user_id)
     passkey = db.session.execute(statement).scalar_one_or_none()

@@ -324,8 +324,9 @@ def set_recaptcha(client_id: int, site_key: str, secret: str | None, threshold: 
 @click.argument("policy", type=click.Choice(SIGN_IN_POLICIES))
 @_fail_on_domain_error
 def set_sign_in_policy(client_id: int, policy: str) -> None:
-    """Set how users of a master client's tree sign in: the e-mail code only (the default), a
-    passkey after the e-mail code every time, or a passkey accepted on its own beside the e-mail code."""
+    """Set how users of a master client's tree sign in: `passkey_alone` (the default: the e-mail code,
+    or a passkey on its own), `passkey_second_factor` (the e-mail code, then a passkey, every time) or
+    `email_code` (the e-mail code only; passkeys are neither offered nor accepted)."""
     with transaction():
         service.set_sign_in_policy(client_id, policy)
     click.echo(f"Sign-in policy of client {client_id} and its sub-clients: {policy}.")

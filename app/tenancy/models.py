@@ -14,14 +14,15 @@ from app.db import Base, JSONType, utcnow
 DEVICE_CODE_GRANT = "urn:ietf:params:oauth:grant-type:device_code"
 GRANT_TYPES = ("authorization_code", "refresh_token", "client_credentials", DEVICE_CODE_GRANT)
 BASE_GRANT_TYPES = ("authorization_code", "refresh_token")
-# Sign-in policies of a client tree: the e-mail code alone (today's default), a passkey after the
-# e-mail code on every sign-in, or a passkey accepted on its own beside the e-mail code.
+# Sign-in policies of a client tree: the e-mail code only, a passkey after the e-mail code on every
+# sign-in, or a passkey accepted on its own beside the e-mail code (the default).
 POLICY_EMAIL_CODE, POLICY_PASSKEY_SECOND_FACTOR, POLICY_PASSKEY_ALONE = (
     "email_code",
     "passkey_second_factor",
     "passkey_alone",
 )
 SIGN_IN_POLICIES = (POLICY_EMAIL_CODE, POLICY_PASSKEY_SECOND_FACTOR, POLICY_PASSKEY_ALONE)
+DEFAULT_SIGN_IN_POLICY = POLICY_PASSKEY_ALONE
 SUBJECT_PUBLIC, SUBJECT_PAIRWISE = "public", "pairwise"
 SUBJECT_TYPES = (SUBJECT_PUBLIC, SUBJECT_PAIRWISE)
 
@@ -109,7 +110,9 @@ class Client(Base):
     sector_identifier_uri: Mapped[str | None] = mapped_column(String(2048), nullable=True)
     sector_identifier: Mapped[str | None] = mapped_column(String(253), nullable=True)
     # How users of the tree sign in (`SIGN_IN_POLICIES`); set on the master client, read from the root.
-    sign_in_policy: Mapped[str] = mapped_column(String(24), default=POLICY_EMAIL_CODE, server_default=POLICY_EMAIL_CODE)
+    sign_in_policy: Mapped[str] = mapped_column(
+        String(24), default=DEFAULT_SIGN_IN_POLICY, server_default=DEFAULT_SIGN_IN_POLICY
+    )
     # Linked platforms whose accounts sign users of the tree in (space-separated), and whether such a
     # sign-in may create an account; set on the master client, read from the root.
     linked_sign_in: Mapped[str] = mapped_column(String(64), default="", server_default="")

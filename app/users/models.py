@@ -21,7 +21,7 @@ class User(Base):
     id: Mapped[int] = mapped_column(Integer, primary_key=True)
     client_id: Mapped[int] = mapped_column(ForeignKey("clients.id"), index=True)
     root_client_id: Mapped[int] = mapped_column(ForeignKey("clients.id"), index=True)
-    email_address: Mapped[str] = mapped_column(String(254))
+    email_address: Mapped[str] = mapped_column(String(254), index=True)
     did: Mapped[str] = mapped_column(String(128), unique=True)
     profile: Mapped[dict] = mapped_column(JSONType, default=dict)
     created_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), default=utcnow)

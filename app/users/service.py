@@ -149,6 +149,14 @@ def find_user_by_email(root_client_id: int, email: str) -> User | None:
     return db.session.execute(statement).scalar_one_or_none()
 
 
+def find_enabled_users_by_email(email: str) -> list[User]:
+    """The enabled users with this e-mail address (case-insensitive) in every tree, oldest first."""
+    statement = (
+        select(User).where(User.email_address == normalise_email(email), User.disabled_at.is_(None)).order_by(User.id)
+    )
+    return list(db.session.execute(statement).scalars())
+
+
 def find_user_by_did(did: str) -> User | None:
     """The user whose DID is `did`, in any tree."""
     return db.session.execute(select(User).where(User.did == did)).scalar_one_or_none()

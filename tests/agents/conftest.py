@@ -22,7 +22,7 @@ def live_server(app, real_worker):
     process on PostgreSQL + Redis.
     """
     server = make_server("127.0.0.1", 0, app, threaded=True)
-    url = f"http://127.0.0.1:{server.server_port}"
+    url = f"http://localhost:{server.server_port}"  # as the README names the service
     app.config.update(
         AGENT_NETWORK_URL=url,
         AGENT_CLAIM_RATE_LIMIT="10000 per hour",

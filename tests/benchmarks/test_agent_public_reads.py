@@ -156,11 +156,11 @@ def test_public_reads_web_server_vs_nginx(app, real_worker):
             env[name] = os.environ[f"DIRECT_{name}"]
     web_port, nginx_port = free_port(), free_port()
     # The client library signs only sign-in challenges naming the server it talks to.
-    env["BASE_URL"] = f"http://127.0.0.1:{web_port}"
+    env["BASE_URL"] = f"http://localhost:{web_port}"
     web = _start_web(web_port, env)
     nginx_process = None
     try:
-        base_url = f"http://127.0.0.1:{web_port}"
+        base_url = f"http://localhost:{web_port}"
         wait_for_url(f"{base_url}/api/pricing")
         did, card, document = seed_card(base_url)
 

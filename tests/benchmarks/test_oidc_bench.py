@@ -39,7 +39,7 @@ WARMUP = 200
 @pytest.fixture
 def web_server_url(app):
     port = free_port()
-    url = f"http://127.0.0.1:{port}"
+    url = f"http://localhost:{port}"
     workers = os.environ.get("WEB_CONCURRENCY", str(os.cpu_count() or 2))
     threads = os.environ.get("WEB_THREADS", "2")
     env = {

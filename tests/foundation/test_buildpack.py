@@ -80,7 +80,7 @@ def test_built_from_the_lock_and_run_from_the_procfile(tmp_path: Path, database_
     env = {name: os.environ[name] for name in keep if name in os.environ}
     env.update(PATH=f"{venv / 'bin'}{os.pathsep}{env.get('PATH', '')}", PORT=str(port), DATABASE_URL=database_url,
                REDIS_URL=os.environ["DIRECT_REDIS_URL"], CELERY_QUEUE=f"tessera-buildpack-{uuid.uuid4().hex[:8]}",
-               BASE_URL=f"http://127.0.0.1:{port}", WEB_CONCURRENCY="1", WORKER_CONCURRENCY="1")  # fmt: skip
+               BASE_URL=f"http://localhost:{port}", WEB_CONCURRENCY="1", WORKER_CONCURRENCY="1")  # fmt: skip
     lines = procfile()
     released = subprocess.run(["bash", "-c", lines["release"]], cwd=app_dir, env=env, capture_output=True, text=True,
                               timeout=180)  # fmt: skip

@@ -70,7 +70,7 @@ def test_the_procfile_web_server_keeps_the_outbox_from_the_network(app):
         "PORT": str(port),
         "WEB_CONCURRENCY": "1",
         "DEV_OUTBOX": "1",
-        "BASE_URL": f"http://127.0.0.1:{port}",
+        "BASE_URL": f"http://localhost:{port}",
     }
     assert "--host 0.0.0.0" in procfile_web_command()
     with open(log_path, "wb") as log:

@@ -140,7 +140,7 @@ def session(tmp_path_factory) -> Iterator[Session]:
     base = tmp_path_factory.mktemp("docs")
     checkout = copy_checkout(base / "checkout")
     port = free_port()
-    url = f"http://127.0.0.1:{port}"
+    url = f"http://localhost:{port}"
     service = {"TESSERA_INSTANCE_DIR": str(checkout / "instance"), "PORT": str(port), "BASE_URL": url,
                "CELERY_ALWAYS_EAGER": "1"}  # fmt: skip
     env = fresh_environment(**service, TESSERA_TESTNET_URL=url, XDG_CONFIG_HOME=str(base / "config"))

@@ -41,7 +41,7 @@ def test_run_command_is_one_line_that_starts_the_three_processes():
     command = quickstart_block("run")
     assert "\n" not in command, ".ci/run takes the first line under the marker"
     assert INSTALL_AND_MIGRATE in command and command.endswith("honcho start web worker beat")
-    assert "BASE_URL=${BASE_URL:-http://127.0.0.1:${PORT:-5000}} honcho start" in command, "one BASE_URL for all"
+    assert "BASE_URL=${BASE_URL:-http://localhost:${PORT:-5000}} honcho start" in command, "one BASE_URL for all"
 
 
 @pytest.mark.embedded
@@ -49,7 +49,7 @@ def test_run_command_on_another_port_serves_pages_discovery_and_worker_urls_ther
     """honcho gives the worker and beat PORT+100 and PORT+200: BASE_URL must still name the web's port."""
     service = quickstart_block("run").split(INSTALL_AND_MIGRATE, 1)[1]
     port = free_port()
-    url = f"http://127.0.0.1:{port}"
+    url = f"http://localhost:{port}"
     env = {name: value for name, value in os.environ.items() if name not in _RUN_SETTINGS}
     env.update(PORT=str(port), TESSERA_INSTANCE_DIR=str(tmp_path / "instance"),
                PATH=f"{Path(sys.executable).parent}{os.pathsep}{env.get('PATH', '')}")  # fmt: skip

@@ -60,11 +60,32 @@ def test_dev_outbox_is_refused_unless_base_url_is_loopback_http(tmp_path, base_u
 
 
 @pytest.mark.embedded
-@pytest.mark.parametrize("base_url", ["http://127.0.0.1:5000", "http://localhost:8000", "http://[::1]:5000"])
+@pytest.mark.parametrize("base_url", ["http://localhost:8000", "http://LOCALHOST:5000/tessera"])
 def test_dev_outbox_on_loopback_starts_with_a_warning(tmp_path, base_url):
     result = _start(tmp_path, DEV_OUTBOX="1", BASE_URL=base_url)
     assert _answer(result)["DEV_OUTBOX"] is True
     assert "DEV_OUTBOX=1: login codes are readable by anyone at /dev/outbox" in result.stderr
+
+
+@pytest.mark.embedded
+@pytest.mark.parametrize(
+    ("base_url", "instead"),
+    [
+        ("http://127.0.0.1:5000", "http://localhost:5000"),
+        ("http://[::1]:8000/tessera", "http://localhost:8000/tessera"),
+        ("http://127.0.0.2", "http://localhost"),
+    ],
+)
+def test_a_loopback_ip_base_url_is_refused_with_one_line_naming_localhost(tmp_path, base_url, instead):
+    """Browsers refuse passkeys on an IP address: the service would start with passkeys that fail."""
+    for args in (None, [sys.executable, "-m", "flask", "--app", "app", "clients", "list"]):
+        result = _start(tmp_path, args, DEV_OUTBOX="1", BASE_URL=base_url)
+        assert result.returncode == 3, result.stderr
+        lines = result.stderr.strip().splitlines()
+        assert lines == [
+            f"Tessera refuses to start: BASE_URL {base_url} is a loopback IP address, where browsers refuse passkeys "
+            f"(their relying party must be a domain name): use {instead}."
+        ]
 
 
 @pytest.mark.embedded
@@ -77,14 +98,14 @@ def test_dev_outbox_off_starts_quietly(tmp_path):
 @pytest.mark.embedded
 def test_base_url_defaults_to_the_port_the_service_listens_on(tmp_path):
     answer = _answer(_start(tmp_path, PORT="5123"))
-    assert answer["BASE_URL"] == "http://127.0.0.1:5123"
-    assert answer["OIDC_ISSUER"] == "http://127.0.0.1:5123"
+    assert answer["BASE_URL"] == "http://localhost:5123"
+    assert answer["OIDC_ISSUER"] == "http://localhost:5123"
     # What a relying party reads over HTTP names the same port (the test client asks for "localhost").
     discovery = answer["discovery"]
-    assert discovery["issuer"] == "http://127.0.0.1:5123"
+    assert discovery["issuer"] == "http://localhost:5123"
     endpoints = [value for key, value in discovery.items() if key.endswith(("_endpoint", "_uri"))]
-    assert len(endpoints) >= 4 and all(url.startswith("http://127.0.0.1:5123/") for url in endpoints), endpoints
-    assert _answer(_start(tmp_path))["BASE_URL"] == "http://127.0.0.1:5000"
+    assert len(endpoints) >= 4 and all(url.startswith("http://localhost:5123/") for url in endpoints), endpoints
+    assert _answer(_start(tmp_path))["BASE_URL"] == "http://localhost:5000"
     assert _answer(_start(tmp_path, PORT="5123", BASE_URL="https://id.example.org/"))["BASE_URL"] == (
         "https://id.example.org"
     )

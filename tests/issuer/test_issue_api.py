@@ -7,6 +7,7 @@ import pytest
 from tests.support.credentials import wait_for_verification
 from tests.support.issuer import SUITES, create_key, issue, unsigned, verify
 from tests.support.issuing import create_user
+from tests.support.oidc import path_of
 from tests.support.problems import assert_problem
 
 
@@ -110,7 +111,7 @@ def test_a_status_entry_is_assigned_and_revocation_is_seen(client, master):
     assert status["type"] == "BitstringStatusListEntry" and status["statusPurpose"] == "revocation"
     assert verify(client, master.headers, vc)["verified"] is True
     entry_url = status["statusListCredential"]
-    assert client.get(entry_url.removeprefix("http://127.0.0.1:5000")).status_code == 200
+    assert client.get(path_of(entry_url)).status_code == 200
 
 
 def test_the_credential_is_stored_for_the_subject_user(client, master):

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from urllib.parse import urlsplit
+
 import pytest
 
 from app.multiformats import decode_multikey
@@ -13,11 +15,12 @@ KEY_TYPES = ["Ed25519", "P-256", "P-384", "Bls12381G2"]
 
 
 @pytest.mark.parametrize("key_type", KEY_TYPES)
-def test_a_new_key_is_published_in_the_clients_did_web_document(client, master, key_type):
+def test_a_new_key_is_published_in_the_clients_did_web_document(app, client, master, key_type):
     key = create_key(client, master.headers, key_type)
     assert key["type"] == key_type and key["state"] == "active"
     assert decode_multikey(key["publicKeyMultibase"])[0] == key_type
-    assert key["controller"] == f"did:web:127.0.0.1%3A5000:clients:{master.client_id}"
+    authority = urlsplit(app.config["BASE_URL"]).netloc.replace(":", "%3A")
+    assert key["controller"] == f"did:web:{authority}:clients:{master.client_id}"
     assert key["verificationMethod"] == f"{key['controller']}#key-{key['id']}"
     assert key["didKey"] == f"did:key:{key['publicKeyMultibase']}"
     assert "private" not in str(key).lower()

@@ -28,10 +28,11 @@ class LiveServer:
 
 @pytest.fixture(scope="session")
 def live_server(app, real_worker):
-    """The application served over real HTTP on 127.0.0.1, with its issuer set to that address."""
+    """The application served over real HTTP on 127.0.0.1 and named as the README names it,
+    `http://localhost:<port>` (its BASE_URL and issuer)."""
     holder: dict = {}
     server = make_server("127.0.0.1", 0, lambda environ, start: holder["app"](environ, start), threaded=True)
-    url = f"http://127.0.0.1:{server.server_port}"
+    url = f"http://localhost:{server.server_port}"
     holder["app"] = create_app(
         {
             "TESTING": True,

@@ -33,7 +33,7 @@ def fakes(app):
 
 @pytest.fixture(scope="module")
 def linked_server(app, real_worker, fakes):
-    """The application on 127.0.0.1, its issuer that address, its platforms the fakes."""
+    """The application on 127.0.0.1, named http://localhost:<port> (its issuer), its platforms the fakes."""
     with application_served(app, **platform_settings(fakes)) as url:
         yield url
 

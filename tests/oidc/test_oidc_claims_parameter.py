@@ -8,6 +8,8 @@ import base64
 import json
 import re
 
+from app.db import transaction
+from app.tenancy import service as tenancy_service
 from tests.support.config import change_settings
 from tests.support.oidc import authorize_query, exchange, form_fields, path_of, query_of, sign_in
 
@@ -116,10 +118,12 @@ def test_consent_form_fields_are_bound_to_what_was_shown(client, tenant):
     assert form_fields(page)["shown"]
 
 
-def test_acr_and_standard_claims_in_one_claims_parameter(client, tenant):
+def test_acr_and_standard_claims_in_one_claims_parameter(app, client, tenant):
     asked = {"id_token": {"acr": {"essential": True, "value": "urn:tessera:acr:email-code"}, "email": None}}
     id_token = _claims_of(_tokens(client, tenant, scope="openid", claims=json.dumps(asked))["id_token"])
     assert id_token["acr"] == "urn:tessera:acr:email-code" and id_token["email"] == tenant.email
+    with app.app_context(), transaction():
+        tenancy_service.set_sign_in_policy(tenant.client_id, "email_code")
     unreachable = {"id_token": {"acr": {"essential": True, "values": ["urn:tessera:acr:mfa"]}, "email": None}}
     response = client.get(authorize_query(tenant, scope="openid", claims=json.dumps(unreachable)))
     assert query_of(response.headers["Location"])["error"] == "unmet_authentication_requirements"

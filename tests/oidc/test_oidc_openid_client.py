@@ -17,6 +17,8 @@ import pytest
 import requests
 from joserfc.jwk import ECKey
 
+from app.db import transaction
+from app.tenancy import service as tenancy_service
 from tests.support.config import set_settings
 from tests.support.environment import USING_POSTGRES
 from tests.support.oidc import approve_device_over_http, make_tenant, sign_in_over_http
@@ -172,6 +174,8 @@ def test_openid_client_is_refused_an_essential_acr_the_tenant_cannot_meet(
 ):
     redirect_uri = callback_server.url + "/callback"
     tenant, auth = _configured_tenant(app, client, redirect_uri, "client_secret_basic")
+    with app.app_context(), transaction():
+        tenancy_service.set_sign_in_policy(tenant.client_id, "email_code")
     common = {"issuer": live_server.url, "clientId": str(tenant.client_id), "auth": auth, "redirectUri": redirect_uri}
     claims = json.dumps({"id_token": {"acr": {"essential": True, "values": [PASSKEY]}}})
     started = node_rp("start", {**common, "scope": "openid", "par": False, "extra": {"claims": claims}})

@@ -1,6 +1,8 @@
 """Passkeys in a real headless Chromium with a virtual authenticator (CTAP2, internal, resident
-keys, user verification), at desktop and phone widths: add a passkey after an e-mail sign-in, sign
-in with it, and the refusal where the tenant requires a passkey the user does not have."""
+keys, user verification), at desktop and phone widths, on the README's form of address
+(`http://localhost:<port>`): add a passkey after an e-mail sign-in, be offered it and sign in with
+it (to an application, and to the account page from home), the second factor that the e-mail code
+alone cannot pass, and the refusal where the tenant requires a passkey the user does not have."""
 
 from __future__ import annotations
 
@@ -29,7 +31,7 @@ WIDTHS = {"desktop": "1024,900", "phone": "390,844"}
 def localhost_server(app, real_worker):
     """The application on 127.0.0.1 with `BASE_URL` http://localhost:<port>: WebAuthn takes no IP
     address as RP id, and http://localhost is a secure context."""
-    with application_served(app, host_name="localhost") as url:
+    with application_served(app) as url:
         yield url
 
 
@@ -116,8 +118,9 @@ def _tenant(app, client, redirect_uri: str, policy: str):
 def test_add_a_passkey_after_an_e_mail_sign_in_then_sign_in_with_it(
     app, client, localhost_server, callback_server, browser
 ):
+    """Under the default policy, which lets a passkey sign in on its own."""
     redirect_uri = callback_server.url + "/cb"
-    tenant = _tenant(app, client, redirect_uri, "passkey_alone")
+    tenant = make_tenant(app, client, redirect_uris=[redirect_uri], name="Passkey University")
     browser.get(localhost_server + authorize_query(tenant))
     email_field = _wait_for(browser, "email")
     assert email_field.get_attribute("autocomplete") == "username webauthn"
@@ -204,3 +207,77 @@ def test_openid_client_asks_for_mfa_and_sees_it(app, client, localhost_server, c
     assert result["ok"], result
     assert result["claims"]["acr"] == "urn:tessera:acr:mfa"
     assert result["claims"]["amr"] == ["otp", "hwk", "user", "mfa"]
+
+
+def test_a_code_holder_gets_no_account_and_only_the_user_finishes_the_passkey_step(
+    app, client, localhost_server, callback_server, browser
+):
+    """Under `passkey_second_factor`, another browser holding only the user's e-mail code reaches the
+    passkey step and nothing more: the account page neither names the user nor offers a registration.
+    The user's own browser then finishes the same step with their passkey."""
+    redirect_uri = callback_server.url + "/cb"
+    tenant = _tenant(app, client, redirect_uri, "passkey_alone")
+    browser.get(localhost_server + authorize_query(tenant))
+    _sign_in_by_code(browser, localhost_server, tenant.email)
+    _click_and_wait_for_next_page(browser, "allow")
+    _landed(browser, redirect_uri)
+    browser.get(localhost_server + "/v1/openidc/account")
+    _wait_for(browser, "passkey-name").send_keys("Own laptop")
+    _click_and_wait_for_next_page(browser, "add-passkey")
+    assert "Your passkey was added." in _wait_for(browser, "message").text
+    with app.app_context(), transaction():
+        tenancy_service.set_sign_in_policy(tenant.client_id, "passkey_second_factor")
+
+    other = headless_chromium(WIDTHS["phone"])
+    try:
+        other.get(localhost_server + authorize_query(tenant))
+        _sign_in_by_code(other, localhost_server, tenant.email)
+        _wait_for(other, "passkey-form")
+        other.get(localhost_server + "/v1/openidc/account")
+        _wait_for(other, "email-form")
+        assert other.current_url == localhost_server + "/v1/openidc/account/sign-in", "asked to sign in"
+        body = other.find_element(By.TAG_NAME, "body").text
+        assert tenant.email not in body and "Own laptop" not in body
+        assert not other.find_elements(By.ID, "register-form")
+    finally:
+        other.quit()
+
+    browser.get(localhost_server + authorize_query(tenant, prompt="login"))
+    _sign_in_by_code(browser, localhost_server, tenant.email)
+    _click_and_wait_for_next_page(browser, "passkey-sign-in")
+    identity = _id_token(localhost_server, tenant, redirect_uri, _landed(browser, redirect_uri)["code"])
+    assert identity["amr"] == ["otp", "hwk", "user", "mfa"] and identity["acr"] == "urn:tessera:acr:mfa"
+
+
+def test_from_home_sign_in_add_a_passkey_and_be_offered_it_next_time(app, client, localhost_server, browser):
+    """The README's address (`http://localhost:<port>`): "Sign in" on the home page, the e-mail code,
+    a passkey added on the account page; after signing out, the same "Sign in" offers the passkey
+    (the e-mail field's autofill, or the button) and it opens the account page."""
+    tenant = make_tenant(app, client, name="Home Page University")
+    browser.get(localhost_server + "/")
+    _click_and_wait_for_next_page(browser, "sign-in-link")
+    assert _wait_for(browser, "email").get_attribute("autocomplete") == "username webauthn"
+    _sign_in_by_code(browser, localhost_server, tenant.email)
+    assert browser.current_url == localhost_server + "/v1/openidc/account"
+    _wait_for(browser, "passkey-name").send_keys("Home laptop")
+    _click_and_wait_for_next_page(browser, "add-passkey")
+    assert "Your passkey was added." in _wait_for(browser, "message").text
+
+    browser.get(localhost_server + "/")
+    assert _wait_for(browser, "signed-in-as").text == tenant.email
+    _click_and_wait_for_next_page(browser, "account-page-1")
+    _click_and_wait_for_next_page(browser, "sign-out")
+    browser.get(localhost_server + "/")
+    _click_and_wait_for_next_page(browser, "sign-in-link")
+    WebDriverWait(browser, 15).until(
+        lambda current: (
+            current.find_elements(By.ID, "account-email")
+            or any(button.is_displayed() for button in current.find_elements(By.ID, "passkey-sign-in"))
+        )
+    )
+    if not browser.find_elements(By.ID, "account-email"):
+        # The conditional request may have answered meanwhile.
+        with contextlib.suppress(StaleElementReferenceException, ElementNotInteractableException):
+            browser.find_element(By.ID, "passkey-sign-in").click()
+    assert _wait_for(browser, "account-email").text == tenant.email
+    assert browser.current_url == localhost_server + "/v1/openidc/account"

@@ -116,11 +116,27 @@ def http(app):
     return app.test_client()
 
 
-def test_the_e_mail_code_is_unchanged_without_a_policy_and_claims_otp(app, http):
+def test_by_default_the_login_page_offers_a_passkey_beside_the_e_mail_code(app, http):
     tenant = make_tenant(app, http)
     page = _login_page(http, tenant)
-    assert "passkey" not in page and 'autocomplete="email"' in page
+    assert 'autocomplete="username webauthn"' in page and 'id="passkey-form"' in page
+    assert "Sign in with a passkey" in page and 'action="/v1/openidc/login"' in page
     identity = _id_token(http, tenant, sign_in(http, tenant))
+    assert identity["amr"] == ["otp"] and identity["acr"] == EMAIL_CODE
+
+
+def test_the_e_mail_code_policy_offers_and_accepts_no_passkey(app, http):
+    tenant = make_tenant(app, http)
+    authenticator = _authenticator(app)
+    sign_in(http, tenant)
+    _register(http, authenticator)
+    _set_policy(app, tenant, "email_code")
+    page = _login_page(http, tenant, prompt="login")
+    assert "passkey" not in page and 'autocomplete="email"' in page
+    options = {"rpId": authenticator.rp_id, "challenge": "AAAA"}
+    refused = _post_passkey(http, page, authenticator.get(options))
+    assert "Passkeys are not used to sign in here." in refused.get_data(as_text=True)
+    identity = _id_token(http, tenant, sign_in(http, tenant, prompt="login"))
     assert identity["amr"] == ["otp"] and identity["acr"] == EMAIL_CODE
 
 
@@ -172,7 +188,10 @@ def test_registration_requires_user_verification_and_a_fresh_challenge(app, http
 
 def test_the_account_page_needs_a_sign_in(app, http):
     response = http.get("/v1/openidc/account")
-    assert response.status_code == 401 and "Sign in" in response.get_data(as_text=True)
+    assert response.status_code == 303 and response.headers["Location"] == "/v1/openidc/account/sign-in"
+    csrf = form_fields(http.get(response.headers["Location"]).get_data(as_text=True))["csrf_token"]
+    refused = http.post("/v1/openidc/account/passkeys/remove", data={"csrf_token": csrf, "passkey_id": "1"})
+    assert refused.status_code == 401 and "Sign in first" in refused.get_data(as_text=True)
 
 
 def test_an_unverified_user_a_wrong_origin_and_a_foreign_passkey_are_refused(app, http):
@@ -256,12 +275,13 @@ def test_the_second_factor_policy_refuses_a_user_without_a_passkey(app, http):
     assert "/v1/openidc/login/passkey" in response.headers["Location"]
     step = http.get(path_of(response.headers["Location"])).get_data(as_text=True)
     assert 'id="passkey-refusal"' in step and "requires a passkey" in step
+    assert 'id="account-link"' not in step, "the account page needs a finished sign-in"
     assert http.get(authorize_query(tenant, prompt="none")).headers["Location"].count("error=login_required")
     cancelled = http.post("/v1/openidc/login/cancel", data=form_fields(step))
     query = query_of(cancelled.headers["Location"])
     assert query["error"] == "unmet_authentication_requirements" and query["state"] == "s1"
-    # The e-mail sign-in still opened the account page, where the user can add a passkey.
-    assert http.get("/v1/openidc/account").status_code == 200
+    # The e-mail code alone is no sign-in here: it opens no account page where a passkey could be added.
+    assert http.get("/v1/openidc/account").status_code == 303
 
 
 def test_a_sub_client_inherits_the_policy(app, http):
@@ -280,6 +300,9 @@ def test_the_last_passkey_cannot_be_removed_where_one_is_required(app, http):
     _register(http, authenticator, name="First")
     _register(http, authenticator, name="Second")
     _set_policy(app, tenant, "passkey_second_factor")
+    assert http.get("/v1/openidc/account").status_code == 303, "the e-mail sign-in no longer meets the policy"
+    step = http.get(path_of(_send_code(http, tenant, prompt="login").headers["Location"])).get_data(as_text=True)
+    _finish(http, _post_passkey(http, step, authenticator.get(_options(step, "get"))))
     page = http.get("/v1/openidc/account").get_data(as_text=True)
     ids = re.findall(r'data-passkey-id="(\d+)"', page)
     csrf = form_fields(page)["csrf_token"]
@@ -301,6 +324,7 @@ def test_voluntary_acr_values_never_claim_an_unmet_acr(app, http):
 
 def test_an_essential_acr_that_cannot_be_met_is_refused(app, http):
     tenant = make_tenant(app, http)
+    _set_policy(app, tenant, "email_code")
     claims = json.dumps({"id_token": {"acr": {"essential": True, "values": [PASSKEY]}}})
     response = http.get(authorize_query(tenant, claims=claims, state="s2"))
     query = query_of(response.headers["Location"])

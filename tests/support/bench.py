@@ -102,7 +102,7 @@ def start_procfile_web(
 ) -> subprocess.Popen:
     """The Procfile's web process on `port` with `extra` settings, once it answers `ready_path`;
     with `target`, the same command serving that WSGI factory instead of the app."""
-    url = f"http://127.0.0.1:{port}"
+    url = f"http://localhost:{port}"
     env = {**server_env(), "PORT": str(port), "BASE_URL": url, "OIDC_ISSUER": url, **extra}
     command = procfile_web_command()
     if target is not None:
@@ -115,7 +115,7 @@ def start_procfile_web(
         stderr=subprocess.DEVNULL,
         start_new_session=True,
     )
-    wait_for_url(f"http://127.0.0.1:{port}{ready_path}", process, timeout=60)
+    wait_for_url(f"{url}{ready_path}", process, timeout=60)
     return process
 
 

@@ -37,16 +37,17 @@ def headless_chromium(window_size: str = "1024,900") -> webdriver.Chrome:
 
 
 @contextmanager
-def application_served(session_app, *, host_name: str = "127.0.0.1", **config: object) -> Iterator[str]:
-    """A second application on a loopback port, named `http://<host_name>:<port>` (its BASE_URL and
-    issuer), with the sign-in and token limits out of reach and `config` on top; yields its URL.
-    It shares the session application's rate-limit keys, and the Celery app stays the session's."""
+def application_served(session_app, **config: object) -> Iterator[str]:
+    """A second application on a loopback port, named `http://localhost:<port>` as the README names
+    the service (its BASE_URL and issuer), with the sign-in and token limits out of reach and `config`
+    on top; yields its URL. It shares the session application's rate-limit keys, and the Celery app
+    stays the session's."""
     from app import create_app
     from app.extensions import celery
 
     holder: dict = {}
     server = make_server("127.0.0.1", 0, lambda environ, start: holder["app"](environ, start), threaded=True)
-    url = f"http://{host_name}:{server.server_port}"
+    url = f"http://localhost:{server.server_port}"
     holder["app"] = create_app(
         {
             "TESTING": True,

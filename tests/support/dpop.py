@@ -12,7 +12,7 @@ from joserfc.jwk import ECKey
 
 # The session application's public URL (its `BASE_URL`, the default): a proof names an endpoint as
 # discovery publishes it, whatever `Host` the test client sends (`localhost`).
-PUBLIC_URL = "http://127.0.0.1:5000"
+PUBLIC_URL = "http://localhost:5000"
 TOKEN_URL = f"{PUBLIC_URL}/v1/openidc/token"
 
 

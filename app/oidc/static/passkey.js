@@ -74,6 +74,24 @@
     if (note) { note.hidden = false; }
   }
 
+  // Says why a ceremony the user started ended without a passkey, instead of nothing at all.
+  function failed(error) {
+    var note = document.getElementById("passkey-failed");
+    var name = error && error.name;
+    if (!note) { return; }
+    if (name === "SecurityError") {
+      note.textContent = "This browser refuses passkeys at " + location.host + ". Passkeys need the service's " +
+        "domain name (such as localhost), not an IP address.";
+    } else if (name === "InvalidStateError") {
+      note.textContent = "This device already holds a passkey for this account.";
+    } else if (name === "NotAllowedError") {
+      note.textContent = "No passkey was used. Try again, or sign in another way.";
+    } else {
+      note.textContent = "The passkey could not be used" + (error && error.message ? ": " + error.message : ".");
+    }
+    note.hidden = false;
+  }
+
   function signIn(form) {
     var options = JSON.parse(form.dataset.passkeyGet);
     var button = form.querySelector("button");
@@ -84,7 +102,7 @@
       button.disabled = true;
       navigator.credentials.get({ publicKey: requestOptions(options) })
         .then(function (credential) { if (credential) { submit(form, credential); } })
-        .catch(function () { button.disabled = false; });
+        .catch(function (error) { button.disabled = false; failed(error); });
     });
     if (!form.dataset.conditional || !PublicKeyCredential.isConditionalMediationAvailable) { return; }
     PublicKeyCredential.isConditionalMediationAvailable().then(function (available) {
@@ -104,7 +122,7 @@
       button.disabled = true;
       navigator.credentials.create({ publicKey: creationOptions(options) })
         .then(function (credential) { if (credential) { submit(form, credential); } })
-        .catch(function () { button.disabled = false; });
+        .catch(function (error) { button.disabled = false; failed(error); });
     });
   }
 
