@@ -2,7 +2,7 @@
 code does); trees on the former default, `email_code`, move to it
 
 Revision ID: accounts_0001
-Revises: children_0001
+Revises: exact_0001
 Create Date: 2026-12-07 23:20:00
 
 """
@@ -13,7 +13,7 @@ import sqlalchemy as sa
 
 # revision identifiers, used by Alembic.
 revision = "accounts_0001"
-down_revision = "children_0001"
+down_revision = "exact_0001"
 branch_labels = None
 depends_on = None
 
