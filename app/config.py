@@ -18,7 +18,7 @@ from urllib.parse import urlsplit
 from kombu import Exchange, Queue
 
 from app.dialect import postgres_json_loads
-from app.ops.database import CALL_TIMEOUT_ARG
+from app.ops.database import CALL_TIMEOUT_ARG, FREEZE_ARG
 from app.settings import Derived, env, feature_settings, load
 
 
@@ -238,6 +238,13 @@ class CoreSettings:
         "seconds a database call waits for PostgreSQL's answer (a frozen server: 503) or SQLite's write lock; "
         "above the statement timeout (0: no limit on PostgreSQL)",
     )
+    db_freeze_seconds: float = env(
+        "DB_FREEZE_SECONDS",
+        2.0,
+        "seconds within which a PostgreSQL call learns that the server is frozen (no call answered for half of it, "
+        "then a new connection not answered in the other half): the calls waiting on it answer 503 (0: only "
+        "`DB_CALL_TIMEOUT`)",
+    )
     db_tcp_user_timeout_ms: int = env(
         "DB_TCP_USER_TIMEOUT_MS", 10_000, "a PostgreSQL connection whose sent data goes unacknowledged this long fails"
     )
@@ -407,8 +414,10 @@ def _engine_options(core: CoreSettings) -> dict:
         # A partition must surface as an error, not a hang: keepalives find a dead idle connection,
         # tcp_user_timeout fails one whose sent data goes unacknowledged, and the server cancels
         # a statement that runs too long. A frozen server acknowledges and never answers, which
-        # none of those notice: the call deadline (app/ops/database.py) ends the wait client-side.
+        # none of those notice: the client ends the wait (app/ops/database.py), once a new
+        # connection finds the server frozen, at the latest at the call deadline.
         CALL_TIMEOUT_ARG: core.db_call_timeout,
+        FREEZE_ARG: core.db_freeze_seconds,
         "keepalives": 1,
         "keepalives_idle": core.db_keepalives_idle,
         "keepalives_interval": core.db_keepalives_interval,
