@@ -174,7 +174,10 @@ class CoreSettings:
         "BROKER_VISIBILITY_TIMEOUT", 3600, "seconds before Redis hands an unacknowledged job to another worker"
     )
     outbox_grace_seconds: float = env(
-        "OUTBOX_GRACE_SECONDS", 10.0, "when the sweep publishes a queued job the broker never accepted"
+        "OUTBOX_GRACE_SECONDS",
+        10.0,
+        "seconds after which the sweep publishes again a queued job the broker never accepted, or one a Redis "
+        "broker no longer holds (taken by a worker that died before starting it)",
     )
     outbox_sweep_interval: float = env(
         "OUTBOX_SWEEP_INTERVAL", 5.0, "how often beat and every worker request a sweep, seconds"
