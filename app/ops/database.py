@@ -116,14 +116,26 @@ class _Server:
             if self._probing:
                 return
             self._probing = True
-        if self.answers_a_new_connection():
-            self.heard(probe=True)
-            return
-        self.timed_out(probe=True)
-        log.warning("the database did not answer a new connection within %.1f s; calls waiting on it end", half)
-        raise ServerSilent("the database does not answer (frozen?)")
+        if not self.probe():
+            log.warning("the database did not answer a new connection within %.1f s; calls waiting on it end", half)
+            raise ServerSilent("the database does not answer (frozen?)")
 
-    def answers_a_new_connection(self) -> bool:
+    def probe(self) -> bool:
+        """With the probe taken (`_probing`): whether the server answers a new connection; the verdict is
+        recorded and the probe released."""
+        try:
+            answered = self._answers_a_new_connection()
+        except BaseException:
+            with self._lock:
+                self._probing = False
+            raise
+        if answered:
+            self.heard(probe=True)
+        else:
+            self.timed_out(probe=True)
+        return answered
+
+    def _answers_a_new_connection(self) -> bool:
         """True when the server completes a connection's handshake within half of `freeze_seconds` (or refuses it)."""
         seconds = self.freeze_seconds / 2
         try:
@@ -202,10 +214,11 @@ def _connect_with_deadline(_dialect: Any, _record: Any, cargs: tuple, cparams: d
     libpq_params = {name: value for name, value in cparams.items() if name not in _PSYCOPG_ONLY_PARAMS}
     server = _server(make_conninfo(*cargs, **libpq_params), freeze_seconds)
     probe = server.admit()
-    if probe and freeze_seconds > 0 and not server.answers_a_new_connection():
+    if probe and freeze_seconds > 0:
         # Asked within half of `DB_FREEZE_SECONDS`, not the longer connect timeout, whether it is back.
-        server.timed_out(probe=True)
-        raise ServerSilent("the database still does not answer; no connection made")
+        if not server.probe():
+            raise ServerSilent("the database still does not answer; no connection made")
+        probe = False
     try:
         connection = DeadlineConnection.connect(*cargs, **cparams)
     except psycopg.errors.ConnectionTimeout:
