@@ -189,7 +189,8 @@ class CoreSettings:
         "JOB_REPUBLISH_SECONDS",
         300.0,
         "how long a job the broker accepted may wait in its queue before the sweep presumes it lost and "
-        "publishes it again (the delay doubles with each publish, up to `JOB_REPUBLISH_MAX_SECONDS`)",
+        "publishes it again (the delay doubles with each publish, up to `JOB_REPUBLISH_MAX_SECONDS`); a Redis "
+        "broker whose queues hold at most 1,000 messages is asked instead",
     )
     job_republish_max_seconds: float = env(
         "JOB_REPUBLISH_MAX_SECONDS", 3600.0, "the longest delay between two publishes of a waiting job"
