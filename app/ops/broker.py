@@ -370,7 +370,10 @@ def held_messages(celery, stale_after: float) -> HeldMessages | None:
     delivered_at = {tag.decode(): score for tag, score in index}
     stale: dict[str, list[str]] = {}
     for raw_tag, value in unacked.items():
-        envelope, _exchange, routing_key = loads(value)
+        try:
+            envelope, _exchange, routing_key = loads(value)
+        except (TypeError, ValueError):  # not kombu's record: another application's
+            continue
         argument = _first_argument(envelope)
         if routing_key not in queues or argument is None:
             continue
@@ -407,10 +410,10 @@ def _first_argument(message: bytes | str | dict) -> str | None:
         body = envelope["body"]
         if envelope["properties"].get("body_encoding") == "base64":
             body = b64decode(body)
-        arguments = loads(body)[0]
+        first = loads(body)[0][0]
     except (KeyError, IndexError, TypeError, ValueError):
         return None
-    return arguments[0] if arguments and isinstance(arguments[0], str) else None
+    return first if isinstance(first, str) else None
 
 
 def _eta(envelope: dict) -> float:
