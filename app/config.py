@@ -163,7 +163,12 @@ class CoreSettings:
         "queue of the outbox sweep (a worker without `-Q` consumes it and `CELERY_QUEUE`)",
     )
     celery_always_eager: bool = env("CELERY_ALWAYS_EAGER", False, "run jobs in the web process (tests only)")
-    worker_prefetch_multiplier: int = env("WORKER_PREFETCH_MULTIPLIER", 1, "jobs a worker process reserves ahead")
+    worker_prefetch_multiplier: int = env(
+        "WORKER_PREFETCH_MULTIPLIER",
+        1,
+        "jobs a worker process reserves ahead; keep 1: on Redis a job delivered and not started within "
+        "`OUTBOX_GRACE_SECONDS` counts as lost with its worker and is published again",
+    )
     worker_shutdown_seconds: float = env(
         "WORKER_SHUTDOWN_SECONDS",
         1.5,
