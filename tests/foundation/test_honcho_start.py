@@ -69,6 +69,16 @@ def test_honcho_start_without_names_migrates_and_keeps_the_service_running(tmp_p
     except AssertionError as failure:
         raise AssertionError(f"{failure}\n--- honcho's log ---\n{log.read_text()[-4000:]}") from failure
     finally:
-        if honcho.poll() is None:
-            os.killpg(honcho.pid, signal.SIGKILL)
-            honcho.wait(timeout=10)
+        _stop(honcho)
+
+
+def _stop(honcho: subprocess.Popen) -> None:
+    """honcho stops its processes (each in a session of its own) on SIGTERM; SIGKILL only if it does not end."""
+    for sig, wait in ((signal.SIGTERM, 20), (signal.SIGKILL, 10)):
+        if honcho.poll() is not None:
+            return
+        os.kill(honcho.pid, sig)
+        try:
+            honcho.wait(timeout=wait)
+        except subprocess.TimeoutExpired:
+            continue
