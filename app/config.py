@@ -18,7 +18,7 @@ from urllib.parse import urlsplit
 from kombu import Exchange, Queue
 
 from app.dialect import postgres_json_loads
-from app.ops.database import CALL_TIMEOUT_ARG
+from app.ops.database import CALL_TIMEOUT_ARG, FREEZE_ARG
 from app.settings import Derived, env, feature_settings, load
 
 
@@ -164,7 +164,12 @@ class CoreSettings:
         "queue of the outbox sweep (a worker without `-Q` consumes it and `CELERY_QUEUE`)",
     )
     celery_always_eager: bool = env("CELERY_ALWAYS_EAGER", False, "run jobs in the web process (tests only)")
-    worker_prefetch_multiplier: int = env("WORKER_PREFETCH_MULTIPLIER", 1, "jobs a worker process reserves ahead")
+    worker_prefetch_multiplier: int = env(
+        "WORKER_PREFETCH_MULTIPLIER",
+        1,
+        "jobs a worker process reserves ahead; keep 1: on Redis a job delivered and not started within "
+        "`OUTBOX_GRACE_SECONDS` counts as lost with its worker and is published again",
+    )
     worker_shutdown_seconds: float = env(
         "WORKER_SHUTDOWN_SECONDS",
         1.5,
@@ -175,7 +180,10 @@ class CoreSettings:
         "BROKER_VISIBILITY_TIMEOUT", 3600, "seconds before Redis hands an unacknowledged job to another worker"
     )
     outbox_grace_seconds: float = env(
-        "OUTBOX_GRACE_SECONDS", 10.0, "when the sweep publishes a queued job the broker never accepted"
+        "OUTBOX_GRACE_SECONDS",
+        10.0,
+        "seconds after which the sweep publishes again a queued job the broker never accepted, or one a Redis "
+        "broker no longer holds (taken by a worker that died before starting it)",
     )
     outbox_sweep_interval: float = env(
         "OUTBOX_SWEEP_INTERVAL", 5.0, "how often beat and every worker request a sweep, seconds"
@@ -187,7 +195,8 @@ class CoreSettings:
         "JOB_REPUBLISH_SECONDS",
         300.0,
         "how long a job the broker accepted may wait in its queue before the sweep presumes it lost and "
-        "publishes it again (the delay doubles with each publish, up to `JOB_REPUBLISH_MAX_SECONDS`)",
+        "publishes it again (the delay doubles with each publish, up to `JOB_REPUBLISH_MAX_SECONDS`); a Redis "
+        "broker whose queues hold at most 1,000 messages is asked instead",
     )
     job_republish_max_seconds: float = env(
         "JOB_REPUBLISH_MAX_SECONDS", 3600.0, "the longest delay between two publishes of a waiting job"
@@ -238,6 +247,13 @@ class CoreSettings:
         15.0,
         "seconds a database call waits for PostgreSQL's answer (a frozen server: 503) or SQLite's write lock; "
         "above the statement timeout (0: no limit on PostgreSQL)",
+    )
+    db_freeze_seconds: float = env(
+        "DB_FREEZE_SECONDS",
+        2.0,
+        "seconds within which a PostgreSQL call learns that the server is frozen (no call answered for half of it, "
+        "then a new connection not answered in the other half): the calls waiting on it answer 503 (0: only "
+        "`DB_CALL_TIMEOUT`)",
     )
     db_tcp_user_timeout_ms: int = env(
         "DB_TCP_USER_TIMEOUT_MS", 10_000, "a PostgreSQL connection whose sent data goes unacknowledged this long fails"
@@ -408,8 +424,10 @@ def _engine_options(core: CoreSettings) -> dict:
         # A partition must surface as an error, not a hang: keepalives find a dead idle connection,
         # tcp_user_timeout fails one whose sent data goes unacknowledged, and the server cancels
         # a statement that runs too long. A frozen server acknowledges and never answers, which
-        # none of those notice: the call deadline (app/ops/database.py) ends the wait client-side.
+        # none of those notice: the client ends the wait (app/ops/database.py), once a new
+        # connection finds the server frozen, at the latest at the call deadline.
         CALL_TIMEOUT_ARG: core.db_call_timeout,
+        FREEZE_ARG: core.db_freeze_seconds,
         "keepalives": 1,
         "keepalives_idle": core.db_keepalives_idle,
         "keepalives_interval": core.db_keepalives_interval,

@@ -41,7 +41,7 @@ from app.dialect import try_transaction_lock
 from app.errors import DomainError, NotFound
 from app.extensions import celery, db
 from app.jobs.models import FAILED, QUEUED, RUNNING, SUCCEEDED, CanaryRun, Job
-from app.ops.broker import begin_refill, direct_publisher, end_refill, lost_since
+from app.ops.broker import begin_refill, direct_publisher, end_refill, forget_deliveries, held_messages, lost_since
 from app.ops.logging import current_request_id
 from app.ops.metrics import JOB_DURATION
 
@@ -426,18 +426,22 @@ _SWEEP_BATCH = 1000
 
 
 def sweep_outbox() -> int:
-    """Re-publish jobs the broker never took, presumably lost, or abandoned by a dead worker.
+    """Re-publish jobs the broker never took, lost, or abandoned by a dead worker.
 
     Runs on the beat's schedule and on every worker's timer, so one sweeper at a time: on
     PostgreSQL a transaction-scoped advisory lock (another sweep returns 0 at once), on SQLite
-    the database's write lock taken first. A job the broker accepted is published again only
-    after `JOB_REPUBLISH_SECONDS`, doubling with each publish, so a backlog is not re-queued.
-    A broker that lost its data (`app.ops.broker.lost_since`) is refilled at once: every queued
-    job published before the loss was found is published again, a batch per sweep.
-    Commits; returns how many jobs were published.
+    the database's write lock taken first. A queued job the broker accepted more than
+    `OUTBOX_GRACE_SECONDS` ago is published again when a Redis broker holds no message of it
+    (`app.ops.broker.held_messages`: a worker killed as it took it, a publish refused and not
+    recorded) or holds only a delivery that long unstarted (its worker died). Otherwise (a broker
+    that cannot tell) it is published again only after `JOB_REPUBLISH_SECONDS`, doubling with each
+    publish, so a backlog is not re-queued. A broker that lost its data
+    (`app.ops.broker.lost_since`) is refilled at once: every queued job published before the loss
+    was found is published again, a batch per sweep. Commits; returns how many jobs were published.
     """
     now = utcnow()
-    grace = timedelta(seconds=current_app.config["OUTBOX_GRACE_SECONDS"])
+    grace_seconds = current_app.config["OUTBOX_GRACE_SECONDS"]
+    grace = timedelta(seconds=grace_seconds)
     due = [
         # Never published and never claimed by a sweep (a claimed one is due at `republish_at`).
         (Job.state == QUEUED)
@@ -450,6 +454,10 @@ def sweep_outbox() -> int:
     lost = lost_since(celery)
     if lost is not None:  # the broker lost its messages: every job queued before that is due
         due.append((Job.state == QUEUED) & or_(Job.published_at.is_(None), Job.published_at < lost))
+    unstarted = (Job.state == QUEUED) & (Job.published_at < now - grace)
+    held = held_messages(celery, grace_seconds) if _any_job(unstarted) else None
+    if held is not None:  # accepted, unstarted, and not in the broker's hands: lost on the way
+        due.append(unstarted & Job.id.not_in(held.arguments) if held.arguments else unstarted)
     stuck = (
         select(Job)
         .where(or_(*due))
@@ -472,6 +480,8 @@ def sweep_outbox() -> int:
     if lost is not None:
         begin_refill(celery, lost)
     published = _publish_jobs(pending)
+    if held is not None:
+        forget_deliveries(celery, [tag for job_id in published for tag in held.stale_deliveries.get(job_id, ())])
     accepted = set(published)
     refused = [job_id for job_id, _kind, _request_id in pending if job_id not in accepted]
     if lost is not None and not refused and len(pending) < _SWEEP_BATCH:
@@ -484,6 +494,12 @@ def sweep_outbox() -> int:
                 db.session.execute(update(Job.__table__).where(Job.id.in_(refused)).values(republish_at=now))
         log.info("outbox sweep published %d of %d jobs", len(published), len(pending))
     return len(published)
+
+
+def _any_job(condition: Any) -> bool:
+    """Whether a job meets `condition`: a read of its own, before the sweep asks the broker anything."""
+    with unit_of_work(Mode.READ):
+        return db.session.execute(select(Job.id).where(condition).limit(1)).first() is not None
 
 
 def count_jobs_by_state() -> dict[str, int]:

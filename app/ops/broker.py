@@ -27,6 +27,10 @@ and pushed to its queue in one LPUSH, what the producer sends for it. That machi
 of the CPU of a web request that starts a job. Batches (the outbox sweep, a transaction queueing
 many jobs) keep kombu's producer and its pipelined publish.
 
+A message a worker took and never started (the worker was killed as it took it) is in no queue, or
+stays in kombu's unacknowledged set until the broker's visibility timeout (an hour): the outbox
+sweep reads what the broker holds (`held_messages`) and publishes again the jobs it does not hold.
+
 A Redis broker restarted without persistence (or flushed) forgets every queued message without a
 word. A marker key tells (`lost_since`, `begin_refill`, `end_refill`): it holds `whole` while the
 broker has kept what it was given, and goes with the rest when the broker loses its data; the
@@ -37,7 +41,8 @@ from __future__ import annotations
 
 import contextlib
 import logging
-from base64 import b64encode
+from base64 import b64decode, b64encode
+from dataclasses import dataclass
 from datetime import UTC, datetime
 from time import time
 from typing import Any
@@ -46,7 +51,7 @@ from uuid import uuid4
 from kombu.transport import TRANSPORT_ALIASES, virtual
 from kombu.transport import redis as kombu_redis
 from kombu.transport import sqlalchemy as kombu_sqlalchemy
-from kombu.utils.json import dumps
+from kombu.utils.json import dumps, loads
 
 log = logging.getLogger(__name__)
 
@@ -226,11 +231,19 @@ def set_polling_interval(seconds: float) -> None:
 _WHOLE = b"whole"
 
 
-def _marker(celery) -> tuple[object, str] | None:
+def _marker(celery) -> tuple[Any, str] | None:
     """A Redis client of the broker and the key of its marker; None for a broker that is not Redis."""
+    client = _redis_broker_client(celery)
+    if client is None:
+        return None
+    return client, f"tessera.broker-marker.{celery.conf.task_default_queue}"
+
+
+def _redis_broker_client(celery) -> Any:
+    """A client of the broker if it is Redis, else None (the embedded broker keeps its messages in SQLite)."""
     if not celery.conf.broker_url.startswith(("redis://", "rediss://")):
-        return None  # the embedded broker keeps its messages in SQLite
-    return _broker_client(celery), f"tessera.broker-marker.{celery.conf.task_default_queue}"
+        return None
+    return _broker_client(celery)
 
 
 def _broker_client(celery, **options: Any):
@@ -302,6 +315,114 @@ def end_refill(celery) -> None:
         log.warning("could not mark the broker's refill done: %s", exc.__class__.__name__)
     finally:
         client.close()
+
+
+# A queue longer than this is not read whole (`held_messages`): a backlog that long cannot be told apart.
+QUEUE_READ_LIMIT = 1000
+
+
+@dataclass(frozen=True)
+class HeldMessages:
+    """The task messages of the app's queues a Redis broker held at one instant, by their first argument (a
+    job's id)."""
+
+    arguments: frozenset[str]
+    """Of messages waiting in a queue, delivered to a worker lately, or held there until their ETA."""
+    stale_deliveries: dict[str, list[str]]
+    """Delivery tags, by argument, of messages delivered longer ago and still unacknowledged: their worker
+    died before it started them (a live one starts what it is given at once)."""
+
+
+def held_messages(celery, stale_after: float) -> HeldMessages | None:
+    """What a Redis broker holds of the app's queues, in one transaction; None when it cannot tell (another
+    broker, Redis unreachable, a queue longer than `QUEUE_READ_LIMIT`).
+
+    A message leaves its queue when a worker takes it, and is then recorded as delivered (kombu's
+    unacknowledged set, with the time) until the worker acknowledges it: a worker killed between the
+    two loses it from both, and one killed after the record leaves it there until the visibility
+    timeout. A delivery older than `stale_after` seconds (past its ETA, for a retry's) is stale.
+    """
+    client = _redis_broker_client(celery)
+    if client is None:
+        return None
+    queues = list(celery.amqp.queues)
+    options = celery.conf.broker_transport_options
+    unacked_key = options.get("unacked_key", kombu_redis.Channel.unacked_key)
+    index_key = options.get("unacked_index_key", kombu_redis.Channel.unacked_index_key)
+    try:
+        with client.pipeline(transaction=True) as pipe:
+            for queue in queues:
+                pipe.llen(queue)
+                pipe.lrange(queue, 0, QUEUE_READ_LIMIT - 1)
+            pipe.hgetall(unacked_key)
+            pipe.zrange(index_key, 0, -1, withscores=True)
+            replies = pipe.execute()
+        read_at = time()
+    except Exception as exc:
+        log.debug("the broker's messages are unreadable: %s", exc.__class__.__name__)
+        return None
+    finally:
+        client.close()
+    *queued, unacked, index = replies
+    if any(length > QUEUE_READ_LIMIT for length in queued[::2]):
+        return None
+    arguments = {argument for messages in queued[1::2] for raw in messages if (argument := _first_argument(raw))}
+    delivered_at = {tag.decode(): score for tag, score in index}
+    stale: dict[str, list[str]] = {}
+    for raw_tag, value in unacked.items():
+        try:
+            envelope, _exchange, routing_key = loads(value)
+        except (TypeError, ValueError):  # not kombu's record: another application's
+            continue
+        argument = _first_argument(envelope)
+        if routing_key not in queues or argument is None:
+            continue
+        tag = raw_tag.decode()
+        if read_at - max(delivered_at.get(tag, 0.0), _eta(envelope)) < stale_after:
+            arguments.add(argument)
+        else:
+            stale.setdefault(argument, []).append(tag)
+    return HeldMessages(frozenset(arguments), stale)
+
+
+def forget_deliveries(celery, tags: list[str]) -> None:
+    """Drop stale deliveries (`HeldMessages.stale_deliveries`) from the broker's unacknowledged set, so
+    its visibility timeout does not deliver them again; a broker that does not answer keeps them."""
+    client = _redis_broker_client(celery) if tags else None
+    if client is None:
+        return
+    options = celery.conf.broker_transport_options
+    try:
+        with client.pipeline(transaction=True) as pipe:
+            pipe.zrem(options.get("unacked_index_key", kombu_redis.Channel.unacked_index_key), *tags)
+            pipe.hdel(options.get("unacked_key", kombu_redis.Channel.unacked_key), *tags)
+            pipe.execute()
+    except Exception as exc:  # delivered again at the visibility timeout, and a no-op then
+        log.debug("stale deliveries kept: %s", exc.__class__.__name__)
+    finally:
+        client.close()
+
+
+def _first_argument(message: bytes | str | dict) -> str | None:
+    """The first positional argument of a Celery task message (protocol 2) if it is a string, else None."""
+    try:
+        envelope = loads(message) if isinstance(message, bytes | str) else message
+        body = envelope["body"]
+        if envelope["properties"].get("body_encoding") == "base64":
+            body = b64decode(body)
+        first = loads(body)[0][0]
+    except (KeyError, IndexError, TypeError, ValueError):
+        return None
+    return first if isinstance(first, str) else None
+
+
+def _eta(envelope: dict) -> float:
+    """The message's ETA as a timestamp (a retry's countdown), or 0."""
+    eta = envelope.get("headers", {}).get("eta")
+    try:
+        return datetime.fromisoformat(eta).timestamp() if eta else 0.0
+    except (TypeError, ValueError):
+        return 0.0
 
 
 TRANSPORT_ALIASES[TRANSPORT_NAME] = f"{__name__}:Transport"

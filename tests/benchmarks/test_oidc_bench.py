@@ -58,7 +58,7 @@ def web_server_url(app):
 def _cpu_snapshot(url: str) -> tuple[float, float]:
     """CPU seconds so far of the server on `url` (main process and workers) and of the database backends."""
     bind = f"--port {url.rsplit(':', 1)[1]} "
-    server = cpu_seconds(lambda _group, command: "granian" in command and bind in command)
+    server = cpu_seconds(lambda _group, command: "app.serving" in command and bind in command)
     return server, database_backend_cpu_seconds()
 
 

@@ -16,8 +16,11 @@ from contextlib import contextmanager
 
 import pytest
 import requests
+from sqlalchemy import text
 from sqlalchemy.engine import make_url
 
+from app.extensions import db
+from app.ops.database import FREEZE_ARG
 from tests.support import environment
 from tests.support.bench import free_port
 from tests.support.netproxy import TcpProxy
@@ -45,18 +48,23 @@ def assert_unavailable_in_time(name: str, answer: requests.Response, seconds: fl
 
 
 @contextmanager
-def server_behind_a_proxy(app, **settings: str) -> Iterator[tuple[str, TcpProxy]]:
-    """The web server reaching PostgreSQL through a proxy of its own, with 1 s database deadlines."""
+def server_behind_a_proxy(
+    app,
+    *,
+    deadlines: dict[str, str] = DEADLINES,
+    options: tuple[str, ...] = ("--workers", "1", "--blocking-threads", "4"),
+    **settings: str,
+) -> Iterator[tuple[str, TcpProxy]]:
+    """The web server reaching PostgreSQL through a proxy of its own, with `deadlines` (1 s ones unless told)."""
     direct = make_url(os.environ["DIRECT_DATABASE_URL"])
     proxy = TcpProxy(direct.host or "127.0.0.1", direct.port or 5432)
     env = {
-        **os.environ, **DEADLINES, **settings, "REDIS_URL": os.environ["DIRECT_REDIS_URL"],
+        **os.environ, **deadlines, **settings, "REDIS_URL": os.environ["DIRECT_REDIS_URL"],
         "BASE_URL": app.config["BASE_URL"],
         "DATABASE_URL": direct.set(host="127.0.0.1", port=proxy.port).render_as_string(hide_password=False),
     }  # fmt: skip
-    options = ["--workers", "1", "--blocking-threads", "4"]
     try:
-        with web_server(free_port(), env, options, log_name="frozen-database-server.log") as url:
+        with web_server(free_port(), env, list(options), log_name="frozen-database-server.log") as url:
             yield url, proxy
     finally:
         proxy.restore()
@@ -109,6 +117,72 @@ def test_a_frozen_postgresql_answers_503_with_retry_after_within_the_deadline(ap
         while (status := call(url, method, path, **kwargs)[0].status_code) != 200:
             assert time.monotonic() < deadline, f"{name} did not recover after the freeze: {status}"
             time.sleep(0.2)
+
+
+# The issue's bound: no request held longer by a frozen database (it learns within `DB_FREEZE_SECONDS`).
+FROZEN_BOUND_SECONDS = 5.0
+
+
+def requests_spread_over(url: str, calls: list[tuple[str, str, str, dict]], seconds: float) -> list[tuple]:
+    """Each of `calls` (name, method, path, options) sent at its own moment over `seconds`, all at once in flight;
+    (name, answer, seconds it took) for each."""
+    with ThreadPoolExecutor(max_workers=len(calls)) as pool:
+        futures = []
+        for index, (name, method, path, kwargs) in enumerate(calls):
+            futures.append((name, pool.submit(call, url, method, path, **kwargs)))
+            if index < len(calls) - 1:
+                time.sleep(seconds / (len(calls) - 1))
+        return [(name, *future.result()) for name, future in futures]
+
+
+@pytest.mark.realworker
+def test_a_frozen_postgresql_is_told_from_a_slow_statement_and_holds_no_request_long(app, master):
+    """With the production deadlines and the Procfile's two workers of two threads: a statement slower than
+    `DB_FREEZE_SECONDS` is waited for, and a frozen server answers every request, queued ones included, with 503
+    within the issue's 5 s, `/readyz` and the hot fast read among them."""
+    procfile_shape = ["--workers", "2", "--blocking-threads", "2"]
+    with server_behind_a_proxy(app, deadlines={}, options=procfile_shape) as (url, proxy):
+        child = requests.post(f"{url}/v1/sub_client", json={"name": "Slow child"}, headers=master.headers, timeout=30)
+        assert child.status_code == 201, child.text
+        job = requests.post(f"{url}/v1/jobs/canary", json={}, headers=master.headers, timeout=30)
+        assert job.status_code == 202, job.text
+        job_path = f"/v1/jobs/{job.json()['data']['id']}"
+        calls = [
+            ("readyz", "GET", "/readyz", {}),
+            ("api read", "GET", job_path, {"headers": master.headers}),
+            ("fast read", "GET", f"/v1/sub_client/{child.json()['data']['client_id']}", {"headers": master.headers}),
+            ("job start", "POST", "/v1/jobs/canary", {"json": {}, "headers": master.headers}),
+            ("challenge", "POST", "/api/auth/challenge", {"json": {"address": ADDRESS}}),
+        ]
+        for _round in range(4):  # both web workers hold live connections in every pool
+            for name, method, path, kwargs in calls:
+                assert call(url, method, path, **kwargs)[0].status_code < 300, name
+
+        with app.app_context(), db.engine.connect() as holder:
+            holder.execute(text("LOCK TABLE jobs IN ACCESS EXCLUSIVE MODE"))  # a read waits on it: a slow statement
+            with ThreadPoolExecutor(max_workers=1) as pool:
+                slow = pool.submit(call, url, "GET", job_path, headers=master.headers)
+                time.sleep(app.config["SQLALCHEMY_ENGINE_OPTIONS"]["connect_args"][FREEZE_ARG] + 1.5)
+                holder.rollback()
+                slow_answer, slow_seconds = slow.result()
+        assert slow_answer.status_code == 200, slow_answer.text
+
+        proxy.blackhole()
+        try:
+            answers = requests_spread_over(url, calls * 3, seconds=10)  # 15 requests on 4 threads over 10 s
+        finally:
+            proxy.restore()
+        deadline = time.monotonic() + 30
+        for name, method, path, kwargs in calls:
+            while (status := call(url, method, path, **kwargs)[0].status_code) >= 300:
+                assert time.monotonic() < deadline, f"{name} did not recover after the freeze: {status}"
+                time.sleep(0.2)
+
+    print("SLOW", slow_seconds, [(n, a.status_code, round(s, 2)) for n, a, s in answers])
+    for name, answer, seconds in answers:
+        assert answer.status_code == 503, (name, answer.status_code, answer.text)
+        assert int(answer.headers["Retry-After"]) > 0, name
+        assert seconds < FROZEN_BOUND_SECONDS, (name, seconds, [(n, round(s, 1)) for n, _a, s in answers])
 
 
 @pytest.mark.realworker

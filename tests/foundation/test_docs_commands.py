@@ -150,8 +150,8 @@ def session(tmp_path_factory) -> Iterator[Session]:
         migrated = run_shell(block.text, cwd=checkout, env=env)
         assert migrated.returncode == 0, f"{_where(block)}\n{migrated.stderr}"
     log = base / "service.log"
-    web = ["granian", "--interface", "wsgi", "--host", "127.0.0.1", "--port", str(port), "--workers", "1",
-           "--no-ws", "--factory", "app.serving:web_app"]  # fmt: skip
+    web = ["python", "-m", "app.serving", "--interface", "wsgi", "--host", "127.0.0.1", "--port", str(port),
+           "--workers", "1", "--no-ws", "--factory", "app.serving:web_app"]  # fmt: skip
     with open(log, "wb") as output:
         process = subprocess.Popen(web, cwd=checkout, env=fresh_environment(**service, DEV_OUTBOX="1",
                                    LOG_LEVEL="WARNING"), stdout=output, stderr=subprocess.STDOUT,

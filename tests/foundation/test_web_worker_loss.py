@@ -1,5 +1,5 @@
-"""The Procfile's web process survives the loss of a worker (an out-of-memory kill): it respawns the worker
-and keeps answering."""
+"""The Procfile's web process survives the loss of its workers (out-of-memory kills, `kill -9`), however quick:
+it respawns them and keeps answering."""
 
 from __future__ import annotations
 
@@ -9,6 +9,8 @@ import socket
 import subprocess
 import threading
 import time
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
 import httpx
@@ -26,7 +28,10 @@ def _free_port() -> int:
 def _children(pid: int) -> set[int]:
     found: set[int] = set()
     for task in Path(f"/proc/{pid}/task").iterdir():
-        found.update(int(child) for child in (task / "children").read_text().split())
+        try:
+            found.update(int(child) for child in (task / "children").read_text().split())
+        except FileNotFoundError:  # a thread that ended meanwhile (granian's watcher of a dead worker)
+            continue
     return found
 
 
@@ -71,7 +76,10 @@ class Load:
         self._thread.join(30)
 
 
-def test_killing_one_web_worker_under_load_leaves_the_server_answering():
+@contextmanager
+def procfile_web() -> Iterator[tuple[subprocess.Popen, str, Path]]:
+    """The Procfile's web process with two workers of two threads on a free loopback port, answering; yields the
+    process, its URL and its log."""
     port = _free_port()
     command = procfile_web_command().replace("0.0.0.0", "127.0.0.1")
     log_path = environment.TMP_DIR / f"web-worker-loss-{port}.log"
@@ -89,6 +97,13 @@ def test_killing_one_web_worker_under_load_leaves_the_server_answering():
     try:
         _wait_for(lambda: len(_children(server.pid)) == 2, 60, "two web workers")
         _wait_for(lambda: _answers(url), 60, "answer from /healthz")
+        yield server, url, log_path
+    finally:
+        environment.stop_process(server)
+
+
+def test_killing_one_web_worker_under_load_leaves_the_server_answering():
+    with procfile_web() as (server, url, log_path):
         load = Load(url)
         try:
             _wait_for(lambda: load.answered >= 20, 30, "answers before the kill")
@@ -103,11 +118,41 @@ def test_killing_one_web_worker_under_load_leaves_the_server_answering():
         finally:
             load.stop()
         assert server.poll() is None, log_path.read_text()[-2000:]
-        # The one request the killed worker held may fail; every other request is answered.
+        # The one request the dead worker held may fail; every other request is answered.
         assert len(load.failures) <= 1, (load.failures, log_path.read_text()[-2000:])
         assert _answers(url)
-    finally:
-        environment.stop_process(server)
+
+
+QUICK_KILLS = 10
+
+
+def test_the_web_outlives_ten_quick_worker_kills():
+    # Each kill hits the worker the one before made the server respawn, well within granian's 5.5 s crash-loop window.
+    with procfile_web() as (server, url, log_path):
+        load = Load(url)
+        try:
+            workers = _children(server.pid)
+            victim = min(workers)
+            for _kill in range(QUICK_KILLS):
+                os.kill(victim, signal.SIGKILL)
+                respawned = _wait_for(
+                    lambda known=workers: server.poll() is not None or _children(server.pid) - known,
+                    30,
+                    "respawned worker",
+                )
+                assert server.poll() is None, log_path.read_text()[-2000:]
+                workers = _children(server.pid)
+                (victim,) = respawned
+                time.sleep(0.5)
+            assert server.poll() is None, log_path.read_text()[-2000:]
+            load.killed = True
+            _wait_for(lambda: load.answered_after_kill >= 50, 60, "answers after the kills")
+        finally:
+            load.stop()
+        assert server.poll() is None, log_path.read_text()[-2000:]
+        # At most the one request a dead worker held fails with it.
+        assert len(load.failures) <= QUICK_KILLS, (load.failures, log_path.read_text()[-2000:])
+        assert _answers(url)
 
 
 def _answers(url: str) -> bool:

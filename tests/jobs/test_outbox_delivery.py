@@ -7,12 +7,15 @@ delivery to come.
 from __future__ import annotations
 
 import os
+import signal
+import threading
 import time
 import uuid
-from datetime import timedelta
+from datetime import datetime, timedelta
 
 import pytest
 import redis
+import sqlalchemy as sa
 from sqlalchemy.engine import make_url
 
 from app.db import utcnow
@@ -195,6 +198,151 @@ def test_jobs_a_broker_lost_under_a_busy_worker_run_within_seconds(app, client, 
         assert wait_for_job(job_id, timeout=40)["state"] == "succeeded"
     assert time.monotonic() - started < 30
     assert all(count_runs(app, job_id) == 1 for job_id in [*busy, *job_ids])
+
+
+# The issue's bound: an accepted job starts within this long of a worker being back, whatever the fault.
+STARTED_WITHIN_SECONDS = 30
+
+
+def take_as_a_dying_worker(job_ids: list[str]) -> None:
+    """What a worker killed just as it took each job's message leaves: the message out of its queue (the BRPOP
+    done), recorded nowhere (killed before kombu's delivery record)."""
+    client = redis.Redis.from_url(os.environ["DIRECT_REDIS_URL"])
+    try:
+        queue = os.environ["CELERY_QUEUE"]
+        for message in client.lrange(queue, 0, -1):
+            if any(job_id.encode() in message for job_id in job_ids):
+                client.lrem(queue, 1, message)
+    finally:
+        client.close()
+
+
+def assert_started_within_the_bound_and_run_once(app, wait_for_job, job_ids: list[str], back: datetime) -> None:
+    """Each job succeeded, ran once, and started within the issue's bound of `back` (a worker's return)."""
+    for job_id in job_ids:
+        assert wait_for_job(job_id, timeout=STARTED_WITHIN_SECONDS + 30)["state"] == "succeeded"
+    for job_id in job_ids:
+        started = datetime.fromisoformat(environment.fetch_job(app, job_id)["started_at"].replace("Z", "+00:00"))
+        assert (started - back).total_seconds() < STARTED_WITHIN_SECONDS, (job_id, started, back)
+        assert count_runs(app, job_id) == 1
+
+
+def test_jobs_whose_messages_a_worker_killed_as_it_took_them_start_once_a_worker_is_back(
+    app, client, master, real_worker, wait_for_job
+):
+    assert app.config["JOB_REPUBLISH_SECONDS"] >= 300  # what the jobs would otherwise wait
+    real_worker.stop()
+    try:
+        job_ids = start_backlog(client, master, 3)
+        take_as_a_dying_worker(job_ids)
+        assert waiting_deliveries(job_ids) == 0
+    finally:
+        back = utcnow()
+        real_worker.start()
+    assert_started_within_the_bound_and_run_once(app, wait_for_job, job_ids, back)
+
+
+def test_a_refused_publish_that_could_not_be_recorded_starts_once_the_broker_is_back(
+    app, client, master, real_worker, wait_for_job
+):
+    warm = start_backlog(client, master, 1)[0]  # the plain start: the pre-dispatch engine pools a connection
+    assert wait_for_job(warm)["state"] == "succeeded"
+    environment.DB_PROXY.cut()  # an earlier database fault: every pooled connection dies (no pre-ping)
+    environment.DB_PROXY.restore()
+    job_path = f"/v1/jobs/{warm}"
+    deadline = time.monotonic() + 30
+    while client.get(job_path, headers=master.headers).status_code != 200:  # the session's pool renewed
+        assert time.monotonic() < deadline, "the API did not recover from the cut"
+        time.sleep(0.2)
+    environment.REDIS_PROXY.cut()
+    try:
+        # With an Idempotency-Key the view answers: its session commits the job, the publish is refused, and
+        # the refusal's record meets the pre-dispatch engine's dead connection.
+        answer = client.post(
+            "/v1/jobs/canary", json={}, headers={**master.headers, "Idempotency-Key": uuid.uuid4().hex}
+        )
+        assert answer.status_code == 202, answer.get_data(as_text=True)
+        job_id = answer.get_json()["data"]["id"]
+        assert job_rows(app, [job_id])[job_id]["published_at"] is not None  # the refusal went unrecorded
+    finally:
+        back = utcnow()
+        environment.REDIS_PROXY.restore()
+    assert_started_within_the_bound_and_run_once(app, wait_for_job, [job_id], back)
+
+
+class CanaryStream:
+    """Canary jobs started over HTTP one after another in a thread, every `interval` seconds, until stopped."""
+
+    def __init__(self, app, master, interval: float = 0.25) -> None:
+        self.client, self.headers, self.interval = app.test_client(), master.headers, interval
+        self.answers: list[tuple[int, str | None]] = []
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._run, daemon=True)
+        self._thread.start()
+
+    def _run(self) -> None:
+        while not self._stop.wait(self.interval):
+            answer = self.client.post("/v1/jobs/canary", json={}, headers=self.headers)
+            body = answer.get_json(silent=True) or {}
+            self.answers.append((answer.status_code, body.get("data", {}).get("id")))
+
+    def stop(self) -> list[tuple[int, str | None]]:
+        self._stop.set()
+        self._thread.join(30)
+        return self.answers
+
+
+WAITING_ON_LOCKS_END = sa.text(
+    "SELECT pg_terminate_backend(pid) FROM pg_stat_activity"
+    " WHERE datname = current_database() AND pid <> pg_backend_pid() AND wait_event_type = 'Lock'"
+)
+
+
+def kill_as_it_takes(app, client, master, worker) -> str:
+    """Have `worker` take a job whose claim waits on a row this test locks, and kill -9 it then: the job stays
+    queued, its message delivered to a dead worker. Returns the job's id."""
+    busy = client.post("/v1/jobs/canary", json={"delay_ms": 1500}, headers=master.headers)
+    trap = client.post("/v1/jobs/canary", json={}, headers=master.headers)
+    assert busy.status_code == trap.status_code == 202
+    job_id = trap.get_json()["data"]["id"]
+    holder = sa.create_engine(os.environ["DIRECT_DATABASE_URL"], poolclass=sa.pool.NullPool).connect()
+    try:
+        holder.execute(sa.text("SELECT id FROM jobs WHERE id = :id FOR UPDATE"), {"id": job_id})
+        deadline = time.monotonic() + 60
+        while waiting_deliveries([job_id]):  # still in the queue: the worker has not taken it yet
+            assert time.monotonic() < deadline and worker.poll() is None, "the worker never took the job"
+            time.sleep(0.05)
+        time.sleep(0.3)  # its claim waits on the row lock
+        os.killpg(worker.pid, signal.SIGKILL)
+        worker.wait(timeout=10)
+        # The dead worker's claim, still waiting on the lock, ends as the server's client check would end it
+        # (`client_connection_check_interval`); else it would commit once the lock is released.
+        holder.execute(WAITING_ON_LOCKS_END)
+    finally:
+        holder.rollback()
+        holder.close()
+    assert environment.fetch_job(app, job_id)["state"] == "queued"  # its claim died with the worker
+    return job_id
+
+
+def test_kill_9_every_few_seconds_as_workers_take_jobs_loses_none_and_runs_none_twice(
+    app, client, master, real_worker, wait_for_job
+):
+    real_worker.stop()
+    stream = CanaryStream(app, master)
+    trapped = []
+    try:
+        for cycle in range(4):
+            log_path = environment.TMP_DIR / f"worker-kill-9-{cycle}-{uuid.uuid4().hex[:6]}.log"
+            worker = environment.start_worker(concurrency=1, log_path=log_path)
+            trapped.append(kill_as_it_takes(app, client, master, worker))
+    finally:
+        answers = stream.stop()
+        back = utcnow()
+        real_worker.start()
+    assert answers and all(status == 202 for status, _job_id in answers), answers
+    job_ids = [*trapped, *(job_id for _status, job_id in answers)]
+    assert_started_within_the_bound_and_run_once(app, wait_for_job, job_ids, back)
 
 
 def metrics_headers(app) -> dict:

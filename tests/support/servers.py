@@ -23,15 +23,15 @@ Answer = Callable[[str, str, bytes], tuple[str, bytes]]
 
 @contextmanager
 def web_server(port: int, env: dict[str, str], options: list[str], *, log_name: str) -> Iterator[str]:
-    """The application under granian (the Procfile's web server) on `port` with `env` and extra `options`;
-    yields its URL.
+    """The application under the Procfile's web server (granian's, `python -m app.serving`) on `port` with
+    `env` and extra `options`; yields its URL.
 
     Waits for `/healthz`; the server's output goes to `log_name` in the test run's directory.
     """
     url = f"http://127.0.0.1:{port}"
     with open(environment.TMP_DIR / log_name, "ab") as log:
         process = subprocess.Popen(
-            [sys.executable, "-m", "granian", "--interface", "wsgi", "--host", "127.0.0.1", "--port", str(port),
+            [sys.executable, "-m", "app.serving", "--interface", "wsgi", "--host", "127.0.0.1", "--port", str(port),
              "--no-ws", *options, "--factory", "app.serving:web_app"],
             cwd=environment.REPO_ROOT, env=env, stdout=log, stderr=subprocess.STDOUT, start_new_session=True,
         )  # fmt: skip
