@@ -37,7 +37,7 @@ def _wait_for_text(log: Path, text: str, process: subprocess.Popen, timeout: flo
 @pytest.mark.embedded
 def test_honcho_start_without_names_migrates_and_keeps_the_service_running(tmp_path: Path):
     port = free_port()
-    url = f"http://127.0.0.1:{port}"
+    url = f"http://localhost:{port}"
     env = {name: value for name, value in os.environ.items() if name not in _RUN_SETTINGS}
     # As the README's run command, one BASE_URL for every process (honcho gives each a PORT of its own).
     env.update(PORT=str(port), BASE_URL=url, TESSERA_INSTANCE_DIR=str(tmp_path / "instance"), LOG_LEVEL="WARNING",
