@@ -159,3 +159,24 @@ def test_the_application_and_its_http_clients_import_without_a_warning(tmp_path:
     result = _run([sys.executable, "-W", "error", "-c", _IMPORT_EVERYTHING], cwd=tmp_path, env=env)
     assert result.returncode == 0, result.stderr
     assert result.stdout.strip() == "imported"
+
+
+TESSERA_ADMIN = [sys.executable, "-c", "import sys; from app.admin import main; sys.exit(main())"]
+
+
+def test_tessera_admin_says_tesseras_version_and_lists_only_its_commands(tmp_path: Path, unmigrated_env) -> None:
+    import tomllib
+
+    package_version = tomllib.loads((REPO_ROOT / "pyproject.toml").read_text())["project"]["version"]
+    shown = _run([*TESSERA_ADMIN, "--version"], cwd=tmp_path, env=unmigrated_env)
+    assert shown.returncode == 0, shown.stderr
+    assert shown.stdout == f"tessera-admin {package_version}\n"
+
+    listed = _run([*TESSERA_ADMIN, "--help"], cwd=tmp_path, env=unmigrated_env)
+    assert listed.returncode == 0, listed.stderr
+    commands = {line.split()[0] for line in listed.stdout.split("Commands:\n", 1)[1].splitlines() if line.strip()}
+    assert commands == {"agents", "chain", "clients", "db", "keys", "outbox", "users"}
+    for foreign in ("run", "shell", "routes", "limiter", "openapi"):
+        refused = _run([*TESSERA_ADMIN, foreign], cwd=tmp_path, env=unmigrated_env)
+        assert refused.returncode == 2 and f"No such command '{foreign}'" in refused.stderr, (foreign, refused.stderr)
+
