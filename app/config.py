@@ -43,12 +43,29 @@ def _sqlite_url(name: str) -> str:
     return f"sqlite:///{INSTANCE_DIR / name}"
 
 
+# The databases Tessera runs on, as SQLAlchemy names them (backend and driver).
+_DATABASE_DRIVERS = frozenset({"sqlite", "sqlite+pysqlite", "postgresql+psycopg"})
+
+
 def _normalise_database_url(url: str) -> str:
-    """postgres:// and postgresql:// URLs use psycopg 3."""
+    """postgres:// and postgresql:// URLs use psycopg 3; anything but PostgreSQL or SQLite is refused.
+
+    The refusal never quotes the URL, which may hold a password.
+    """
+    from sqlalchemy.engine import make_url
+    from sqlalchemy.exc import ArgumentError
+
     if url.startswith("postgres://"):
-        return "postgresql+psycopg://" + url[len("postgres://") :]
-    if url.startswith("postgresql://"):
-        return "postgresql+psycopg://" + url[len("postgresql://") :]
+        url = "postgresql+psycopg://" + url[len("postgres://") :]
+    elif url.startswith("postgresql://"):
+        url = "postgresql+psycopg://" + url[len("postgresql://") :]
+    expected = "postgresql://USER:PASSWORD@HOST/DATABASE or sqlite:////PATH/TO/FILE.sqlite"
+    try:
+        parsed = make_url(url)
+    except ArgumentError:
+        raise ValueError(f"not a database URL; expected {expected}") from None
+    if parsed.drivername not in _DATABASE_DRIVERS:
+        raise ValueError(f"Tessera runs on PostgreSQL or SQLite, not {parsed.drivername!r}; expected {expected}")
     return url
 
 
