@@ -49,8 +49,8 @@ def _readme_chain_lines() -> list[str]:
 
 
 def test_the_readme_chain_lines_deploy_with_tessera_admin(app, anvil, tmp_path):
-    """The README's lines as written, with this node's URL and chain id and the relayer's key put in
-    (on the database `app` migrated)."""
+    """The README's lines as written, with this node's URL and chain id and the relayer's key put in,
+    on a fresh instance whose database was never migrated (deploying needs no table)."""
     exports, key_line, command = _readme_chain_lines()
     assert command == "tessera-admin chain deploy --env testnet"
     assert key_line.startswith("export CHAIN_RELAYER_KEY=0x...")
@@ -60,7 +60,9 @@ def test_the_readme_chain_lines_deploy_with_tessera_admin(app, anvil, tmp_path):
     # What pip writes for the console script (tests/agents/test_cli_profiles.py runs the same).
     script = tmp_path / "tessera-admin"
     script.write_text("import sys\nfrom app.admin import main\nsys.exit(main())\n")
-    env = {**os.environ, **settings, "CHAIN_RELAYER_KEY": RELAYER_KEY, "PYTHONPATH": str(REPO_ROOT)}
+    fresh = {"TESSERA_INSTANCE_DIR": str(tmp_path / "instance"), "DATABASE_URL": "", "REDIS_URL": "",
+             "CELERY_BROKER_URL": ""}  # fmt: skip
+    env = {**os.environ, **settings, **fresh, "CHAIN_RELAYER_KEY": RELAYER_KEY, "PYTHONPATH": str(REPO_ROOT)}
     result = subprocess.run(
         [sys.executable, str(script), *command.split()[1:]], cwd=tmp_path, env=env, capture_output=True, text=True,
         timeout=120,
