@@ -8,12 +8,14 @@ extensions' own groups (`limiter`, `openapi`) are not an operator's.
 
 from __future__ import annotations
 
+import os
 from importlib.metadata import version
 
 import click
 from flask.cli import FlaskGroup
 
 from app import create_app
+from app.config import adopt_served_address
 
 # Groups the extensions add to `app.cli`; plugins of the `flask.commands` entry point are never loaded.
 _EXTENSION_COMMANDS = frozenset({"openapi"})
@@ -33,7 +35,11 @@ class _AdminGroup(FlaskGroup):
 
 
 def main() -> None:
-    """Run Tessera's operator commands (`tessera-admin db upgrade`, `tessera-admin clients ...`)."""
+    """Run Tessera's operator commands (`tessera-admin db upgrade`, `tessera-admin clients ...`).
+
+    Without BASE_URL or PORT they name the address the instance's web process last started with.
+    """
+    adopt_served_address(os.environ)
     group = _AdminGroup(
         name="tessera-admin",
         help="Operator commands of Tessera (the same as `flask --app app ...`, from any directory).",

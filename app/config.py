@@ -9,7 +9,7 @@ from __future__ import annotations
 import ipaddress
 import os
 import sys
-from collections.abc import Mapping
+from collections.abc import Mapping, MutableMapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -549,3 +549,53 @@ def _development_secret(name: str) -> str:
         except FileExistsError:
             return path.read_text().strip()
         return value
+
+
+# Where the web process last started says where it serves, for operator commands run in another
+# terminal without its environment (`tessera-admin` reads it when neither BASE_URL nor PORT is set).
+SERVED_FILE = "served.json"
+
+
+@dataclass(frozen=True)
+class ServedAddress:
+    """What the instance's web process was started with: its `BASE_URL` and whether `DEV_OUTBOX` is on."""
+
+    base_url: str
+    dev_outbox: bool
+
+
+def record_served_address(config: Mapping[str, Any]) -> None:
+    """Write `instance/served.json` for the web process starting with `config`; a failure to write is logged only."""
+    import json
+    import logging
+    import tempfile
+
+    record = {"base_url": config["BASE_URL"], "dev_outbox": bool(config.get("DEV_OUTBOX"))}
+    try:
+        INSTANCE_DIR.mkdir(parents=True, exist_ok=True)
+        # Each web worker process writes it: a whole file replaces another, never a half-written one.
+        with tempfile.NamedTemporaryFile("w", dir=INSTANCE_DIR, prefix=".served-", delete=False) as handle:
+            json.dump(record, handle)
+        Path(handle.name).replace(INSTANCE_DIR / SERVED_FILE)
+    except OSError as error:
+        logging.getLogger(__name__).warning("could not record the served address in %s: %s", INSTANCE_DIR, error)
+
+
+def served_address() -> ServedAddress | None:
+    """What the instance's web process last started with (`record_served_address`); None without a readable record."""
+    import json
+
+    try:
+        record = json.loads((INSTANCE_DIR / SERVED_FILE).read_text())
+        return ServedAddress(base_url=str(record["base_url"]), dev_outbox=bool(record["dev_outbox"]))
+    except (OSError, ValueError, KeyError, TypeError):
+        return None
+
+
+def adopt_served_address(environ: MutableMapping[str, str]) -> None:
+    """For an operator command: `BASE_URL` of the instance's web process, unless BASE_URL or PORT is set."""
+    if environ.get("BASE_URL") or environ.get("PORT"):
+        return
+    served = served_address()
+    if served is not None:
+        environ["BASE_URL"] = served.base_url

@@ -7,14 +7,16 @@ import gc
 from flask import Flask
 
 from app import create_app
+from app.config import record_served_address
 from app.web.hot import HotLayer
 
 
 def web_app() -> Flask:
     """`create_app()` for the web server (`granian --factory app.serving:web_app`): its own access
-    log in front, start-up objects frozen."""
+    log in front, start-up objects frozen; where it serves recorded for operator commands."""
     application = create_app()
     HotLayer.of(application).access_log = True
+    record_served_address(application.config)
     freeze_start_up_objects()
     return application
 
