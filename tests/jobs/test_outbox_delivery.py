@@ -6,6 +6,7 @@ delivery to come.
 
 from __future__ import annotations
 
+import logging
 import os
 import time
 import uuid
@@ -164,13 +165,16 @@ def test_jobs_a_broker_lost_run_within_seconds_of_the_next_sweep(app, client, ma
 
 
 def test_one_sweep_refills_a_broker_that_lost_its_data_and_the_next_finds_it_whole(
-    app, client, master, real_worker, wait_for_job
+    app, client, master, real_worker, wait_for_job, caplog
 ):
     real_worker.stop()
     try:
         job_ids = start_backlog(client, master, 5)  # this process's publisher has declared the run's queues
         lose_the_brokers_data(app)
-        assert sweep(app) >= 5
+        with caplog.at_level(logging.INFO, logger="app.jobs.service"):
+            assert sweep(app) >= 5
+        [warning] = [record.getMessage() for record in caplog.records if record.levelno == logging.WARNING]
+        assert warning.startswith("the broker lost ") and "queued message(s)" in warning
         assert waiting_deliveries(job_ids) == 5
         assert sweep(app) == 0
         assert waiting_deliveries(job_ids) == 5
@@ -179,6 +183,28 @@ def test_one_sweep_refills_a_broker_that_lost_its_data_and_the_next_finds_it_who
     for job_id in job_ids:
         assert wait_for_job(job_id)["state"] == "succeeded"
     assert all(count_runs(app, job_id) == 1 for job_id in job_ids)
+
+
+def test_a_fresh_broker_is_not_reported_lost(app, client, master, real_worker, wait_for_job, caplog):
+    """A Redis without the marker that held no job's message (a first start, a new Redis): nothing
+    was lost, and the sweep says so at INFO, not as a loss; the marker is whole after."""
+    finished = client.post("/v1/jobs/canary", json={}, headers=master.headers).get_json()["data"]["id"]
+    assert wait_for_job(finished)["state"] == "succeeded"  # this run's queues are declared; none waits
+    real_worker.stop()
+    try:
+        lose_the_brokers_data(app)
+        with caplog.at_level(logging.INFO, logger="app.jobs.service"):
+            sweep(app)
+    finally:
+        real_worker.start()
+    warnings = [record.getMessage() for record in caplog.records if record.levelno >= logging.WARNING]
+    assert warnings == []
+    assert any("a fresh broker" in record.getMessage() for record in caplog.records)
+    client_of_redis = redis.Redis.from_url(os.environ["DIRECT_REDIS_URL"])
+    try:
+        assert client_of_redis.get(f"tessera.broker-marker.{os.environ['CELERY_QUEUE']}") == b"whole"
+    finally:
+        client_of_redis.close()
 
 
 def test_jobs_a_broker_lost_under_a_busy_worker_run_within_seconds(app, client, master, real_worker, wait_for_job):
