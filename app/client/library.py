@@ -390,7 +390,10 @@ class TesseraClient:
         ``ChallengeRefused`` (signing nothing) when the challenge fails ``check_sign_in_challenge``.
         """
         if not self._api_key:
-            raise AuthenticationFailed("no agent key: pass --api-key or set TESSERA_API_KEY")
+            raise AuthenticationFailed(
+                "no agent key: run `tessera login` to store one (it asks without echoing), "
+                "or pass --api-key or set TESSERA_API_KEY"
+            )
         try:
             secret = ethereum.parse_private_key(self._api_key)
         except ethereum.InvalidKey as exc:

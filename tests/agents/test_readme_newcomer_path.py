@@ -136,3 +136,28 @@ def test_readme_agent_lines_host_a_card(live_server, checkout):
     card = httpx.get(public_url, timeout=10)
     assert card.status_code == 200 and card.content == (checkout / "agent-card.json").read_bytes()
     assert card.json()["name"] == "Echo"
+
+
+def test_the_claim_pages_next_lines_are_the_readmes_and_sign_in(live_server, checkout):
+    """The lines the claim page shows under the key, run as written with the key pasted: no key on a
+    command line, the README's `tessera login` and `TESSERA_TESTNET_URL`."""
+    import html
+    import re
+
+    from tests.support.agents import _CSRF_RE, _KEY_RE
+
+    with live_server.http() as http:
+        form = http.get("/claim")
+        claimed = http.post("/claim", data={"csrf_token": _CSRF_RE.search(form.text).group(1), "kind": "agent"})
+    key = _KEY_RE.search(claimed.text).group(1)
+    lines = html.unescape(re.search(r'<pre id="next-commands"><code>(.*?)</code></pre>', claimed.text, re.S).group(1))
+    assert key not in lines and "TESSERA_API_KEY" not in claimed.text and "TESSERA_NETWORK_URL" not in claimed.text
+    assert "tessera login --env testnet" in lines and "tessera login --env testnet" in quickstart_block("agent")
+    assert f"export TESSERA_TESTNET_URL={live_server.url}" in lines and "TESSERA_TESTNET_URL" in README.read_text()
+
+    config = checkout.parent / "claim-config"
+    env = _terminal(XDG_CONFIG_HOME=str(config), TESSERA_API_KEY="", TESSERA_NETWORK_URL="", TESSERA_TESTNET_URL="")
+    result = run_shell(lines, cwd=checkout, env=env, stdin=key + "\n")
+    assert result.returncode == 0, (result.stdout, result.stderr)
+    assert f"Address: {address_from_private_key(key)}" in result.stdout and "DID:     did:tessera:" in result.stdout
+    assert key not in result.stdout + result.stderr
