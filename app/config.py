@@ -11,6 +11,7 @@ import os
 import sys
 from collections.abc import Mapping, MutableMapping
 from dataclasses import dataclass
+from importlib.metadata import version
 from pathlib import Path
 from typing import Any
 from urllib.parse import urlsplit
@@ -392,7 +393,7 @@ class Config:
         self.IDEMPOTENCY_TTL_SECONDS = core.idempotency_ttl_seconds
 
         self.API_TITLE = "Tessera"
-        self.API_VERSION = "1.0.0"
+        self.API_VERSION = version("tessera")  # the OpenAPI document's: the package's own
         self.OPENAPI_VERSION = "3.0.3"
         self.OPENAPI_URL_PREFIX = "/"
         self.OPENAPI_JSON_PATH = "openapi.json"
