@@ -37,6 +37,10 @@ class ChallengeIn(ma.Schema):
 class Challenge(ma.Schema):
     message = ma.fields.String(required=True, metadata={"description": "EIP-4361 message to sign."})
     nonce = ma.fields.String(required=True)
+    chain_id = ma.fields.Integer(
+        required=True,
+        metadata={"description": "The network's EIP-155 chain id (`AGENT_CHAIN_ID`), the message's `Chain ID`."},
+    )
     expires_at = Timestamp(required=True)
 
 

@@ -64,13 +64,16 @@ class Settings:
             raise click.UsageError("set TESSERA_PRODUCTION_URL or TESSERA_NETWORK_URL to use --env production")
         return url
 
-    def chain_id(self) -> int:
-        """Return the EIP-155 chain id of the chosen environment (``TESSERA_CHAIN_ID`` wins).
+    def chain_id(self) -> int | None:
+        """Return the EIP-155 chain id set for the chosen environment (``TESSERA_CHAIN_ID`` wins), or
+        None: the chain the network announces with its sign-in challenge.
 
         A sign-in challenge naming another chain is refused before anything is signed.
         """
         name = "TESSERA_CHAIN_ID" if os.environ.get("TESSERA_CHAIN_ID") else f"TESSERA_{self.env.upper()}_CHAIN_ID"
-        text = os.environ.get(name) or str(library.DEFAULT_CHAIN_ID)
+        text = os.environ.get(name)
+        if not text:
+            return None
         if not text.isdigit():
             raise click.UsageError(f"{name} must be a chain id (decimal digits), not {text!r}")
         return int(text)
