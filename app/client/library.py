@@ -551,7 +551,8 @@ class TesseraClient:
     def registry(self, did: str | None = None, full: bool = False) -> dict[str, Any]:
         """Read a registry record (authenticated; ``did`` defaults to the caller's own).
 
-        ``full`` adds cards, history and contract data.
+        ``full`` adds the cards, the contract, the ERC-8004 identity (``{agentId, agentRegistry}``
+        on a chain, else ``None``) and ``history``: the record's newest writes, newest first.
         """
         params = {"full": "true"} if full else None
         return self._data("GET", f"/api/agents/{quote(self._target(did))}/registry", authenticated=True, params=params)
