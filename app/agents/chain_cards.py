@@ -15,6 +15,7 @@ from __future__ import annotations
 from app.agents.accounts import job_accounts
 from app.agents.cards import host_card_from_job, public_card_url
 from app.agents.chain_jobs import identity_uri_sent, relayed, transactions_of
+from app.agents.models import PublicCard
 from app.agents.registration_file import is_inactive_registration_uri
 from app.agents.schemas import HostedCardOut
 from app.agents.settings import AgentSettings
@@ -52,6 +53,9 @@ def host_card_on_chain(job: Job) -> dict | CallOutside:
     known = db.session.get(AgentIdentity, (agent_registry, did))
     job_id, uri = job.id, public_card_url(did)
     if known is not None:
+        # Only an unpublished card (no public copy) can have left the tokenURI saying "not active".
+        if db.session.get(PublicCard, did) is not None:
+            return _hosted(job, known)
         return _hosted_again(job, known, uri, network)
 
     def call() -> IdentityRegistration:
@@ -84,8 +88,8 @@ def host_card_on_chain(job: Job) -> dict | CallOutside:
 
 
 def _hosted_again(job: Job, known: AgentIdentity, uri: str, network: str) -> CallOutside:
-    """host-card of an agent with an identity: its `tokenURI` named the hosted card again when it
-    says the agent is no longer active (an unpublished card), else nothing sent."""
+    """host-card of an agent with an identity and no public copy: its `tokenURI` named the hosted card
+    again when it says the agent is no longer active (an unpublished card), else nothing sent."""
     job_id, agent_id, key = job.id, int(known.agent_id), (known.agent_registry, known.did)
     sent = identity_uri_sent(job)
 
