@@ -17,7 +17,7 @@ from app.chain.settings import ChainSettings
 from app.client.library import TesseraClient
 from app.jobs import service as jobs
 from app.settings import current
-from tests.chain.conftest import CHAIN_ID, RELAYER_KEY, _free_port, installed_packages, run_host_card
+from tests.chain.conftest import CHAIN_ID, RELAYER, _free_port, installed_packages, run_host_card
 from tests.support.agents import claim_key_over_http, registration_card
 from tests.support.config import change_settings
 from tests.support.docs import DOCS_DIR, blocks
@@ -46,7 +46,12 @@ def test_the_docs_local_node_confirms_a_host_card_with_the_default_confirmations
             assert node.poll() is None and time.monotonic() < deadline, "the page's anvil did not start"
             time.sleep(0.1)
         assert w3.eth.chain_id == CHAIN_ID  # the page's CHAIN_TESTNET_CHAIN_ID
-        deployment = deploy_contracts(w3, Account.from_key(RELAYER_KEY).key)
+        # A relayer of this node's own, funded by its first development account: the session's node has
+        # the same chain id, and Tessera keeps the next nonce of a relayer per chain id and address.
+        relayer = Account.create()
+        funding = w3.eth.send_transaction({"from": RELAYER, "to": relayer.address, "value": 10**19})
+        w3.eth.wait_for_transaction_receipt(funding, timeout=30)
+        deployment = deploy_contracts(w3, relayer.key)
         change_settings(
             monkeypatch,
             app,
@@ -59,7 +64,7 @@ def test_the_docs_local_node_confirms_a_host_card_with_the_default_confirmations
             CHAIN_TESTNET_CHAIN_ID=str(CHAIN_ID),
             CHAIN_TESTNET_REGISTRY_ADDRESS=deployment.registry_address,
             CHAIN_TESTNET_IDENTITY_REGISTRY_ADDRESS=deployment.identity_registry_address,
-            CHAIN_RELAYER_KEY=RELAYER_KEY,
+            CHAIN_RELAYER_KEY=relayer.key.to_0x_hex(),
         )
         with app.app_context():
             assert current(ChainSettings).confirmations == 2  # the default, not the tests' own
