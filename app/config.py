@@ -9,8 +9,9 @@ from __future__ import annotations
 import ipaddress
 import os
 import sys
-from collections.abc import Mapping
+from collections.abc import Mapping, MutableMapping
 from dataclasses import dataclass
+from importlib.metadata import version
 from pathlib import Path
 from typing import Any
 from urllib.parse import urlsplit
@@ -43,12 +44,29 @@ def _sqlite_url(name: str) -> str:
     return f"sqlite:///{INSTANCE_DIR / name}"
 
 
+# The databases Tessera runs on, as SQLAlchemy names them (backend and driver).
+_DATABASE_DRIVERS = frozenset({"sqlite", "sqlite+pysqlite", "postgresql+psycopg"})
+
+
 def _normalise_database_url(url: str) -> str:
-    """postgres:// and postgresql:// URLs use psycopg 3."""
+    """postgres:// and postgresql:// URLs use psycopg 3; anything but PostgreSQL or SQLite is refused.
+
+    The refusal never quotes the URL, which may hold a password.
+    """
+    from sqlalchemy.engine import make_url
+    from sqlalchemy.exc import ArgumentError
+
     if url.startswith("postgres://"):
-        return "postgresql+psycopg://" + url[len("postgres://") :]
-    if url.startswith("postgresql://"):
-        return "postgresql+psycopg://" + url[len("postgresql://") :]
+        url = "postgresql+psycopg://" + url[len("postgres://") :]
+    elif url.startswith("postgresql://"):
+        url = "postgresql+psycopg://" + url[len("postgresql://") :]
+    expected = "postgresql://USER:PASSWORD@HOST/DATABASE or sqlite:////PATH/TO/FILE.sqlite"
+    try:
+        parsed = make_url(url)
+    except ArgumentError:
+        raise ValueError(f"not a database URL; expected {expected}") from None
+    if parsed.drivername not in _DATABASE_DRIVERS:
+        raise ValueError(f"Tessera runs on PostgreSQL or SQLite, not {parsed.drivername!r}; expected {expected}")
     return url
 
 
@@ -392,7 +410,7 @@ class Config:
         self.IDEMPOTENCY_TTL_SECONDS = core.idempotency_ttl_seconds
 
         self.API_TITLE = "Tessera"
-        self.API_VERSION = "1.0.0"
+        self.API_VERSION = version("tessera")  # the OpenAPI document's: the package's own
         self.OPENAPI_VERSION = "3.0.3"
         self.OPENAPI_URL_PREFIX = "/"
         self.OPENAPI_JSON_PATH = "openapi.json"
@@ -566,3 +584,53 @@ def _development_secret(name: str) -> str:
         except FileExistsError:
             return path.read_text().strip()
         return value
+
+
+# Where the web process last started says where it serves, for operator commands run in another
+# terminal without its environment (`tessera-admin` reads it when neither BASE_URL nor PORT is set).
+SERVED_FILE = "served.json"
+
+
+@dataclass(frozen=True)
+class ServedAddress:
+    """What the instance's web process was started with: its `BASE_URL` and whether `DEV_OUTBOX` is on."""
+
+    base_url: str
+    dev_outbox: bool
+
+
+def record_served_address(config: Mapping[str, Any]) -> None:
+    """Write `instance/served.json` for the web process starting with `config`; a failure to write is logged only."""
+    import json
+    import logging
+    import tempfile
+
+    record = {"base_url": config["BASE_URL"], "dev_outbox": bool(config.get("DEV_OUTBOX"))}
+    try:
+        INSTANCE_DIR.mkdir(parents=True, exist_ok=True)
+        # Each web worker process writes it: a whole file replaces another, never a half-written one.
+        with tempfile.NamedTemporaryFile("w", dir=INSTANCE_DIR, prefix=".served-", delete=False) as handle:
+            json.dump(record, handle)
+        Path(handle.name).replace(INSTANCE_DIR / SERVED_FILE)
+    except OSError as error:
+        logging.getLogger(__name__).warning("could not record the served address in %s: %s", INSTANCE_DIR, error)
+
+
+def served_address() -> ServedAddress | None:
+    """What the instance's web process last started with (`record_served_address`); None without a readable record."""
+    import json
+
+    try:
+        record = json.loads((INSTANCE_DIR / SERVED_FILE).read_text())
+        return ServedAddress(base_url=str(record["base_url"]), dev_outbox=bool(record["dev_outbox"]))
+    except (OSError, ValueError, KeyError, TypeError):
+        return None
+
+
+def adopt_served_address(environ: MutableMapping[str, str]) -> None:
+    """For an operator command: `BASE_URL` of the instance's web process, unless BASE_URL or PORT is set."""
+    if environ.get("BASE_URL") or environ.get("PORT"):
+        return
+    served = served_address()
+    if served is not None:
+        environ["BASE_URL"] = served.base_url

@@ -31,15 +31,16 @@ from flask import Flask
 from granian.server import Server
 
 from app import create_app
-from app.config import UnsafeConfiguration
+from app.config import UnsafeConfiguration, record_served_address
 from app.web.hot import HotLayer
 
 
 def web_app() -> Flask:
     """`create_app()` for the web server (`python -m app.serving ... --factory app.serving:web_app`): its own
-    access log in front, start-up objects frozen."""
+    access log in front, start-up objects frozen; where it serves recorded for operator commands."""
     application = create_app()
     HotLayer.of(application).access_log = True
+    record_served_address(application.config)
     freeze_start_up_objects()
     return application
 

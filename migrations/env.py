@@ -4,6 +4,9 @@ import logging
 
 from alembic import context
 from flask import current_app
+from sqlalchemy.exc import SQLAlchemyError
+
+from app.ops.schema import unreachable_database
 
 log = logging.getLogger("alembic.env")
 config = context.config
@@ -29,7 +32,11 @@ def run_migrations_online() -> None:
             directives[:] = []
             log.info("No changes in schema detected.")
 
-    with target_db.engine.connect() as connection:
+    try:
+        connection = target_db.engine.connect()
+    except SQLAlchemyError as error:  # an operator's mistake (address, name, credentials): one line, no traceback
+        raise unreachable_database(error) from None
+    with connection:
         _configure(connection=connection, process_revision_directives=skip_empty)
         with context.begin_transaction():
             context.run_migrations()

@@ -112,8 +112,21 @@ def _bind_did(account: AgentAccount, now: datetime) -> AgentAccount:
 # -- sign-in -----------------------------------------------------------------------------------
 
 
-def issue_challenge(address: str) -> AuthChallenge:
-    """Store and return an EIP-4361 challenge for ``address`` (any case; normalised to EIP-55)."""
+@dataclass(frozen=True)
+class IssuedChallenge:
+    """A stored challenge as the network announces it: the message, its nonce and chain apart."""
+
+    message: str
+    nonce: str
+    chain_id: int
+    expires_at: datetime
+
+
+def issue_challenge(address: str) -> IssuedChallenge:
+    """Store and return an EIP-4361 challenge for ``address`` (any case; normalised to EIP-55).
+
+    Its chain id (``AGENT_CHAIN_ID``) is also announced beside the message, so a client learns
+    the network's chain from the network and refuses a message that names another."""
     settings = current(AgentSettings)
     checksummed = checked_address(address)
     now = utcnow().replace(microsecond=0)
@@ -136,7 +149,7 @@ def issue_challenge(address: str) -> AuthChallenge:
     )
     db.session.add(challenge)
     db.session.flush()
-    return challenge
+    return IssuedChallenge(challenge.message, challenge.nonce, message.chain_id, challenge.expires_at)
 
 
 @dataclass(frozen=True)

@@ -6,18 +6,30 @@ once the transaction has its confirmations, the card is stored and published wit
 `{agentId, agentRegistry}` in its `registrations` and the payer charged, all with the job's final
 state. A revert fails the job, so nothing is stored or charged and the credit hold no longer counts.
 An agent registered before keeps its `agentId`: hosting its card again sends nothing (the URI is
-the same public URL).
+the same public URL), unless its `tokenURI` says it is no longer active (its card was unpublished):
+that URI then names the hosted card again.
 """
 
 from __future__ import annotations
 
 from app.agents.accounts import job_accounts
 from app.agents.cards import host_card_from_job, public_card_url
+from app.agents.chain_jobs import identity_uri_sent, relayed, transactions_of
+from app.agents.models import PublicCard
+from app.agents.registration_file import is_inactive_registration_uri
 from app.agents.schemas import HostedCardOut
 from app.agents.settings import AgentSettings
 from app.chain.errors import ChainUnavailable
-from app.chain.identity import IDENTITY_STEP, IdentityRegistration, register_identity
+from app.chain.identity import (
+    IDENTITY_STEP,
+    IDENTITY_URI_STEP,
+    IdentityRegistration,
+    read_agent_uri,
+    register_identity,
+    set_agent_uri,
+)
 from app.chain.models import AgentIdentity, ChainTransaction
+from app.chain.relay import Receipt
 from app.chain.settings import ChainSettings
 from app.db import utcnow
 from app.extensions import db
@@ -39,9 +51,12 @@ def host_card_on_chain(job: Job) -> dict | CallOutside:
     target, _payer = job_accounts(job)
     did = target.did
     known = db.session.get(AgentIdentity, (agent_registry, did))
-    if known is not None:
-        return _hosted(job, known)
     job_id, uri = job.id, public_card_url(did)
+    if known is not None:
+        # Only an unpublished card (no public copy) can have left the tokenURI saying "not active".
+        if db.session.get(PublicCard, did) is not None:
+            return _hosted(job, known)
+        return _hosted_again(job, known, uri, network)
 
     def call() -> IdentityRegistration:
         try:
@@ -64,9 +79,27 @@ def host_card_on_chain(job: Job) -> dict | CallOutside:
             "nonce": sent.nonce,
             "blockNumber": registration.block_number,
             "status": 1,
-            "agentId": str(registration.agent_id),
+            "agentId": registration.agent_id,
             "agentRegistry": registration.agent_registry,
         }
         return {**_hosted(locked, identity), "transaction": receipt}
 
     return CallOutside(call, record)
+
+
+def _hosted_again(job: Job, known: AgentIdentity, uri: str, network: str) -> CallOutside:
+    """host-card of an agent with an identity and no public copy: its `tokenURI` named the hosted card
+    again when it says the agent is no longer active (an unpublished card), else nothing sent."""
+    job_id, agent_id, key = job.id, int(known.agent_id), (known.agent_registry, known.did)
+    sent = identity_uri_sent(job)
+
+    def send() -> list[tuple[str, Receipt]]:
+        if not sent and not is_inactive_registration_uri(read_agent_uri(network, agent_id)):
+            return []
+        return [(IDENTITY_URI_STEP, set_agent_uri(network, job_id, agent_id, uri))]
+
+    def record(locked: Job, receipts: list[tuple[str, Receipt]]) -> dict:
+        hosted = _hosted(locked, db.session.get(AgentIdentity, key))
+        return {**hosted, "transactions": transactions_of(receipts)} if receipts else hosted
+
+    return CallOutside(lambda: relayed(send), record)

@@ -2,11 +2,14 @@
 
 ``registration_file_errors`` names every field that breaks the shape, so a refused card is
 answered with all its problems at once. Only the shape is checked: URLs are not fetched and
-extra members are allowed (the format is extensible).
+extra members are allowed (the format is extensible). An agent no longer active is told by a
+registration file of its own (`inactive_registration_uri`), which its ERC-8004 `tokenURI` then holds.
 """
 
 from __future__ import annotations
 
+import base64
+import json
 import re
 from typing import Any
 
@@ -108,3 +111,33 @@ def registration_file_errors(card: dict[str, Any]) -> dict[str, list[str]]:
         if name in card and not isinstance(card[name], bool):
             errors[name] = ["Must be true or false."]
     return errors
+
+
+# What an inactive agent's `tokenURI` holds: its registration file itself, short (each byte is stored on chain).
+_INACTIVE_PREFIX = "data:application/json;base64,"
+_NAME_LIMIT = 100
+
+
+def inactive_registration_uri(name: str, description: str, agent_id: int, agent_registry: str) -> str:
+    """A `data:` URI of a registration file saying the agent is no longer active (`active: false`),
+    for the `tokenURI` of an agent whose hosted card went away (ERC-8004 lets the URI be updated)."""
+    document = {
+        "type": REGISTRATION_TYPE,
+        "name": name[:_NAME_LIMIT],
+        "description": description,
+        "active": False,
+        "registrations": [{"agentId": agent_id, "agentRegistry": agent_registry}],
+    }
+    encoded = json.dumps(document, ensure_ascii=False, separators=(",", ":")).encode("utf-8")
+    return _INACTIVE_PREFIX + base64.b64encode(encoded).decode("ascii")
+
+
+def is_inactive_registration_uri(uri: str) -> bool:
+    """Whether `uri` is a registration file `inactive_registration_uri` made (`active: false`)."""
+    if not uri.startswith(_INACTIVE_PREFIX):
+        return False
+    try:
+        document = json.loads(base64.b64decode(uri[len(_INACTIVE_PREFIX) :], validate=True))
+    except ValueError:
+        return False
+    return isinstance(document, dict) and document.get("active") is False

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from collections.abc import Hashable
 from dataclasses import dataclass
+from datetime import datetime
 
 from flask import Flask
 from sqlalchemy import bindparam, delete, exists, func, select, update
@@ -26,6 +27,7 @@ from app.agents.models import (
     AgentAccount,
     AgentSession,
     Consent,
+    CreditEntry,
     PrivateCard,
     PublicCard,
     RegistryRecord,
@@ -33,9 +35,9 @@ from app.agents.models import (
 from app.agents.settings import AgentSettings
 from app.agents.signing import DEREGISTER, OWNERSHIP_OPERATIONS, SET_CARD, WriteToSign
 from app.chain.index import get_indexed_record, registry_key
-from app.chain.models import IndexedRecord
+from app.chain.models import AgentIdentity, ChainTransaction, IndexedRecord
 from app.chain.settings import EVM, ChainSettings
-from app.db import commit_before_the_edge, isoformat, utcnow
+from app.db import as_utc, commit_before_the_edge, isoformat, utcnow
 from app.dialect import DriverStatement
 from app.dids.agents import agent_did_document, deactivated_agent_document
 from app.dids.resolution import NetworkDid
@@ -68,8 +70,30 @@ class CardState:
 
 
 @dataclass(frozen=True)
+class Identity:
+    """An agent's ERC-8004 identity: its `agentId` in the IdentityRegistry `agentRegistry`."""
+
+    agent_id: int
+    agent_registry: str
+
+
+@dataclass(frozen=True)
+class HistoryEntry:
+    """One write of a registry record: a card hosted, a card URI set, a card unpublished, an owner approved."""
+
+    operation: str
+    at: datetime
+    by: str | None
+    job: str | None = None
+    charged: int | None = None
+    owner: str | None = None
+    transactions: tuple[dict[str, str], ...] = ()
+
+
+@dataclass(frozen=True)
 class RegistryView:
-    """A registry record; with ``full``, also the account, the cards and the contract."""
+    """A registry record; with ``full``, also the account, the cards, the contract, the ERC-8004
+    identity (on a chain) and the record's history."""
 
     record: RegistryRecord
     account: AgentAccount
@@ -77,6 +101,8 @@ class RegistryView:
     blockchain_account_id: str
     card: CardState | None = None
     contract: Contract | None = None
+    identity: Identity | None = None
+    history: tuple[HistoryEntry, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -151,6 +177,7 @@ def get_registry_view(did: str, *, full: bool = False) -> RegistryView:
     if not full:
         return RegistryView(record, target, full=False, blockchain_account_id=account_id)
     contract = require_contract(REGISTRY_CONTRACT)  # the deployed contract's version on a chain
+    identity = _identity_of(did) if _on_chain() else None
     private = db.session.get(PrivateCard, did)
     public = db.session.get(PublicCard, did)
     card = CardState(
@@ -161,7 +188,49 @@ def get_registry_view(did: str, *, full: bool = False) -> RegistryView:
         hosted_by=private.hosted_by_did if private is not None else None,
         public_url=public_card_url(did) if public is not None else None,
     )
-    return RegistryView(record, target, True, account_id, card, contract)
+    return RegistryView(record, target, True, account_id, card, contract, identity, _history_of(did))
+
+
+def _identity_of(did: str) -> Identity | None:
+    """The ERC-8004 identity `did` has in the network's IdentityRegistry, if host-card gave it one."""
+    agent_registry = current(ChainSettings).require_chain(current(AgentSettings).network).agent_registry_id
+    known = db.session.get(AgentIdentity, (agent_registry, did))
+    return None if known is None else Identity(int(known.agent_id), known.agent_registry)
+
+
+# What the ledger records of a registry record's writes (each charged, at its price, even when 0).
+_RECORD_WRITES = ("host-card", "set-card", "card-unpublish")
+_HISTORY_LENGTH = 20
+
+
+def _history_of(did: str) -> tuple[HistoryEntry, ...]:
+    """The newest writes of the record of `did`, newest first: the ledger's charges for it (who paid,
+    which job, the job's transactions on a chain) and the approvals naming its owners."""
+    payer = aliased(AgentAccount)
+    charges = db.session.execute(
+        select(CreditEntry.reason, CreditEntry.created_at, payer.did, CreditEntry.job_id, CreditEntry.amount)
+        .join(payer, payer.id == CreditEntry.account_id)
+        .where(CreditEntry.subject_did == did, CreditEntry.reason.in_(_RECORD_WRITES))
+        .order_by(CreditEntry.id.desc())
+        .limit(_HISTORY_LENGTH)
+    ).all()
+    sent: dict[str, list[dict[str, str]]] = {}
+    job_ids = [job_id for *_rest, job_id, _amount in charges if job_id]
+    if job_ids:
+        steps = select(ChainTransaction).where(ChainTransaction.job_id.in_(job_ids))
+        for step in db.session.execute(steps.order_by(ChainTransaction.created_at)).scalars():
+            sent.setdefault(step.job_id, []).append({"step": step.step, "tx_hash": step.mined_tx_hash or step.tx_hash})
+    approvals = db.session.execute(
+        select(Consent.approved_at, Consent.owner_did)
+        .where(Consent.agent_did == did, Consent.approved_at.is_not(None))
+        .order_by(Consent.approved_at.desc())
+        .limit(_HISTORY_LENGTH)
+    ).all()
+    entries = [
+        HistoryEntry(reason, at, by, job_id, -amount, transactions=tuple(sent.get(job_id, ())))
+        for reason, at, by, job_id, amount in charges
+    ] + [HistoryEntry("approve-consent", at, did, owner=owner) for at, owner in approvals]
+    return tuple(sorted(entries, key=lambda entry: as_utc(entry.at), reverse=True)[:_HISTORY_LENGTH])
 
 
 def refuse_if_owner_named(did: str) -> None:

@@ -285,7 +285,7 @@ def get_registry(args: dict, did: str):
 
 @blp.route("/api/agents/<string:did>", methods=["DELETE"])
 @agent_session_required
-@blp.arguments(DeregisterIn)
+@blp.arguments(DeregisterIn, required=False)
 @blp.response(202, JobEnvelope, headers=BARE_LOCATION_HEADER)
 @problem_doc(400, 402, 403, 404, 409, 410, 413, 415, 422, 503)
 def deregister(args: dict, did: str):

@@ -37,6 +37,10 @@ class ChallengeIn(ma.Schema):
 class Challenge(ma.Schema):
     message = ma.fields.String(required=True, metadata={"description": "EIP-4361 message to sign."})
     nonce = ma.fields.String(required=True)
+    chain_id = ma.fields.Integer(
+        required=True,
+        metadata={"description": "The network's EIP-155 chain id (`AGENT_CHAIN_ID`), the message's `Chain ID`."},
+    )
     expires_at = Timestamp(required=True)
 
 
@@ -209,10 +213,36 @@ class RegistryCard(ma.Schema):
     public_url = ma.fields.String(allow_none=True, required=True)
 
 
+class RegistryIdentity(ma.Schema):
+    agent_id = ma.fields.Integer(required=True, data_key="agentId", metadata={"description": "ERC-8004 `agentId`."})
+    agent_registry = ma.fields.String(
+        required=True, data_key="agentRegistry", metadata={"description": "`eip155:<chainId>:<IdentityRegistry>`."}
+    )
+
+
+class RegistryTransaction(ma.Schema):
+    step = ma.fields.String(required=True)
+    tx_hash = ma.fields.String(required=True, data_key="txHash", allow_none=True)
+
+
+class RegistryHistoryEntry(ma.Schema):
+    operation = ma.fields.String(
+        required=True,
+        validate=ma.validate.OneOf(["host-card", "set-card", "card-unpublish", "approve-consent"]),
+    )
+    at = Timestamp(required=True)
+    by = ma.fields.String(required=True, allow_none=True, metadata={"description": "The DID that asked (and paid)."})
+    job = ma.fields.String(required=True, allow_none=True)
+    charged = ma.fields.Integer(required=True, allow_none=True)
+    owner = ma.fields.String(required=True, allow_none=True, metadata={"description": "The owner an approval named."})
+    transactions = ma.fields.List(ma.fields.Nested(RegistryTransaction), required=True)
+
+
 class RegistryRecordOut(ma.Schema):
     """A registry record; the fields after ``updated_at`` only with ``full=true``."""
 
-    FULL_ONLY = ("address", "blockchain_account_id", "kind", "created_at", "did_bound_at", "card", "contract")
+    FULL_ONLY = ("address", "blockchain_account_id", "kind", "created_at", "did_bound_at", "card", "contract",
+                 "identity", "history")  # fmt: skip
 
     did = ma.fields.String(required=True, attribute="record.did")
     owner = ma.fields.String(
@@ -230,6 +260,15 @@ class RegistryRecordOut(ma.Schema):
     did_bound_at = Timestamp(attribute="account.did_bound_at")
     card = ma.fields.Nested(RegistryCard)
     contract = ma.fields.Nested(Contract)
+    identity = ma.fields.Nested(
+        RegistryIdentity,
+        allow_none=True,
+        metadata={"description": "The agent's ERC-8004 identity (AGENT_REGISTRY_BACKEND=evm, once a card was hosted)."},
+    )
+    history = ma.fields.List(
+        ma.fields.Nested(RegistryHistoryEntry),
+        metadata={"description": "The record's newest writes (at most 20), newest first."},
+    )
 
     @ma.post_dump(pass_original=True)
     def _omit_details(self, data: dict[str, Any], original: Any, **kwargs: Any) -> dict[str, Any]:

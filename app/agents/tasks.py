@@ -33,8 +33,12 @@ def host_card(job):
     return HostedCardOut().dump(cards.host_card_from_job(job))
 
 
-@job_task("agents.card_unpublish")
+@job_task("agents.card_unpublish", deferred=(NotYetMined, NotYetConfirmed))
 def card_unpublish(job):
+    if current(ChainSettings).registry_backend == EVM:
+        from app.agents.chain_jobs import card_unpublish_on_chain  # web3 loads only where a chain is used
+
+        return card_unpublish_on_chain(job)
     return UnpublishedCardOut().dump(cards.card_unpublish_from_job(job))
 
 

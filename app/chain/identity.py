@@ -1,5 +1,5 @@
 """ERC-8004 identity of hosted agents: `register(agentURI)` and `setAgentURI` in the IdentityRegistry,
-each relayed once per job."""
+each relayed once per job, and `tokenURI` read back."""
 
 from __future__ import annotations
 
@@ -66,3 +66,13 @@ def set_agent_uri(network: str, job_id: str, agent_id: int, agent_uri: str) -> R
     w3, identity = _identity_registry(chain)
     call = identity.encode_abi("setAgentURI", args=[agent_id, agent_uri])
     return relay_confirmed(w3, job_id, identity.address, call, step=IDENTITY_URI_STEP)
+
+
+def read_agent_uri(network: str, agent_id: int) -> str:
+    """The `tokenURI` of `agent_id`, read with eth_call from the latest block.
+
+    Raises `ChainNotConfigured` or `ChainUnavailable`; must be called with no transaction open.
+    """
+    chain = current(ChainSettings).require_chain(network)
+    _w3, identity = _identity_registry(chain)
+    return identity.functions.tokenURI(agent_id).call()

@@ -64,13 +64,16 @@ class Settings:
             raise click.UsageError("set TESSERA_PRODUCTION_URL or TESSERA_NETWORK_URL to use --env production")
         return url
 
-    def chain_id(self) -> int:
-        """Return the EIP-155 chain id of the chosen environment (``TESSERA_CHAIN_ID`` wins).
+    def chain_id(self) -> int | None:
+        """Return the EIP-155 chain id set for the chosen environment (``TESSERA_CHAIN_ID`` wins), or
+        None: the chain the network announces with its sign-in challenge.
 
         A sign-in challenge naming another chain is refused before anything is signed.
         """
         name = "TESSERA_CHAIN_ID" if os.environ.get("TESSERA_CHAIN_ID") else f"TESSERA_{self.env.upper()}_CHAIN_ID"
-        text = os.environ.get(name) or str(library.DEFAULT_CHAIN_ID)
+        text = os.environ.get(name)
+        if not text:
+            return None
         if not text.isdigit():
             raise click.UsageError(f"{name} must be a chain id (decimal digits), not {text!r}")
         return int(text)
@@ -534,21 +537,30 @@ def _human_value(value: Any) -> str:
         return "yes" if value else "no"
     if isinstance(value, list):
         return ", ".join(_human_value(item) for item in value) or "(none)"
+    if isinstance(value, dict):
+        return " ".join(f"{key}={_human_value(item)}" for key, item in value.items())
     return str(value)
 
 
 def _human_lines(document: dict[str, Any], prefix: str = "") -> Iterator[str]:
-    """``key: value`` lines of a document, nested objects as ``outer.inner``; never a bare None."""
+    """``key: value`` lines of a document, nested objects as ``outer.inner``, a list of objects one
+    indented line each; never a bare None."""
     for key, value in document.items():
         if isinstance(value, dict):
             yield from _human_lines(value, f"{prefix}{key}.")
+        elif isinstance(value, list) and value and all(isinstance(item, dict) for item in value):
+            yield f"{prefix}{key}:"
+            for item in value:
+                yield "  " + ", ".join(f"{name}: {_human_value(member)}" for name, member in item.items())
         else:
             yield f"{prefix}{key}: {_human_value(value)}"
 
 
 @agent.command("registry")
 @click.argument("did", required=False)
-@click.option("--full", is_flag=True, help="Show the full record (cards, history, contract).")
+@click.option(
+    "--full", is_flag=True, help="Show the full record (cards, contract, ERC-8004 identity, the record's history)."
+)
 @pass_settings
 def agent_registry(settings: Settings, did: str | None, full: bool) -> None:
     """Read an agent's registry record (authenticated); DID defaults to your own."""

@@ -263,8 +263,10 @@ class TesseraClient:
     """A session with one Tessera network as one agent (or organisation) key.
 
     ``base_url`` is the network URL (``{network_url}``); ``api_key`` the agent key or ``None`` for
-    public reads only. ``chain_id`` is the EIP-155 chain of the chosen environment: a sign-in
-    challenge for another chain is refused. ``transport`` lets tests plug an httpx transport.
+    public reads only. ``chain_id`` is the EIP-155 chain a sign-in challenge must name; ``None``
+    takes the chain the network announces beside each challenge (``DEFAULT_CHAIN_ID`` when it
+    announces none), so a message naming another chain than announced is refused either way.
+    ``transport`` lets tests plug an httpx transport.
     Not thread-safe.
     """
 
@@ -277,7 +279,7 @@ class TesseraClient:
         poll_interval: float = 0.25,
         job_timeout: float = 120.0,
         unavailable_retries: int = 3,
-        chain_id: int = DEFAULT_CHAIN_ID,
+        chain_id: int | None = None,
         transport: httpx.BaseTransport | None = None,
     ):
         self.base_url = base_url.rstrip("/")
@@ -390,7 +392,10 @@ class TesseraClient:
         ``ChallengeRefused`` (signing nothing) when the challenge fails ``check_sign_in_challenge``.
         """
         if not self._api_key:
-            raise AuthenticationFailed("no agent key: pass --api-key or set TESSERA_API_KEY")
+            raise AuthenticationFailed(
+                "no agent key: run `tessera login` to store one (it asks without echoing), "
+                "or pass --api-key or set TESSERA_API_KEY"
+            )
         try:
             secret = ethereum.parse_private_key(self._api_key)
         except ethereum.InvalidKey as exc:
@@ -403,7 +408,7 @@ class TesseraClient:
             challenge.get("message"),
             network_url=self.base_url,
             address=self.address,
-            chain_id=self.chain_id,
+            chain_id=self._expected_chain_id(challenge.get("chain_id")),
             nonce=challenge.get("nonce"),
         )
         signature = ethereum.sign_personal_message(challenge["message"], secret)
@@ -413,6 +418,15 @@ class TesseraClient:
         self._session_token = session["token"]
         self.did = session["did"]
         return session
+
+    def _expected_chain_id(self, announced: Any) -> int:
+        """The chain a challenge must name: the one this client was given, else the one the network
+        announced beside it, else ``DEFAULT_CHAIN_ID``."""
+        if self.chain_id is not None:
+            return self.chain_id
+        if isinstance(announced, int) and not isinstance(announced, bool) and announced > 0:
+            return announced
+        return DEFAULT_CHAIN_ID
 
     def whoami(self) -> dict[str, Any]:
         """Return the authenticated account: ``{did, address, kind, balance, created_at}``.
@@ -537,7 +551,8 @@ class TesseraClient:
     def registry(self, did: str | None = None, full: bool = False) -> dict[str, Any]:
         """Read a registry record (authenticated; ``did`` defaults to the caller's own).
 
-        ``full`` adds cards, history and contract data.
+        ``full`` adds the cards, the contract, the ERC-8004 identity (``{agentId, agentRegistry}``
+        on a chain, else ``None``) and ``history``: the record's newest writes, newest first.
         """
         params = {"full": "true"} if full else None
         return self._data("GET", f"/api/agents/{quote(self._target(did))}/registry", authenticated=True, params=params)

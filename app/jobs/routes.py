@@ -37,7 +37,7 @@ def get_job(job_id: str):
 @blp.route("/canary", methods=["POST"])
 @api_token_required
 @idempotent
-@blp.arguments(CanaryIn)
+@blp.arguments(CanaryIn, required=False)
 @blp.response(202, JobEnvelope, headers=BARE_LOCATION_HEADER)
 @problem_doc(400, 413, 415, 422)
 def start_canary(args: dict):

@@ -451,9 +451,11 @@ def sweep_outbox() -> int:
         (Job.state == QUEUED) & (Job.republish_at < now),
         (Job.state == RUNNING) & (Job.lease_expires_at < now),
     ]
-    lost = lost_since(celery)
-    if lost is not None:  # the broker lost its messages: every job queued before that is due
-        due.append((Job.state == QUEUED) & or_(Job.published_at.is_(None), Job.published_at < lost))
+    loss = lost_since(celery)
+    lost = None if loss is None else loss.since
+    if lost is not None:  # the broker may have lost its messages: every job queued before that is due
+        published_before_loss = (Job.state == QUEUED) & Job.published_at.is_not(None) & (Job.published_at < lost)
+        due.append(or_((Job.state == QUEUED) & Job.published_at.is_(None), published_before_loss))
     unstarted = (Job.state == QUEUED) & (Job.published_at < now - grace)
     held = held_messages(celery, grace_seconds) if _any_job(unstarted) else None
     if held is not None:  # accepted, unstarted, and not in the broker's hands: lost on the way
@@ -470,6 +472,8 @@ def sweep_outbox() -> int:
         if not try_transaction_lock(db.session.connection(), _SWEEP_LOCK_KEY, _JOBS):
             return 0
         jobs = db.session.execute(stuck).scalars().all()
+        if loss is not None and loss.found_now:
+            _report_broker_loss(db.session.scalar(select(func.count()).where(published_before_loss)))
         for job in jobs:
             # Claimed for this round: a sweep that starts while this one publishes (the lock is
             # released at the commit below) leaves these jobs alone until `republish_at`.
@@ -500,6 +504,18 @@ def _any_job(condition: Any) -> bool:
     """Whether a job meets `condition`: a read of its own, before the sweep asks the broker anything."""
     with unit_of_work(Mode.READ):
         return db.session.execute(select(Job.id).where(condition).limit(1)).first() is not None
+
+
+def _report_broker_loss(lost_messages: int) -> None:
+    """A broker found without its marker lost messages only when it held jobs' messages: a fresh
+    broker (a first start, a new Redis) held none."""
+    if lost_messages:
+        log.warning(
+            "the broker lost %d queued message(s) (restarted without persistence?); publishing them again",
+            lost_messages,
+        )
+    else:
+        log.info("the broker holds no marker and no job waited in it (a fresh broker): nothing was lost")
 
 
 def count_jobs_by_state() -> dict[str, int]:

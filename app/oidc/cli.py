@@ -12,13 +12,14 @@ import click
 from flask import current_app
 from flask.cli import AppGroup
 
+from app.config import served_address
 from app.db import isoformat, transaction
 from app.errors import DomainError
 from app.oidc import keys, subjects
-from app.tenancy import service as tenancy
-from app.tenancy.auth import caller_of
+from app.oidc.demo import DEMO_REDIRECT_URI, ensure_demo_sign_in
+from app.oidc.settings import OidcSettings
+from app.settings import current
 from app.tenancy.models import SUBJECT_PAIRWISE, SUBJECT_TYPES
-from app.users.service import create_user
 
 keys_cli = AppGroup("keys", help="OpenID token signing keys.")
 
@@ -56,10 +57,12 @@ def purge() -> None:
         click.echo(f"deleted {keys.purge_retired_keys()} key(s)")
 
 
-DEMO_REDIRECT_URI = "http://127.0.0.1:8400/callback"
+# Prints the id_token's claims, or what the token endpoint answered instead (`invalid_grant`, ...).
 _SHOW_CLAIMS = (
-    'python3 -c \'import base64,json,sys; t=json.load(sys.stdin); p=t["id_token"].split(".")[1]; '
-    'print(json.dumps(json.loads(base64.urlsafe_b64decode(p+"==")), indent=2))\''
+    "python3 -c 'import base64,json,sys; r=sys.stdin.read(); "
+    't=json.loads(r) if r.lstrip().startswith("{") else {}; p=str(t.get("id_token","")).split("."); '
+    'print(json.dumps(json.loads(base64.urlsafe_b64decode(p[1]+"==")),indent=2)) if len(p)==3 '
+    'else sys.exit("The token endpoint answered: "+(r.strip() or "nothing (is the service running?)"))\''
 )
 
 
@@ -67,40 +70,58 @@ _SHOW_CLAIMS = (
 @click.option("--email", default="ada@example.org", show_default=True, help="E-mail address of the demo user.")
 @click.option("--json", "as_json", is_flag=True, help="Print one JSON object.")
 def create_demo(email: str, as_json: bool) -> None:
-    """Create a demo organisation and user; prints the authorize URL and how to exchange the code.
+    """Create the demo organisation and user (once: run again, the same); prints the authorize URL and
+    how to exchange the code.
 
     The organisation's redirect URI is a loopback address nothing listens on: after the sign-in the
     browser shows the code in its address bar. Login codes are readable at /dev/outbox when the
     service runs with DEV_OUTBOX=1 (the README's run command does).
     """
     base = current_app.config["BASE_URL"].rstrip("/")
-    with transaction():
-        client, secret = tenancy.create_master_client("Demo organisation", redirect_uris=[DEMO_REDIRECT_URI])
-        issued = tenancy.issue_api_token(client.id, name="demo")
-        caller = caller_of(tenancy.find_active_token(issued.plaintext))
-        user = create_user(caller, {"email_address": email, "first_name": "Ada", "last_name": "Lovelace"})
-        output = {"client_id": client.id, "client_secret": secret, "api_token": issued.plaintext,
-                  "user": {"user_id": user.id, "email_address": user.email_address, "did": user.did}}  # fmt: skip
-    query = urlencode({"response_type": "code", "client_id": client.id, "redirect_uri": DEMO_REDIRECT_URI,
+    try:
+        with transaction():
+            demo = ensure_demo_sign_in(email)
+    except DomainError as error:
+        raise click.ClickException(error.detail) from error
+    query = urlencode({"response_type": "code", "client_id": demo.client_id, "redirect_uri": DEMO_REDIRECT_URI,
                        "scope": "openid profile email", "state": "demo",
                        "nonce": secrets.token_urlsafe(8)})  # fmt: skip
-    output["authorize_url"] = f"{base}/v1/openidc/authorize?{query}"
-    output["outbox_url"] = f"{base}/dev/outbox?{urlencode({'to': output['user']['email_address']})}"
-    output["exchange_command"] = (
-        f'curl -sS {base}/v1/openidc/token -d grant_type=authorization_code -d "code=$CODE" '
-        f"-d client_id={client.id} -d client_secret={secret} --data-urlencode redirect_uri={DEMO_REDIRECT_URI} "
-        f"| {_SHOW_CLAIMS}"
-    )
+    served = served_address()
+    outbox = current_app.config["DEV_OUTBOX"] or (served is not None and served.base_url == base and served.dev_outbox)
+    output = {
+        "created": demo.created,
+        "client_id": demo.client_id,
+        "client_secret": demo.client_secret,
+        "api_token": demo.api_token,
+        "user": {"user_id": demo.user_id, "email_address": demo.email_address, "did": demo.did},
+        "authorize_url": f"{base}/v1/openidc/authorize?{query}",
+        "outbox_url": f"{base}/dev/outbox?{urlencode({'to': demo.email_address})}" if outbox else None,
+        "exchange_command": (
+            f'curl -sS {base}/v1/openidc/token -d grant_type=authorization_code -d "code=$CODE" '
+            f"-d client_id={demo.client_id} -d client_secret={demo.client_secret} "
+            f"--data-urlencode redirect_uri={DEMO_REDIRECT_URI} | {_SHOW_CLAIMS}"
+        ),
+    }
     if as_json:
         click.echo(json.dumps(output))
         return
-    click.echo(f"Demo organisation: client_id {client.id}; user {output['user']['email_address']}\n")
-    click.echo(f"1. Open this URL in a browser and sign in as {output['user']['email_address']}:\n   "
-               f"{output['authorize_url']}")  # fmt: skip
-    click.echo(f"2. The login code is at {output['outbox_url']}; then allow the demo organisation.")
+    if demo.created:
+        click.echo(f"Demo organisation: client_id {demo.client_id}; user {demo.email_address}\n")
+    else:
+        click.echo(f"The demo organisation exists already: client_id {demo.client_id}, its secret as before; "
+                   f"user {demo.email_address}\n")  # fmt: skip
+    click.echo(f"1. Open this URL in a browser and sign in as {demo.email_address}:\n   {output['authorize_url']}")
+    if outbox:
+        click.echo(f"2. The login code is at {output['outbox_url']}; then allow the demo organisation.")
+    else:
+        click.echo(f"2. The login code is e-mailed to {demo.email_address} (the service runs without DEV_OUTBOX=1, "
+                   "which would show it at /dev/outbox); then allow the demo organisation.")  # fmt: skip
     click.echo(f"3. The browser lands on {DEMO_REDIRECT_URI}?code=...&state=demo (nothing listens there):"
                "\n   copy the code from the address bar.")  # fmt: skip
-    click.echo("4. Within a minute, exchange it for tokens; this prints the id_token's claims:")
+    ttl = current(OidcSettings).code_ttl
+    click.echo(f"4. Exchange it for tokens at once (a code holds for {ttl} seconds, for one exchange); this prints "
+               "the id_token's claims,\n   or the server's error: for invalid_grant open the URL of step 1 again, "
+               "which, signed in, lands on the callback with a fresh code.")  # fmt: skip
     click.echo(f"   CODE=<the code>\n   {output['exchange_command']}")
 
 

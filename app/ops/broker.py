@@ -34,7 +34,8 @@ sweep reads what the broker holds (`held_messages`) and publishes again the jobs
 A Redis broker restarted without persistence (or flushed) forgets every queued message without a
 word. A marker key tells (`lost_since`, `begin_refill`, `end_refill`): it holds `whole` while the
 broker has kept what it was given, and goes with the rest when the broker loses its data; the
-outbox sweep then publishes every queued job again.
+outbox sweep then publishes every queued job again. A fresh broker has no marker either: the sweep
+tells it from a lost one by the jobs it had published (`BrokerLoss.found_now`).
 """
 
 from __future__ import annotations
@@ -255,11 +256,21 @@ def _broker_client(celery, **options: Any):
     return redis.Redis.from_url(celery.conf.broker_url, **timeouts, **options)
 
 
-def lost_since(celery) -> datetime | None:
-    """Since when the broker has lost what it held and is being refilled; None while it is whole.
+@dataclass(frozen=True)
+class BrokerLoss:
+    """A broker without its marker: since when it may have lost what it held, and whether that was
+    found now (no marker: a broker restarted empty, or a fresh one) or a refill is under way."""
 
-    A missing marker means the loss is found now. A broker that does not answer, or one that is
-    not Redis, counts as whole: nothing is lost that a publish could restore.
+    since: datetime
+    found_now: bool
+
+
+def lost_since(celery) -> BrokerLoss | None:
+    """Since when the broker may have lost what it held and is being refilled; None while it is whole.
+
+    A missing marker means the loss is found now: the caller tells a fresh broker from one that lost
+    messages by what it had published. A broker that does not answer, or one that is not Redis,
+    counts as whole: nothing is lost that a publish could restore.
     """
     found = _marker(celery)
     if found is None:
@@ -275,9 +286,8 @@ def lost_since(celery) -> datetime | None:
     if value == _WHOLE:
         return None
     if value is None:
-        log.warning("the broker lost its queued messages (restarted without persistence?); publishing again")
-        return datetime.now(UTC)
-    return datetime.fromisoformat(value.decode())
+        return BrokerLoss(datetime.now(UTC), found_now=True)
+    return BrokerLoss(datetime.fromisoformat(value.decode()), found_now=False)
 
 
 def begin_refill(celery, since: datetime) -> None:

@@ -1,9 +1,11 @@
-"""Operator commands refuse, with the fix to run, a database that is not migrated to the code's head."""
+"""Operator commands refuse, in one line naming the fix, a database that is unreachable or not migrated
+to the code's head."""
 
 from __future__ import annotations
 
 import functools
 import logging
+import re
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
@@ -11,8 +13,25 @@ from typing import Any
 
 import click
 from flask.cli import with_appcontext
+from sqlalchemy.exc import SQLAlchemyError
 
 UPGRADE_HINT = "run `flask --app app db upgrade`"
+# What the drivers put before the reason a connection failed ("Connection refused", "database "x" does not exist").
+_REASON_PREFIX = re.compile(r"^(connection failed: )?(connection to server at .*?, port \d+ failed: )?(FATAL: +)?")
+
+
+def unreachable_database(error: SQLAlchemyError) -> click.ClickException:
+    """The one line an operator command ends with when the database cannot be used: the setting
+    that names it (the URL shown without its password) and the driver's reason."""
+    from app.extensions import db
+
+    shown = db.engine.url.render_as_string(hide_password=True)
+    text = str(getattr(error, "orig", None) or error).strip()
+    reason = _REASON_PREFIX.sub("", text.splitlines()[0] if text else error.__class__.__name__)
+    return click.ClickException(
+        f"Cannot use the database of DATABASE_URL={shown}: {reason}. "
+        "Fix DATABASE_URL, or start (or create) the database it names."
+    )
 
 
 def schema_is_current(migrations_dir: Path) -> bool:
@@ -60,15 +79,13 @@ def require_current_schema(command: click.Command, migrations_dir: Path) -> None
 
 
 def _checked(callback: Callable[..., Any], migrations_dir: Path) -> Callable[..., Any]:
-    from sqlalchemy.exc import SQLAlchemyError
-
     @functools.wraps(callback)
     @with_appcontext
     def run(*args: Any, **kwargs: Any) -> Any:
         try:
             current = schema_is_current(migrations_dir)
         except SQLAlchemyError as error:
-            raise click.ClickException(f"The database is unreachable: {error.__class__.__name__}.") from None
+            raise unreachable_database(error) from None
         if not current:
             raise click.ClickException(f"The database is not migrated to this version: {UPGRADE_HINT}.")
         return callback(*args, **kwargs)

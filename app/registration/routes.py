@@ -120,7 +120,7 @@ def delete_registration(client_id: int):
 @blp.route("/v1/openidc/initial_access_tokens", methods=["POST"])
 @api_token_required(subclient=True)
 @no_store
-@blp.arguments(InitialAccessTokenIn)
+@blp.arguments(InitialAccessTokenIn, required=False)
 @blp.response(201, InitialAccessTokenEnvelope)
 @problem_doc(403, 404, 422)
 def create_initial_access_token(fields: dict):

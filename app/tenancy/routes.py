@@ -223,7 +223,7 @@ class SubClientSecret(MethodView):
 class ApiTokens(MethodView):
     @api_token_required(subclient=True)
     @no_store
-    @tokens_blp.arguments(ApiTokenIn)
+    @tokens_blp.arguments(ApiTokenIn, required=False)
     @tokens_blp.response(201, IssuedApiTokenEnvelope)
     @problem_doc(400, 404, 409, 413, 415, 422)
     def post(self, args: dict):

@@ -27,7 +27,7 @@ from app.dialect import DriverStatement, row_version
 from app.errors import BadRequest, NotFound
 from app.extensions import db
 from app.pagination import Page, page_of, paginate
-from app.security import encrypt, hash_secret, random_token, secret_hash_candidates, texts_equal, verify_secret
+from app.security import decrypt, encrypt, hash_secret, random_token, secret_hash_candidates, texts_equal, verify_secret
 from app.settings import current
 from app.tenancy.caller import Caller
 from app.tenancy.errors import ClientTreeTooDeep, MasterClientRequired, SubdomainTaken, TooManyApiTokens
@@ -491,6 +491,16 @@ def list_clients(*, include_disabled: bool = True) -> list[Client]:
     return list(db.session.execute(statement).scalars())
 
 
+def list_enabled_masters_named(name: str) -> list[Client]:
+    """The enabled master clients called `name`, oldest first (for operators)."""
+    statement = (
+        select(Client)
+        .where(Client.parent_id.is_(None), Client.name == name, Client.disabled_at.is_(None))
+        .order_by(Client.id)
+    )
+    return list(db.session.execute(statement).scalars())
+
+
 def disable_client(client_id: int) -> int:
     """Disable a client and its whole subtree: their API tokens stop working. Returns how many changed.
 
@@ -587,6 +597,12 @@ def issue_client_secret(client: Client) -> IssuedClientSecret:
     client.secret_encrypted = encrypt(secret.encode(), CLIENT_SECRET_PURPOSE)
     db.session.flush()
     return IssuedClientSecret(client.id, secret, client.previous_secret_expires_at)
+
+
+def sealed_client_secret(client: Client) -> str | None:
+    """`client`'s current secret in clear, for an operator command; None for a secret sealed before
+    secrets were (only its hash is kept)."""
+    return decrypt(client.secret_encrypted, CLIENT_SECRET_PURPOSE).decode() if client.secret_encrypted else None
 
 
 def client_secret_clause(hashes: Sequence[Any], now: Any) -> Any:

@@ -126,7 +126,8 @@ def test_challenge_session_and_account_views_name_every_field(live_server):
     address = ethereum.address_from_private_key(key)
     with live_server.http() as http:
         challenge = http.post("/api/auth/challenge", json={"address": address}).json()["data"]
-        assert sorted(challenge) == ["expires_at", "message", "nonce"]
+        assert sorted(challenge) == ["chain_id", "expires_at", "message", "nonce"]
+        assert challenge["chain_id"] == 1 and "\nChain ID: 1\n" in challenge["message"]  # AGENT_CHAIN_ID's default
         assert challenge["expires_at"].endswith("Z")
         signature = ethereum.sign_personal_message(challenge["message"], ethereum.parse_private_key(key))
         verified = http.post("/api/auth/verify", json={"message": challenge["message"], "signature": signature})

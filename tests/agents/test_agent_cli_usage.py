@@ -53,7 +53,7 @@ def test_deregister_without_terminal_needs_yes(runner):
 def test_commands_needing_a_key_exit_3_without_one(runner):
     result = runner.invoke(main, ["whoami"], env={"TESSERA_NETWORK_URL": UNREACHABLE})
     assert result.exit_code == 3
-    assert "TESSERA_API_KEY" in result.output
+    assert "TESSERA_API_KEY" in result.output and "run `tessera login`" in result.output
 
 
 def test_malformed_key_exits_3(runner):

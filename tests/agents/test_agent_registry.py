@@ -68,7 +68,8 @@ def test_registry_views_did_document_and_deregistration_name_every_field(live_se
         agent_client.registry()
     assert raised.value.status == 404
     body = registration_card("Registered")
-    etag = agent_client.host_card(body)["result"]["etag"]
+    hosted = agent_client.host_card(body)
+    etag = hosted["result"]["etag"]
     public_url = f"{live_server.url}/api/agent-card/{agent_client.did}"
     plain = agent_client.registry()
     assert plain == {"did": agent_client.did, "owner": None, "card_uri": None, "updated_at": plain["updated_at"]}
@@ -90,6 +91,18 @@ def test_registry_views_did_document_and_deregistration_name_every_field(live_se
             "public_url": public_url,
         },
         "contract": {"name": "agent-registry", "version": "1.7.0"},
+        "identity": None,  # an ERC-8004 identity exists only on a chain
+        "history": [
+            {
+                "operation": "host-card",
+                "at": full["history"][0]["at"],
+                "by": agent_client.did,
+                "job": hosted["id"],
+                "charged": 10,
+                "owner": None,
+                "transactions": [],
+            }
+        ],
     }
     agent_client.set_card(public_url)
     with live_server.http() as http:

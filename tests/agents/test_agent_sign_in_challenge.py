@@ -154,3 +154,48 @@ def test_a_challenge_after_a_401_is_checked_too(live_server):
         client.whoami()
     assert len(served) == 2
     assert len(network.sign_ins) == 1
+
+
+def test_the_cli_takes_the_chain_the_network_announces():
+    key = ethereum.generate_private_key()
+    on_a_local_chain = FakeNetwork(
+        agent_did=AGENT,
+        challenge=lambda net, address: sign_in_message(net.url, address, chain_id=31337),
+        announced_chain_id=31337,
+    )
+    with serve(on_a_local_chain) as network:
+        learned = _cli(network, key)
+        pinned_elsewhere = _cli(network, key, TESSERA_TESTNET_CHAIN_ID="5")
+    # Signed and sent (the fake network then has no account to show); a chain set for the
+    # environment still wins over the announcement.
+    assert learned.exit_code == 1 and "refusing to sign" not in learned.output, learned.output
+    assert pinned_elsewhere.exit_code == 3 and "chain id 31337 (expected 5)" in pinned_elsewhere.output
+    assert len(network.sign_ins) == 1
+
+
+def test_a_message_naming_another_chain_than_announced_is_refused_unsigned():
+    key = ethereum.generate_private_key()
+    announces_one_signs_another = FakeNetwork(
+        agent_did=AGENT,
+        challenge=lambda net, address: sign_in_message(net.url, address, chain_id=137),
+        announced_chain_id=31337,
+    )
+    with serve(announces_one_signs_another) as network:
+        result = _cli(network, key)
+    assert result.exit_code == 3 and "chain id 137 (expected 31337)" in result.output
+    assert network.sign_ins == []
+
+
+def test_the_cli_signs_in_to_a_network_on_the_readmes_chain(app, live_server, monkeypatch):
+    """A network whose AGENT_CHAIN_ID is a self-hoster's chain (the README's chain section): the CLI
+    with none of its chain settings signs in, and so do the claim page's next lines (whoami)."""
+    from tests.support.agents import claim_key_over_http
+    from tests.support.config import change_settings
+
+    change_settings(monkeypatch, app, AGENT_CHAIN_ID="31337")
+    key = claim_key_over_http(live_server)
+    env = {"TESSERA_TESTNET_URL": live_server.url, "TESSERA_API_KEY": key, "TESSERA_ENV": "testnet",
+           "TESSERA_NETWORK_URL": "", "TESSERA_CHAIN_ID": "", "TESSERA_TESTNET_CHAIN_ID": ""}  # fmt: skip
+    result = CliRunner().invoke(main, ["whoami"], env=env)
+    assert result.exit_code == 0, result.output
+    assert result.output.startswith("DID:     did:tessera:")

@@ -24,7 +24,15 @@ from sqlalchemy import select
 from web3 import Web3
 from werkzeug.serving import make_server
 
-from app.agents.tasks import approve_consent, deregister, follow_registry, host_card, revoke_owner, set_card
+from app.agents.tasks import (
+    approve_consent,
+    card_unpublish,
+    deregister,
+    follow_registry,
+    host_card,
+    revoke_owner,
+    set_card,
+)
 from app.chain.abi import IDENTITY_REGISTRY, REGISTRY, load_artifact
 from app.chain.deploy import deploy_contract, deploy_contracts
 from app.chain.identity import IDENTITY_STEP
@@ -225,7 +233,9 @@ def worker_started_with(real_worker, settings: dict[str, str] | None) -> Iterato
 def jobs_run_in_process(app, *dids: str) -> Iterator[None]:
     """Run the queued registry jobs of `dids` in a thread of this process, as a worker would, while the
     block runs (the outbox holds them: no worker takes them)."""
-    handlers = {task.name: task.handler for task in (set_card, deregister, approve_consent, revoke_owner)}
+    handlers = {
+        task.name: task.handler for task in (set_card, card_unpublish, deregister, approve_consent, revoke_owner)
+    }
     stop = threading.Event()
 
     def work() -> None:

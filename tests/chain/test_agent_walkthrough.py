@@ -17,6 +17,7 @@ each transaction at once, so no job waits for blocks.
 
 from __future__ import annotations
 
+import base64
 import json
 from collections.abc import Iterator
 from dataclasses import dataclass
@@ -143,7 +144,8 @@ def test_the_agent_walkthrough(server, chain: Chain | None, tessera):
         document = http.get(f"/api/did/{did}")
         assert document.status_code == 200 and document.json()["id"] == did and "service" not in document.json()
     if chain:
-        agent_id = int(result["transaction"]["agentId"])  # a uint256, printed as a string
+        agent_id = result["transaction"]["agentId"]
+        assert isinstance(agent_id, int), "a number, as in the card's registrations and the registry view"
         identities = chain.identity.events.Registered().get_logs(from_block=0)
         assert [log.args.agentId for log in identities] == [agent_id]
         assert identities[0].transactionHash.to_0x_hex() == result["transaction"]["txHash"]
@@ -174,27 +176,77 @@ def test_the_agent_walkthrough(server, chain: Chain | None, tessera):
     assert (record["did"], record["address"], record["owner"], record["card_uri"]) == (did, address, None, CARD_URI)
     assert record["card"]["hosted"] is True and record["card"]["published"] is True
     assert record["contract"]["name"] == "agent-registry"
+    # The history --full promises: the record's writes, newest first, who asked and what each cost.
+    history = [(entry["operation"], entry["by"], entry["charged"], entry["job"]) for entry in record["history"]]
+    assert history == [("set-card", did, 5, done["id"]), ("host-card", did, 10, hosted["id"])]
     if chain:
         assert record["contract"]["version"] == chain.registry.functions.version().call() == "1.7.0"
         assert chain.check_index(did) == (record["address"], ZERO_ADDRESS, record["card_uri"])
+        assert record["identity"] == {"agentId": agent_id, "agentRegistry": agent_registry}
+        set_card_sent = {(step["step"], step["txHash"]) for step in done["result"]["transactions"]}
+        assert {(step["step"], step["txHash"]) for step in record["history"][0]["transactions"]} == set_card_sent
+        assert [step["step"] for step in record["history"][1]["transactions"]] == ["identity"]
+    else:
+        assert record["identity"] is None and all(entry["transactions"] == [] for entry in record["history"])
 
     unpublished = tessera("card-unpublish", "--yes")
     assert unpublished["state"] == "succeeded" and unpublished["result"]["did"] == did, unpublished
     assert httpx.get(public_url, timeout=10).status_code == 404
     assert tessera("agent", "registry", did, "--full")["card"]["published"] is False
-    if chain:  # the chain's record and identity stay as they were
+    if chain:  # the chain's record and identity stay as they were: the tokenURI names set-card's card
         assert chain.check_index(did) == (address, ZERO_ADDRESS, CARD_URI)
         assert chain.identity.functions.tokenURI(agent_id).call() == CARD_URI
+        assert unpublished["result"]["transactions"] == []
 
     gone = tessera("agent", "deregister", "--yes")
     assert gone["state"] == "succeeded" and gone["result"]["did"] == did, gone
     assert httpx.get(f"{server.url}/api/did/{did}", timeout=10).status_code == 410
     if chain:
-        assert [step["step"] for step in gone["result"]["transactions"]] == ["record"]
+        assert [step["step"] for step in gone["result"]["transactions"]] == ["record", "identity-uri"]
         assert not chain.registered(did) and chain.check_index(did) == UNREGISTERED
         deregistered = [log.transactionHash.to_0x_hex() for log in chain.events("Deregistered", did)]
         assert deregistered == [gone["result"]["transactions"][0]["txHash"]]
         assert len(chain.events("Registered", did)) == 1 and chain.events("CardSet", did) == []
+        # The identity stays (an ERC-721 token is not burnt), its registration saying the agent is gone.
+        registration = registration_at(chain.identity.functions.tokenURI(agent_id).call())
+        assert registration["active"] is False and registration["name"] == "Echo"
+        assert registration["description"].startswith("Deregistered from ")
+        assert registration["registrations"] == [{"agentId": agent_id, "agentRegistry": agent_registry}]
+
+
+def registration_at(token_uri: str) -> dict:
+    """The registration file a `data:application/json;base64,` tokenURI holds, as an explorer reads it."""
+    prefix = "data:application/json;base64,"
+    assert token_uri.startswith(prefix), token_uri
+    return json.loads(base64.b64decode(token_uri[len(prefix) :]))
+
+
+@pytest.mark.parametrize("chain", [EVM], indirect=True)
+def test_an_unpublished_card_leaves_its_identity_inactive_until_it_is_hosted_again(server, chain: Chain, tessera):
+    """The identity's tokenURI named the hosted card: unpublished, the card's URL would answer 404, so
+    the URI says the agent is not active; hosting a card again points it at the card."""
+    key = claim_key_over_http(server)
+    tessera("login", stdin=key + "\n")
+    did = tessera("whoami")["did"]
+    tessera("agent", "create-card", "--name", "Lapse", "--description", "Comes and goes",
+            "--image", "https://lapse.example/lapse.png", "--a2a-url", CARD_URI, "--no-mcp")  # fmt: skip
+    hosted = tessera("host-card", "--file", "agent-card.json")
+    agent_id, public_url = hosted["result"]["transaction"]["agentId"], hosted["result"]["public_url"]
+    assert chain.identity.functions.tokenURI(agent_id).call() == public_url
+
+    unpublished = tessera("card-unpublish", "--yes")
+    assert unpublished["state"] == "succeeded", unpublished
+    [step] = unpublished["result"]["transactions"]
+    assert step["step"] == "identity-uri" and step["status"] == 1
+    registration = registration_at(chain.identity.functions.tokenURI(agent_id).call())
+    assert registration["active"] is False and registration["name"] == "Lapse"
+    assert registration["description"].startswith("Its card was unpublished from ")
+    assert registration["registrations"][0]["agentId"] == agent_id
+
+    again = tessera("host-card", "--file", "agent-card.json")
+    assert again["state"] == "succeeded" and again["result"]["transactions"][0]["step"] == "identity-uri", again
+    assert chain.identity.functions.tokenURI(agent_id).call() == public_url
+    assert not chain.registered(did)  # no registry record on chain: only its identity was written
 
 
 def _as(server: LiveServer, key: str):

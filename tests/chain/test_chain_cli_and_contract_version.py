@@ -48,9 +48,25 @@ def _readme_chain_lines() -> list[str]:
     return block.splitlines()
 
 
+def _docs_chain_lines() -> list[str]:
+    text = (REPO_ROOT / "docs" / "chain.md").read_text()
+    return text.split("Deploy both contracts once", 1)[1].split("```bash\n", 1)[1].split("```", 1)[0].splitlines()
+
+
+def test_the_readme_and_the_chain_page_deploy_alike_and_restart_the_same_processes():
+    readme, page = _readme_chain_lines(), _docs_chain_lines()
+    assert readme[1:] == page[1:], "the same key line and the same command"
+    names = [{part.split("=", 1)[0] for part in lines[0].removeprefix("export ").split()} for lines in (readme, page)]
+    assert names[0] == names[1] == {"CHAIN_TESTNET_RPC_URL", "CHAIN_TESTNET_CHAIN_ID", "AGENT_CHAIN_ID"}
+    for document in ("README.md", "docs/chain.md"):
+        text = " ".join((REPO_ROOT / document).read_text().split())
+        assert "environment of the web, worker and beat processes" in text, document
+        assert "flask --app app chain deploy" not in text, document
+
+
 def test_the_readme_chain_lines_deploy_with_tessera_admin(app, anvil, tmp_path):
-    """The README's lines as written, with this node's URL and chain id and the relayer's key put in
-    (on the database `app` migrated)."""
+    """The README's lines as written, with this node's URL and chain id and the relayer's key put in,
+    on a fresh instance whose database was never migrated (deploying needs no table)."""
     exports, key_line, command = _readme_chain_lines()
     assert command == "tessera-admin chain deploy --env testnet"
     assert key_line.startswith("export CHAIN_RELAYER_KEY=0x...")
@@ -60,7 +76,9 @@ def test_the_readme_chain_lines_deploy_with_tessera_admin(app, anvil, tmp_path):
     # What pip writes for the console script (tests/agents/test_cli_profiles.py runs the same).
     script = tmp_path / "tessera-admin"
     script.write_text("import sys\nfrom app.admin import main\nsys.exit(main())\n")
-    env = {**os.environ, **settings, "CHAIN_RELAYER_KEY": RELAYER_KEY, "PYTHONPATH": str(REPO_ROOT)}
+    fresh = {"TESSERA_INSTANCE_DIR": str(tmp_path / "instance"), "DATABASE_URL": "", "REDIS_URL": "",
+             "CELERY_BROKER_URL": ""}  # fmt: skip
+    env = {**os.environ, **settings, **fresh, "CHAIN_RELAYER_KEY": RELAYER_KEY, "PYTHONPATH": str(REPO_ROOT)}
     result = subprocess.run(
         [sys.executable, str(script), *command.split()[1:]], cwd=tmp_path, env=env, capture_output=True, text=True,
         timeout=120,

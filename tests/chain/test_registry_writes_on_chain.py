@@ -98,8 +98,10 @@ def test_set_card_and_deregister_are_signed_by_the_agent_and_written_on_chain(ap
 
     done = _run(app, evm, evm.deregister_agent(wait=False), deregister)
     assert done["state"] == "succeeded", done
-    assert [sent["step"] for sent in done["result"]["transactions"]] == ["record"]
+    # The record goes, and the identity (its token stays) says the agent is no longer active.
+    assert [sent["step"] for sent in done["result"]["transactions"]] == ["record", "identity-uri"]
     assert record(contracts, did) == (ZERO_ADDRESS, ZERO_ADDRESS, "")
+    assert contracts.identity.functions.tokenURI(agent_id).call().startswith("data:application/json;base64,")
     follow_index(app, anvil)
     assert indexed_record(app, did) is None
     assert evm.whoami()["deactivated"] is True

@@ -36,6 +36,21 @@ def test_openapi_document_and_docs_ui(client):
     assert client.get("/docs").status_code == 200
 
 
+def test_openapi_says_the_packages_version_and_that_optional_bodies_are_optional(client, master):
+    import tomllib
+
+    from tests.support.environment import REPO_ROOT
+
+    spec = client.get("/openapi.json").get_json()
+    assert spec["info"]["version"] == tomllib.loads((REPO_ROOT / "pyproject.toml").read_text())["project"]["version"]
+    # Bodies whose every member has a default: the operation takes a request without one.
+    for path, method in (("/v1/jobs/canary", "post"), ("/v1/api_tokens", "post"),
+                         ("/v1/openidc/initial_access_tokens", "post"), ("/api/agents/{did}", "delete")):  # fmt: skip
+        assert spec["paths"][path][method]["requestBody"]["required"] is False, (method, path)
+    started = client.post("/v1/jobs/canary", headers=master.headers)
+    assert started.status_code == 202, started.get_data(as_text=True)
+
+
 def test_unknown_path_is_problem_404(client):
     assert_problem(client.get("/v1/nothing-here"), 404, "not_found")
 

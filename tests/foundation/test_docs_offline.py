@@ -1,4 +1,5 @@
-"""`/docs` renders in a real headless Chromium with every address but loopback unreachable."""
+"""`/docs` renders in a real headless Chromium with every address but loopback unreachable, and at a
+phone's width; the site's icon is served by the service itself."""
 
 from __future__ import annotations
 
@@ -64,6 +65,7 @@ def test_docs_page_names_no_other_host(client):
     page = client.get("/docs").get_data(as_text=True)
     assert re.findall(r"""(?:src|href)=["']([^"']+)""", page) == [
         "/docs/assets/swagger-ui.css",
+        "/static/docs.css",
         "/docs/assets/swagger-ui-standalone-preset.js",
         "/docs/assets/swagger-ui-bundle.js",
     ]
@@ -71,3 +73,46 @@ def test_docs_page_names_no_other_host(client):
         response = client.get(f"/docs/assets/{asset}")
         assert response.status_code == 200 and len(response.data) > 1000
     assert client.get("/docs/assets/../../../pyproject.toml").status_code == 404
+
+
+@pytest.fixture
+def phone_browser():
+    options = webdriver.ChromeOptions()
+    options.binary_location = CHROMIUM
+    for argument in ("--headless", "--no-sandbox", "--disable-background-networking", "--disable-dev-shm-usage",
+                     "--disable-gpu"):  # fmt: skip
+        options.add_argument(argument)
+    options.add_experimental_option(
+        "mobileEmulation", {"deviceMetrics": {"width": 390, "height": 844, "pixelRatio": 3}}
+    )
+    driver = webdriver.Chrome(service=Service(executable_path=CHROMEDRIVER), options=options)
+    driver.set_page_load_timeout(30)
+    yield driver
+    driver.quit()
+
+
+@pytest.mark.browser
+def test_docs_fit_a_phones_width(served, phone_browser):
+    phone_browser.get(f"{served}/docs")
+    WebDriverWait(phone_browser, 30).until(
+        lambda driver: driver.find_elements(By.CSS_SELECTOR, ".opblock .opblock-summary-path")
+    )
+    # The page lays itself out for the phone's 390 CSS pixels (not a zoomed-out desktop page) and
+    # nothing is wider than the screen.
+    assert phone_browser.execute_script("return window.innerWidth") == 390
+    assert phone_browser.execute_script("return document.documentElement.scrollWidth") <= 390
+    # An operation's path reads on one line, not a column a few letters wide.
+    path = phone_browser.find_element(By.CSS_SELECTOR, ".opblock .opblock-summary-path")
+    height, line = phone_browser.execute_script(
+        "const e = arguments[0], s = getComputedStyle(e);"
+        "return [e.getBoundingClientRect().height, parseFloat(s.lineHeight) || 1.2 * parseFloat(s.fontSize)];",
+        path,
+    )
+    assert height < 1.5 * line, (path.text, height, line)
+
+
+def test_the_site_icon_is_served(client):
+    icon = client.get("/favicon.ico")
+    assert icon.status_code == 200 and icon.mimetype == "image/vnd.microsoft.icon"
+    assert icon.data[:4] == b"\x00\x00\x01\x00" and b"PNG" in icon.data[:64]  # an ICO holding a PNG image
+    assert "max-age=" in icon.headers["Cache-Control"]

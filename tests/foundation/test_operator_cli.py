@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.support.environment import REPO_ROOT
+from tests.support.environment import REPO_ROOT, USING_POSTGRES
 
 FLASK = [sys.executable, "-m", "flask", "--app", "app"]
 
@@ -159,3 +159,61 @@ def test_the_application_and_its_http_clients_import_without_a_warning(tmp_path:
     result = _run([sys.executable, "-W", "error", "-c", _IMPORT_EVERYTHING], cwd=tmp_path, env=env)
     assert result.returncode == 0, result.stderr
     assert result.stdout.strip() == "imported"
+
+
+TESSERA_ADMIN = [sys.executable, "-c", "import sys; from app.admin import main; sys.exit(main())"]
+
+
+def test_tessera_admin_says_tesseras_version_and_lists_only_its_commands(tmp_path: Path, unmigrated_env) -> None:
+    import tomllib
+
+    package_version = tomllib.loads((REPO_ROOT / "pyproject.toml").read_text())["project"]["version"]
+    shown = _run([*TESSERA_ADMIN, "--version"], cwd=tmp_path, env=unmigrated_env)
+    assert shown.returncode == 0, shown.stderr
+    assert shown.stdout == f"tessera-admin {package_version}\n"
+
+    listed = _run([*TESSERA_ADMIN, "--help"], cwd=tmp_path, env=unmigrated_env)
+    assert listed.returncode == 0, listed.stderr
+    commands = {line.split()[0] for line in listed.stdout.split("Commands:\n", 1)[1].splitlines() if line.strip()}
+    assert commands == {"agents", "chain", "clients", "db", "keys", "outbox", "users"}
+    for foreign in ("run", "shell", "routes", "limiter", "openapi"):
+        refused = _run([*TESSERA_ADMIN, foreign], cwd=tmp_path, env=unmigrated_env)
+        assert refused.returncode == 2 and f"No such command '{foreign}'" in refused.stderr, (foreign, refused.stderr)
+
+
+def _closed_port() -> int:
+    import socket
+
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        return probe.getsockname()[1]
+
+
+def _operator_mistakes(tmp_path: Path) -> dict[str, str]:
+    """DATABASE_URL values an operator gets wrong, each the run can make: nothing listens, not a URL,
+    a database that does not exist."""
+    mistakes = {
+        "nothing listens": f"postgresql://tessera:hunter2@127.0.0.1:{_closed_port()}/tessera",
+        "not a database URL": "nonsense://",
+        "another database product": "mysql://tessera@127.0.0.1/tessera",
+        "a directory that does not exist": f"sqlite:///{tmp_path / 'missing' / 'tessera.sqlite'}",
+    }
+    if USING_POSTGRES:
+        from sqlalchemy.engine import make_url
+
+        never_created = make_url(os.environ["DATABASE_URL"]).set(database="tessera_never_created")
+        mistakes["a database that does not exist"] = never_created.render_as_string(hide_password=False)
+    return mistakes
+
+
+def test_operator_mistakes_in_database_url_end_in_one_line_naming_it(tmp_path: Path, unmigrated_env) -> None:
+    secrets = {name: "operator-secret" for name in ("SECRET_KEY", "ENCRYPTION_KEYS", "SECRET_HASH_KEY")}
+    for mistake, url in _operator_mistakes(tmp_path).items():
+        env = {**{k: v for k, v in unmigrated_env.items() if k != "DEV_OUTBOX"}, **secrets, "DATABASE_URL": url}
+        for args in (["db", "upgrade"], ["clients", "list"]):
+            for command in (TESSERA_ADMIN, FLASK):
+                result = _run([*command, *args], cwd=tmp_path, env=env)
+                lines = [line for line in result.stderr.splitlines() if line.strip()]
+                assert result.returncode != 0, (mistake, args, result.stdout)
+                assert len(lines) == 1 and "DATABASE_URL" in lines[0], (mistake, args, result.stderr)
+                assert "hunter2" not in result.stderr

@@ -1,7 +1,9 @@
-"""The README's run command (web, worker and beat under honcho) on another port: every URL follows it."""
+"""The README's run command (web, worker and beat under honcho) on another port: every URL follows it,
+those the operator commands print in another terminal too."""
 
 from __future__ import annotations
 
+import json
 import os
 import signal
 import subprocess
@@ -70,6 +72,16 @@ def test_run_command_on_another_port_serves_pages_discovery_and_worker_urls_ther
             assert job["state"] == "succeeded", job
             assert job["result"]["public_url"] == f"{url}/api/agent-card/{agent.did}", "built by the worker"
             assert httpx.get(job["result"]["public_url"], timeout=10).status_code == 200
+        # The second terminal, without PORT or BASE_URL: the operator commands name the port served.
+        terminal = {name: value for name, value in env.items() if name not in {"PORT", "DEV_OUTBOX"}}
+        demo = subprocess.run([sys.executable, "-c", "import sys; from app.admin import main; sys.exit(main())",
+                               "clients", "demo", "--json"], cwd=tmp_path, env=terminal, capture_output=True,
+                              text=True, timeout=120)  # fmt: skip
+        assert demo.returncode == 0, demo.stderr
+        printed = json.loads(demo.stdout)
+        assert printed["authorize_url"].startswith(f"{url}/v1/openidc/authorize?")
+        assert printed["outbox_url"] == f"{url}/dev/outbox?to=ada%40example.org"
+        assert httpx.get(printed["outbox_url"], timeout=10).status_code == 200
         # Ctrl-C reaches honcho (its processes run in sessions of their own): all stop within its grace.
         os.kill(process.pid, signal.SIGINT)
         process.wait(timeout=20)

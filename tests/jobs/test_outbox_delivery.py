@@ -6,6 +6,7 @@ delivery to come.
 
 from __future__ import annotations
 
+import logging
 import os
 import signal
 import threading
@@ -167,13 +168,16 @@ def test_jobs_a_broker_lost_run_within_seconds_of_the_next_sweep(app, client, ma
 
 
 def test_one_sweep_refills_a_broker_that_lost_its_data_and_the_next_finds_it_whole(
-    app, client, master, real_worker, wait_for_job
+    app, client, master, real_worker, wait_for_job, caplog
 ):
     real_worker.stop()
     try:
         job_ids = start_backlog(client, master, 5)  # this process's publisher has declared the run's queues
         lose_the_brokers_data(app)
-        assert sweep(app) >= 5
+        with caplog.at_level(logging.INFO, logger="app.jobs.service"):
+            assert sweep(app) >= 5
+        [warning] = [record.getMessage() for record in caplog.records if record.levelno == logging.WARNING]
+        assert warning.startswith("the broker lost ") and "queued message(s)" in warning
         assert waiting_deliveries(job_ids) == 5
         assert sweep(app) == 0
         assert waiting_deliveries(job_ids) == 5
@@ -182,6 +186,69 @@ def test_one_sweep_refills_a_broker_that_lost_its_data_and_the_next_finds_it_who
     for job_id in job_ids:
         assert wait_for_job(job_id)["state"] == "succeeded"
     assert all(count_runs(app, job_id) == 1 for job_id in job_ids)
+
+
+def published_and_queued(app) -> list[tuple]:
+    """The jobs the broker holds a message of (published, not yet taken): kind, id, when published."""
+    from sqlalchemy import select
+
+    from app.extensions import db
+    from app.jobs.models import QUEUED, Job
+
+    with app.app_context():
+        rows = db.session.execute(
+            select(Job.kind, Job.id, Job.published_at, Job.created_at).where(
+                Job.state == QUEUED, Job.published_at.is_not(None)
+            )
+        ).all()
+        db.session.rollback()
+    return [tuple(row) for row in rows]
+
+
+def end_jobs_no_worker_runs(app) -> None:
+    from sqlalchemy import update
+
+    from app.db import transaction
+    from app.extensions import celery, db
+    from app.jobs.models import FAILED, QUEUED, Job
+
+    with app.app_context(), transaction():
+        db.session.execute(
+            update(Job).where(Job.state == QUEUED, Job.kind.not_in(list(celery.tasks))).values(state=FAILED)
+        )
+
+
+def test_a_fresh_broker_is_not_reported_lost(app, client, master, real_worker, wait_for_job, caplog):
+    """A Redis without the marker that held no job's message (a first start, a new Redis): nothing
+    was lost, and the sweep says so at INFO, not as a loss; the marker is whole after."""
+    finished = client.post("/v1/jobs/canary", json={}, headers=master.headers).get_json()["data"]["id"]
+    assert wait_for_job(finished)["state"] == "succeeded"  # this run's queues are declared
+    # No job of earlier tests may wait in the broker when it is emptied below: rows written directly
+    # by other tests, of kinds no worker runs (the dialect tests' `jobs.contract`), are ended, and
+    # those whose message the broker no longer holds are published again and run.
+    end_jobs_no_worker_runs(app)
+    lose_the_brokers_data(app)
+    sweep(app)
+    deadline = time.monotonic() + 60
+    while (waiting := published_and_queued(app)) and time.monotonic() < deadline:
+        time.sleep(0.5)
+    assert waiting == [], f"jobs of earlier tests still wait in the broker: {waiting}"
+    caplog.clear()
+    real_worker.stop()
+    try:
+        lose_the_brokers_data(app)
+        with caplog.at_level(logging.INFO, logger="app.jobs.service"):
+            sweep(app)
+    finally:
+        real_worker.start()
+    warnings = [record.getMessage() for record in caplog.records if record.levelno >= logging.WARNING]
+    assert warnings == []
+    assert any("a fresh broker" in record.getMessage() for record in caplog.records)
+    client_of_redis = redis.Redis.from_url(os.environ["DIRECT_REDIS_URL"])
+    try:
+        assert client_of_redis.get(f"tessera.broker-marker.{os.environ['CELERY_QUEUE']}") == b"whole"
+    finally:
+        client_of_redis.close()
 
 
 def test_jobs_a_broker_lost_under_a_busy_worker_run_within_seconds(app, client, master, real_worker, wait_for_job):

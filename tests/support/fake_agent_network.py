@@ -45,13 +45,15 @@ class FakeNetwork:
     """Scripted answers (``consent``, ``challenge``, ``job_states``, ``job_result``) and what was received.
 
     ``challenge(network, address)`` returns the sign-in message to serve; by default a genuine
-    one for this network. ``sign_ins`` records what clients sent to ``/api/auth/verify``.
+    one for this network; ``announced_chain_id``, when set, is the chain id announced beside it.
+    ``sign_ins`` records what clients sent to ``/api/auth/verify``.
     ``failure`` (status, content type, body), when set, is the answer to every request (a broken
     network or a proxy in front of it).
     """
 
     agent_did: str
     challenge: Callable[[FakeNetwork, str], str] | None = None
+    announced_chain_id: int | None = None
     sign_ins: list[dict[str, Any]] = field(default_factory=list)
     unauthorized_paths: set[str] = field(default_factory=set)
     consent: dict[str, Any] | None = None
@@ -106,7 +108,10 @@ def _handler(network: FakeNetwork) -> type[BaseHTTPRequestHandler]:
                 address = json.loads(body)["address"]
                 make = network.challenge or (lambda net, addr: sign_in_message(net.url, addr))
                 message = make(network, address)
-                self._send(200, {"data": {"message": message, "nonce": None, "expires_at": "2999-01-01T00:00:00Z"}})
+                answer = {"message": message, "nonce": None, "expires_at": "2999-01-01T00:00:00Z"}
+                if network.announced_chain_id is not None:
+                    answer["chain_id"] = network.announced_chain_id
+                self._send(200, {"data": answer})
             elif self.path == "/api/auth/verify":
                 network.sign_ins.append(json.loads(body))
                 session = {"token": "fake-session", "token_type": "Bearer", "did": network.agent_did, "kind": "agent"}
